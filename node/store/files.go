@@ -1,0 +1,417 @@
+package store
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"net"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// FileInfo describes a stored file, as the file skills report it.
+type FileInfo struct {
+	// Filename is the file's plain name.
+	Filename string `json:"filename"`
+	// Size is the file's length in bytes.
+	Size int64 `json:"size"`
+	// SHA256 is the lowercase hex SHA-256 of the content.
+	SHA256 string `json:"sha256"`
+	// Modified is the file's modification time, in UTC.
+	Modified time.Time `json:"modified"`
+}
+
+// Files is the file skills' directory. Every access goes through one
+// *os.Root, so nothing outside the directory is reachable. Get it from
+// Store.Files; it is safe for concurrent use. Concurrent writes of one name
+// each land atomically and the last rename wins.
+type Files struct {
+	root    *os.Root
+	dir     string
+	maxSize int64
+	closed  atomic.Bool
+
+	mu    sync.Mutex           // guards cache
+	cache map[string]cacheItem // file name -> last known hash
+}
+
+// cacheItem remembers a file's hash while its identity, size and mtime are
+// unchanged.
+type cacheItem struct {
+	st  os.FileInfo
+	sum string
+}
+
+// openFiles creates (0700) and opens dir, and removes stale temp files.
+func openFiles(dir string, maxSize int64) (*Files, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("store: open files dir: %w", err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("store: open files dir: %w", err)
+	}
+	f := &Files{root: root, dir: dir, maxSize: maxSize, cache: make(map[string]cacheItem)}
+	if err := f.removeStale(); err != nil {
+		return nil, errors.Join(err, root.Close())
+	}
+	return f, nil
+}
+
+// removeStale removes temp files left by a process killed mid-write.
+func (f *Files) removeStale() error {
+	names, err := f.readDir()
+	if err != nil {
+		return fmt.Errorf("store: open files dir: %w", err)
+	}
+	var errs []error
+	for _, name := range names {
+		if strings.HasPrefix(name, tempPrefix) {
+			if err := f.root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("store: remove stale temp file %s: %w", quote(name), scrub(err)))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Dir returns the directory's absolute path, for the operator; it never
+// appears in errors.
+func (f *Files) Dir() string { return f.dir }
+
+// MaxSize returns the largest file Write accepts, in bytes.
+func (f *Files) MaxSize() int64 { return f.maxSize }
+
+// Write stores the content of r under name, atomically: readers see the old
+// file or the new one, never a part, and a crash at any point leaves no
+// partial file. It hashes while writing. Content longer than MaxSize gives an
+// error wrapping ErrTooLarge and leaves nothing behind. A name that is not a
+// plain name, or that names a symlink or a directory, gives ErrInvalidName.
+// An error from r is returned wrapped.
+func (f *Files) Write(name string, r io.Reader) (_ FileInfo, err error) {
+	const op = "write"
+	if err := f.check(op, name); err != nil {
+		return FileInfo{}, err
+	}
+	if _, err := f.lstatRegular(op, name); err != nil && !errors.Is(err, ErrNotFound) {
+		return FileInfo{}, err
+	}
+
+	tmp := tempPrefix + rand.Text()
+	tf, err := f.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return FileInfo{}, f.errorf(op, name, "%w", scrub(err))
+	}
+	defer func() {
+		if err != nil {
+			if tf != nil {
+				_ = tf.Close()
+			}
+			_ = f.root.Remove(tmp)
+		}
+	}()
+
+	h := sha256.New()
+	limit := f.maxSize + 1 // one byte more than allowed tells "too large" from "exactly the cap"
+	if limit <= 0 {
+		limit = math.MaxInt64
+	}
+	n, err := io.Copy(io.MultiWriter(tf, h), io.LimitReader(r, limit))
+	if err != nil {
+		return FileInfo{}, f.errorf(op, name, "%w", scrub(err))
+	}
+	if n > f.maxSize {
+		return FileInfo{}, f.errorf(op, name, "over the %d-byte limit: %w", f.maxSize, ErrTooLarge)
+	}
+	if err = tf.Sync(); err != nil {
+		return FileInfo{}, f.errorf(op, name, "%w", scrub(err))
+	}
+	st, err := tf.Stat()
+	if err != nil {
+		return FileInfo{}, f.errorf(op, name, "%w", scrub(err))
+	}
+	err = tf.Close()
+	tf = nil
+	if err != nil {
+		return FileInfo{}, f.errorf(op, name, "%w", scrub(err))
+	}
+	if err = f.root.Rename(tmp, name); err != nil {
+		return FileInfo{}, f.errorf(op, name, "%w", scrub(err))
+	}
+	if err = f.syncDir(); err != nil {
+		return FileInfo{}, f.errorf(op, name, "sync directory: %w", scrub(err))
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	f.remember(name, st, sum)
+	return FileInfo{Filename: name, Size: n, SHA256: sum, Modified: st.ModTime().UTC()}, nil
+}
+
+// Open opens name for reading, with its FileInfo. The caller must close the
+// file. The file's Name, and the errors its methods return, carry the host
+// path: do not pass them verbatim to a remote caller. The SHA-256 comes from the in-memory cache when the file is
+// unchanged, otherwise it is computed without moving the file's offset.
+// Errors wrap ErrInvalidName or ErrNotFound where they apply.
+func (f *Files) Open(name string) (_ *os.File, _ FileInfo, err error) {
+	const op = "open"
+	if err := f.check(op, name); err != nil {
+		return nil, FileInfo{}, err
+	}
+	if _, err := f.lstatRegular(op, name); err != nil {
+		return nil, FileInfo{}, err
+	}
+	// os.Root keeps even a racing swap of name for a symlink inside the
+	// directory; the fstat below makes sure a regular file was opened.
+	file, err := f.root.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, FileInfo{}, f.errorf(op, name, "%w", ErrNotFound)
+	}
+	if err != nil {
+		return nil, FileInfo{}, f.errorf(op, name, "%w", scrub(err))
+	}
+	defer func() {
+		if err != nil {
+			_ = file.Close()
+		}
+	}()
+	st, err := file.Stat()
+	if err != nil {
+		return nil, FileInfo{}, f.errorf(op, name, "%w", scrub(err))
+	}
+	if !st.Mode().IsRegular() {
+		return nil, FileInfo{}, f.errorf(op, name, "not a regular file: %w", ErrInvalidName)
+	}
+	info, err := f.describe(name, st, file)
+	if err != nil {
+		return nil, FileInfo{}, f.errorf(op, name, "%w", scrub(err))
+	}
+	return file, info, nil
+}
+
+// List returns the stored files sorted by name. Temp files, symlinks,
+// directories and names ValidateName refuses are not listed. Hashes come
+// from the in-memory cache when a file's identity, size and mtime are
+// unchanged, so listing is cheap after the first time.
+func (f *Files) List() ([]FileInfo, error) {
+	const op = "list"
+	if f.closed.Load() {
+		return nil, fmt.Errorf("store: %s: %w", op, net.ErrClosed)
+	}
+	names, err := f.readDir()
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, scrub(err))
+	}
+	out := make([]FileInfo, 0, len(names))
+	seen := make(map[string]bool, len(names))
+	for _, name := range names {
+		if nameProblem(name) != "" {
+			continue
+		}
+		info, ok, err := f.listOne(name)
+		if err != nil {
+			return nil, f.errorf(op, name, "%w", scrub(err))
+		}
+		if ok {
+			out = append(out, info)
+			seen[name] = true
+		}
+	}
+	f.mu.Lock()
+	for name := range f.cache {
+		if !seen[name] {
+			delete(f.cache, name)
+		}
+	}
+	f.mu.Unlock()
+	slices.SortFunc(out, func(a, b FileInfo) int { return strings.Compare(a.Filename, b.Filename) })
+	return out, nil
+}
+
+// listOne describes one directory entry; ok is false when it vanished or is
+// not a regular file.
+func (f *Files) listOne(name string) (_ FileInfo, ok bool, _ error) {
+	lst, err := f.root.Lstat(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return FileInfo{}, false, nil
+	}
+	if err != nil {
+		return FileInfo{}, false, err
+	}
+	if !lst.Mode().IsRegular() {
+		return FileInfo{}, false, nil
+	}
+	if sum, ok := f.cached(name, lst); ok {
+		return FileInfo{Filename: name, Size: lst.Size(), SHA256: sum, Modified: lst.ModTime().UTC()}, true, nil
+	}
+	file, err := f.root.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return FileInfo{}, false, nil
+	}
+	if err != nil {
+		return FileInfo{}, false, err
+	}
+	defer file.Close()
+	st, err := file.Stat()
+	if err != nil {
+		return FileInfo{}, false, err
+	}
+	if !st.Mode().IsRegular() {
+		return FileInfo{}, false, nil
+	}
+	info, err := f.describe(name, st, file)
+	return info, err == nil, err
+}
+
+// Delete removes name. A missing file gives an error wrapping ErrNotFound; a
+// name that is not a plain name, or names a symlink or a directory, gives
+// ErrInvalidName.
+func (f *Files) Delete(name string) error {
+	const op = "delete"
+	if err := f.check(op, name); err != nil {
+		return err
+	}
+	if _, err := f.lstatRegular(op, name); err != nil {
+		return err
+	}
+	err := f.root.Remove(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return f.errorf(op, name, "%w", ErrNotFound)
+	}
+	if err != nil {
+		return f.errorf(op, name, "%w", scrub(err))
+	}
+	f.mu.Lock()
+	delete(f.cache, name)
+	f.mu.Unlock()
+	if err := f.syncDir(); err != nil {
+		return f.errorf(op, name, "sync directory: %w", scrub(err))
+	}
+	return nil
+}
+
+// check refuses a closed store and a name that is not plain.
+func (f *Files) check(op, name string) error {
+	if why := nameProblem(name); why != "" {
+		return f.errorf(op, name, "%s: %w", why, ErrInvalidName)
+	}
+	if f.closed.Load() {
+		return f.errorf(op, name, "%w", net.ErrClosed)
+	}
+	return nil
+}
+
+// lstatRegular stats name without following a symlink and refuses anything
+// but a regular file; a missing name gives ErrNotFound.
+func (f *Files) lstatRegular(op, name string) (os.FileInfo, error) {
+	st, err := f.root.Lstat(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, f.errorf(op, name, "%w", ErrNotFound)
+	}
+	if err != nil {
+		return nil, f.errorf(op, name, "%w", scrub(err))
+	}
+	if st.Mode()&fs.ModeSymlink != 0 {
+		return nil, f.errorf(op, name, "is a symlink: %w", ErrInvalidName)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, f.errorf(op, name, "not a regular file: %w", ErrInvalidName)
+	}
+	return st, nil
+}
+
+// describe returns name's FileInfo from st, hashing file (without moving its
+// offset) unless the cache already knows it.
+func (f *Files) describe(name string, st os.FileInfo, file *os.File) (FileInfo, error) {
+	sum, ok := f.cached(name, st)
+	if !ok {
+		h := sha256.New()
+		if _, err := io.Copy(h, io.NewSectionReader(file, 0, st.Size())); err != nil {
+			return FileInfo{}, err
+		}
+		sum = hex.EncodeToString(h.Sum(nil))
+		f.remember(name, st, sum)
+	}
+	return FileInfo{Filename: name, Size: st.Size(), SHA256: sum, Modified: st.ModTime().UTC()}, nil
+}
+
+// cached returns name's hash if the cache holds it for the same file, size
+// and mtime as st.
+func (f *Files) cached(name string, st os.FileInfo) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.cache[name]
+	if !ok || !os.SameFile(c.st, st) || c.st.Size() != st.Size() || !c.st.ModTime().Equal(st.ModTime()) {
+		return "", false
+	}
+	return c.sum, true
+}
+
+// remember caches name's hash for the file st describes.
+func (f *Files) remember(name string, st os.FileInfo, sum string) {
+	f.mu.Lock()
+	f.cache[name] = cacheItem{st: st, sum: sum}
+	f.mu.Unlock()
+}
+
+// readDir returns the names in the directory, unsorted.
+func (f *Files) readDir() ([]string, error) {
+	d, err := f.root.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Readdirnames(-1)
+}
+
+// syncDir fsyncs the directory so a rename or removal survives a crash.
+// Windows cannot fsync a directory; NTFS journals the rename itself.
+func (f *Files) syncDir() error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	d, err := f.root.Open(".")
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
+}
+
+// close closes the root; operations already running finish first.
+func (f *Files) close() error {
+	if !f.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	if err := f.root.Close(); err != nil {
+		return fmt.Errorf("store: close files dir: %w", err)
+	}
+	return nil
+}
+
+// errorf builds "store: op "name": ..." errors.
+func (f *Files) errorf(op, name, format string, args ...any) error {
+	return fmt.Errorf("store: %s %s: "+format, append([]any{op, quote(name)}, args...)...)
+}
+
+// scrub drops the path from a file system error: files opened through the
+// root carry the directory's host path in their name, and errors reach
+// remote callers. The underlying error (for errors.Is) is kept.
+func scrub(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return fmt.Errorf("%s: %w", le.Op, le.Err)
+	}
+	return err
+}

@@ -1,0 +1,39 @@
+package protocol
+
+import "encoding/json"
+
+// SkillDescriptor describes a skill in tools/list, get_skill and agent cards.
+type SkillDescriptor struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+	Tags        []string        `json:"tags"`
+}
+
+// AgentCard is a node's self-description (SPEC §4).
+type AgentCard struct {
+	Name             string            `json:"name"`
+	Description      string            `json:"description"`
+	Version          string            `json:"version"`
+	PeerID           string            `json:"peer_id"`
+	Addrs            []string          `json:"addrs"`
+	ProtocolVersions []string          `json:"protocol_versions"`
+	Skills           []SkillDescriptor `json:"skills"`
+	Capabilities     Capabilities      `json:"capabilities"`
+	Endpoints        Endpoints         `json:"endpoints"`
+	Seq              uint64            `json:"seq"`
+	IssuedAt         int64             `json:"issued_at"`
+}
+
+// Capabilities are the card's advertised capabilities.
+type Capabilities struct {
+	LLMMode   bool     `json:"llm_mode"`
+	Providers []string `json:"providers"`
+	MaxBatch  int      `json:"max_batch"`
+	MTLS      bool     `json:"mtls"`
+}
+
+// Endpoints lists the ways to reach the agent other than the mesh.
+type Endpoints struct {
+	HTTP string `json:"http,omitempty"`
+}
