@@ -1,0 +1,277 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	coreconnmgr "github.com/libp2p/go-libp2p/core/connmgr"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
+	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
+	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
+	"github.com/libp2p/go-libp2p/p2p/security/noise"
+	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
+	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
+	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+	ma "github.com/multiformats/go-multiaddr"
+	"go.uber.org/fx"
+)
+
+// Defaults of [NewHost].
+const (
+	// DefaultPort is the TCP and UDP port the host listens on by default.
+	DefaultPort = 4001
+	// DefaultConnLow is the connection manager's default low watermark.
+	DefaultConnLow = 100
+	// DefaultConnHigh is the connection manager's default high watermark.
+	DefaultConnHigh = 400
+	// DefaultConnGrace is the connection manager's default grace period, during
+	// which a new connection is never trimmed.
+	DefaultConnGrace = time.Minute
+)
+
+// Option configures [NewHost]. Options are applied in order after the
+// defaults; a later option overrides an earlier one of the same kind, except
+// [WithProtocolLimit] and [WithLibp2pOptions], which accumulate.
+type Option func(*hostConfig) error
+
+// hostConfig is what the options build; NewHost validates it once all options
+// have been applied.
+type hostConfig struct {
+	key         crypto.PrivKey
+	listenAddrs []ma.Multiaddr
+	protoLimits map[protocol.ID]rcmgr.BaseLimit
+	connLow     int
+	connHigh    int
+	connGrace   time.Duration
+	logger      *slog.Logger
+	extra       []libp2p.Option
+}
+
+// DefaultListenAddrs returns the addresses a host listens on by default, for
+// the given port: TCP and QUIC-v1 on every IPv4 and every IPv6 interface.
+// Port 0 asks the system for a free port per address. A port outside
+// 0–65535 is a programming error and panics; validate user input first.
+func DefaultListenAddrs(port int) []ma.Multiaddr {
+	return []ma.Multiaddr{
+		ma.StringCast(fmt.Sprintf("/ip4/0.0.0.0/tcp/%d", port)),
+		ma.StringCast(fmt.Sprintf("/ip4/0.0.0.0/udp/%d/quic-v1", port)),
+		ma.StringCast(fmt.Sprintf("/ip6/::/tcp/%d", port)),
+		ma.StringCast(fmt.Sprintf("/ip6/::/udp/%d/quic-v1", port)),
+	}
+}
+
+// WithIdentity sets the host's private key, which fixes its PeerID. It is
+// required; see [LoadOrCreateIdentity].
+func WithIdentity(key crypto.PrivKey) Option {
+	return func(c *hostConfig) error {
+		if key == nil {
+			return errors.New("WithIdentity: nil key")
+		}
+		c.key = key
+		return nil
+	}
+}
+
+// WithListenAddrs sets the addresses the host listens on, replacing the
+// default [DefaultListenAddrs]([DefaultPort]). Only TCP and QUIC-v1 addresses
+// can be served unless transports are added with [WithLibp2pOptions]. Called
+// with no address, the host listens nowhere and can only dial out.
+func WithListenAddrs(addrs ...ma.Multiaddr) Option {
+	return func(c *hostConfig) error {
+		for i, a := range addrs {
+			if a == nil || len(a) == 0 {
+				return fmt.Errorf("WithListenAddrs: address %d is empty", i)
+			}
+		}
+		c.listenAddrs = append([]ma.Multiaddr{}, addrs...)
+		return nil
+	}
+}
+
+// WithProtocolLimit caps, in the resource manager, the streams of protocol id
+// across all peers: at most streamsInbound inbound and streamsOutbound
+// outbound streams open at once, and at most memory bytes reserved by them.
+// Streams over the cap are reset when their protocol is negotiated (inbound)
+// or refused by NewStream (outbound). The cap is fixed: it does not scale with
+// the machine's memory as the library defaults do. A count of 0 blocks that
+// direction entirely; memory must be positive. Without this option a protocol
+// gets the resource manager's default protocol limits. Calling it again for
+// the same id replaces the earlier cap.
+func WithProtocolLimit(id protocol.ID, streamsInbound, streamsOutbound int, memory int64) Option {
+	return func(c *hostConfig) error {
+		switch {
+		case id == "":
+			return errors.New("WithProtocolLimit: empty protocol ID")
+		case streamsInbound < 0 || streamsOutbound < 0:
+			return fmt.Errorf("WithProtocolLimit %s: negative stream count (%d inbound, %d outbound)", id, streamsInbound, streamsOutbound)
+		case memory <= 0:
+			return fmt.Errorf("WithProtocolLimit %s: memory must be positive, got %d", id, memory)
+		}
+		if c.protoLimits == nil {
+			c.protoLimits = make(map[protocol.ID]rcmgr.BaseLimit)
+		}
+		c.protoLimits[id] = rcmgr.BaseLimit{
+			StreamsInbound:  streamsInbound,
+			StreamsOutbound: streamsOutbound,
+			Streams:         streamsInbound + streamsOutbound,
+			Memory:          memory,
+		}
+		return nil
+	}
+}
+
+// WithConnManager sets the connection manager's watermarks and grace period:
+// once more than high connections are open, the least useful are closed until
+// low remain, sparing connections younger than grace. The defaults are
+// [DefaultConnLow], [DefaultConnHigh] and [DefaultConnGrace] (100, 400, 1m).
+// NewHost requires 0 <= low <= high, high > 0 and grace >= 0.
+func WithConnManager(low, high int, grace time.Duration) Option {
+	return func(c *hostConfig) error {
+		c.connLow, c.connHigh, c.connGrace = low, high, grace
+		return nil
+	}
+}
+
+// WithLogger sets the logger for the package's own messages; libp2p logs
+// through its own logging setup. The default, also chosen by a nil logger, is
+// [slog.Default].
+func WithLogger(l *slog.Logger) Option {
+	return func(c *hostConfig) error {
+		if l == nil {
+			l = slog.Default()
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// WithLibp2pOptions appends raw libp2p options, applied after the ones
+// NewHost builds: the escape hatch for NAT port mapping, relays, hole
+// punching, extra transports and the like. An option that sets something
+// NewHost already set and that libp2p refuses to set twice (the identity, the
+// resource manager, the connection manager) makes NewHost fail; use this
+// package's options for those.
+func WithLibp2pOptions(opts ...libp2p.Option) Option {
+	return func(c *hostConfig) error {
+		c.extra = append(c.extra, opts...)
+		return nil
+	}
+}
+
+// validate checks the configuration once all options are applied.
+func (c *hostConfig) validate() error {
+	if c.key == nil {
+		return errors.New("an identity is required (WithIdentity)")
+	}
+	if c.connLow < 0 || c.connHigh <= 0 || c.connLow > c.connHigh {
+		return fmt.Errorf("connection manager watermarks need 0 <= low <= high and high > 0, got low %d, high %d", c.connLow, c.connHigh)
+	}
+	if c.connGrace < 0 {
+		return fmt.Errorf("connection manager grace period is negative: %s", c.connGrace)
+	}
+	return nil
+}
+
+// NewHost builds and starts a libp2p host: TCP and QUIC-v1 transports, Noise
+// and TLS security (Noise offered first on TCP: it is the one every libp2p
+// implementation speaks; QUIC always uses TLS 1.3), the yamux muxer, the
+// resource manager with go-libp2p's default limits and service limits
+// auto-scaled to the machine plus the caps of [WithProtocolLimit], and the
+// connection manager of [WithConnManager]. Everything else is libp2p's
+// default (in-memory peerstore, identify, ping, the relay client transport,
+// metrics on the default Prometheus registry); the default listen addresses
+// are [DefaultListenAddrs]([DefaultPort]). NewHost may be called
+// concurrently.
+//
+// [WithIdentity] is required. Options are applied after the defaults and the
+// result is validated before anything starts. A failed NewHost leaves nothing
+// running. The caller owns the returned host and must Close it, which also
+// stops the resource and connection managers.
+func NewHost(opts ...Option) (host.Host, error) {
+	c := &hostConfig{
+		listenAddrs: DefaultListenAddrs(DefaultPort),
+		connLow:     DefaultConnLow,
+		connHigh:    DefaultConnHigh,
+		connGrace:   DefaultConnGrace,
+		logger:      slog.Default(),
+	}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(c); err != nil {
+			return nil, fmt.Errorf("transport: new host: %w", err)
+		}
+	}
+	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("transport: new host: %w", err)
+	}
+
+	// rcmgr.DefaultLimits holds no maps, so this copy shares nothing with the
+	// package variable that the Add* calls below could mutate.
+	limits := rcmgr.DefaultLimits
+	libp2p.SetDefaultServiceLimits(&limits)
+	for id, l := range c.protoLimits {
+		limits.AddProtocolLimit(id, l, rcmgr.BaseLimitIncrease{})
+	}
+	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(limits.AutoScale()))
+	if err != nil {
+		return nil, fmt.Errorf("transport: new host: resource manager: %w", err)
+	}
+	cm, err := connmgr.NewConnManager(c.connLow, c.connHigh, connmgr.WithGracePeriod(c.connGrace))
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("transport: new host: connection manager: %w", err), rm.Close())
+	}
+
+	// On a small machine the auto-scaled system connection limit can be below
+	// the high watermark; the resource manager then refuses connections before
+	// the connection manager trims. libp2p warns through its own logger; say it
+	// through ours too, where the operator looks.
+	if l, ok := rm.(coreconnmgr.GetConnLimiter); ok {
+		if err := cm.CheckLimit(l); err != nil {
+			c.logger.Warn("transport: connection manager limit above the resource manager's", "err", err)
+		}
+	}
+
+	listen := libp2p.ListenAddrs(c.listenAddrs...)
+	if len(c.listenAddrs) == 0 {
+		listen = libp2p.NoListenAddrs
+	}
+	// libp2p.New does not close the swarm or the peerstore when the host fails
+	// to start (for instance when no listen address can be bound), which would
+	// leave their goroutines running; capture the swarm to close them then.
+	var sw *swarm.Swarm
+	lopts := append([]libp2p.Option{
+		libp2p.Identity(c.key),
+		listen,
+		libp2p.Security(noise.ID, noise.New),
+		libp2p.Security(libp2ptls.ID, libp2ptls.New),
+		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
+		libp2p.Transport(tcp.NewTCPTransport),
+		libp2p.Transport(libp2pquic.NewTransport),
+		libp2p.ResourceManager(rm),
+		libp2p.ConnectionManager(cm),
+		libp2p.WithFxOption(fx.Invoke(func(s *swarm.Swarm) { sw = s })),
+	}, c.extra...)
+
+	h, err := libp2p.New(lopts...)
+	if err != nil {
+		// libp2p closes these on some failure paths but not all; every Close
+		// here tolerates a second call.
+		errs := []error{fmt.Errorf("transport: new host: %w", err)}
+		if sw != nil {
+			errs = append(errs, sw.Close(), sw.Peerstore().Close())
+		}
+		errs = append(errs, rm.Close(), cm.Close())
+		return nil, errors.Join(errs...)
+	}
+	c.logger.Debug("transport: host started", "peer", h.ID(), "addrs", h.Addrs())
+	return h, nil
+}
