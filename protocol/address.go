@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -35,7 +36,8 @@ type Address struct {
 	// Multiaddr is the full multiaddr for mesh addresses given as one (empty
 	// for a PeerID alone).
 	Multiaddr string
-	// URL is the HTTP base of an edge (scheme http, host:port, path /mcpv2).
+	// URL is the HTTP base of an edge (scheme http or https, host:port, path
+	// /mcpv2).
 	URL string
 	// Host and Port name an edge's host and port.
 	Host string
@@ -120,6 +122,12 @@ func parseHTTP(u *url.URL, bad func(string, ...any) (Address, error)) (Address, 
 	if host == "" {
 		return bad("no host")
 	}
+	if strings.Contains(host, ":") && !strings.HasPrefix(u.Host, "[") {
+		return bad("IPv6 host %q must be in brackets, as in mcpv2://[::1]:8000/mcpv2", truncate(host, 60))
+	}
+	if !validHost(host) {
+		return bad("host %q is neither an IP address nor a DNS name", truncate(host, 60))
+	}
 	if portStr == "" {
 		switch u.Scheme {
 		case "https":
@@ -155,6 +163,19 @@ func parseHTTP(u *url.URL, bad func(string, ...any) (Address, error)) (Address, 
 	}
 	return a, nil
 }
+
+// validHost reports whether host is an IP address (IPv6 with an optional
+// zone) or a DNS name of letters, digits, '-', '_' and '.'. url.Parse alone
+// lets through hosts such as ":" (from mcpv2://::10) that cannot be dialled.
+func validHost(host string) bool {
+	ip, zone, hasZone := strings.Cut(host, "%")
+	if a, err := netip.ParseAddr(ip); err == nil {
+		return !hasZone || a.Is6() && zone != "" && strings.Trim(zone, hostChars) == ""
+	}
+	return !hasZone && len(host) <= 253 && strings.Trim(host, hostChars) == ""
+}
+
+const hostChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
 
 // hostPort joins host and port for a URL, escaping the "%" of an IPv6 zone
 // (fe80::1%eth0 becomes [fe80::1%25eth0], RFC 6874) so that it parses back.

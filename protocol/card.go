@@ -37,3 +37,17 @@ type Capabilities struct {
 type Endpoints struct {
 	HTTP string `json:"http,omitempty"`
 }
+
+// Caller identifies who sent a request to a node.
+type Caller struct {
+	// ID is the caller's identity: its PeerID on the mesh, "ip:ADDR" on the
+	// edge. Policy, rate limits, conversation keys and audit lines use it.
+	ID string
+	// Via names the face the request came through: "mesh", "http", "mcp".
+	Via string
+	// Remote is the caller's network address, for the audit log.
+	Remote string
+	// Trusted means a face already authenticated the caller with a session
+	// minted from the node's secret: every skill is granted (the seed's model).
+	Trusted bool
+}

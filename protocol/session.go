@@ -71,7 +71,11 @@ func sign(secret []byte, payload string) []byte {
 	return m.Sum(nil)
 }
 
-// ParseToken decodes a token without checking its signature or times.
+// ParseToken decodes a token without checking its signature or times. It
+// accepts only the form EncodeToken writes (lower-case hex MAC of 64 digits,
+// canonical decimal numbers, strict base64url), plus the correctly padded
+// base64url that the seed's Python clients send, so that a valid token cannot
+// be altered into another string that also verifies.
 func ParseToken(tok string) (Token, string, error) {
 	malformed := func(why string) (Token, string, error) {
 		return Token{}, "", fmt.Errorf("%w: %w: %s", ErrInvalidSession, ErrTokenMalformed, why)
@@ -83,8 +87,15 @@ func ParseToken(tok string) (Token, string, error) {
 	if !ok || b64 == "" || mac == "" {
 		return malformed("want base64url(payload).hex(hmac)")
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(b64, "="))
-	if err != nil {
+	if len(mac) != hex.EncodedLen(sha256.Size) || strings.Trim(mac, "0123456789abcdef") != "" {
+		return malformed("the mac must be 64 lower-case hex digits")
+	}
+	enc := base64.RawURLEncoding.Strict()
+	if strings.HasSuffix(b64, "=") {
+		enc = base64.URLEncoding.Strict() // the seed's clients pad
+	}
+	raw, err := enc.DecodeString(b64)
+	if err != nil || strings.ContainsAny(b64, "\r\n") { // the decoder skips CR and LF
 		return malformed("payload is not base64url")
 	}
 	payload := string(raw)
@@ -94,9 +105,9 @@ func ParseToken(tok string) (Token, string, error) {
 		return malformed("payload needs subject:nonce:issued_at:ttl")
 	}
 	n := len(parts)
-	issued, err1 := strconv.ParseInt(parts[n-2], 10, 64)
-	ttl, err2 := strconv.ParseInt(parts[n-1], 10, 64)
-	if err1 != nil || err2 != nil || ttl <= 0 || issued <= 0 {
+	issued, ok1 := positiveInt(parts[n-2])
+	ttl, ok2 := positiveInt(parts[n-1])
+	if !ok1 || !ok2 {
 		return malformed("issued_at and ttl must be positive integers")
 	}
 	t := Token{Subject: strings.Join(parts[:n-3], ":"), Nonce: parts[n-3], IssuedAt: issued, TTL: ttl}
@@ -104,6 +115,16 @@ func ParseToken(tok string) (Token, string, error) {
 		return malformed("empty subject or nonce")
 	}
 	return t, payload, nil
+}
+
+// positiveInt parses a positive decimal integer written as %d writes it: no
+// sign, no leading zero.
+func positiveInt(s string) (int64, bool) {
+	if s == "" || s[0] < '1' || s[0] > '9' || strings.Trim(s, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
 }
 
 // VerifyToken checks tok against secret, the expected subject, now and the
