@@ -51,3 +51,13 @@ type Caller struct {
 	// minted from the node's secret: every skill is granted (the seed's model).
 	Trusted bool
 }
+
+// FindResult is one ranked answer of a find by skill or tag (SPEC §4).
+type FindResult struct {
+	Card AgentCard `json:"card"`
+	// Score is the rank: skill name match 2.0, tag match 1.5, description
+	// word 0.5, reachable now 1.0, summed.
+	Score float64 `json:"score"`
+	// Reachable says whether the agent could be reached when ranked.
+	Reachable bool `json:"reachable"`
+}
