@@ -55,3 +55,7 @@ func AsError(err error) *Error {
 	}
 	return &Error{Code: CodeInternal, Message: "internal error"}
 }
+
+// ErrNoDiscovery is returned by a node's Find when it runs without the DHT;
+// the edge answers it with HTTP 501.
+var ErrNoDiscovery = errors.New("discovery is not enabled on this node")

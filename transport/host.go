@@ -47,11 +47,17 @@ type hostConfig struct {
 	key         crypto.PrivKey
 	listenAddrs []ma.Multiaddr
 	protoLimits map[protocol.ID]rcmgr.BaseLimit
-	connLow     int
-	connHigh    int
-	connGrace   time.Duration
-	logger      *slog.Logger
-	extra       []libp2p.Option
+	// protoPeerLimits are the per-peer caps of WithProtocolPeerLimit.
+	protoPeerLimits map[protocol.ID]rcmgr.BaseLimit
+	// svcLimits and svcPeerLimits are the service caps.
+	svcLimits, svcPeerLimits map[string]rcmgr.BaseLimit
+	// streamMemory, when above the default, is every stream's memory limit.
+	streamMemory int64
+	connLow      int
+	connHigh     int
+	connGrace    time.Duration
+	logger       *slog.Logger
+	extra        []libp2p.Option
 }
 
 // DefaultListenAddrs returns the addresses a host listens on by default, for
@@ -106,23 +112,100 @@ func WithListenAddrs(addrs ...ma.Multiaddr) Option {
 // the same id replaces the earlier cap.
 func WithProtocolLimit(id protocol.ID, streamsInbound, streamsOutbound int, memory int64) Option {
 	return func(c *hostConfig) error {
-		switch {
-		case id == "":
-			return errors.New("WithProtocolLimit: empty protocol ID")
-		case streamsInbound < 0 || streamsOutbound < 0:
-			return fmt.Errorf("WithProtocolLimit %s: negative stream count (%d inbound, %d outbound)", id, streamsInbound, streamsOutbound)
-		case memory <= 0:
-			return fmt.Errorf("WithProtocolLimit %s: memory must be positive, got %d", id, memory)
+		l, err := protocolBaseLimit("WithProtocolLimit", id, streamsInbound, streamsOutbound, memory)
+		if err != nil {
+			return err
 		}
 		if c.protoLimits == nil {
 			c.protoLimits = make(map[protocol.ID]rcmgr.BaseLimit)
 		}
-		c.protoLimits[id] = rcmgr.BaseLimit{
-			StreamsInbound:  streamsInbound,
-			StreamsOutbound: streamsOutbound,
-			Streams:         streamsInbound + streamsOutbound,
-			Memory:          memory,
+		c.protoLimits[id] = l
+		return nil
+	}
+}
+
+// WithProtocolPeerLimit caps the streams and memory of protocol id per peer,
+// as WithProtocolLimit does across all peers (go-libp2p's default per-peer
+// protocol memory is 16 MiB). Calling it again for the same id replaces the
+// earlier cap.
+func WithProtocolPeerLimit(id protocol.ID, streamsInbound, streamsOutbound int, memory int64) Option {
+	return func(c *hostConfig) error {
+		l, err := protocolBaseLimit("WithProtocolPeerLimit", id, streamsInbound, streamsOutbound, memory)
+		if err != nil {
+			return err
 		}
+		if c.protoPeerLimits == nil {
+			c.protoPeerLimits = make(map[protocol.ID]rcmgr.BaseLimit)
+		}
+		c.protoPeerLimits[id] = l
+		return nil
+	}
+}
+
+// WithServiceLimit caps, in the resource manager, the streams and memory of
+// the stream-handler service name across all peers; WithServicePeerLimit
+// does it per peer (go-libp2p's default per-peer service memory is 16 MiB
+// plus a little per GiB of RAM). A handler joins a service with
+// Stream.Scope().SetService(name). Calling either again for the same name
+// replaces the earlier cap.
+func WithServiceLimit(name string, streamsInbound, streamsOutbound int, memory int64) Option {
+	return func(c *hostConfig) error {
+		l, err := protocolBaseLimit("WithServiceLimit", protocol.ID(name), streamsInbound, streamsOutbound, memory)
+		if err != nil {
+			return err
+		}
+		if c.svcLimits == nil {
+			c.svcLimits = make(map[string]rcmgr.BaseLimit)
+		}
+		c.svcLimits[name] = l
+		return nil
+	}
+}
+
+// WithServicePeerLimit caps a service's streams and memory per peer; see
+// WithServiceLimit.
+func WithServicePeerLimit(name string, streamsInbound, streamsOutbound int, memory int64) Option {
+	return func(c *hostConfig) error {
+		l, err := protocolBaseLimit("WithServicePeerLimit", protocol.ID(name), streamsInbound, streamsOutbound, memory)
+		if err != nil {
+			return err
+		}
+		if c.svcPeerLimits == nil {
+			c.svcPeerLimits = make(map[string]rcmgr.BaseLimit)
+		}
+		c.svcPeerLimits[name] = l
+		return nil
+	}
+}
+
+// protocolBaseLimit checks and builds the limit of a protocol option.
+func protocolBaseLimit(opt string, id protocol.ID, streamsInbound, streamsOutbound int, memory int64) (rcmgr.BaseLimit, error) {
+	switch {
+	case id == "":
+		return rcmgr.BaseLimit{}, fmt.Errorf("%s: empty protocol ID", opt)
+	case streamsInbound < 0 || streamsOutbound < 0:
+		return rcmgr.BaseLimit{}, fmt.Errorf("%s %s: negative stream count (%d inbound, %d outbound)", opt, id, streamsInbound, streamsOutbound)
+	case memory <= 0:
+		return rcmgr.BaseLimit{}, fmt.Errorf("%s %s: memory must be positive, got %d", opt, id, memory)
+	}
+	return rcmgr.BaseLimit{
+		StreamsInbound:  streamsInbound,
+		StreamsOutbound: streamsOutbound,
+		Streams:         streamsInbound + streamsOutbound,
+		Memory:          memory,
+	}, nil
+}
+
+// WithStreamMemory raises the memory one stream may reserve in the resource
+// manager to at least n bytes (go-libp2p's default is 16 MiB), for protocols
+// whose messages may be larger. It never lowers the default; n must be
+// positive.
+func WithStreamMemory(n int64) Option {
+	return func(c *hostConfig) error {
+		if n <= 0 {
+			return fmt.Errorf("WithStreamMemory: memory must be positive, got %d", n)
+		}
+		c.streamMemory = n
 		return nil
 	}
 }
@@ -218,8 +301,20 @@ func NewHost(opts ...Option) (host.Host, error) {
 	// package variable that the Add* calls below could mutate.
 	limits := rcmgr.DefaultLimits
 	libp2p.SetDefaultServiceLimits(&limits)
+	if c.streamMemory > limits.StreamBaseLimit.Memory {
+		limits.StreamBaseLimit.Memory = c.streamMemory
+	}
 	for id, l := range c.protoLimits {
 		limits.AddProtocolLimit(id, l, rcmgr.BaseLimitIncrease{})
+	}
+	for id, l := range c.protoPeerLimits {
+		limits.AddProtocolPeerLimit(id, l, rcmgr.BaseLimitIncrease{})
+	}
+	for name, l := range c.svcLimits {
+		limits.AddServiceLimit(name, l, rcmgr.BaseLimitIncrease{})
+	}
+	for name, l := range c.svcPeerLimits {
+		limits.AddServicePeerLimit(name, l, rcmgr.BaseLimitIncrease{})
 	}
 	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(limits.AutoScale()))
 	if err != nil {

@@ -1,0 +1,328 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// These tests run the real mcpv2 binary as separate processes on loopback.
+
+var binPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mcpv2-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binPath = filepath.Join(dir, "mcpv2")
+	args := []string{"build", "-o", binPath}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build mcpv2: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is a running `mcpv2 node`.
+type proc struct {
+	cmd     *exec.Cmd
+	peerID  string
+	addrs   []string
+	dataDir string
+	log     *bytes.Buffer
+	// exited is closed once the process has exited; exitErr is then its
+	// Wait error.
+	exited  chan struct{}
+	exitErr error
+}
+
+// wait waits up to d for the process to exit and returns its Wait error.
+func (p *proc) wait(t *testing.T, d time.Duration) error {
+	t.Helper()
+	select {
+	case <-p.exited:
+		return p.exitErr
+	case <-time.After(d):
+		t.Fatalf("node did not exit within %s", d)
+		return nil
+	}
+}
+
+// tcpAddr returns the node's loopback TCP multiaddr.
+func (p *proc) tcpAddr(t *testing.T) string {
+	for _, a := range p.addrs {
+		if strings.Contains(a, "/tcp/") {
+			return a
+		}
+	}
+	t.Fatalf("no tcp address in %v", p.addrs)
+	return ""
+}
+
+// startNode runs `mcpv2 node` with args in dataDir (a new one if empty) and
+// waits for its banner.
+func startNode(t *testing.T, dataDir string, args ...string) *proc {
+	t.Helper()
+	if dataDir == "" {
+		dataDir = t.TempDir()
+	}
+	all := append([]string{"node", "--data-dir", dataDir, "--listen", "/ip4/127.0.0.1/tcp/0", "--listen", "/ip4/127.0.0.1/udp/0/quic-v1"}, args...)
+	cmd := exec.Command(binPath, all...)
+	cmd.Env = cleanEnv()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, dataDir: dataDir, log: &bytes.Buffer{}, exited: make(chan struct{})}
+	var logMu sync.Mutex
+	cmd.Stderr = &lockedWriter{mu: &logMu, w: p.log}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	banner := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		closed := false
+		for sc.Scan() {
+			line := sc.Text()
+			switch k, v, _ := strings.Cut(line, "="); k {
+			case "MCPV2_PEER_ID":
+				p.peerID = v
+			case "MCPV2_P2P_ADDRESS":
+				p.addrs = append(p.addrs, v)
+			case "MCPV2_DATA_DIR":
+				if !closed {
+					close(banner)
+					closed = true
+				}
+			}
+		}
+		io.Copy(io.Discard, stdout)
+		p.exitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.exited
+	})
+	select {
+	case <-banner:
+	case <-p.exited:
+		logMu.Lock()
+		defer logMu.Unlock()
+		t.Fatalf("node exited before its banner: %v\n%s", p.exitErr, p.log)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no banner in 30s\n%s", p.log)
+	}
+	return p
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// cleanEnv is the test's environment without MCPV2_* settings of the caller.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MCPV2_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// run runs the mcpv2 CLI and returns stdout, stderr and the exit code.
+func run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binPath, args...)
+	cmd.Env = cleanEnv()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run %v: %v", args, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func writeFile(t *testing.T, path, content string) string {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// peerIDOf returns the PeerID of the identity in dataDir (creating it).
+func peerIDOf(t *testing.T, dataDir string) string {
+	out, errs, code := run(t, "id", "--data-dir", dataDir)
+	if code != 0 {
+		t.Fatalf("id: %s", errs)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(l, "MCPV2_PEER_ID="); ok {
+			return v
+		}
+	}
+	t.Fatalf("id printed no MCPV2_PEER_ID: %q", out)
+	return ""
+}
+
+// TestTwoNodesAndAThirdCaller: two `mcpv2 node` processes on loopback; a
+// third process calls B's skills.
+func TestTwoNodesAndAThirdCaller(t *testing.T) {
+	a := startNode(t, "")
+	client := t.TempDir()
+	clientID := peerIDOf(t, client)
+	bDir := t.TempDir()
+	writeFile(t, filepath.Join(bDir, "policy.json"), fmt.Sprintf(`{"grants":{%q:["*"]}}`, clientID))
+	b := startNode(t, bDir, "--name", "bob")
+	if a.peerID == "" || a.peerID == b.peerID {
+		t.Fatalf("peer ids %q %q", a.peerID, b.peerID)
+	}
+	baddr := b.tcpAddr(t)
+
+	out, errs, code := run(t, "call", baddr, "ping", "--data-dir", client)
+	if code != 0 || !strings.HasPrefix(out, `{"pong":true,`) || !strings.Contains(out, b.peerID) {
+		t.Fatalf("call ping: code %d, out %q, err %q", code, out, errs)
+	}
+	// QUIC too.
+	for _, addr := range b.addrs {
+		if strings.Contains(addr, "quic-v1") {
+			if out, errs, code := run(t, "call", addr, "ping", `{"payload":"q"}`, "--data-dir", client); code != 0 || !strings.Contains(out, `"payload":"q"`) {
+				t.Fatalf("call over quic: %q %q", out, errs)
+			}
+		}
+	}
+	out, errs, code = run(t, "tools", baddr, "--data-dir", client)
+	if code != 0 {
+		t.Fatalf("tools: %s", errs)
+	}
+	var tl struct {
+		Tools []struct {
+			Name        string          `json:"name"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal([]byte(out), &tl); err != nil || len(tl.Tools) != 10 {
+		t.Fatalf("tools: %v, %q", err, out)
+	}
+	for _, tool := range tl.Tools {
+		var schema struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(tool.InputSchema, &schema); err != nil || schema.Type != "object" {
+			t.Errorf("%s: schema %s", tool.Name, tool.InputSchema)
+		}
+	}
+	out, errs, code = run(t, "card", baddr, "--data-dir", client)
+	if code != 0 || !strings.Contains(out, `"name": "bob"`) {
+		t.Fatalf("card: %q %q", out, errs)
+	}
+	out, errs, code = run(t, "ping", baddr, "--count", "3", "--interval", "10ms", "--data-dir", client)
+	if code != 0 || strings.Count(out, "pong from "+b.peerID) != 3 || !strings.Contains(out, "min/avg/max") {
+		t.Fatalf("ping: %q %q", out, errs)
+	}
+	out, _, code = run(t, "call", baddr, "ask", `{"query":"hello there"}`, "--data-dir", client)
+	if code != 0 || !strings.Contains(out, `"provider":"local"`) {
+		t.Fatalf("ask: %q", out)
+	}
+	// A peer that B does not grant: a clear error and a non-zero exit.
+	_, errs, code = run(t, "call", baddr, "ask", `{"query":"hi"}`, "--data-dir", t.TempDir())
+	if code == 0 || !strings.Contains(errs, "-32009") {
+		t.Fatalf("ungranted: code %d, stderr %q", code, errs)
+	}
+	// Bad input to the CLI itself.
+	if _, errs, code := run(t, "call", "not-an-address", "ping", "--data-dir", client); code == 0 || !strings.Contains(errs, "malformed address") {
+		t.Fatalf("bad address: %d %q", code, errs)
+	}
+	if _, errs, code := run(t, "call", baddr, "ping", "{oops", "--data-dir", client); code == 0 || !strings.Contains(errs, "not valid JSON") {
+		t.Fatalf("bad args: %d %q", code, errs)
+	}
+	// A shared secret grants every skill without a policy.
+	s1 := startNode(t, "", "--secret", "s3cret")
+	if out, errs, code := run(t, "call", s1.tcpAddr(t), "list_files", "--secret", "s3cret", "--data-dir", t.TempDir()); code != 0 || !strings.Contains(out, `"files":[]`) {
+		t.Fatalf("secret: %q %q", out, errs)
+	}
+	// SIGTERM: a clean exit.
+	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	if err := a.wait(t, 15*time.Second); err != nil {
+		t.Fatalf("node exit after SIGTERM: %v\n%s", err, a.log)
+	}
+}
+
+// TestKillMidUploadLeavesNoPartialFile kills the receiving node with SIGKILL
+// while 16 MiB uploads are in flight, at several moments; after a restart the
+// file is either absent or complete, and no temp file is left.
+func TestKillMidUploadLeavesNoPartialFile(t *testing.T) {
+	client := t.TempDir()
+	clientID := peerIDOf(t, client)
+	bDir := t.TempDir()
+	writeFile(t, filepath.Join(bDir, "policy.json"), fmt.Sprintf(`{"grants":{%q:["*"]}}`, clientID))
+	data := bytes.Repeat([]byte("0123456789abcdef"), 1<<20) // 16 MiB
+	sum := sha256.Sum256(data)
+	argsFile := writeFile(t, filepath.Join(t.TempDir(), "args.json"),
+		fmt.Sprintf(`{"filename":"big.bin","encoding":"base64","content":%q}`, base64.StdEncoding.EncodeToString(data)))
+	for i, delay := range []time.Duration{50 * time.Millisecond, 150 * time.Millisecond, 300 * time.Millisecond, 600 * time.Millisecond} {
+		b := startNode(t, bDir, "--max-message", fmt.Sprint(32<<20))
+		cmd := exec.Command(binPath, "call", b.tcpAddr(t), "upload_file", "@"+argsFile, "--data-dir", client, "--max-message", fmt.Sprint(32<<20))
+		cmd.Env = cleanEnv()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(delay)
+		_ = b.cmd.Process.Kill()
+		_ = b.wait(t, 10*time.Second)
+		_ = cmd.Wait()
+		b2 := startNode(t, bDir) // a restart cleans up stale temp files
+		entries, err := os.ReadDir(filepath.Join(bDir, "files"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.Name() != "big.bin" {
+				t.Fatalf("round %d: leftover %q after restart", i, e.Name())
+			}
+			got, _ := os.ReadFile(filepath.Join(bDir, "files", "big.bin"))
+			if sha256.Sum256(got) != sum {
+				t.Fatalf("round %d: partial file visible: %d of %d bytes", i, len(got), len(data))
+			}
+			_ = os.Remove(filepath.Join(bDir, "files", "big.bin"))
+		}
+		_ = b2.cmd.Process.Kill()
+		_ = b2.wait(t, 10*time.Second)
+	}
+}

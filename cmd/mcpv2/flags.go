@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Flags shared by several commands. Every flag has an MCPV2_* twin.
+var (
+	dataDirFlag = &cli.StringFlag{Name: "data-dir", EnvVars: []string{"MCPV2_HOME", "MCPV2_DATA_DIR"},
+		Usage: "where identity, state, audit log and files live (default ~/.mcpv2)"}
+	secretFlag = &cli.StringFlag{Name: "secret", EnvVars: []string{"MCPV2_SECRET"},
+		Usage: "shared mesh secret: calls carry a mesh session minted with it, and a node grants every skill to callers presenting one"}
+	bootstrapFlag = &cli.StringSliceFlag{Name: "bootstrap", EnvVars: []string{"MCPV2_BOOTSTRAP"},
+		Usage: "multiaddrs of bootstrap peers (comma separated or repeated)"}
+	logLevelFlag = &cli.StringFlag{Name: "log-level", EnvVars: []string{"MCPV2_LOG_LEVEL"}, Value: "info",
+		Usage: "debug, info, warn or error (logs go to stderr)"}
+	maxMessageFlag = &cli.IntFlag{Name: "max-message", EnvVars: []string{"MCPV2_MAX_MESSAGE"}, Value: 8 << 20,
+		Usage: "largest message (frame or HTTP body) in bytes"}
+	timeoutFlag = &cli.DurationFlag{Name: "timeout", EnvVars: []string{"MCPV2_TIMEOUT"}, Value: 0,
+		Usage: "give up a client call after this long (default 2m)"}
+)
+
+// dataDir resolves --data-dir: the flag, $MCPV2_HOME, or ~/.mcpv2.
+func dataDir(c *cli.Context) (string, error) {
+	if d := c.String("data-dir"); d != "" {
+		return filepath.Abs(d)
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no --data-dir and no home directory: %w", err)
+	}
+	return filepath.Join(home, ".mcpv2"), nil
+}
+
+// logger builds the stderr logger of --log-level.
+func logger(c *cli.Context) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", c.String("log-level"))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})), nil
+}
+
+// splitList flattens repeated and comma-separated values.
+func splitList(vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// This test lives with the command because cmd is the one place that wires
+// every package together; it guards DESIGN.md's import direction for the
+// whole module.
+
+const module = "github.com/mcpv2/mcpv2"
+
+type pkgInfo struct {
+	ImportPath string
+	Imports    []string
+}
+
+// importRule says which project packages a package (by prefix) may import.
+type importRule struct {
+	prefix  string
+	allowed []string // project package prefixes it may import
+	stdOnly bool     // only the standard library (and allowedThird) outside the project
+}
+
+var importRules = []importRule{
+	{prefix: "protocol", allowed: []string{"protocol"}, stdOnly: true},
+	{prefix: "transport", allowed: nil},
+	{prefix: "discovery", allowed: []string{"discovery", "protocol", "transport"}},
+	{prefix: "node", allowed: []string{"node", "protocol", "transport", "discovery"}},
+	{prefix: "edge", allowed: []string{"edge", "protocol"}},
+	{prefix: "examples", allowed: []string{"node", "protocol", "transport", "discovery", "edge"}},
+	{prefix: "cmd", allowed: []string{"node", "protocol", "transport", "discovery", "edge"}},
+}
+
+// thirdPartyOK lists what protocol may use beside the standard library.
+var thirdPartyOK = []string{"github.com/google/jsonschema-go/"}
+
+func under(rel, prefix string) bool { return rel == prefix || strings.HasPrefix(rel, prefix+"/") }
+
+// checkImports returns one line per violation.
+func checkImports(pkgs []pkgInfo) []string {
+	var bad []string
+	for _, p := range pkgs {
+		rel, ok := strings.CutPrefix(p.ImportPath, module+"/")
+		if !ok {
+			continue
+		}
+		var rule *importRule
+		for i := range importRules {
+			if under(rel, importRules[i].prefix) {
+				rule = &importRules[i]
+				break
+			}
+		}
+		if rule == nil {
+			bad = append(bad, p.ImportPath+": top-level directory not covered by DESIGN.md's rules")
+			continue
+		}
+		for _, imp := range p.Imports {
+			irel, internal := strings.CutPrefix(imp, module+"/")
+			if internal {
+				allowed := false
+				for _, a := range rule.allowed {
+					allowed = allowed || under(irel, a)
+				}
+				if under(irel, "cmd") || !allowed {
+					bad = append(bad, p.ImportPath+" imports "+imp)
+				}
+				continue
+			}
+			if rule.stdOnly && strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") {
+				ok := false
+				for _, t := range thirdPartyOK {
+					ok = ok || strings.HasPrefix(imp+"/", t)
+				}
+				if !ok {
+					bad = append(bad, p.ImportPath+" imports non-standard "+imp)
+				}
+			}
+		}
+	}
+	return bad
+}
+
+func TestImportDirection(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	var pkgs []pkgInfo
+	for {
+		var p pkgInfo
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < 5 {
+		t.Fatalf("go list found only %d packages", len(pkgs))
+	}
+	for _, v := range checkImports(pkgs) {
+		t.Errorf("import rule broken: %s", v)
+	}
+}
+
+// TestCheckImportsCatches proves the checker fails on each kind of violation.
+func TestCheckImportsCatches(t *testing.T) {
+	cases := []pkgInfo{
+		{module + "/protocol", []string{module + "/node"}},
+		{module + "/protocol/translate", []string{"github.com/libp2p/go-libp2p/core/peer"}},
+		{module + "/transport", []string{module + "/protocol"}},
+		{module + "/discovery", []string{module + "/node"}},
+		{module + "/edge", []string{module + "/node"}},
+		{module + "/edge/mcp", []string{module + "/cmd/mcpv2"}},
+		{module + "/node", []string{module + "/edge"}},
+		{module + "/examples/twopeers", []string{module + "/cmd/mcpv2"}},
+		{module + "/stray", nil},
+	}
+	for _, c := range cases {
+		if got := checkImports([]pkgInfo{c}); len(got) != 1 {
+			t.Errorf("%s importing %v: want 1 violation, got %v", c.ImportPath, c.Imports, got)
+		}
+	}
+	ok := []pkgInfo{
+		{module + "/protocol/translate", []string{module + "/protocol", "encoding/json"}},
+		{module + "/node", []string{module + "/protocol", module + "/transport", module + "/node/store", "github.com/libp2p/go-libp2p"}},
+		{module + "/edge/mcp", []string{module + "/edge", module + "/protocol"}},
+	}
+	if got := checkImports(ok); len(got) != 0 {
+		t.Errorf("false positives: %v", got)
+	}
+}

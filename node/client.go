@@ -1,0 +1,339 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
+	libp2pproto "github.com/libp2p/go-libp2p/core/protocol"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/mcpv2/mcpv2/protocol"
+	"github.com/mcpv2/mcpv2/transport"
+)
+
+// Client-side stream reuse.
+const (
+	// maxIdlePerPeer is how many idle RPC streams are kept per peer.
+	maxIdlePerPeer = 4
+	// idleKeep is how long an idle stream is reused; below the server's 60 s
+	// idle timeout so that a reused stream is never one the server closed.
+	idleKeep = 45 * time.Second
+)
+
+// pooledStream is a client RPC stream with its frame reader.
+type pooledStream struct {
+	s    network.Stream
+	fr   *transport.FrameReader
+	last time.Time
+}
+
+// streamPool keeps idle client streams per peer so that consecutive calls
+// reuse one stream (and its connection). mu guards idle and closed.
+type streamPool struct {
+	h      host.Host
+	mu     sync.Mutex
+	idle   map[peer.ID][]*pooledStream
+	closed bool
+}
+
+func newStreamPool(h host.Host) *streamPool {
+	return &streamPool{h: h, idle: map[peer.ID][]*pooledStream{}}
+}
+
+// get returns an idle stream to pid (reused true) or opens a new one.
+func (p *streamPool) get(ctx context.Context, pid peer.ID, maxMsg int) (*pooledStream, bool, error) {
+	p.mu.Lock()
+	now := time.Now()
+	for list := p.idle[pid]; len(list) > 0; list = p.idle[pid] {
+		ps := list[len(list)-1]
+		p.idle[pid] = list[:len(list)-1]
+		if now.Sub(ps.last) < idleKeep {
+			p.mu.Unlock()
+			return ps, true, nil
+		}
+		_ = ps.s.Close()
+	}
+	p.mu.Unlock()
+	s, err := p.h.NewStream(network.WithAllowLimitedConn(ctx, "mcpv2 rpc"), pid, libp2pproto.ID(protocol.RPCProtocolID))
+	if err != nil {
+		return nil, false, err
+	}
+	return &pooledStream{s: s, fr: transport.NewFrameReader(s, maxMsg)}, false, nil
+}
+
+// put returns a healthy stream to the pool, or closes it when the pool is full.
+func (p *streamPool) put(pid peer.ID, ps *pooledStream) {
+	ps.last = time.Now()
+	_ = ps.s.SetDeadline(time.Time{})
+	p.mu.Lock()
+	if !p.closed && len(p.idle[pid]) < maxIdlePerPeer {
+		p.idle[pid] = append(p.idle[pid], ps)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	_ = ps.s.Close()
+}
+
+func (p *streamPool) closeAll() {
+	p.mu.Lock()
+	p.closed = true
+	idle := p.idle
+	p.idle = map[peer.ID][]*pooledStream{}
+	p.mu.Unlock()
+	for _, list := range idle {
+		for _, ps := range list {
+			_ = ps.s.Close()
+		}
+	}
+}
+
+// ErrNoRoute is returned when a peer named by PeerID alone has no known
+// addresses and no peer routing can find it.
+var ErrNoRoute = errors.New("node: no route to peer")
+
+// PeerRouter finds a peer's addresses (the DHT satisfies it).
+type PeerRouter interface {
+	FindPeer(ctx context.Context, id peer.ID) (peer.AddrInfo, error)
+}
+
+// Client calls mesh peers over /mcpv2/rpc/1.0.0, reusing streams and
+// connections. A Node embeds one; the CLI's client commands use one alone.
+// It is safe for concurrent use; mu guards router.
+type Client struct {
+	host   host.Host
+	pool   *streamPool
+	secret []byte
+	now    func() time.Time
+	maxMsg int
+
+	mu     sync.Mutex
+	router PeerRouter
+}
+
+// ClientConfig configures a Client; zero fields take the stated defaults.
+type ClientConfig struct {
+	// Secret, when set, mints a mesh session for every call (SPEC §6).
+	Secret []byte
+	// MaxMessage caps a response frame (default 8 MiB).
+	MaxMessage int
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// NewClient returns a client that calls peers from h. Closing the client
+// closes its idle streams, not h.
+func NewClient(h host.Host, cfg ClientConfig) *Client {
+	if cfg.MaxMessage <= 0 {
+		cfg.MaxMessage = protocol.DefaultMaxMessage
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Client{host: h, pool: newStreamPool(h), secret: cfg.Secret, now: cfg.Now, maxMsg: cfg.MaxMessage}
+}
+
+// Close closes the client's idle streams.
+func (n *Client) Close() { n.pool.closeAll() }
+
+// SetRouter installs the router used to reach peers named by PeerID alone.
+func (n *Client) SetRouter(r PeerRouter) {
+	n.mu.Lock()
+	n.router = r
+	n.mu.Unlock()
+}
+
+// Connect makes sure the node is connected to the mesh peer at addr and
+// returns its PeerID.
+func (n *Client) Connect(ctx context.Context, addr protocol.Address) (peer.ID, error) {
+	if addr.Kind != protocol.AddrMesh {
+		return "", fmt.Errorf("node: %s is not a mesh address", addr)
+	}
+	pid, err := peer.Decode(addr.PeerID)
+	if err != nil {
+		return "", fmt.Errorf("node: %w %q: %v", protocol.ErrBadAddress, addr.PeerID, err)
+	}
+	if pid == n.host.ID() {
+		return "", errors.New("node: that address is this node itself")
+	}
+	if addr.Multiaddr != "" {
+		m, err := ma.NewMultiaddr(addr.Multiaddr)
+		if err != nil {
+			return "", fmt.Errorf("node: %w %q: %v", protocol.ErrBadAddress, addr.Multiaddr, err)
+		}
+		ai, err := peer.AddrInfoFromP2pAddr(m)
+		if err != nil {
+			return "", fmt.Errorf("node: %w %q: %v", protocol.ErrBadAddress, addr.Multiaddr, err)
+		}
+		n.host.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.TempAddrTTL)
+	}
+	if n.host.Network().Connectedness(pid) == network.Connected {
+		return pid, nil
+	}
+	if len(n.host.Peerstore().Addrs(pid)) == 0 {
+		n.mu.Lock()
+		r := n.router
+		n.mu.Unlock()
+		if r == nil {
+			return "", fmt.Errorf("%w %s: no known addresses (give a multiaddr, or --bootstrap peers)", ErrNoRoute, pid)
+		}
+		ai, err := r.FindPeer(ctx, pid)
+		if err != nil {
+			return "", fmt.Errorf("%w %s: %v", ErrNoRoute, pid, err)
+		}
+		n.host.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.TempAddrTTL)
+	}
+	if err := n.host.Connect(ctx, peer.AddrInfo{ID: pid}); err != nil {
+		return "", fmt.Errorf("node: connect to %s: %w", pid, err)
+	}
+	return pid, nil
+}
+
+// Send sends one raw request message to the mesh peer pid and returns its
+// raw response; wantReply false (a notification-only request) returns nil
+// without waiting. A stream reused from the pool that turns out to be dead
+// before anything was read is replaced once.
+func (n *Client) Send(ctx context.Context, pid peer.ID, msg []byte, wantReply bool) ([]byte, error) {
+	for attempt := 0; ; attempt++ {
+		ps, reused, err := n.pool.get(ctx, pid, n.maxMsg)
+		if err != nil {
+			return nil, fmt.Errorf("node: open stream to %s: %w", pid, err)
+		}
+		out, sent, err := exchange(ctx, ps, msg, wantReply)
+		if err == nil {
+			n.pool.put(pid, ps)
+			return out, nil
+		}
+		_ = ps.s.Reset()
+		if reused && attempt == 0 && (!sent || errors.Is(err, io.EOF)) {
+			continue
+		}
+		return nil, fmt.Errorf("node: call %s: %w", pid, err)
+	}
+}
+
+// exchange writes msg and reads one reply frame on ps. sent reports whether
+// msg was written fully.
+func exchange(ctx context.Context, ps *pooledStream, msg []byte, wantReply bool) (out []byte, sent bool, err error) {
+	if dl, ok := ctx.Deadline(); ok {
+		_ = ps.s.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = ps.s.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if err := transport.WriteFrame(ps.s, msg); err != nil {
+		return nil, false, ctxErr(ctx, err)
+	}
+	if !wantReply {
+		return nil, true, nil
+	}
+	out, err = ps.fr.ReadFrame()
+	if err != nil {
+		return nil, true, ctxErr(ctx, err)
+	}
+	return out, true, nil
+}
+
+func ctxErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// CallOptions adjust one call.
+type CallOptions struct {
+	// Provider is the slot's context.provider.
+	Provider string
+	// Session is a mesh session token; empty means the node mints one when
+	// it has a secret.
+	Session string
+}
+
+// Call sends slots to the peer at addr as one request (a batch when batch is
+// true) and returns the responses in order. Slots without a JSON-RPC version
+// get "2.0"; when the node has a secret each slot carries a mesh session.
+func (n *Client) Call(ctx context.Context, addr protocol.Address, slots []protocol.Slot, batch bool, o CallOptions) ([]protocol.Response, error) {
+	if len(slots) == 0 {
+		return nil, errors.New("node: call: no slots")
+	}
+	if !batch && len(slots) != 1 {
+		return nil, errors.New("node: call: a non-batch request has exactly one slot")
+	}
+	pid, err := n.Connect(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	if o.Session == "" && len(n.secret) > 0 {
+		o.Session, _ = protocol.MintToken(n.secret, n.host.ID().String(), n.now(), 5*time.Minute)
+	}
+	wantReply := false
+	for i := range slots {
+		if slots[i].JSONRPC == "" {
+			slots[i].JSONRPC = "2.0"
+		}
+		if o.Provider != "" || o.Session != "" {
+			if slots[i].Context == nil {
+				slots[i].Context = &protocol.SlotContext{}
+			}
+			if slots[i].Context.Provider == "" {
+				slots[i].Context.Provider = o.Provider
+			}
+			if slots[i].Context.Session == "" {
+				slots[i].Context.Session = o.Session
+			}
+		}
+		wantReply = wantReply || !slots[i].IsNotification()
+	}
+	var msg []byte
+	if batch {
+		msg, err = json.Marshal(slots)
+	} else {
+		msg, err = json.Marshal(slots[0])
+	}
+	if err != nil {
+		return nil, fmt.Errorf("node: call: encode: %w", err)
+	}
+	out, err := n.Send(ctx, pid, msg, wantReply)
+	if err != nil || !wantReply {
+		return nil, err
+	}
+	return protocol.ParseResponses(out)
+}
+
+// CallSkill runs one tools/call of skill with args on the peer at addr and
+// returns the result; a refusal by the peer is returned as its *protocol.Error.
+func (n *Client) CallSkill(ctx context.Context, addr protocol.Address, skill string, args json.RawMessage, o CallOptions) (json.RawMessage, error) {
+	params, err := json.Marshal(protocol.CallParams{Name: skill, Arguments: args})
+	if err != nil {
+		return nil, fmt.Errorf("node: call: arguments are not JSON: %w", err)
+	}
+	return n.callOne(ctx, addr, protocol.MethodToolsCall, params, o)
+}
+
+// CallMethod runs one slot of method (tools/list, agent/card) on addr.
+func (n *Client) CallMethod(ctx context.Context, addr protocol.Address, method string, o CallOptions) (json.RawMessage, error) {
+	return n.callOne(ctx, addr, method, json.RawMessage("{}"), o)
+}
+
+func (n *Client) callOne(ctx context.Context, addr protocol.Address, method string, params json.RawMessage, o CallOptions) (json.RawMessage, error) {
+	resps, err := n.Call(ctx, addr, []protocol.Slot{{ID: json.RawMessage("1"), Method: method, Params: params}}, false, o)
+	if err != nil {
+		return nil, err
+	}
+	if len(resps) != 1 {
+		return nil, fmt.Errorf("node: call: want 1 response, got %d", len(resps))
+	}
+	if resps[0].Error != nil {
+		return nil, resps[0].Error
+	}
+	return resps[0].Result, nil
+}

@@ -1,0 +1,179 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mcpv2/mcpv2/node/skills"
+	"github.com/mcpv2/mcpv2/node/store"
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// Caller is who sent a request to Handle: protocol.Caller, so that the
+// faces (edge, MCP, A2A) can name it without importing node.
+type Caller = protocol.Caller
+
+// maxConcurrentSlots bounds how many slots of one batch run at once.
+const maxConcurrentSlots = 8
+
+// Handle runs one request message (a slot or a batch) for caller and returns
+// the response message, nil when nothing is to be sent (notifications). When
+// the message is refused as a whole (parse error, batch rules, rate limit),
+// refused is that error and out is its one error response. Every face of the
+// node (mesh, HTTP edge, MCP) enters here. Safe for concurrent use.
+func (n *Node) Handle(ctx context.Context, c Caller, msg []byte) (out []byte, refused *protocol.Error) {
+	start := time.Now()
+	req, perr := protocol.ParseRequest(msg)
+	if perr == nil {
+		if ok, wait := n.limits.allow(c.ID, len(req.Slots), start); !ok {
+			perr = &protocol.Error{Code: protocol.CodeRateLimited,
+				Message: fmt.Sprintf("rate limited: retry after %dms", wait.Milliseconds()),
+				Data:    map[string]any{"retry_after_ms": wait.Milliseconds()}}
+		}
+	}
+	if perr != nil {
+		n.audit(c, "", "", perr, start)
+		b, _ := json.Marshal(protocol.ErrorResponse(nil, perr))
+		return b, perr
+	}
+
+	resps := make([]*protocol.Response, len(req.Slots))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, maxConcurrentSlots)
+	for i := range req.Slots {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			resps[i] = n.runSlot(ctx, c, &req.Slots[i])
+		}()
+	}
+	wg.Wait()
+	list := make([]protocol.Response, 0, len(resps))
+	for _, r := range resps {
+		if r != nil {
+			list = append(list, *r)
+		}
+	}
+	b, err := protocol.EncodeResponses(req.IsBatch, list)
+	if err != nil {
+		n.log.Error("encode responses", "err", err)
+		perr := protocol.Errorf(protocol.CodeInternal, "internal error")
+		b, _ = json.Marshal(protocol.ErrorResponse(nil, perr))
+		return b, perr
+	}
+	return b, nil
+}
+
+// runSlot runs one slot and returns its response, nil for a notification.
+// A panic in a skill becomes CodeInternal for that slot alone.
+func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot) (resp *protocol.Response) {
+	start := time.Now()
+	var skill string
+	var result json.RawMessage
+	var perr *protocol.Error
+	defer func() {
+		if r := recover(); r != nil {
+			n.log.Error("skill panicked", "skill", skill, "panic", r)
+			result, perr = nil, protocol.Errorf(protocol.CodeInternal, "internal error")
+		}
+		n.audit(c, s.Method, skill, perr, start)
+		if s.IsNotification() { // ParseRequest gives every invalid slot id null
+			resp = nil
+			return
+		}
+		if perr != nil {
+			r := protocol.ErrorResponse(s.ID, perr)
+			resp = &r
+			return
+		}
+		resp = &protocol.Response{JSONRPC: "2.0", ID: s.ID, Result: result}
+	}()
+	if s.Err != nil {
+		perr = s.Err
+		return
+	}
+	var provider string
+	if s.Context != nil {
+		provider = s.Context.Provider
+	}
+	switch s.Method {
+	case protocol.MethodToolsList:
+		result, perr = marshalResult(map[string]any{"tools": n.reg.List()})
+	case protocol.MethodAgentCard:
+		result, perr = marshalResult(n.Card())
+	case protocol.MethodToolsCall:
+		var p protocol.CallParams
+		if err := json.Unmarshal(orEmpty(s.Params), &p); err != nil || p.Name == "" {
+			perr = protocol.Errorf(protocol.CodeInvalidParams, "invalid params: tools/call needs {\"name\",\"arguments\"}")
+			return
+		}
+		skill = p.Name
+		if perr = n.authorize(c, s, skill); perr != nil {
+			return
+		}
+		cctx := skills.WithCallInfo(ctx, skills.CallInfo{Caller: c.ID, Via: c.Via, Provider: provider})
+		var err error
+		result, err = n.reg.Call(cctx, skill, p.Arguments)
+		perr = protocol.AsError(err)
+	default:
+		perr = protocol.Errorf(protocol.CodeMethodNotFound, "method not found: %q", s.Method)
+	}
+	return
+}
+
+// authorize applies SPEC §6: a mesh session in the slot's context, then the
+// face's own authentication, then the policy.
+func (n *Node) authorize(c Caller, s *protocol.Slot, skill string) *protocol.Error {
+	if _, ok := n.reg.Lookup(skill); !ok {
+		return protocol.Errorf(protocol.CodeSkillNotFound, "skill not found: %q", skill)
+	}
+	if s.Context != nil && s.Context.Session != "" {
+		if len(n.secret) == 0 {
+			return protocol.Errorf(protocol.CodeInvalidSession, "invalid session: this node accepts no mesh sessions (it has no --secret)")
+		}
+		if _, err := protocol.VerifyToken(n.secret, s.Context.Session, c.ID, n.now(), n.clockSkew); err != nil {
+			return protocol.Errorf(protocol.CodeInvalidSession, "%v", err)
+		}
+		return nil
+	}
+	if c.Trusted || n.policy.Allows(c.ID, skill) {
+		return nil
+	}
+	return protocol.Errorf(protocol.CodeNotPermitted, "not permitted: %s is not granted skill %q", c.ID, skill)
+}
+
+func (n *Node) audit(c Caller, method, skill string, perr *protocol.Error, start time.Time) {
+	rec := store.AuditRecord{
+		Time: start.UTC(), Caller: c.ID, Via: c.Via, Method: method, Skill: skill,
+		Outcome: "ok", DurationMS: float64(time.Since(start).Microseconds()) / 1000, Remote: c.Remote,
+	}
+	if perr != nil {
+		rec.Outcome, rec.Code = "error", perr.Code
+	}
+	if err := n.store.Audit(rec); err != nil {
+		n.log.Error("audit log write failed", "err", err)
+	}
+}
+
+func marshalResult(v any) (json.RawMessage, *protocol.Error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, protocol.Errorf(protocol.CodeInternal, "internal error")
+	}
+	return b, nil
+}
+
+func orEmpty(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("{}")
+	}
+	return b
+}
+
+// errClosed is returned by calls on a closed node.
+var errClosed = errors.New("node: closed")

@@ -1,0 +1,331 @@
+// Package node is an mcpv2 peer: it owns the libp2p host, the skill registry,
+// the store and the policy; it serves /mcpv2/rpc/1.0.0 and calls other peers.
+// Every face (mesh, HTTP edge, MCP, A2A) enters through Node.Handle, so a
+// skill is written once and seen the same everywhere.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	libp2pproto "github.com/libp2p/go-libp2p/core/protocol"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/mcpv2/mcpv2/node/llm"
+	"github.com/mcpv2/mcpv2/node/skills"
+	"github.com/mcpv2/mcpv2/node/store"
+	"github.com/mcpv2/mcpv2/protocol"
+	"github.com/mcpv2/mcpv2/transport"
+)
+
+// Version is the software version reported in cards and health.
+const Version = "0.1.0"
+
+// Config configures a Node. The zero value of every field but DataDir is a
+// usable default, stated on the field.
+type Config struct {
+	// DataDir holds identity.key, state.db, audit.jsonl and files/. Required.
+	DataDir string
+	// ListenAddrs are multiaddrs to listen on (default: TCP and QUIC-v1 on
+	// port 4001, every interface).
+	ListenAddrs []string
+	// Name and Description go in the agent card (default name "mcpv2-" and
+	// the PeerID's last 8 characters).
+	Name, Description string
+	// MaxMessage caps one message (frame) in bytes (default 8 MiB).
+	MaxMessage int
+	// MaxFile caps one stored file in bytes (default 64 MiB).
+	MaxFile int64
+	// FilesDir overrides <DataDir>/files (MCPV2_FILE_STORE).
+	FilesDir string
+	// LLM is the backend of ask and process_instructions (default local).
+	LLM llm.Backend
+	// LLMMode keeps per-conversation history across turns and restarts.
+	LLMMode bool
+	// Secret is the shared mesh secret: callers presenting a mesh session
+	// minted with it are granted every skill (SPEC §6). Empty: none accepted.
+	Secret []byte
+	// ClockSkew is the allowed future skew of session tokens (default 300 s).
+	ClockSkew time.Duration
+	// PolicyFile grants skills per PeerID (default <DataDir>/policy.json,
+	// which may be missing; an explicitly named file must exist).
+	PolicyFile string
+	// SkillsFile holds custom skills (default <DataDir>/custom_skills.json,
+	// which may be missing; an explicitly named file must exist).
+	SkillsFile string
+	// RateLimit is calls per second per caller (default 200; negative: none).
+	RateLimit float64
+	// HTTPEndpoint is the edge's address for the card, if the edge runs.
+	HTTPEndpoint string
+	// Logger receives the node's logs (default: discard).
+	Logger *slog.Logger
+	// HostOptions are passed to transport.NewHost after the node's own.
+	HostOptions []transport.Option
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Node is a running mcpv2 peer. Its methods are safe for concurrent use.
+type Node struct {
+	cfg       Config
+	log       *slog.Logger
+	host      host.Host // also the embedded Client's
+	store     *store.Store
+	reg       *skills.Registry
+	policy    *Policy
+	limits    *limiters
+	secret    []byte
+	clockSkew time.Duration
+	now       func() time.Time
+	maxMsg    int
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // stream handlers in flight; Add only under closeMu
+	// closeMu guards closed, so that no handler starts once Close waits.
+	closeMu sync.Mutex
+	closed  bool
+
+	cardMu  sync.Mutex // guards cardSeq and cfg.HTTPEndpoint
+	cardSeq uint64
+
+	*Client
+}
+
+// New starts a node: it loads (or creates) the identity, opens the store,
+// registers the standard and custom skills, loads the policy and starts the
+// libp2p host serving /mcpv2/rpc/1.0.0. A failed New leaves nothing running.
+func New(cfg Config) (_ *Node, err error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("node: a data dir is required")
+	}
+	abs, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("node: data dir: %w", err)
+	}
+	cfg.DataDir = abs
+	if cfg.MaxMessage <= 0 {
+		cfg.MaxMessage = protocol.DefaultMaxMessage
+	}
+	if cfg.MaxFile <= 0 {
+		cfg.MaxFile = store.DefaultMaxFileSize
+	}
+	if cfg.LLM == nil {
+		cfg.LLM = llm.NewLocal()
+	}
+	if cfg.ClockSkew <= 0 {
+		cfg.ClockSkew = protocol.DefaultClockSkew
+	}
+	if cfg.RateLimit == 0 {
+		cfg.RateLimit = 200
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	policyMust, skillsMust := cfg.PolicyFile != "", cfg.SkillsFile != ""
+	if cfg.PolicyFile == "" {
+		cfg.PolicyFile = filepath.Join(cfg.DataDir, "policy.json")
+	}
+	if cfg.SkillsFile == "" {
+		cfg.SkillsFile = filepath.Join(cfg.DataDir, "custom_skills.json")
+	}
+
+	n := &Node{cfg: cfg, log: cfg.Logger, secret: cfg.Secret, clockSkew: cfg.ClockSkew, now: cfg.Now, maxMsg: cfg.MaxMessage}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, n.Close())
+		}
+	}()
+
+	if n.policy, err = LoadPolicy(cfg.PolicyFile, policyMust); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	key, err := transport.LoadOrCreateIdentity(filepath.Join(cfg.DataDir, "identity.key"))
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	pid, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("node: identity: %w", err)
+	}
+	sopts := []store.Option{store.WithMaxFileSize(cfg.MaxFile)}
+	if cfg.FilesDir != "" {
+		sopts = append(sopts, store.WithFilesDir(cfg.FilesDir))
+	}
+	if n.store, err = store.Open(cfg.DataDir, sopts...); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+
+	n.reg = skills.NewRegistry(n.log)
+	skills.RegisterStandard(n.reg, skills.Deps{
+		PeerID: pid.String(), Files: n.store.Files(), Conversations: n.store,
+		LLM: cfg.LLM, LLMMode: cfg.LLMMode, Now: cfg.Now,
+		Limits:       skills.Limits{MaxBatch: protocol.MaxBatchSize, MaxMessage: cfg.MaxMessage, RateLimit: cfg.RateLimit},
+		Capabilities: n.capabilities(),
+	})
+	if _, statErr := os.Stat(cfg.SkillsFile); statErr == nil || skillsMust {
+		if _, err = skills.LoadCustomFile(cfg.SkillsFile, n.reg, skills.CustomOptions{
+			ScratchDir: filepath.Join(cfg.DataDir, "scratch"), Logger: n.log,
+		}); err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
+	}
+	burst := max(int(cfg.RateLimit), protocol.MaxBatchSize)
+	n.limits = newLimiters(cfg.RateLimit, burst)
+
+	hopts := []transport.Option{
+		transport.WithIdentity(key),
+		transport.WithLogger(n.log),
+		transport.WithProtocolLimit(libp2pproto.ID(protocol.RPCProtocolID), 256, 256, int64(4*cfg.MaxMessage)),
+		transport.WithProtocolPeerLimit(libp2pproto.ID(protocol.RPCProtocolID), 64, 64, int64(2*cfg.MaxMessage+streamReserve)),
+		transport.WithServiceLimit(rpcService, 256, 256, int64(4*cfg.MaxMessage)),
+		transport.WithServicePeerLimit(rpcService, 64, 64, int64(2*cfg.MaxMessage+streamReserve)),
+		// A stream holds one request and its reply at a time.
+		transport.WithStreamMemory(int64(2*cfg.MaxMessage + streamReserve)),
+	}
+	if len(cfg.ListenAddrs) > 0 {
+		addrs := make([]ma.Multiaddr, 0, len(cfg.ListenAddrs))
+		for _, s := range cfg.ListenAddrs {
+			a, err := ma.NewMultiaddr(s)
+			if err != nil {
+				return nil, fmt.Errorf("node: listen address %q: %w", s, err)
+			}
+			addrs = append(addrs, a)
+		}
+		hopts = append(hopts, transport.WithListenAddrs(addrs...))
+	}
+	hopts = append(hopts, cfg.HostOptions...)
+	if n.host, err = transport.NewHost(hopts...); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	n.Client = NewClient(n.host, ClientConfig{Secret: cfg.Secret, MaxMessage: cfg.MaxMessage, Now: cfg.Now})
+	n.host.SetStreamHandler(libp2pproto.ID(protocol.RPCProtocolID), n.handleRPC)
+	n.log.Info("node started", "peer_id", pid.String(), "addrs", n.host.Addrs())
+	return n, nil
+}
+
+func (n *Node) capabilities() []string {
+	caps := []string{"tools/list", "tools/call", "agent/card", "batch"}
+	if n.cfg.LLMMode {
+		caps = append(caps, "llm_mode")
+	}
+	return caps
+}
+
+// Close stops serving, closes the host and the store, and waits for stream
+// handlers to finish. It is idempotent: a second call returns net.ErrClosed.
+func (n *Node) Close() error {
+	n.closeMu.Lock()
+	if n.closed {
+		n.closeMu.Unlock()
+		return net.ErrClosed
+	}
+	n.closed = true
+	n.closeMu.Unlock()
+	n.cancel()
+	var errs []error
+	if n.host != nil {
+		n.host.RemoveStreamHandler(libp2pproto.ID(protocol.RPCProtocolID))
+		if n.Client != nil {
+			n.Client.Close()
+		}
+		errs = append(errs, n.host.Close())
+	}
+	n.wg.Wait()
+	if n.store != nil {
+		errs = append(errs, n.store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Host returns the node's libp2p host.
+func (n *Node) Host() host.Host { return n.host }
+
+// ID returns the node's PeerID.
+func (n *Node) ID() peer.ID { return n.host.ID() }
+
+// Registry returns the node's skill registry (to add skills before serving).
+func (n *Node) Registry() *skills.Registry { return n.reg }
+
+// Store returns the node's store.
+func (n *Node) Store() *store.Store { return n.store }
+
+// DataDir returns the node's absolute data dir.
+func (n *Node) DataDir() string { return n.cfg.DataDir }
+
+// P2PAddrs returns the node's listen addresses with /p2p/<PeerID> appended,
+// loopback and private ones included, sorted.
+func (n *Node) P2PAddrs() []string {
+	out := []string{}
+	for _, a := range n.host.Addrs() {
+		out = append(out, a.String()+"/p2p/"+n.host.ID().String())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// SetHTTPEndpoint records the edge's address for the agent card.
+func (n *Node) SetHTTPEndpoint(addr string) {
+	n.cardMu.Lock()
+	n.cfg.HTTPEndpoint = addr
+	n.cardMu.Unlock()
+}
+
+// Card returns the node's current agent card. Its seq grows whenever it is
+// built at a later millisecond, so republished cards always supersede.
+func (n *Node) Card() protocol.AgentCard {
+	n.cardMu.Lock()
+	defer n.cardMu.Unlock()
+	now := n.now()
+	seq := uint64(now.UnixMilli())
+	if seq <= n.cardSeq {
+		seq = n.cardSeq + 1
+	}
+	n.cardSeq = seq
+	name := n.cfg.Name
+	id := n.host.ID().String()
+	if name == "" {
+		name = "mcpv2-" + id[len(id)-8:]
+	}
+	desc := n.cfg.Description
+	if desc == "" {
+		desc = "An mcpv2 agent."
+	}
+	return protocol.AgentCard{
+		Name: name, Description: desc, Version: Version, PeerID: id,
+		Addrs:            n.P2PAddrs(),
+		ProtocolVersions: []string{protocol.Version},
+		Skills:           n.reg.List(),
+		Capabilities: protocol.Capabilities{
+			LLMMode: n.cfg.LLMMode, Providers: slices.Clone(protocol.Providers),
+			MaxBatch: protocol.MaxBatchSize, MTLS: false,
+		},
+		Endpoints: protocol.Endpoints{HTTP: n.cfg.HTTPEndpoint},
+		Seq:       seq,
+		IssuedAt:  now.Unix(),
+	}
+}
+
+// MintMeshSession mints a mesh session token for this node as the caller
+// (SPEC §6), valid for ttl. It fails when the node has no secret.
+func (n *Node) MintMeshSession(ttl time.Duration) (string, error) {
+	if len(n.secret) == 0 {
+		return "", errors.New("node: no secret configured for mesh sessions")
+	}
+	tok, _ := protocol.MintToken(n.secret, n.host.ID().String(), n.now(), ttl)
+	return tok, nil
+}

@@ -1,0 +1,89 @@
+package node
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// OpenMethods are the methods and skills every caller may use without a grant
+// (SPEC §6).
+var openByDefault = []string{"ping"}
+
+// Policy grants skills to callers by PeerID (SPEC §6). The zero Policy grants
+// nothing beyond the open defaults. A Policy is immutable once loaded and so
+// safe for concurrent use.
+type Policy struct {
+	grants map[string][]string // PeerID or "*" → skill names or "*"
+}
+
+// policyFile is the on-disk form:
+//
+//	{"grants": {"12D3KooW…": ["ask", "upload_file"], "12D3KooX…": ["*"], "*": ["translate_history"]}}
+type policyFile struct {
+	Grants map[string][]string `json:"grants"`
+}
+
+// maxPolicyFile caps the policy file.
+const maxPolicyFile = 1 << 20
+
+// LoadPolicy reads a policy file. A missing file is an empty policy when
+// mustExist is false; any other problem names the file and the reason.
+func LoadPolicy(path string, mustExist bool) (*Policy, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) && !mustExist {
+		return &Policy{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("policy file %s: %w", path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxPolicyFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("policy file %s: %w", path, err)
+	}
+	if len(data) > maxPolicyFile {
+		return nil, fmt.Errorf("policy file %s: larger than %d bytes", path, maxPolicyFile)
+	}
+	return ParsePolicy(path, data)
+}
+
+// ParsePolicy parses the policy file format; name is used in errors.
+func ParsePolicy(name string, data []byte) (*Policy, error) {
+	var pf policyFile
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&pf); err != nil {
+		return nil, fmt.Errorf("policy file %s: %w", name, err)
+	}
+	for who, skills := range pf.Grants {
+		if who != "*" && !protocol.LooksLikePeerID(who) {
+			return nil, fmt.Errorf("policy file %s: grant key %q is neither a PeerID nor \"*\"", name, who)
+		}
+		for _, s := range skills {
+			if s == "" {
+				return nil, fmt.Errorf("policy file %s: grant for %s has an empty skill name", name, who)
+			}
+		}
+	}
+	return &Policy{grants: pf.Grants}, nil
+}
+
+// Allows reports whether caller may run skill.
+func (p *Policy) Allows(caller, skill string) bool {
+	if slices.Contains(openByDefault, skill) {
+		return true
+	}
+	for _, who := range []string{caller, "*"} {
+		if g, ok := p.grants[who]; ok && (slices.Contains(g, skill) || slices.Contains(g, "*")) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,111 @@
+package node
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+func TestPolicyDeniesUngrantedSkill(t *testing.T) {
+	a := newTestNode(t, nil)
+	b := newTestNode(t, func(c *Config) {
+		c.PolicyFile = writePolicy(t, map[string][]string{a.ID().String(): {"list_files"}})
+	})
+	addr := addrOf(t, b)
+	before := len(readAudit(t, b))
+	_, err := a.CallSkill(ctxT(t), addr, "ask", json.RawMessage(`{"query":"hi"}`), CallOptions{})
+	if codeOf(err) != protocol.CodeNotPermitted {
+		t.Fatalf("want -32009, got %v", err)
+	}
+	lines := readAudit(t, b)[before:]
+	if len(lines) != 1 || lines[0]["skill"] != "ask" || lines[0]["outcome"] != "error" || lines[0]["code"] != float64(protocol.CodeNotPermitted) ||
+		lines[0]["caller"] != a.ID().String() || lines[0]["method"] != "tools/call" {
+		t.Fatalf("audit lines %v", lines)
+	}
+	for _, k := range []string{"time", "duration_ms"} {
+		if _, ok := lines[0][k]; !ok {
+			t.Errorf("audit line lacks %s", k)
+		}
+	}
+	// Granted and open skills work.
+	if _, err := a.CallSkill(ctxT(t), addr, "list_files", nil, CallOptions{}); err != nil {
+		t.Fatalf("granted skill: %v", err)
+	}
+	if _, err := a.CallSkill(ctxT(t), addr, "ping", nil, CallOptions{}); err != nil {
+		t.Fatalf("open skill: %v", err)
+	}
+	// A third peer with no grant gets nothing but the open ones.
+	c := newTestNode(t, nil)
+	if _, err := c.CallSkill(ctxT(t), addr, "list_files", nil, CallOptions{}); codeOf(err) != protocol.CodeNotPermitted {
+		t.Fatalf("stranger: want -32009, got %v", err)
+	}
+	if _, err := c.CallMethod(ctxT(t), addr, protocol.MethodToolsList, CallOptions{}); err != nil {
+		t.Fatalf("tools/list must be open: %v", err)
+	}
+}
+
+func TestMeshSessions(t *testing.T) {
+	secret := []byte("mesh-secret")
+	a := newTestNode(t, func(c *Config) { c.Secret = secret })
+	b := newTestNode(t, func(c *Config) { c.Secret = secret })
+	addr := addrOf(t, b)
+	// A holds the secret: its calls carry a valid session and are served.
+	if _, err := a.CallSkill(ctxT(t), addr, "ask", json.RawMessage(`{"query":"hi"}`), CallOptions{}); err != nil {
+		t.Fatalf("valid session refused: %v", err)
+	}
+	aid := a.ID().String()
+	now := time.Now()
+	good := protocol.EncodeToken(secret, protocol.Token{Subject: aid, Nonce: "n1", IssuedAt: now.Unix(), TTL: 300})
+	payload, mac, _ := strings.Cut(good, ".")
+	tampered := payload + "." + strings.Repeat("0", len(mac))
+	cases := map[string]string{
+		"tampered":     tampered,
+		"other secret": protocol.EncodeToken([]byte("other"), protocol.Token{Subject: aid, Nonce: "n", IssuedAt: now.Unix(), TTL: 300}),
+		"expired":      protocol.EncodeToken(secret, protocol.Token{Subject: aid, Nonce: "n", IssuedAt: now.Add(-time.Hour).Unix(), TTL: 60}),
+		"future":       protocol.EncodeToken(secret, protocol.Token{Subject: aid, Nonce: "n", IssuedAt: now.Add(time.Hour).Unix(), TTL: 60}),
+		"other peer":   protocol.EncodeToken(secret, protocol.Token{Subject: b.ID().String(), Nonce: "n", IssuedAt: now.Unix(), TTL: 300}),
+		"garbage":      "not-a-token",
+	}
+	for name, tok := range cases {
+		_, err := a.CallSkill(ctxT(t), addr, "ask", json.RawMessage(`{"query":"hi"}`), CallOptions{Session: tok})
+		if codeOf(err) != protocol.CodeInvalidSession {
+			t.Errorf("%s: want -32001, got %v", name, err)
+		}
+	}
+	if _, err := a.CallSkill(ctxT(t), addr, "ask", json.RawMessage(`{"query":"hi"}`), CallOptions{Session: good}); err != nil {
+		t.Errorf("hand-made valid token refused: %v", err)
+	}
+	// A peer without the secret is not granted.
+	c := newTestNode(t, nil)
+	if _, err := c.CallSkill(ctxT(t), addr, "ask", json.RawMessage(`{"query":"hi"}`), CallOptions{}); codeOf(err) != protocol.CodeNotPermitted {
+		t.Errorf("no session: want -32009, got %v", err)
+	}
+}
+
+func TestRateLimitPerPeer(t *testing.T) {
+	a, b := pair(t, func(c *Config) { c.RateLimit = 5 })
+	addr := addrOf(t, b)
+	limited := 0
+	for i := 0; i < 150; i++ {
+		_, err := a.CallSkill(ctxT(t), addr, "ping", nil, CallOptions{})
+		if codeOf(err) == protocol.CodeRateLimited {
+			limited++
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if limited == 0 {
+		t.Fatal("150 calls at 5/s (burst 100) were never rate limited")
+	}
+}
+
+func TestParsePolicyErrors(t *testing.T) {
+	for _, bad := range []string{`{"grants":{"bob":["ask"]}}`, `{"grant":{}}`, `{"grants":{"*":[""]}}`, `[`} {
+		if _, err := ParsePolicy("p.json", []byte(bad)); err == nil || !strings.Contains(err.Error(), "p.json") {
+			t.Errorf("%s: want an error naming the file, got %v", bad, err)
+		}
+	}
+}

@@ -1,0 +1,798 @@
+package skills
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// Limits of a custom skills file (SPEC §3).
+const (
+	// MaxCustomFileSize is the largest custom skills file LoadCustomFile reads.
+	MaxCustomFileSize = 1 << 20
+	// MaxCustomSkills is the most skills one custom skills file may hold.
+	MaxCustomSkills = 256
+	// DefaultCustomMaxOutput is the default cap on what one custom skill call
+	// may produce: template output, command stdout, HTTP answer body.
+	DefaultCustomMaxOutput = 1 << 20
+	// DefaultCustomTimeout is the default timeout_s of command and http handlers.
+	DefaultCustomTimeout = 30 * time.Second
+	// MaxCustomTimeout is the largest timeout_s a command or http handler may ask for.
+	MaxCustomTimeout = 600 * time.Second
+	// DefaultCustomMemoryMB is the default memory_mb (RLIMIT_AS) of a command handler.
+	DefaultCustomMemoryMB = 1024
+	// MaxCustomMemoryMB is the largest memory_mb a command handler may ask for.
+	MaxCustomMemoryMB = 1 << 20
+)
+
+// CustomOptions configure how custom skills are built. The zero value is
+// usable: scratch directories go under os.TempDir, HTTP handlers use
+// http.DefaultClient, nothing is logged and outputs are capped at
+// DefaultCustomMaxOutput.
+type CustomOptions struct {
+	// ScratchDir is the root under which each command call gets a fresh
+	// working directory (mode 0700, removed when the call ends). It is
+	// created with mode 0700 at load time when a command skill needs it.
+	// Empty means os.TempDir.
+	ScratchDir string
+	// HTTPClient sends the requests of http handlers; nil means
+	// http.DefaultClient. Timeouts come from each skill's timeout_s, so the
+	// client needs none of its own.
+	HTTPClient *http.Client
+	// Logger receives load notes and per-call failure details (at Debug;
+	// local failures such as an unremovable scratch directory at Warn).
+	// Nil discards.
+	Logger *slog.Logger
+	// MaxOutput caps a call's output in bytes (template text, command stdout,
+	// HTTP answer body); 0 means DefaultCustomMaxOutput.
+	MaxOutput int64
+	// BaseDir is the directory against which relative program paths in
+	// command handlers (those that contain a slash, such as "./tool.sh")
+	// are resolved. LoadCustomFile sets it to the directory of the file when
+	// it is empty; ParseCustom leaves an empty BaseDir to mean the current
+	// directory.
+	BaseDir string
+}
+
+func (o CustomOptions) withDefaults() CustomOptions {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = http.DefaultClient
+	}
+	if o.MaxOutput <= 0 {
+		o.MaxOutput = DefaultCustomMaxOutput
+	}
+	return o
+}
+
+// CustomSkill is one validated custom skill, ready to be registered. Its
+// Handler is safe for concurrent use.
+type CustomSkill struct {
+	// Descriptor is what tools/list and the agent card publish.
+	Descriptor protocol.SkillDescriptor
+	// Kind is the handler type: "template", "command" or "http".
+	Kind string
+	// Handler runs the skill; it expects arguments already validated
+	// against Descriptor.InputSchema (Registry.Call does that).
+	Handler Handler
+}
+
+// LoadCustomFile reads the custom skills file at path (SPEC §3) and registers
+// every skill in it into r, returning their names in file order. A bad file
+// fails as a whole and registers nothing: every skill is parsed and checked
+// (including name clashes with skills already in r) before the first one is
+// registered. The error names the file, the skill and the reason, as in
+//
+//	custom skills file /x/skills.json: skill "greet": handler.template: template: greet:1: unexpected "}" in operand
+//
+// A missing file is an error that wraps fs.ErrNotExist, so a caller may treat
+// an absent default file as "no custom skills". LoadCustomFile must not run
+// concurrently with other registrations on r: the clash check and the
+// registration are separate steps.
+func LoadCustomFile(path string, r *Registry, opts CustomOptions) ([]string, error) {
+	names, err := loadCustomFile(path, r, opts)
+	if err != nil {
+		return nil, fmt.Errorf("custom skills file %s: %w", path, err)
+	}
+	return names, nil
+}
+
+func loadCustomFile(path string, r *Registry, opts CustomOptions) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxCustomFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxCustomFileSize {
+		return nil, fmt.Errorf("file is larger than %d bytes", MaxCustomFileSize)
+	}
+	if opts.BaseDir == "" {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, err
+		}
+		opts.BaseDir = filepath.Dir(abs)
+	}
+	skills, err := ParseCustom(data, opts)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err == nil && fi.Mode().Perm()&0o022 != 0 {
+		for _, s := range skills {
+			if s.Kind == "command" {
+				opts.withDefaults().Logger.Warn("custom skills file is writable by group or others; whoever can edit it can run programs as this node",
+					"file", path, "mode", fi.Mode().Perm().String())
+				break
+			}
+		}
+	}
+	return RegisterCustom(r, skills)
+}
+
+// RegisterCustom registers skills into r, returning their names. It first
+// checks that no name is taken (in r or twice in skills) and registers
+// nothing when one is. It must not run concurrently with other registrations
+// on r; should one slip in between the check and the registration, the error
+// says which skills were registered before it.
+func RegisterCustom(r *Registry, skills []CustomSkill) ([]string, error) {
+	seen := make(map[string]bool, len(skills))
+	for _, s := range skills {
+		name := s.Descriptor.Name
+		if _, ok := r.Lookup(name); ok {
+			return nil, fmt.Errorf("skill %q: name: %w %q (already registered)", name, ErrDuplicate, name)
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("skill %q: name: %w %q", name, ErrDuplicate, name)
+		}
+		seen[name] = true
+	}
+	names := make([]string, 0, len(skills))
+	for _, s := range skills {
+		if err := r.AddRaw(s.Descriptor, s.Handler); err != nil {
+			return names, fmt.Errorf("skill %q: %w (registered before the failure: %q)", s.Descriptor.Name, err, names)
+		}
+		names = append(names, s.Descriptor.Name)
+	}
+	return names, nil
+}
+
+// ParseCustom parses and checks the contents of a custom skills file and
+// builds each skill's handler, without registering anything. The file is
+//
+//	{"skills": [{"name", "description"?, "tags"?, "input_schema"?, "handler"}]}
+//
+// and a handler is one of
+//
+//	{"type": "template", "template": "Hello, {{.name}}!"}
+//	{"type": "command", "command": ["prog", "arg"], "timeout_s"?: 30, "memory_mb"?: 1024, "env"?: {"K": "v"}}
+//	{"type": "http", "url": "https://...", "timeout_s"?: 30, "headers"?: {"Authorization": "Bearer ${ENV:API_KEY}"}}
+//
+// Header and env values may hold ${ENV:NAME}, replaced at load time by the
+// node's environment variable NAME (so that keys stay out of the file); no
+// other substitution exists. A missing input_schema means any object.
+//
+// ParseCustom enforces the file size and skill count limits, and refuses
+// unknown fields, bad or duplicate names, input schemas that do not compile
+// or are not of type object, unknown handler types ("mcp" is not supported
+// yet), templates that do not parse, programs that cannot be found, and URLs
+// that are not http or https. Errors name the skill ("skill \"greet\": ..."
+// or "skill #3: ..." when it has no usable name) and the field; they do not
+// name the file (LoadCustomFile adds it). When a command skill is present,
+// opts.ScratchDir is created.
+func ParseCustom(data []byte, opts CustomOptions) ([]CustomSkill, error) {
+	opts = opts.withDefaults()
+	if len(data) > MaxCustomFileSize {
+		return nil, fmt.Errorf("file is larger than %d bytes", MaxCustomFileSize)
+	}
+	var file struct {
+		Skills []json.RawMessage `json:"skills"`
+	}
+	if err := customDecodeStrict(data, &file); err != nil {
+		return nil, customJSONError(data, err)
+	}
+	if len(file.Skills) > MaxCustomSkills {
+		return nil, fmt.Errorf("%d skills, at most %d are allowed", len(file.Skills), MaxCustomSkills)
+	}
+	out := make([]CustomSkill, 0, len(file.Skills))
+	index := make(map[string]int, len(file.Skills))
+	for i, raw := range file.Skills {
+		s, err := parseCustomSkill(raw, opts)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", customSkillLabel(raw, i), err)
+		}
+		name := s.Descriptor.Name
+		if j, ok := index[name]; ok {
+			return nil, fmt.Errorf("skill %q: name: %w %q (skills #%d and #%d)", name, ErrDuplicate, name, j+1, i+1)
+		}
+		index[name] = i
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// customNameRE is what skill names and tags must match.
+var customNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+const (
+	customMaxDescription = 4096
+	customMaxTags        = 16
+	customMaxTemplate    = 64 << 10
+	customMaxArgv        = 256
+)
+
+type customSkillJSON struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Tags        []string        `json:"tags"`
+	InputSchema json.RawMessage `json:"input_schema"`
+	Handler     json.RawMessage `json:"handler"`
+}
+
+// customSkillLabel names the i-th skill of a file for an error message: by
+// its name when it has a string one, else by its position.
+func customSkillLabel(raw json.RawMessage, i int) string {
+	var peek struct {
+		Name any `json:"name"`
+	}
+	if json.Unmarshal(raw, &peek) == nil {
+		if s, ok := peek.Name.(string); ok && s != "" {
+			return fmt.Sprintf("skill %q", s)
+		}
+	}
+	return fmt.Sprintf("skill #%d", i+1)
+}
+
+func parseCustomSkill(raw json.RawMessage, opts CustomOptions) (CustomSkill, error) {
+	if !bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) {
+		return CustomSkill{}, errors.New("not a JSON object")
+	}
+	var sj customSkillJSON
+	if err := customDecodeStrict(raw, &sj); err != nil {
+		return CustomSkill{}, customJSONError(raw, err)
+	}
+	if !customNameRE.MatchString(sj.Name) {
+		return CustomSkill{}, fmt.Errorf("name: %q must match %s", sj.Name, customNameRE)
+	}
+	if len(sj.Description) > customMaxDescription {
+		return CustomSkill{}, fmt.Errorf("description: longer than %d bytes", customMaxDescription)
+	}
+	if len(sj.Tags) > customMaxTags {
+		return CustomSkill{}, fmt.Errorf("tags: %d tags, at most %d are allowed", len(sj.Tags), customMaxTags)
+	}
+	for i, t := range sj.Tags {
+		if !customNameRE.MatchString(t) {
+			return CustomSkill{}, fmt.Errorf("tags[%d]: %q must match %s", i, t, customNameRE)
+		}
+	}
+	schema, err := customInputSchema(sj.InputSchema)
+	if err != nil {
+		return CustomSkill{}, fmt.Errorf("input_schema: %w", err)
+	}
+	if len(bytes.TrimSpace(sj.Handler)) == 0 || bytes.Equal(bytes.TrimSpace(sj.Handler), []byte("null")) {
+		return CustomSkill{}, errors.New("handler: missing")
+	}
+	var peek struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(sj.Handler, &peek); err != nil {
+		return CustomSkill{}, fmt.Errorf("handler: %w", customJSONError(sj.Handler, err))
+	}
+	var h Handler
+	switch peek.Type {
+	case "template":
+		h, err = newCustomTemplate(sj.Name, sj.Handler, opts)
+	case "command":
+		var c *customCommand
+		if c, err = newCustomCommand(sj.Name, sj.Handler, opts); err == nil {
+			h = c.run
+		}
+	case "http":
+		h, err = newCustomHTTP(sj.Name, sj.Handler, opts)
+	case "mcp":
+		err = customFieldf("type", `"mcp" handlers are not supported yet`)
+	case "":
+		err = customFieldf("type", "missing (want template, command or http)")
+	default:
+		err = customFieldf("type", "unknown handler type %q (want template, command or http)", peek.Type)
+	}
+	if err != nil {
+		if fe, ok := err.(*customFieldError); ok {
+			return CustomSkill{}, fmt.Errorf("handler.%s: %w", fe.Field, fe.Err)
+		}
+		return CustomSkill{}, fmt.Errorf("handler: %w", err)
+	}
+	return CustomSkill{
+		Descriptor: protocol.SkillDescriptor{Name: sj.Name, Description: sj.Description, Tags: sj.Tags, InputSchema: schema},
+		Kind:       peek.Type,
+		Handler:    h,
+	}, nil
+}
+
+// customInputSchema checks a skill's input_schema the way Registry.AddRaw
+// will compile it, so that a bad schema fails the load before anything is
+// registered. A missing schema means any object.
+func customInputSchema(raw json.RawMessage) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return json.RawMessage(`{"type":"object"}`), nil
+	}
+	if raw[0] != '{' {
+		return nil, errors.New("must be a JSON Schema object")
+	}
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, err
+	}
+	if err := customCheckTypeNames(doc, ""); err != nil {
+		return nil, err
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, err
+	}
+	if s.Type != "object" {
+		return nil, errors.New(`must have "type":"object" (arguments are always an object)`)
+	}
+	if _, err := s.Resolve(nil); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// customFieldError is a reason tied to a field of a skill's JSON; the
+// handler builders return it so that their caller can prefix "handler.".
+type customFieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *customFieldError) Error() string { return e.Field + ": " + e.Err.Error() }
+func (e *customFieldError) Unwrap() error { return e.Err }
+
+func customFieldf(field, format string, a ...any) error {
+	return &customFieldError{Field: field, Err: fmt.Errorf(format, a...)}
+}
+
+// customSchemaTypes are the type names of JSON Schema.
+var customSchemaTypes = map[string]bool{
+	"object": true, "array": true, "string": true, "number": true,
+	"integer": true, "boolean": true, "null": true,
+}
+
+// customSchemaData are keywords whose values are instance data, not schemas.
+var customSchemaData = map[string]bool{"const": true, "enum": true, "default": true, "examples": true}
+
+// customCheckTypeNames walks a schema document and refuses a "type" keyword
+// that names no JSON Schema type. jsonschema-go does not yet check a schema
+// against its meta-schema, and a misspelt type would otherwise make every
+// call fail with -32602 instead of failing the load.
+func customCheckTypeNames(v any, at string) error {
+	switch v := v.(type) {
+	case map[string]any:
+		switch t := v["type"].(type) {
+		case string:
+			if !customSchemaTypes[t] {
+				return fmt.Errorf("%s/type: %q is not a JSON Schema type", at, t)
+			}
+		case []any:
+			for _, e := range t {
+				if name, ok := e.(string); ok && !customSchemaTypes[name] {
+					return fmt.Errorf("%s/type: %q is not a JSON Schema type", at, name)
+				}
+			}
+		}
+		for k, sub := range v {
+			if customSchemaData[k] {
+				continue
+			}
+			if err := customCheckTypeNames(sub, at+"/"+k); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, sub := range v {
+			if err := customCheckTypeNames(sub, fmt.Sprintf("%s/%d", at, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// customDecodeStrict decodes one JSON value into v, refusing unknown fields
+// and trailing data.
+func customDecodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("trailing data after the JSON value")
+	}
+	return nil
+}
+
+// customJSONError rewrites encoding/json errors into messages that speak of
+// JSON fields and types (not Go struct names) and give line and column.
+func customJSONError(data []byte, err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		line, col := customLineCol(data, se.Offset)
+		return fmt.Errorf("invalid JSON at line %d, column %d: %s", line, col, strings.TrimPrefix(se.Error(), "json: "))
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return errors.New("invalid JSON: unexpected end of input")
+	case errors.As(err, &te):
+		if te.Field == "" {
+			return fmt.Errorf("got a JSON %s, want %s", te.Value, customJSONTypeName(te.Type))
+		}
+		return customFieldf(te.Field, "got a JSON %s, want %s", te.Value, customJSONTypeName(te.Type))
+	}
+	return errors.New(strings.TrimPrefix(err.Error(), "json: "))
+}
+
+func customLineCol(data []byte, off int64) (line, col int) {
+	off = min(max(off, 0), int64(len(data)))
+	prefix := data[:off]
+	line = bytes.Count(prefix, []byte("\n")) + 1
+	col = int(off) - (bytes.LastIndexByte(prefix, '\n') + 1)
+	return line, max(col, 1)
+}
+
+func customJSONTypeName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Float32, reflect.Float64, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a number"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.String {
+			return "an array of strings"
+		}
+		return "an array"
+	case reflect.Map:
+		if t.Elem().Kind() == reflect.String {
+			return "an object of strings"
+		}
+		return "an object"
+	case reflect.Struct:
+		return "an object"
+	}
+	return t.String()
+}
+
+// customTimeout checks a handler's timeout_s (seconds, fractions allowed).
+func customTimeout(v *float64) (time.Duration, error) {
+	if v == nil {
+		return DefaultCustomTimeout, nil
+	}
+	if math.IsNaN(*v) || *v <= 0 || *v > MaxCustomTimeout.Seconds() {
+		return 0, customFieldf("timeout_s", "%v is out of range (0, %d]", *v, int(MaxCustomTimeout.Seconds()))
+	}
+	return time.Duration(*v * float64(time.Second)), nil
+}
+
+// customEnvRef is the only form of substitution a handler's header or env
+// value may hold: ${ENV:NAME}, replaced at load time by the node's
+// environment variable NAME.
+var customEnvRef = regexp.MustCompile(`\$\{ENV:([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// customExpandEnv replaces ${ENV:NAME} references in v. Any other "${" is an
+// error, as is a reference to an unset or empty variable: a secret silently
+// missing would only surface later as a confusing remote failure.
+func customExpandEnv(v string) (string, error) {
+	var missing []string
+	out := customEnvRef.ReplaceAllStringFunc(v, func(ref string) string {
+		name := customEnvRef.FindStringSubmatch(ref)[1]
+		val, ok := os.LookupEnv(name)
+		if !ok || val == "" {
+			missing = append(missing, name)
+		}
+		return val
+	})
+	if len(missing) > 0 {
+		return "", fmt.Errorf("environment variable %s is not set or empty", missing[0])
+	}
+	if strings.Contains(customEnvRef.ReplaceAllString(v, ""), "${") {
+		return "", errors.New(`only ${ENV:NAME} references are allowed`)
+	}
+	return out, nil
+}
+
+// customJSONObject checks that out is one JSON object and returns it
+// compacted. The reason it gives for a refusal is fit for a remote caller.
+func customJSONObject(out []byte) (json.RawMessage, string) {
+	out = bytes.TrimSpace(out)
+	if len(out) == 0 {
+		return nil, "empty output, want a JSON object"
+	}
+	if !json.Valid(out) {
+		return nil, "output is not valid JSON"
+	}
+	if out[0] != '{' {
+		var v any
+		_ = json.Unmarshal(out, &v)
+		kind := "a JSON value"
+		switch v.(type) {
+		case []any:
+			kind = "a JSON array"
+		case string:
+			kind = "a JSON string"
+		case float64:
+			kind = "a JSON number"
+		case bool:
+			kind = "a JSON boolean"
+		case nil:
+			kind = "JSON null"
+		}
+		return nil, "output is " + kind + ", want a JSON object"
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, out); err != nil {
+		return nil, "output is not valid JSON"
+	}
+	return buf.Bytes(), ""
+}
+
+// customCappedBuffer collects up to max bytes; a write beyond that fails,
+// marks the buffer as overflowed and calls onOverflow once.
+type customCappedBuffer struct {
+	buf        bytes.Buffer
+	max        int64
+	ctx        context.Context // optional: a write fails once it is done
+	overflow   bool
+	onOverflow func()
+}
+
+var errCustomOverflow = errors.New("output limit exceeded")
+
+func (b *customCappedBuffer) Write(p []byte) (int, error) {
+	if b.ctx != nil {
+		if err := b.ctx.Err(); err != nil {
+			return 0, err
+		}
+	}
+	if b.overflow {
+		return 0, errCustomOverflow
+	}
+	if int64(b.buf.Len())+int64(len(p)) > b.max {
+		b.overflow = true
+		if b.onOverflow != nil {
+			b.onOverflow()
+		}
+		return 0, errCustomOverflow
+	}
+	return b.buf.Write(p)
+}
+
+// ---- template handler ----
+
+type customTemplateJSON struct {
+	Type     string `json:"type"`
+	Template string `json:"template"`
+}
+
+// customTemplateFuncs are the functions a template may use besides
+// text/template's built-ins.
+var customTemplateFuncs = template.FuncMap{
+	"json": func(v any) (string, error) {
+		b, err := json.Marshal(v)
+		return string(b), err
+	},
+	"upper": strings.ToUpper,
+	"lower": strings.ToLower,
+	"trim":  strings.TrimSpace,
+	"join": func(list []any, sep string) string {
+		parts := make([]string, len(list))
+		for i, v := range list {
+			parts[i] = fmt.Sprint(v)
+		}
+		return strings.Join(parts, sep)
+	},
+}
+
+// newCustomTemplate builds a template handler: Go text/template executed
+// over the decoded arguments (a map[string]any with numbers kept as
+// json.Number, so that integers print exactly). A missing key prints
+// "<no value>" as text/template does; the input schema is where required
+// arguments are enforced. Besides the built-ins, templates may use json,
+// upper, lower, trim and join.
+func newCustomTemplate(name string, raw json.RawMessage, opts CustomOptions) (Handler, error) {
+	var tj customTemplateJSON
+	if err := customDecodeStrict(raw, &tj); err != nil {
+		return nil, customJSONError(raw, err)
+	}
+	if tj.Template == "" {
+		return nil, customFieldf("template", "missing")
+	}
+	if len(tj.Template) > customMaxTemplate {
+		return nil, customFieldf("template", "longer than %d bytes", customMaxTemplate)
+	}
+	tmpl, err := template.New(name).Funcs(customTemplateFuncs).Parse(tj.Template)
+	if err != nil {
+		return nil, customFieldf("template", "%w", err)
+	}
+	log, maxOut := opts.Logger, opts.MaxOutput
+	return func(ctx context.Context, args json.RawMessage) (any, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, protocol.Errorf(protocol.CodeSkillExecution, "template skill %q: canceled", name)
+		}
+		var data map[string]any
+		dec := json.NewDecoder(bytes.NewReader(args))
+		dec.UseNumber()
+		if err := dec.Decode(&data); err != nil {
+			return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for %s: arguments must be a JSON object", name)
+		}
+		// The buffer checks ctx on every write: text/template itself cannot
+		// be interrupted, but long-running templates write as they go.
+		out := &customCappedBuffer{max: maxOut, ctx: ctx}
+		if err := tmpl.Execute(out, data); err != nil {
+			switch {
+			case out.overflow:
+				return nil, protocol.Errorf(protocol.CodeSkillExecution, "template skill %q: output exceeds %d bytes", name, maxOut)
+			case ctx.Err() != nil:
+				return nil, protocol.Errorf(protocol.CodeSkillExecution, "template skill %q: canceled", name)
+			}
+			log.Debug("custom template failed", "skill", name, "err", err)
+			return nil, protocol.Errorf(protocol.CodeSkillExecution, "template skill %q: %v", name, err)
+		}
+		return struct {
+			Result string `json:"result"`
+		}{out.buf.String()}, nil
+	}, nil
+}
+
+// ---- http handler ----
+
+type customHTTPJSON struct {
+	Type     string            `json:"type"`
+	URL      string            `json:"url"`
+	TimeoutS *float64          `json:"timeout_s"`
+	Headers  map[string]string `json:"headers"`
+}
+
+// customReservedHeaders may not be set by a skills file: the handler or
+// net/http owns them.
+var customReservedHeaders = map[string]bool{
+	"Host": true, "Content-Type": true, "Content-Length": true,
+	"Transfer-Encoding": true, "Connection": true,
+}
+
+// newCustomHTTP builds an http handler: the arguments are POSTed as
+// application/json to url and the JSON object answer is the result. Header
+// values may reference the node's environment only as ${ENV:NAME}, resolved
+// here at load time, so that keys stay out of the file.
+func newCustomHTTP(name string, raw json.RawMessage, opts CustomOptions) (Handler, error) {
+	var hj customHTTPJSON
+	if err := customDecodeStrict(raw, &hj); err != nil {
+		return nil, customJSONError(raw, err)
+	}
+	if hj.URL == "" {
+		return nil, customFieldf("url", "missing")
+	}
+	u, err := url.Parse(hj.URL)
+	if err != nil {
+		return nil, customFieldf("url", "%w", err)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, customFieldf("url", "scheme %q is not allowed (want http or https)", u.Scheme)
+	case u.Host == "":
+		return nil, customFieldf("url", "no host")
+	case u.User != nil:
+		return nil, customFieldf("url", "credentials in the URL are not allowed (use headers with ${ENV:NAME})")
+	}
+	timeout, err := customTimeout(hj.TimeoutS)
+	if err != nil {
+		return nil, err
+	}
+	header := http.Header{}
+	for k, v := range hj.Headers {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return nil, customFieldf("headers", "%q is not a valid header name", k)
+		}
+		if customReservedHeaders[http.CanonicalHeaderKey(k)] {
+			return nil, customFieldf("headers."+k, "may not be set")
+		}
+		val, err := customExpandEnv(v)
+		if err != nil {
+			return nil, customFieldf("headers."+k, "%w", err)
+		}
+		if !httpguts.ValidHeaderFieldValue(val) {
+			return nil, customFieldf("headers."+k, "not a valid header value")
+		}
+		header.Set(k, val)
+	}
+	target, client, log, maxOut := u.String(), opts.HTTPClient, opts.Logger, opts.MaxOutput
+	fail := func(format string, a ...any) error {
+		return protocol.Errorf(protocol.CodeToolExecution, "http skill %q: "+format, append([]any{name}, a...)...)
+	}
+	return func(ctx context.Context, args json.RawMessage) (any, error) {
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		req, err := http.NewRequestWithContext(rctx, http.MethodPost, target, bytes.NewReader(args))
+		if err != nil {
+			log.Warn("custom http request not built", "skill", name, "err", err)
+			return nil, fail("request failed")
+		}
+		req.Header = header.Clone()
+		req.Header.Set("Content-Type", "application/json")
+		if req.Header.Get("Accept") == "" {
+			req.Header.Set("Accept", "application/json")
+		}
+		timedOut := func() bool { return ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) }
+		resp, err := client.Do(req)
+		if err != nil {
+			switch {
+			case ctx.Err() != nil:
+				return nil, fail("canceled")
+			case timedOut():
+				return nil, fail("timed out after %v", timeout)
+			}
+			// The detail names the service's address: log it, do not send it.
+			log.Debug("custom http request failed", "skill", name, "err", err)
+			return nil, fail("request failed")
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxOut+1))
+		if err != nil {
+			switch {
+			case ctx.Err() != nil:
+				return nil, fail("canceled")
+			case timedOut():
+				return nil, fail("timed out after %v", timeout)
+			}
+			log.Debug("custom http answer not read", "skill", name, "err", err)
+			return nil, fail("reading the answer failed")
+		}
+		if resp.StatusCode < 200 || resp.StatusCode > 299 {
+			log.Debug("custom http status", "skill", name, "status", resp.Status)
+			return nil, fail("status %s", resp.Status)
+		}
+		if int64(len(body)) > maxOut {
+			return nil, fail("answer exceeds %d bytes", maxOut)
+		}
+		obj, why := customJSONObject(body)
+		if why != "" {
+			return nil, fail("%s", strings.Replace(why, "output", "answer", 1))
+		}
+		return obj, nil
+	}, nil
+}

@@ -1,0 +1,362 @@
+package skills
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+type customCommandJSON struct {
+	Type     string            `json:"type"`
+	Command  []string          `json:"command"`
+	TimeoutS *float64          `json:"timeout_s"`
+	MemoryMB *int64            `json:"memory_mb"`
+	Env      map[string]string `json:"env"`
+}
+
+const (
+	// customStderrKeep is how much of a command's stderr is kept (its tail).
+	customStderrKeep = 8 << 10
+	// customStderrShow is how much of that tail goes into an error message.
+	customStderrShow = 512
+	// customWaitDelay bounds how long a call waits for a program's pipes
+	// to close after it exited or was killed (a background process it left
+	// behind may hold them).
+	customWaitDelay = time.Second
+)
+
+// customEnvNameRE is what names in a command handler's env must match.
+var customEnvNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// customReservedEnv are set by the handler on every call and may not be
+// given in a skills file.
+var customReservedEnv = map[string]bool{"HOME": true, "TMPDIR": true, "MCPV2_CALLER": true}
+
+// customCommand is a built command handler. Its fields are set at load and
+// only read afterwards, so run is safe for concurrent use.
+type customCommand struct {
+	name     string
+	path     string   // the program, resolved to an absolute path at load
+	argv     []string // argv[0] as written in the file
+	timeout  time.Duration
+	memBytes uint64
+	env      []string // the extra KEY=VALUE pairs of the skills file
+	pathEnv  string
+	scratch  string // root of per-call scratch directories; "" = os.TempDir
+	baseDir  string // the skills file's directory, scrubbed from stderr
+	maxOut   int64
+	log      *slog.Logger
+}
+
+// newCustomCommand builds a command handler. The program is resolved with
+// exec.LookPath now (a program that cannot be found fails the load); a
+// relative path with a slash is taken relative to opts.BaseDir. No shell is
+// involved at any point: argv is executed as given.
+func newCustomCommand(name string, raw json.RawMessage, opts CustomOptions) (*customCommand, error) {
+	var cj customCommandJSON
+	if err := customDecodeStrict(raw, &cj); err != nil {
+		return nil, customJSONError(raw, err)
+	}
+	if err := customCommandSupported(); err != nil {
+		return nil, customFieldf("type", "%w", err)
+	}
+	if len(cj.Command) == 0 || cj.Command[0] == "" {
+		return nil, customFieldf("command", "missing (want [\"program\", \"arg\", ...])")
+	}
+	if len(cj.Command) > customMaxArgv {
+		return nil, customFieldf("command", "%d arguments, at most %d are allowed", len(cj.Command), customMaxArgv)
+	}
+	for i, a := range cj.Command {
+		if strings.IndexByte(a, 0) >= 0 {
+			return nil, customFieldf(fmt.Sprintf("command[%d]", i), "contains a NUL byte")
+		}
+	}
+	prog, err := customLookPath(cj.Command[0], opts.BaseDir)
+	if err != nil {
+		return nil, customFieldf("command[0]", "%w", err)
+	}
+	timeout, err := customTimeout(cj.TimeoutS)
+	if err != nil {
+		return nil, err
+	}
+	mem := int64(DefaultCustomMemoryMB)
+	if cj.MemoryMB != nil {
+		mem = *cj.MemoryMB
+		if mem < 1 || mem > MaxCustomMemoryMB {
+			return nil, customFieldf("memory_mb", "%d is out of range [1, %d]", mem, MaxCustomMemoryMB)
+		}
+	}
+	var env []string
+	for k, v := range cj.Env {
+		if !customEnvNameRE.MatchString(k) {
+			return nil, customFieldf("env", "%q is not a valid variable name", k)
+		}
+		if customReservedEnv[k] {
+			return nil, customFieldf("env."+k, "is set by the node and may not be given")
+		}
+		val, err := customExpandEnv(v)
+		if err != nil {
+			return nil, customFieldf("env."+k, "%w", err)
+		}
+		if strings.IndexByte(val, 0) >= 0 {
+			return nil, customFieldf("env."+k, "contains a NUL byte")
+		}
+		env = append(env, k+"="+val)
+	}
+	scratch := opts.ScratchDir
+	if scratch != "" {
+		if scratch, err = filepath.Abs(scratch); err != nil {
+			return nil, fmt.Errorf("scratch directory: %w", err)
+		}
+		if err := os.MkdirAll(scratch, 0o700); err != nil {
+			return nil, fmt.Errorf("scratch directory: %w", err)
+		}
+	}
+	pathEnv := os.Getenv("PATH")
+	if pathEnv == "" {
+		pathEnv = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	}
+	c := &customCommand{
+		name: name, path: prog, argv: cj.Command, timeout: timeout,
+		memBytes: uint64(mem) << 20, env: env, pathEnv: pathEnv,
+		scratch: scratch, baseDir: opts.BaseDir, maxOut: opts.MaxOutput, log: opts.Logger,
+	}
+	return c, nil
+}
+
+// customLookPath resolves a program the way exec.LookPath does, refusing a
+// match through a relative PATH entry (exec.ErrDot), and returns an
+// absolute path: calls run in a scratch directory, not the node's.
+func customLookPath(prog, baseDir string) (string, error) {
+	if strings.ContainsRune(prog, filepath.Separator) && !filepath.IsAbs(prog) && baseDir != "" {
+		prog = filepath.Join(baseDir, prog)
+	}
+	p, err := exec.LookPath(prog)
+	if err != nil {
+		var ee *exec.Error
+		switch {
+		case errors.Is(err, exec.ErrDot):
+			return "", fmt.Errorf("program %q is only found relative to the current directory", prog)
+		case errors.Is(err, exec.ErrNotFound):
+			return "", fmt.Errorf("program %q: %w", prog, exec.ErrNotFound)
+		case errors.Is(err, fs.ErrNotExist):
+			return "", fmt.Errorf("program %q does not exist", prog)
+		case errors.Is(err, fs.ErrPermission):
+			return "", fmt.Errorf("program %q is not an executable file", prog)
+		case errors.As(err, &ee):
+			return "", fmt.Errorf("program %q: %w", prog, ee.Err)
+		}
+		return "", err
+	}
+	return filepath.Abs(p)
+}
+
+func (c *customCommand) fail(format string, a ...any) error {
+	return protocol.Errorf(protocol.CodeToolExecution, "command skill %q: "+format, append([]any{c.name}, a...)...)
+}
+
+// run executes one call: a fresh scratch directory, the program in its own
+// process group with rlimits, the arguments on stdin and a JSON object on
+// stdout. Whatever happens, the whole process group is killed and the
+// scratch directory removed before run returns.
+func (c *customCommand) run(ctx context.Context, args json.RawMessage) (any, error) {
+	if ctx.Err() != nil {
+		return nil, c.fail("canceled")
+	}
+	dir, err := os.MkdirTemp(c.scratch, "mcpv2-call-")
+	if err != nil {
+		c.log.Warn("custom command: no scratch directory", "skill", c.name, "err", err)
+		return nil, c.fail("cannot create a scratch directory")
+	}
+	defer c.removeScratch(dir)
+
+	rctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(rctx, c.path, c.argv[1:]...)
+	cmd.Args[0] = c.argv[0]
+	cmd.Dir = dir
+	cmd.Env = append([]string{
+		"PATH=" + c.pathEnv,
+		"HOME=" + dir,
+		"TMPDIR=" + dir,
+		"LANG=C.UTF-8",
+		"MCPV2_CALLER=" + CallInfoFrom(ctx).Caller,
+	}, c.env...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, c.fail("cannot start the program")
+	}
+	stdout := &customCappedBuffer{max: c.maxOut, onOverflow: cancel}
+	stderr := &customTailBuffer{keep: customStderrKeep}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.WaitDelay = customWaitDelay
+	customPrepareCommand(cmd)
+
+	// Pdeathsig (set by customPrepareCommand) fires when the OS thread that
+	// forked the child exits, not the process: keep this goroutine on its
+	// thread until the child is reaped (golang/go#27505).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := cmd.Start(); err != nil {
+		c.log.Debug("custom command did not start", "skill", c.name, "err", err)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, c.fail("cannot start the program: not found")
+		case errors.Is(err, fs.ErrPermission):
+			return nil, c.fail("cannot start the program: permission denied")
+		}
+		return nil, c.fail("cannot start the program")
+	}
+	pid := cmd.Process.Pid
+	// Sweep the group when done: a background process the program left
+	// behind dies with the call.
+	defer customKillGroup(pid)
+
+	// The limits apply from here on; the program has run unconstrained for
+	// the few microseconds since exec. Its input is only written once they
+	// are in place, so nothing a caller sends runs unconstrained.
+	cpu := uint64(math.Ceil(c.timeout.Seconds()))
+	if err := customApplyLimits(pid, c.memBytes, cpu); err != nil {
+		_ = customKillGroup(pid)
+		_ = cmd.Wait()
+		c.log.Warn("custom command: rlimits not applied", "skill", c.name, "err", err)
+		return nil, c.fail("cannot apply process limits")
+	}
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := stdin.Write(args)
+		wrote <- errors.Join(err, stdin.Close())
+	}()
+	waitErr := cmd.Wait()
+	// Wait closed stdin after the program exited, which ends a blocked
+	// Write; a program need not read its input, so the error is moot.
+	<-wrote
+
+	switch {
+	case stdout.overflow:
+		return nil, c.fail("output exceeds %d bytes", c.maxOut)
+	case ctx.Err() != nil:
+		return nil, c.fail("canceled")
+	case errors.Is(rctx.Err(), context.DeadlineExceeded):
+		return nil, c.fail("timed out after %v", c.timeout)
+	}
+	if waitErr != nil && !errors.Is(waitErr, exec.ErrWaitDelay) {
+		tail := c.stderrTail(stderr.Bytes(), dir)
+		c.log.Debug("custom command failed", "skill", c.name, "err", waitErr, "stderr", tail)
+		var ee *exec.ExitError
+		what := "failed"
+		if errors.As(waitErr, &ee) {
+			what = customExitReason(ee)
+		}
+		if tail != "" {
+			return nil, c.fail("%s: stderr: %s", what, tail)
+		}
+		return nil, c.fail("%s", what)
+	}
+	obj, why := customJSONObject(stdout.buf.Bytes())
+	if why != "" {
+		return nil, c.fail("%s", why)
+	}
+	return obj, nil
+}
+
+// customExitReason says how a program ended, for an error message.
+func customExitReason(ee *exec.ExitError) string {
+	if sig, ok := customSignal(ee); ok {
+		return fmt.Sprintf("killed by signal (%s)", sig)
+	}
+	return fmt.Sprintf("exit status %d", ee.ExitCode())
+}
+
+// stderrTail turns the kept stderr tail into a short one-line text fit for
+// a remote caller: valid UTF-8, at most customStderrShow bytes, with the
+// host paths it knows of (scratch directory, program, skills file
+// directory, the node's home directory) replaced. This is best effort: a program can print any path.
+func (c *customCommand) stderrTail(b []byte, dir string) string {
+	s := strings.ToValidUTF8(string(b), "?")
+	repl := []string{dir, "."}
+	if real, err := filepath.EvalSymlinks(dir); err == nil && real != dir {
+		repl = append(repl, real, ".")
+	}
+	repl = append(repl, c.path, filepath.Base(c.path))
+	if c.scratch != "" {
+		repl = append(repl, c.scratch, "<scratch>")
+	}
+	if c.baseDir != "" {
+		repl = append(repl, c.baseDir, "<skills-dir>")
+	}
+	if home, err := os.UserHomeDir(); err == nil && len(home) > 1 {
+		repl = append(repl, home, "~")
+	}
+	s = strings.NewReplacer(repl...).Replace(s)
+	var lines []string
+	for l := range strings.Lines(s) {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	s = strings.Join(lines, " | ")
+	if len(s) > customStderrShow {
+		s = s[len(s)-customStderrShow:]
+		for i := 0; i < 4 && i < len(s); i++ { // do not start mid-rune
+			if s[i]&0xC0 != 0x80 {
+				s = s[i:]
+				break
+			}
+		}
+		s = "…" + s
+	}
+	return s
+}
+
+// removeScratch removes a call's scratch directory, making directories the
+// program left unwritable writable first when a plain removal fails.
+func (c *customCommand) removeScratch(dir string) {
+	if os.RemoveAll(dir) == nil {
+		return
+	}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	if err := os.RemoveAll(dir); err != nil {
+		c.log.Warn("custom command: scratch directory not removed", "skill", c.name, "dir", dir, "err", err)
+	}
+}
+
+// customTailBuffer keeps the last keep bytes written to it.
+type customTailBuffer struct {
+	keep int
+	buf  []byte
+}
+
+func (t *customTailBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(p) >= t.keep {
+		t.buf = append(t.buf[:0], p[len(p)-t.keep:]...)
+		return n, nil
+	}
+	if over := len(t.buf) + len(p) - t.keep; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	t.buf = append(t.buf, p...)
+	return n, nil
+}
+
+// Bytes returns the kept tail.
+func (t *customTailBuffer) Bytes() []byte { return t.buf }

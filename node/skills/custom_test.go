@@ -1,0 +1,403 @@
+package skills
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// customTestToolEnv switches the test binary into a tiny JSON tool (see
+// TestMain and runCustomTestTool).
+const customTestToolEnv = "MCPV2_TEST_TOOL"
+
+// newCustomTestRegistry returns a registry that already holds a "ping"
+// skill, standing in for the standard skills.
+func newCustomTestRegistry(t *testing.T) *Registry {
+	t.Helper()
+	r := NewRegistry(nil)
+	err := r.AddRaw(protocol.SkillDescriptor{Name: "ping", Description: "standard"}, func(context.Context, json.RawMessage) (any, error) {
+		return map[string]bool{"pong": true}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// writeCustomFile writes a skills file built from skills (marshalled as
+// {"skills": skills}) into a fresh directory and returns its path.
+func writeCustomFile(t *testing.T, skills ...any) string {
+	t.Helper()
+	data, err := json.Marshal(map[string]any{"skills": skills})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeCustomRaw(t, string(data))
+}
+
+func writeCustomRaw(t *testing.T, data string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "skills.json")
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// loadCustom loads path into a fresh test registry and fails the test on error.
+func loadCustom(t *testing.T, path string, opts CustomOptions) *Registry {
+	t.Helper()
+	r := newCustomTestRegistry(t)
+	if _, err := LoadCustomFile(path, r, opts); err != nil {
+		t.Fatalf("LoadCustomFile: %v", err)
+	}
+	return r
+}
+
+// callCustom calls a skill and returns its result or its protocol error.
+func callCustom(t *testing.T, ctx context.Context, r *Registry, name, args string) (json.RawMessage, *protocol.Error) {
+	t.Helper()
+	out, err := r.Call(ctx, name, json.RawMessage(args))
+	if err == nil {
+		return out, nil
+	}
+	var pe *protocol.Error
+	if !errors.As(err, &pe) {
+		t.Fatalf("Call(%s) error %T %v; want *protocol.Error", name, err, err)
+	}
+	return nil, pe
+}
+
+// wantCustomError checks a call failed with code and a message holding every
+// one of parts.
+func wantCustomError(t *testing.T, pe *protocol.Error, code int, parts ...string) {
+	t.Helper()
+	if pe == nil {
+		t.Fatalf("call succeeded; want error %d %q", code, parts)
+	}
+	if pe.Code != code {
+		t.Errorf("error code %d (%s); want %d", pe.Code, pe.Message, code)
+	}
+	for _, p := range parts {
+		if !strings.Contains(pe.Message, p) {
+			t.Errorf("error message %q; want it to contain %q", pe.Message, p)
+		}
+	}
+}
+
+var greetSkill = map[string]any{
+	"name": "greet", "description": "Greets someone", "tags": []string{"demo"},
+	"input_schema": map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"name": map[string]any{"type": "string"}},
+		"required":   []string{"name"},
+	},
+	"handler": map[string]any{"type": "template", "template": "Hello, {{.name}}!"},
+}
+
+func templateSkill(name, tmpl string) map[string]any {
+	return map[string]any{"name": name, "handler": map[string]any{"type": "template", "template": tmpl}}
+}
+
+func TestCustomTemplate(t *testing.T) {
+	ctx := t.Context()
+	path := writeCustomFile(t, greetSkill,
+		templateSkill("numbers", `{{.n}} {{json .list}} {{join .list "+"}} {{upper .s}}`),
+		templateSkill("index", `{{index .items 5}}`),
+		templateSkill("long", `{{range .items}}0123456789{{end}}`),
+	)
+	r := loadCustom(t, path, CustomOptions{MaxOutput: 64})
+
+	d, ok := r.Lookup("greet")
+	if !ok || d.Description != "Greets someone" || !slices.Equal(d.Tags, []string{"demo"}) ||
+		string(d.InputSchema) != `{"properties":{"name":{"type":"string"}},"required":["name"],"type":"object"}` {
+		t.Errorf("descriptor %+v (schema %s)", d, d.InputSchema)
+	}
+	if d, _ := r.Lookup("numbers"); string(d.InputSchema) != `{"type":"object"}` || d.Tags == nil {
+		t.Errorf("default schema/tags: %s %#v", d.InputSchema, d.Tags)
+	}
+
+	out, pe := callCustom(t, ctx, r, "greet", `{"name":"World"}`)
+	if pe != nil || string(out) != `{"result":"Hello, World!"}` {
+		t.Fatalf("greet = %s, %v; want {\"result\":\"Hello, World!\"}", out, pe)
+	}
+	_, pe = callCustom(t, ctx, r, "greet", `{}`)
+	wantCustomError(t, pe, protocol.CodeInvalidParams, "greet")
+	_, pe = callCustom(t, ctx, r, "greet", `{"name":5}`)
+	wantCustomError(t, pe, protocol.CodeInvalidParams)
+
+	out, pe = callCustom(t, ctx, r, "numbers", `{"n":12345678901234567,"list":[1,"a"],"s":"up"}`)
+	if pe != nil || string(out) != `{"result":"12345678901234567 [1,\"a\"] 1+a UP"}` {
+		t.Errorf("numbers = %s, %v", out, pe)
+	}
+	_, pe = callCustom(t, ctx, r, "index", `{"items":[1]}`)
+	wantCustomError(t, pe, protocol.CodeSkillExecution, `template skill "index"`, "out of range")
+	_, pe = callCustom(t, ctx, r, "long", `{"items":[1,2,3,4,5,6,7]}`)
+	wantCustomError(t, pe, protocol.CodeSkillExecution, `template skill "long": output exceeds 64 bytes`)
+	out, pe = callCustom(t, ctx, r, "long", `{"items":[1,2]}`)
+	if pe != nil || string(out) != `{"result":"01234567890123456789"}` {
+		t.Errorf("long under the cap = %s, %v", out, pe)
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, pe = callCustom(t, cctx, r, "greet", `{"name":"x"}`)
+	wantCustomError(t, pe, protocol.CodeSkillExecution, "canceled")
+}
+
+func TestCustomHTTP(t *testing.T) {
+	t.Setenv("MCPV2_TEST_HTTP_KEY", "k-123")
+	const maxOut = 1024
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		switch req.URL.Path {
+		case "/echo":
+			if req.Method != http.MethodPost || req.Header.Get("Content-Type") != "application/json" {
+				http.Error(w, "want a JSON POST", http.StatusBadRequest)
+				return
+			}
+			fmt.Fprintf(w, `{"got": %s, "auth": %q, "plain": %q}`+"\n", body, req.Header.Get("Authorization"), req.Header.Get("X-Plain"))
+		case "/fail":
+			http.Error(w, "secret internal detail", http.StatusInternalServerError)
+		case "/big":
+			fmt.Fprintf(w, `{"pad":%q}`, strings.Repeat("x", maxOut))
+		case "/array":
+			fmt.Fprint(w, `[1,2]`)
+		case "/garbage":
+			fmt.Fprint(w, `<html>`)
+		case "/slow":
+			select {
+			case <-req.Context().Done():
+			case <-time.After(10 * time.Second):
+			}
+		}
+	}))
+	defer srv.Close()
+	skill := func(name, path string, extra map[string]any) map[string]any {
+		h := map[string]any{"type": "http", "url": srv.URL + path}
+		for k, v := range extra {
+			h[k] = v
+		}
+		return map[string]any{"name": name, "handler": h}
+	}
+	file := writeCustomFile(t,
+		skill("echo", "/echo", map[string]any{"headers": map[string]string{
+			"Authorization": "Bearer ${ENV:MCPV2_TEST_HTTP_KEY}", "X-Plain": "literal"}}),
+		skill("fail", "/fail", nil),
+		skill("big", "/big", nil),
+		skill("array", "/array", nil),
+		skill("garbage", "/garbage", nil),
+		skill("slow", "/slow", map[string]any{"timeout_s": 0.3}),
+		skill("slow_long", "/slow", nil),
+	)
+	r := loadCustom(t, file, CustomOptions{HTTPClient: srv.Client(), MaxOutput: maxOut})
+	ctx := t.Context()
+
+	out, pe := callCustom(t, ctx, r, "echo", `{"q":[1,2]}`)
+	if pe != nil || string(out) != `{"got":{"q":[1,2]},"auth":"Bearer k-123","plain":"literal"}` {
+		t.Errorf("echo = %s, %v", out, pe)
+	}
+	_, pe = callCustom(t, ctx, r, "fail", `{}`)
+	wantCustomError(t, pe, protocol.CodeToolExecution, `http skill "fail": status 500`)
+	if pe != nil && strings.Contains(pe.Message, "secret") {
+		t.Errorf("error leaks the answer body: %q", pe.Message)
+	}
+	_, pe = callCustom(t, ctx, r, "big", `{}`)
+	wantCustomError(t, pe, protocol.CodeToolExecution, "answer exceeds 1024 bytes")
+	_, pe = callCustom(t, ctx, r, "array", `{}`)
+	wantCustomError(t, pe, protocol.CodeToolExecution, "answer is a JSON array, want a JSON object")
+	_, pe = callCustom(t, ctx, r, "garbage", `{}`)
+	wantCustomError(t, pe, protocol.CodeToolExecution, "answer is not valid JSON")
+
+	start := time.Now()
+	_, pe = callCustom(t, ctx, r, "slow", `{}`)
+	wantCustomError(t, pe, protocol.CodeToolExecution, `http skill "slow": timed out after 300ms`)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("timeout took %v", d)
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	time.AfterFunc(200*time.Millisecond, cancel)
+	start = time.Now()
+	_, pe = callCustom(t, cctx, r, "slow_long", `{}`)
+	wantCustomError(t, pe, protocol.CodeToolExecution, "canceled")
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("cancel took %v", d)
+	}
+	if pe != nil && strings.Contains(pe.Message, srv.URL) {
+		t.Errorf("error names the service URL: %q", pe.Message)
+	}
+}
+
+// TestCustomBadFiles checks that every kind of bad file fails as a whole,
+// naming the file, the skill and the reason, and registers nothing.
+func TestCustomBadFiles(t *testing.T) {
+	good := greetSkill
+	handler := func(h map[string]any) map[string]any { return map[string]any{"name": "x", "handler": h} }
+	tooMany := make([]any, MaxCustomSkills+1)
+	for i := range tooMany {
+		tooMany[i] = templateSkill(fmt.Sprintf("s%d", i), "x")
+	}
+	big := map[string]any{"name": "big", "description": strings.Repeat("d", 4000),
+		"handler": map[string]any{"type": "template", "template": "x"}}
+	bigFile := make([]any, 0, 300)
+	for i := range 260 {
+		b := maps(big)
+		b["name"] = fmt.Sprintf("big%d", i)
+		bigFile = append(bigFile, b)
+	}
+
+	tests := []struct {
+		name    string
+		raw     string // the file, if set
+		skills  []any  // else {"skills": skills}
+		command bool   // needs command handler support
+		skill   string // the skill label the error must name ("" for file-level errors)
+		reason  string
+	}{
+		{name: "bad JSON", raw: "{\"skills\": [\n  {\"name\": \"a\",}\n]}", reason: "invalid JSON at line 2, column 16: invalid character '}'"},
+		{name: "truncated JSON", raw: `{"skills": [`, reason: "invalid JSON"},
+		{name: "trailing data", raw: `{"skills": []} {}`, reason: "trailing data"},
+		{name: "not an object", raw: `[]`, reason: "got a JSON array, want an object"},
+		{name: "unknown top-level field", raw: `{"skils": []}`, reason: `unknown field "skils"`},
+		{name: "unknown skill field", skills: []any{good, map[string]any{"name": "b", "handlr": map[string]any{}}},
+			skill: `skill "b"`, reason: `unknown field "handlr"`},
+		{name: "unknown handler field", skills: []any{good, handler(map[string]any{"type": "template", "template": "x", "timeout_s": 3})},
+			skill: `skill "x"`, reason: `handler: unknown field "timeout_s"`},
+		{name: "skill not an object", skills: []any{good, "greet2"}, skill: "skill #2", reason: "not a JSON object"},
+		{name: "wrong field type", skills: []any{good, map[string]any{"name": "b", "tags": "demo", "handler": map[string]any{"type": "template", "template": "x"}}},
+			skill: `skill "b"`, reason: "tags: got a JSON string, want an array of strings"},
+		{name: "bad name", skills: []any{good, templateSkill("bad name!", "x")}, skill: `skill "bad name!"`, reason: "name: \"bad name!\" must match ^[A-Za-z0-9_.-]{1,64}$"},
+		{name: "long name", skills: []any{good, templateSkill(strings.Repeat("n", 65), "x")}, skill: "skill \"nnn", reason: "must match"},
+		{name: "missing name", skills: []any{good, map[string]any{"handler": map[string]any{"type": "template", "template": "x"}}}, skill: "skill #2", reason: `name: "" must match`},
+		{name: "bad tag", skills: []any{good, map[string]any{"name": "b", "tags": []string{"ok", "no spaces"}, "handler": map[string]any{"type": "template", "template": "x"}}},
+			skill: `skill "b"`, reason: `tags[1]: "no spaces" must match`},
+		{name: "duplicate name", skills: []any{good, templateSkill("other", "x"), good}, skill: `skill "greet"`, reason: `name: skills: duplicate skill name "greet" (skills #1 and #3)`},
+		{name: "clash with a registered skill", skills: []any{good, templateSkill("ping", "x")}, skill: `skill "ping"`, reason: `duplicate skill name "ping" (already registered)`},
+		{name: "missing handler", skills: []any{good, map[string]any{"name": "b"}}, skill: `skill "b"`, reason: "handler: missing"},
+		{name: "missing handler type", skills: []any{good, handler(map[string]any{"template": "x"})}, skill: `skill "x"`, reason: "handler.type: missing"},
+		{name: "unknown handler type", skills: []any{good, handler(map[string]any{"type": "python"})}, skill: `skill "x"`, reason: `handler.type: unknown handler type "python" (want template, command or http)`},
+		{name: "mcp handler", skills: []any{good, handler(map[string]any{"type": "mcp", "tool": "t"})}, skill: `skill "x"`, reason: `handler.type: "mcp" handlers are not supported yet`},
+		{name: "bad template", skills: []any{templateSkill("greet", "Hello, {{ .name } }}!")}, skill: `skill "greet"`,
+			reason: `handler.template: template: greet:1: unexpected "}" in operand`},
+		{name: "empty template", skills: []any{good, handler(map[string]any{"type": "template", "template": ""})}, skill: `skill "x"`, reason: "handler.template: missing"},
+		{name: "missing program", command: true, skills: []any{good, handler(map[string]any{"type": "command", "command": []string{"mcpv2-no-such-program-xyz"}})},
+			skill: `skill "x"`, reason: `handler.command[0]: program "mcpv2-no-such-program-xyz": executable file not found in $PATH`},
+		{name: "missing program path", command: true, skills: []any{good, handler(map[string]any{"type": "command", "command": []string{"./no-such-tool"}})},
+			skill: `skill "x"`, reason: `handler.command[0]: program`},
+		{name: "empty command", command: true, skills: []any{good, handler(map[string]any{"type": "command", "command": []string{}})},
+			skill: `skill "x"`, reason: "handler.command: missing"},
+		{name: "command timeout too long", command: true, skills: []any{good, handler(map[string]any{"type": "command", "command": []string{"true"}, "timeout_s": 601})},
+			skill: `skill "x"`, reason: "handler.timeout_s: 601 is out of range (0, 600]"},
+		{name: "command memory zero", command: true, skills: []any{good, handler(map[string]any{"type": "command", "command": []string{"true"}, "memory_mb": 0})},
+			skill: `skill "x"`, reason: "handler.memory_mb: 0 is out of range"},
+		{name: "command reserved env", command: true, skills: []any{good, handler(map[string]any{"type": "command", "command": []string{"true"}, "env": map[string]string{"HOME": "/"}})},
+			skill: `skill "x"`, reason: "handler.env.HOME: is set by the node"},
+		{name: "command env unset", command: true, skills: []any{good, handler(map[string]any{"type": "command", "command": []string{"true"}, "env": map[string]string{"K": "${ENV:MCPV2_TEST_SURELY_UNSET}"}})},
+			skill: `skill "x"`, reason: "handler.env.K: environment variable MCPV2_TEST_SURELY_UNSET is not set"},
+		{name: "bad url scheme", skills: []any{good, handler(map[string]any{"type": "http", "url": "file:///etc/passwd"})}, skill: `skill "x"`, reason: `handler.url: scheme "file" is not allowed (want http or https)`},
+		{name: "ftp url", skills: []any{good, handler(map[string]any{"type": "http", "url": "ftp://example.com/x"})}, skill: `skill "x"`, reason: `scheme "ftp" is not allowed`},
+		{name: "url without host", skills: []any{good, handler(map[string]any{"type": "http", "url": "http:///x"})}, skill: `skill "x"`, reason: "handler.url: no host"},
+		{name: "url with credentials", skills: []any{good, handler(map[string]any{"type": "http", "url": "https://u:p@example.com/"})}, skill: `skill "x"`, reason: "handler.url: credentials"},
+		{name: "header env unset", skills: []any{good, handler(map[string]any{"type": "http", "url": "https://example.com/", "headers": map[string]string{"Authorization": "Bearer ${ENV:MCPV2_TEST_SURELY_UNSET}"}})},
+			skill: `skill "x"`, reason: "handler.headers.Authorization: environment variable MCPV2_TEST_SURELY_UNSET is not set"},
+		{name: "header other substitution", skills: []any{good, handler(map[string]any{"type": "http", "url": "https://example.com/", "headers": map[string]string{"X-Key": "${HOME}"}})},
+			skill: `skill "x"`, reason: "handler.headers.X-Key: only ${ENV:NAME} references are allowed"},
+		{name: "reserved header", skills: []any{good, handler(map[string]any{"type": "http", "url": "https://example.com/", "headers": map[string]string{"Host": "evil"}})},
+			skill: `skill "x"`, reason: "handler.headers.Host: may not be set"},
+		{name: "http timeout zero", skills: []any{good, handler(map[string]any{"type": "http", "url": "https://example.com/", "timeout_s": 0})}, skill: `skill "x"`, reason: "handler.timeout_s: 0 is out of range"},
+		{name: "schema bad type name", skills: []any{good, map[string]any{"name": "b", "input_schema": map[string]any{"type": "objekt"}, "handler": map[string]any{"type": "template", "template": "x"}}},
+			skill: `skill "b"`, reason: `input_schema: /type: "objekt" is not a JSON Schema type`},
+		{name: "schema not object type", skills: []any{good, map[string]any{"name": "b", "input_schema": map[string]any{"type": "string"}, "handler": map[string]any{"type": "template", "template": "x"}}},
+			skill: `skill "b"`, reason: `input_schema: must have "type":"object"`},
+		{name: "schema bad property", skills: []any{good, map[string]any{"name": "b", "input_schema": map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "nope"}}}, "handler": map[string]any{"type": "template", "template": "x"}}},
+			skill: `skill "b"`, reason: `input_schema: /properties/a/type: "nope" is not a JSON Schema type`},
+		{name: "schema bad pattern", skills: []any{good, map[string]any{"name": "b", "input_schema": map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string", "pattern": "("}}}, "handler": map[string]any{"type": "template", "template": "x"}}},
+			skill: `skill "b"`, reason: "input_schema: jsonschema.Schema"},
+		{name: "schema not a schema", skills: []any{good, map[string]any{"name": "b", "input_schema": []int{1}, "handler": map[string]any{"type": "template", "template": "x"}}},
+			skill: `skill "b"`, reason: "input_schema: must be a JSON Schema object"},
+		{name: "too many skills", skills: tooMany, reason: "257 skills, at most 256 are allowed"},
+		{name: "oversize file", skills: bigFile, reason: "file is larger than 1048576 bytes"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.command && runtime.GOOS != "linux" {
+				t.Skip("command handlers need Linux")
+			}
+			path := ""
+			if tc.raw != "" {
+				path = writeCustomRaw(t, tc.raw)
+			} else {
+				path = writeCustomFile(t, tc.skills...)
+			}
+			r := newCustomTestRegistry(t)
+			names, err := LoadCustomFile(path, r, CustomOptions{ScratchDir: filepath.Join(t.TempDir(), "scratch")})
+			if err == nil {
+				t.Fatalf("LoadCustomFile succeeded with %q; want an error", names)
+			}
+			msg := err.Error()
+			want := "custom skills file " + path + ": "
+			if tc.skill != "" {
+				want += tc.skill
+			}
+			if !strings.HasPrefix(msg, want) {
+				t.Errorf("error %q\nwant prefix %q", msg, want)
+			}
+			if !strings.Contains(msg, tc.reason) {
+				t.Errorf("error %q\nwant reason %q", msg, tc.reason)
+			}
+			if names != nil {
+				t.Errorf("names = %q; want nil", names)
+			}
+			if got := r.Names(); !slices.Equal(got, []string{"ping"}) {
+				t.Errorf("registry holds %q after a failed load; want only the pre-existing [ping]", got)
+			}
+		})
+	}
+}
+
+// maps returns a shallow copy of m.
+func maps(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func TestCustomBadTemplateMessage(t *testing.T) {
+	// The exact form of SPEC §3's "naming the file, the skill and the reason".
+	path := writeCustomFile(t, templateSkill("greet", "Hello, {{ .name } }}!"))
+	_, err := LoadCustomFile(path, NewRegistry(nil), CustomOptions{})
+	want := `custom skills file ` + path + `: skill "greet": handler.template: template: greet:1: unexpected "}" in operand`
+	if err == nil || err.Error() != want {
+		t.Fatalf("error %v\nwant     %s", err, want)
+	}
+}
+
+func TestCustomFileMissingAndEmpty(t *testing.T) {
+	_, err := LoadCustomFile(filepath.Join(t.TempDir(), "nope.json"), NewRegistry(nil), CustomOptions{})
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file: %v; want fs.ErrNotExist", err)
+	}
+	for _, raw := range []string{`{}`, `{"skills":[]}`, `{"skills":null}`} {
+		names, err := LoadCustomFile(writeCustomRaw(t, raw), NewRegistry(nil), CustomOptions{})
+		if err != nil || len(names) != 0 {
+			t.Errorf("%s: %q, %v; want no skills and no error", raw, names, err)
+		}
+	}
+}

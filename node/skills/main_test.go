@@ -1,0 +1,17 @@
+package skills
+
+import (
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	// The command-handler tests run this test binary as the program; the
+	// switch makes it act as a tiny JSON tool instead of running tests.
+	if tool := os.Getenv(customTestToolEnv); tool != "" {
+		os.Exit(runCustomTestTool(tool))
+	}
+	goleak.VerifyTestMain(m)
+}

@@ -1,0 +1,216 @@
+// Package skills holds the typed skill registry, the standard skills of
+// SPEC §3 and the custom-skill handlers. A skill is written once here and
+// every face of a node (mesh, HTTP edge, MCP, A2A) calls it through the same
+// Registry.Call.
+package skills
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"slices"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// Handler runs a skill on raw JSON arguments that have already been validated
+// against the skill's input schema. A *protocol.Error return reaches the
+// caller as is; any other error becomes CodeSkillExecution with a generic
+// message (the detail is logged, never sent: it may hold host paths).
+type Handler func(ctx context.Context, args json.RawMessage) (any, error)
+
+type entry struct {
+	desc    protocol.SkillDescriptor
+	schema  *jsonschema.Resolved
+	handler Handler
+}
+
+// Registry maps skill names to handlers. It is safe for concurrent use; mu
+// guards byName and order. Skills are listed in registration order.
+type Registry struct {
+	log    *slog.Logger
+	mu     sync.RWMutex
+	byName map[string]*entry
+	order  []string
+}
+
+// NewRegistry returns an empty registry. A nil logger discards.
+func NewRegistry(log *slog.Logger) *Registry {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Registry{log: log, byName: map[string]*entry{}}
+}
+
+// SchemaOption adjusts an inferred input schema (enums, bounds, descriptions
+// that struct tags cannot express).
+type SchemaOption func(*jsonschema.Schema)
+
+// schemaOptions maps types whose Go shape says nothing of their JSON shape.
+var schemaOptions = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[json.RawMessage](): {},
+}}
+
+// Add registers a typed skill: the input schema is inferred from In's struct
+// fields and `jsonschema` tags, arguments are validated against it and
+// decoded into In before fn runs. It panics when the name is taken or the
+// schema cannot be built: both are programming errors found at start-up.
+func Add[In, Out any](r *Registry, name, description string, tags []string, fn func(context.Context, In) (Out, error), opts ...SchemaOption) {
+	s, err := jsonschema.For[In](schemaOptions)
+	if err != nil {
+		panic(fmt.Sprintf("skills: schema of %q: %v", name, err))
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		panic(fmt.Sprintf("skills: schema of %q: %v", name, err))
+	}
+	h := func(ctx context.Context, args json.RawMessage) (any, error) {
+		var in In
+		if err := json.Unmarshal(args, &in); err != nil {
+			return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for %s: %v", name, err)
+		}
+		return fn(ctx, in)
+	}
+	if err := r.AddRaw(protocol.SkillDescriptor{Name: name, Description: description, Tags: tags, InputSchema: raw}, h); err != nil {
+		panic(err.Error())
+	}
+}
+
+// ErrDuplicate is returned by AddRaw when a skill of that name exists.
+var ErrDuplicate = errors.New("skills: duplicate skill name")
+
+// AddRaw registers a skill from a descriptor whose InputSchema is a JSON
+// Schema document (nil means any object). It fails when the name is empty or
+// taken, or the schema does not compile.
+func (r *Registry) AddRaw(d protocol.SkillDescriptor, h Handler) error {
+	if d.Name == "" {
+		return errors.New("skills: a skill needs a name")
+	}
+	if len(d.InputSchema) == 0 {
+		d.InputSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	if d.Tags == nil {
+		d.Tags = []string{}
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(d.InputSchema, &s); err != nil {
+		return fmt.Errorf("skills: schema of %q: %w", d.Name, err)
+	}
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		return fmt.Errorf("skills: schema of %q: %w", d.Name, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.byName[d.Name]; ok {
+		return fmt.Errorf("%w %q", ErrDuplicate, d.Name)
+	}
+	r.byName[d.Name] = &entry{desc: d, schema: rs, handler: h}
+	r.order = append(r.order, d.Name)
+	return nil
+}
+
+// List returns the descriptors of all skills in registration order.
+func (r *Registry) List() []protocol.SkillDescriptor {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]protocol.SkillDescriptor, 0, len(r.order))
+	for _, n := range r.order {
+		out = append(out, r.byName[n].desc)
+	}
+	return out
+}
+
+// Lookup returns the descriptor of the named skill.
+func (r *Registry) Lookup(name string) (protocol.SkillDescriptor, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.byName[name]
+	if !ok {
+		return protocol.SkillDescriptor{}, false
+	}
+	return e.desc, true
+}
+
+// Names returns the skill names in registration order.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return slices.Clone(r.order)
+}
+
+// Call validates args against the named skill's schema and runs it. Missing
+// or null args are an empty object. Errors are always *protocol.Error:
+// CodeSkillNotFound, CodeInvalidParams, the handler's own, or
+// CodeSkillExecution.
+func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	r.mu.RLock()
+	e, ok := r.byName[name]
+	r.mu.RUnlock()
+	if !ok {
+		return nil, protocol.Errorf(protocol.CodeSkillNotFound, "skill not found: %q", name)
+	}
+	args = bytes.TrimSpace(args)
+	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
+		args = json.RawMessage("{}")
+	}
+	var inst any
+	if err := json.Unmarshal(args, &inst); err != nil {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for %s: arguments are not JSON", name)
+	}
+	if err := e.schema.Validate(inst); err != nil {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for %s: %v", name, err)
+	}
+	out, err := e.handler(ctx, args)
+	if err != nil {
+		var pe *protocol.Error
+		if errors.As(err, &pe) {
+			return nil, pe
+		}
+		r.log.Warn("skill failed", "skill", name, "err", err)
+		return nil, protocol.Errorf(protocol.CodeSkillExecution, "skill %s failed", name)
+	}
+	if raw, ok := out.(json.RawMessage); ok {
+		return raw, nil
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		r.log.Warn("skill result not encodable", "skill", name, "err", err)
+		return nil, protocol.Errorf(protocol.CodeInternal, "skill %s returned an unencodable result", name)
+	}
+	return raw, nil
+}
+
+// CallInfo describes who is calling a skill and how; the dispatcher puts it in
+// the context before Call.
+type CallInfo struct {
+	// Caller is the caller's identity: a PeerID on the mesh, "ip:ADDR" on the edge.
+	Caller string
+	// Via is "mesh", "http", "mcp" or "local".
+	Via string
+	// Provider is the slot's context.provider, if any.
+	Provider string
+}
+
+type callInfoKey struct{}
+
+// WithCallInfo returns ctx carrying ci.
+func WithCallInfo(ctx context.Context, ci CallInfo) context.Context {
+	return context.WithValue(ctx, callInfoKey{}, ci)
+}
+
+// CallInfoFrom returns the CallInfo in ctx, or a zero CallInfo.
+func CallInfoFrom(ctx context.Context) CallInfo {
+	ci, _ := ctx.Value(callInfoKey{}).(CallInfo)
+	return ci
+}
