@@ -18,10 +18,10 @@ import (
 // half an hour and 512 MiB each way, 16 circuits per peer and 128
 // reservations, so one relay still cannot be drained without limit.
 const (
-	DefaultRelayDuration        = 30 * time.Minute
-	DefaultRelayData      int64 = 512 << 20
-	DefaultRelayCircuits        = 16
-	DefaultRelayReservations    = 128
+	DefaultRelayDuration           = 30 * time.Minute
+	DefaultRelayData         int64 = 512 << 20
+	DefaultRelayCircuits           = 16
+	DefaultRelayReservations       = 128
 )
 
 // RelayLimits bound what a relay service carries; zero fields take the
@@ -150,4 +150,3 @@ func halves(n *net.IPNet, bits int) (*net.IPNet, *net.IPNet) {
 	b := v.FillBytes(make([]byte, len(ip)))
 	return &net.IPNet{IP: ip, Mask: mask}, &net.IPNet{IP: net.IP(b), Mask: mask}
 }
-
