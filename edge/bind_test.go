@@ -1,0 +1,246 @@
+package edge
+
+import (
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+func TestPublicIPNotLocalFailsFast(t *testing.T) {
+	start := time.Now()
+	s, err := New(&fakeBackend{}, Config{PublicIP: "203.0.113.10", Port: 0})
+	if err == nil {
+		s.Close()
+		t.Fatal("New succeeded with a --public-ip that is not on this machine")
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("took %v; must fail at once", d)
+	}
+	for _, want := range []string{"edge: ", "203.0.113.10", "not an address of this machine", "--bind-host 0.0.0.0"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+}
+
+func TestBindHostNotLocal(t *testing.T) {
+	_, err := New(&fakeBackend{}, Config{BindHost: "198.51.100.7"})
+	if err == nil || !strings.Contains(err.Error(), "198.51.100.7") || !strings.Contains(err.Error(), "0.0.0.0") {
+		t.Fatalf("err = %v", err)
+	}
+	for _, bad := range []Config{{PublicIP: "not-an-ip"}, {BindHost: "nope"}, {PublicIP: "0.0.0.0"}, {Port: 70000}, {Port: -1}} {
+		if s, err := New(&fakeBackend{}, bad); err == nil {
+			s.Close()
+			t.Errorf("New(%+v) succeeded", bad)
+		} else if !strings.HasPrefix(err.Error(), "edge: ") {
+			t.Errorf("error %q lacks the edge: prefix", err)
+		}
+	}
+}
+
+func TestPublicIPWithBindAll(t *testing.T) {
+	s, err := New(&fakeBackend{}, Config{PublicIP: "203.0.113.10", BindHost: "0.0.0.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.Addr().IP.IsUnspecified() {
+		t.Errorf("listens on %v, want every interface", s.Addr())
+	}
+	want := "mcpv2://203.0.113.10:" + strconv.Itoa(s.BoundPort()) + "/mcpv2"
+	if s.PeerAddress() != want {
+		t.Errorf("PeerAddress = %q, want %q", s.PeerAddress(), want)
+	}
+	// The same-host demo goes through loopback.
+	if a := s.DemoSessionAddress(); !strings.HasPrefix(a, "mcpv2://127.0.0.1:"+strconv.Itoa(s.BoundPort())+"/mcpv2?sessionId=") {
+		t.Errorf("DemoSessionAddress = %q", a)
+	}
+}
+
+func TestDefaultBindIsNeverEveryInterface(t *testing.T) {
+	s, err := New(&fakeBackend{}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ip, _ := netip.AddrFromSlice(s.Addr().IP)
+	if ip.IsUnspecified() {
+		t.Fatalf("default bind is %v", s.Addr())
+	}
+	local, err := localAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, ok := pickPublic(local)
+	if !ok {
+		want = netip.MustParseAddr("127.0.0.1")
+	}
+	if ip.Unmap() != want {
+		t.Errorf("bound to %v, want the detected address %v", ip, want)
+	}
+	if strings.Contains(s.PeerAddress(), "0.0.0.0") || !strings.Contains(s.PeerAddress(), want.String()) {
+		t.Errorf("PeerAddress = %q", s.PeerAddress())
+	}
+	// The default address is reachable from this machine, and the demo
+	// session works from it.
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := NewClient(nil)
+	defer c.Close()
+	addr, err := protocol.ParseAddress(s.DemoSessionAddress())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CallSkill(t.Context(), addr, "ping", nil, ""); err != nil {
+		t.Errorf("ping through the demo session address %s: %v", addr, err)
+	}
+}
+
+func TestPickPublic(t *testing.T) {
+	p := func(ss ...string) []netip.Addr {
+		var out []netip.Addr
+		for _, s := range ss {
+			out = append(out, netip.MustParseAddr(s))
+		}
+		return out
+	}
+	tests := []struct {
+		in   []netip.Addr
+		want string
+	}{
+		{p("127.0.0.1", "::1"), ""},
+		{p("127.0.0.1", "fe80::1", "169.254.1.1"), ""},
+		{p("127.0.0.1", "10.0.0.5"), "10.0.0.5"},
+		{p("10.0.0.5", "198.51.100.20", "2001:db8::1"), "198.51.100.20"},
+		{p("100.64.1.1", "10.0.0.5"), "100.64.1.1"}, // both non-public IPv4: the first
+		{p("::1", "2001:db8::1", "fd00::1"), "2001:db8::1"},
+		{p("fd00::1"), "fd00::1"},
+		{p("fd00::1", "192.168.1.2"), "192.168.1.2"},
+	}
+	for _, tc := range tests {
+		got, ok := pickPublic(tc.in)
+		if tc.want == "" {
+			if ok {
+				t.Errorf("pickPublic(%v) = %v, want none", tc.in, got)
+			}
+			continue
+		}
+		if !ok || got.String() != tc.want {
+			t.Errorf("pickPublic(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestBusyPortIsAnError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	start := time.Now()
+	_, err = New(&fakeBackend{}, Config{BindHost: "127.0.0.1", Port: port})
+	if err == nil {
+		t.Fatal("New succeeded on a busy port")
+	}
+	if time.Since(start) > 500*time.Millisecond {
+		t.Error("slow failure")
+	}
+	for _, want := range []string{strconv.Itoa(port), "already in use", "--port-fallback"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+}
+
+func TestPortFallbackAndPortFile(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	busy := ln.Addr().(*net.TCPAddr).Port
+	if busy > 65000 {
+		t.Skip("busy port too close to the end of the range")
+	}
+	portFile := filepath.Join(t.TempDir(), "edge.port")
+	s, err := New(&fakeBackend{}, Config{BindHost: "127.0.0.1", Port: busy, PortFallback: true, PortFile: portFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got := s.BoundPort()
+	if got == busy || got > busy+MaxPortFallback || got != s.Addr().Port {
+		t.Fatalf("bound port %d (busy %d)", got, busy)
+	}
+	b, err := os.ReadFile(portFile)
+	if err != nil || string(b) != strconv.Itoa(got)+"\n" {
+		t.Errorf("port file = %q, %v; want %d", b, err, got)
+	}
+	banner := s.Banner()
+	if len(banner) != 3 ||
+		banner[0] != "MCPV2_BOUND_PORT="+strconv.Itoa(got) ||
+		banner[1] != "MCPV2_PEER_ADDRESS=mcpv2://127.0.0.1:"+strconv.Itoa(got)+"/mcpv2" ||
+		!strings.HasPrefix(banner[2], "MCPV2_DEMO_SESSION_ADDRESS=mcpv2://127.0.0.1:"+strconv.Itoa(got)+"/mcpv2?sessionId=") {
+		t.Errorf("banner = %q", banner)
+	}
+	// The demo session is valid for 127.0.0.1 with the edge's secret.
+	a, err := protocol.ParseAddress(strings.TrimPrefix(banner[2], "MCPV2_DEMO_SESSION_ADDRESS="))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := protocol.VerifyToken(s.secret, a.SessionID, "127.0.0.1", time.Now(), time.Minute); err != nil {
+		t.Errorf("demo session: %v", err)
+	}
+	// The port file leaves no temporary files behind.
+	entries, _ := os.ReadDir(filepath.Dir(portFile))
+	if len(entries) != 1 {
+		t.Errorf("directory holds %d entries", len(entries))
+	}
+}
+
+func TestPortFileUnwritable(t *testing.T) {
+	_, err := New(&fakeBackend{}, Config{BindHost: "127.0.0.1", PortFile: filepath.Join(t.TempDir(), "missing", "port")})
+	if err == nil || !strings.Contains(err.Error(), "edge: write port file") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestDemoAddressOnSpecificIP(t *testing.T) {
+	local, err := localAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ok := pickPublic(local)
+	if !ok {
+		t.Skip("no non-loopback address on this machine")
+	}
+	s, err := New(&fakeBackend{}, Config{BindHost: a.String(), Secret: testSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	demo, err := protocol.ParseAddress(s.DemoSessionAddress())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if demo.Host != a.String() {
+		t.Errorf("demo host %q, want %q (127.0.0.1 cannot reach this listener)", demo.Host, a)
+	}
+	c := NewClient(nil)
+	defer c.Close()
+	if _, err := c.CallSkill(t.Context(), demo, "ping", nil, ""); err != nil {
+		t.Errorf("demo address does not work from this host: %v", err)
+	}
+}

@@ -1,0 +1,399 @@
+package edge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// Client errors; test for them with errors.Is.
+var (
+	// ErrUnreachable is wrapped when the edge could not be reached, or the
+	// connection failed before an HTTP answer came: connection refused, no
+	// route, DNS failure, a timeout.
+	ErrUnreachable = errors.New("unreachable")
+	// ErrSessionRefused is wrapped when the edge would not give a session
+	// (GET /mcpv2/session failed, for example rate limited), or refused the
+	// session again after one refresh. The *HTTPError it also wraps has the
+	// details.
+	ErrSessionRefused = errors.New("session refused")
+)
+
+// DefaultMaxResponse caps the body of an answer the Client reads (16 MiB).
+const DefaultMaxResponse = 16 << 20
+
+// sessionMargin is how long before its expiry a cached session is replaced.
+const sessionMargin = 30 * time.Second
+
+// HTTPError is an HTTP answer that the Client did not expect. It unwraps to
+// the answer's JSON-RPC error when the body carried one.
+type HTTPError struct {
+	// URL is the request URL (without any session token).
+	URL string
+	// StatusCode is the HTTP status.
+	StatusCode int
+	// RetryAfter is the Retry-After header of a 429 or 503, or zero.
+	RetryAfter time.Duration
+	// RPC is the JSON-RPC error of the body, or nil.
+	RPC *protocol.Error
+	// Body is the start of a body that is not a JSON-RPC error.
+	Body string
+}
+
+// Error describes the answer: status, URL and the server's message.
+func (e *HTTPError) Error() string {
+	msg := http.StatusText(e.StatusCode)
+	switch {
+	case e.RPC != nil:
+		msg = e.RPC.Message
+	case e.Body != "":
+		msg = e.Body
+	}
+	return fmt.Sprintf("HTTP %d from %s: %s", e.StatusCode, e.URL, msg)
+}
+
+// Unwrap returns the JSON-RPC error of the body, or nil.
+func (e *HTTPError) Unwrap() error {
+	if e.RPC == nil {
+		return nil
+	}
+	return e.RPC
+}
+
+// unreachableError is a transport failure; it wraps ErrUnreachable and the
+// cause.
+type unreachableError struct {
+	op, target, reason string
+	err                error
+}
+
+func (e *unreachableError) Error() string {
+	return fmt.Sprintf("edge: %s %s: unreachable: %s", e.op, e.target, e.reason)
+}
+
+func (e *unreachableError) Unwrap() []error { return []error{ErrUnreachable, e.err} }
+
+// Client is a node's HTTP client of other edges: it fetches and caches
+// sessions per edge, retries once with a fresh session on 401, reuses
+// connections through one transport and caps answer bodies. It is safe for
+// concurrent use.
+type Client struct {
+	hc          *http.Client
+	maxResponse int64
+	now         func() time.Time
+
+	mu       sync.Mutex // guards sessions
+	sessions map[string]cachedSession
+}
+
+type cachedSession struct {
+	token   string
+	expires time.Time // when to stop using it (before the real expiry)
+}
+
+// NewClient returns a Client that sends through httpClient. nil gives a
+// client of its own with one shared transport, which does not follow
+// redirects; Close releases its idle connections.
+func NewClient(httpClient *http.Client) *Client {
+	if httpClient == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 16
+		httpClient = &http.Client{
+			Transport:     tr,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	return &Client{hc: httpClient, maxResponse: DefaultMaxResponse, now: time.Now, sessions: map[string]cachedSession{}}
+}
+
+// Close closes the idle connections of the client's transport. The Client
+// stays usable.
+func (c *Client) Close() { c.hc.CloseIdleConnections() }
+
+// Call sends msg, a slot or a batch, to the edge at addr (an AddrHTTP
+// address) and returns the answer: the response JSON, nil for notifications
+// (HTTP 204). A whole-message refusal that the edge answered with a JSON-RPC
+// error (HTTP 400, 413, 429) is returned as that answer, as the mesh returns
+// it. The session is addr.SessionID when given, else a cached one or a new
+// one from GET /mcpv2/session; on 401 a fresh session is fetched once and the
+// call retried. Errors wrap ErrUnreachable, ErrSessionRefused, or are an
+// *HTTPError.
+func (c *Client) Call(ctx context.Context, addr protocol.Address, msg []byte) ([]byte, error) {
+	if addr.Kind != protocol.AddrHTTP {
+		return nil, fmt.Errorf("edge: call: %s is not an HTTP edge address", addr)
+	}
+	target := hostPort(addr)
+	tok := addr.SessionID
+	if tok == "" {
+		var err error
+		if tok, err = c.Session(ctx, addr); err != nil {
+			return nil, err
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		status, hdr, body, err := c.do(ctx, "call", target, http.MethodPost, addr.URL, tok, msg)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case status == http.StatusOK:
+			return body, nil
+		case status == http.StatusNoContent:
+			return nil, nil
+		case status == http.StatusUnauthorized && attempt == 0:
+			c.forget(addr)
+			if tok, err = c.fetchSession(ctx, addr); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		he := httpError(addr.URL, status, hdr, body)
+		switch {
+		case status == http.StatusUnauthorized:
+			c.forget(addr)
+			return nil, fmt.Errorf("edge: call %s: %w: %w", target, ErrSessionRefused, he)
+		case he.RPC != nil && (status == http.StatusBadRequest || status == http.StatusRequestEntityTooLarge || status == http.StatusTooManyRequests):
+			return body, nil
+		}
+		return nil, fmt.Errorf("edge: call %s: %w", target, he)
+	}
+}
+
+// CallSkill runs one tools/call of skill with args (nil: {}) on the edge at
+// addr, with context.provider set when provider is not empty, and returns
+// the result. A failed slot is returned as its *protocol.Error.
+func (c *Client) CallSkill(ctx context.Context, addr protocol.Address, skill string, args json.RawMessage, provider string) (json.RawMessage, error) {
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if !json.Valid(args) {
+		return nil, fmt.Errorf("edge: call %s: the arguments are not JSON", skill)
+	}
+	params, err := json.Marshal(protocol.CallParams{Name: skill, Arguments: args})
+	if err != nil {
+		return nil, fmt.Errorf("edge: call %s: %w", skill, err)
+	}
+	return c.callOne(ctx, addr, protocol.MethodToolsCall, params, provider)
+}
+
+// CallMethod runs one slot of method (tools/list, agent/card) with empty
+// params on the edge at addr and returns the result; a failed slot is
+// returned as its *protocol.Error.
+func (c *Client) CallMethod(ctx context.Context, addr protocol.Address, method string) (json.RawMessage, error) {
+	return c.callOne(ctx, addr, method, json.RawMessage("{}"), "")
+}
+
+func (c *Client) callOne(ctx context.Context, addr protocol.Address, method string, params json.RawMessage, provider string) (json.RawMessage, error) {
+	slot := protocol.Slot{JSONRPC: "2.0", ID: json.RawMessage("1"), Method: method, Params: params}
+	if provider != "" {
+		slot.Context = &protocol.SlotContext{Provider: provider}
+	}
+	msg, err := json.Marshal(slot)
+	if err != nil {
+		return nil, fmt.Errorf("edge: call: %w", err)
+	}
+	out, err := c.Call(ctx, addr, msg)
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		return nil, fmt.Errorf("edge: call %s: the edge sent no response", hostPort(addr))
+	}
+	resps, err := protocol.ParseResponses(out)
+	if err != nil || len(resps) != 1 {
+		return nil, fmt.Errorf("edge: call %s: the answer is not one JSON-RPC response", hostPort(addr))
+	}
+	if resps[0].Error != nil {
+		return nil, resps[0].Error
+	}
+	return resps[0].Result, nil
+}
+
+// HealthStatus is the body of GET /mcpv2/health.
+type HealthStatus struct {
+	// Status is "ok" when the node is up.
+	Status string `json:"status"`
+	// Version is the node's software version.
+	Version string `json:"version"`
+	// PeerID is the node's PeerID.
+	PeerID string `json:"peer_id"`
+	// ProtocolVersion is the mcpv2 protocol version ("mcpv2/1.0").
+	ProtocolVersion string `json:"protocol_version"`
+	// LLMMode reports whether ask keeps per-conversation history.
+	LLMMode bool `json:"llm_mode"`
+	// Flags repeats the boolean flags (llm_mode) as the seed listed them.
+	Flags map[string]bool `json:"flags"`
+	// UptimeS is how long the edge has run, in seconds.
+	UptimeS int64 `json:"uptime_s"`
+	// PeerAddress is the edge's advertised address.
+	PeerAddress string `json:"peer_address"`
+}
+
+// Health asks the edge at addr for its health (no session needed).
+func (c *Client) Health(ctx context.Context, addr protocol.Address) (HealthStatus, error) {
+	if addr.Kind != protocol.AddrHTTP {
+		return HealthStatus{}, fmt.Errorf("edge: health: %s is not an HTTP edge address", addr)
+	}
+	target := hostPort(addr)
+	u := addr.URL + "/health"
+	status, hdr, body, err := c.do(ctx, "health", target, http.MethodGet, u, "", nil)
+	if err != nil {
+		return HealthStatus{}, err
+	}
+	if status != http.StatusOK {
+		return HealthStatus{}, fmt.Errorf("edge: health %s: %w", target, httpError(u, status, hdr, body))
+	}
+	var h HealthStatus
+	if err := json.Unmarshal(body, &h); err != nil || h.Status == "" {
+		return HealthStatus{}, fmt.Errorf("edge: health %s: the answer is not an mcpv2 health document", target)
+	}
+	return h, nil
+}
+
+// Session returns a session token for the edge at addr: a cached one that is
+// still valid for at least 30 s, else a new one from GET /mcpv2/session,
+// which is then cached until shortly before it expires. It ignores
+// addr.SessionID.
+func (c *Client) Session(ctx context.Context, addr protocol.Address) (string, error) {
+	if addr.Kind != protocol.AddrHTTP {
+		return "", fmt.Errorf("edge: session: %s is not an HTTP edge address", addr)
+	}
+	c.mu.Lock()
+	cs, ok := c.sessions[addr.URL]
+	c.mu.Unlock()
+	if ok && c.now().Before(cs.expires) {
+		return cs.token, nil
+	}
+	return c.fetchSession(ctx, addr)
+}
+
+// fetchSession gets a new session from the edge and caches it.
+func (c *Client) fetchSession(ctx context.Context, addr protocol.Address) (string, error) {
+	target := hostPort(addr)
+	u := addr.URL + "/session"
+	status, hdr, body, err := c.do(ctx, "session", target, http.MethodGet, u, "", nil)
+	if err != nil {
+		return "", err
+	}
+	if status != http.StatusOK {
+		return "", fmt.Errorf("edge: session %s: %w: %w", target, ErrSessionRefused, httpError(u, status, hdr, body))
+	}
+	var sa sessionAnswer
+	if err := json.Unmarshal(body, &sa); err != nil || sa.SessionID == "" {
+		return "", fmt.Errorf("edge: session %s: %w: the answer has no sessionId", target, ErrSessionRefused)
+	}
+	ttl := time.Duration(sa.TTL) * time.Second
+	if ttl <= 0 {
+		ttl = time.Minute
+	}
+	margin := min(sessionMargin, ttl/10)
+	c.mu.Lock()
+	c.sessions[addr.URL] = cachedSession{token: sa.SessionID, expires: c.now().Add(ttl - margin)}
+	c.mu.Unlock()
+	return sa.SessionID, nil
+}
+
+// forget drops the cached session of addr.
+func (c *Client) forget(addr protocol.Address) {
+	c.mu.Lock()
+	delete(c.sessions, addr.URL)
+	c.mu.Unlock()
+}
+
+// do sends one request and reads the answer, capped. A transport failure is
+// an unreachableError; the caller's cancellation is returned as it is.
+func (c *Client) do(ctx context.Context, op, target, method, u, token string, body []byte) (int, http.Header, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("edge: %s %s: %w", op, target, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if token != "" {
+		req.Header.Set(SessionHeader, token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return 0, nil, nil, transportError(ctx, op, target, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, c.maxResponse+1))
+	if err != nil {
+		return 0, nil, nil, transportError(ctx, op, target, err)
+	}
+	if int64(len(data)) > c.maxResponse {
+		return 0, nil, nil, fmt.Errorf("edge: %s %s: the answer is larger than the client's cap of %d bytes", op, target, c.maxResponse)
+	}
+	return resp.StatusCode, resp.Header, data, nil
+}
+
+// transportError classifies a failed request.
+func transportError(ctx context.Context, op, target string, err error) error {
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return fmt.Errorf("edge: %s %s: %w", op, target, ctx.Err())
+	}
+	inner := err
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		inner = urlErr.Err // without the URL, which the message names already
+	}
+	reason := "connection failed: " + inner.Error()
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		reason = "connection refused (no mcpv2 edge listens there; is the node running with --port?)"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		reason = "no route to the host"
+	case errors.As(err, &dnsErr):
+		reason = "cannot resolve the host name: " + dnsErr.Err
+	case errors.Is(err, context.DeadlineExceeded):
+		reason = "no answer before the deadline"
+	case errors.As(err, &ne) && ne.Timeout():
+		reason = "timed out"
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		reason = "cannot connect: " + opErr.Err.Error()
+	}
+	return &unreachableError{op: op, target: target, reason: reason, err: err}
+}
+
+// httpError builds the HTTPError of an unexpected answer.
+func httpError(u string, status int, hdr http.Header, body []byte) *HTTPError {
+	he := &HTTPError{URL: u, StatusCode: status}
+	if ra := hdr.Get("Retry-After"); ra != "" {
+		if n, err := strconv.Atoi(ra); err == nil && n >= 0 {
+			he.RetryAfter = time.Duration(n) * time.Second
+		}
+	}
+	var r protocol.Response
+	if json.Unmarshal(body, &r) == nil && r.Error != nil {
+		he.RPC = r.Error
+		return he
+	}
+	he.Body = strings.ToValidUTF8(clip(strings.TrimSpace(string(body)), 200), "?")
+	return he
+}
+
+func hostPort(a protocol.Address) string {
+	return net.JoinHostPort(a.Host, strconv.Itoa(a.Port))
+}

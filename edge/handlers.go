@@ -1,0 +1,487 @@
+package edge
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// Headers and query parameters of the edge.
+const (
+	// SessionHeader carries the session token (alternative to the sessionId
+	// query parameter).
+	SessionHeader = "X-MCPV2-Session"
+	// SessionParam is the query parameter that carries the session token.
+	SessionParam = "sessionId"
+	// ConversationHeader names the conversation of a POST /mcpv2/ai request
+	// (ask's conversation_id). The answer carries it back, with the turn in
+	// TurnHeader.
+	ConversationHeader = "X-MCPV2-Conversation"
+	// TurnHeader carries ask's turn number on a /mcpv2/ai answer.
+	TurnHeader = "X-MCPV2-Turn"
+)
+
+// maxFindLimit caps the limit parameter of GET /mcpv2/find.
+const maxFindLimit = 100
+
+// request is what the edge knows about an HTTP request once it passes the
+// method check: who sent it and when it started.
+type request struct {
+	caller protocol.Caller
+	start  time.Time
+}
+
+// handlerFunc is an endpoint that runs after the method check (and, for
+// session endpoints, after the session and rate checks).
+type handlerFunc func(w http.ResponseWriter, r *http.Request, q *request)
+
+func (s *Server) routes() {
+	s.mux.Handle("/mcpv2/health", s.open(http.MethodGet, s.health))
+	s.mux.Handle("/health", s.open(http.MethodGet, s.health))
+	s.mux.Handle("/mcpv2/session", s.open(http.MethodGet, s.session))
+	s.mux.Handle("/mcpv2/agent-card", s.open(http.MethodGet, s.agentCard))
+	s.mux.Handle("/mcpv2", s.Authenticated(http.MethodPost, s.rpc))
+	s.mux.Handle("/mcpv2/ai/{provider}", s.Authenticated(http.MethodPost, s.ai))
+	s.mux.Handle("/mcpv2/peers/{peer}", s.Authenticated(http.MethodPost, s.forward))
+	s.mux.Handle("/mcpv2/find", s.Authenticated(http.MethodGet, s.find))
+	s.mux.Handle("/", s.open("", s.notFound))
+}
+
+// newRequest identifies the caller of r by its observed IP (RemoteAddr; never
+// a forwarding header, which the caller could forge).
+func (s *Server) newRequest(r *http.Request) *request {
+	ip := clientIP(r.RemoteAddr)
+	return &request{
+		caller: protocol.Caller{ID: "ip:" + ip, Via: "http", Remote: r.RemoteAddr},
+		start:  time.Now(),
+	}
+}
+
+// clientIP returns the IP of a RemoteAddr ("ip:port"), IPv4-mapped IPv6
+// addresses unmapped, so that a token minted for 127.0.0.1 matches a caller
+// seen as ::ffff:127.0.0.1.
+func clientIP(remote string) string {
+	if ap, err := netip.ParseAddrPort(remote); err == nil {
+		return ap.Addr().Unmap().String()
+	}
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		return a.Unmap().String()
+	}
+	if host == "" {
+		return "unknown"
+	}
+	return host
+}
+
+// open wraps an endpoint without authentication: only the method check.
+// An empty method allows any (the 404 answer).
+func (s *Server) open(method string, h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := s.newRequest(r)
+		if method != "" && r.Method != method {
+			s.methodNotAllowed(w, r, q, method)
+			return
+		}
+		h(w, r, q)
+	})
+}
+
+// Authenticated wraps an endpoint that needs a session, for this edge's
+// routes and for faces mounted on Mux: it checks the method (405 otherwise),
+// the session token (401 with -32001 naming the failed check), and the
+// session's rate limit (429 with -32005 and Retry-After), each refusal
+// answered with a JSON-RPC error and audited once. h then runs with the
+// caller marked Trusted; it reads the body with ReadBody.
+func (s *Server) Authenticated(method string, h func(w http.ResponseWriter, r *http.Request, c protocol.Caller)) http.Handler {
+	return s.open(method, func(w http.ResponseWriter, r *http.Request, q *request) {
+		tok, perr := s.verify(r)
+		if perr != nil {
+			s.log.Debug("session refused", "remote", r.RemoteAddr, "path", r.URL.Path, "err", perr.Message)
+			s.refuse(w, r, q, http.StatusUnauthorized, perr)
+			return
+		}
+		if ok, wait := s.sessLimits.allow(tok.Nonce, s.cfg.Now()); !ok {
+			s.rateLimited(w, r, q, wait, fmt.Sprintf("rate limited: this session may send %s requests per second", formatRate(s.cfg.RateLimit)))
+			return
+		}
+		q.caller.Trusted = true
+		ctx := withRequest(r.Context(), q)
+		h(w, r.WithContext(ctx), q.caller)
+	})
+}
+
+// verify checks the request's session token against the caller's IP.
+func (s *Server) verify(r *http.Request) (protocol.Token, *protocol.Error) {
+	tok := r.Header.Get(SessionHeader)
+	if tok == "" {
+		tok = r.URL.Query().Get(SessionParam)
+	}
+	ip := clientIP(r.RemoteAddr)
+	reason, msg := "", ""
+	if tok == "" {
+		reason, msg = "missing", "invalid session: no session token; send it as the sessionId query parameter or the X-MCPV2-Session header (GET /mcpv2/session issues one)"
+	} else {
+		t, err := protocol.VerifyToken(s.secret, tok, ip, s.cfg.Now(), s.cfg.ClockSkew)
+		if err == nil {
+			return t, nil
+		}
+		switch {
+		case errors.Is(err, protocol.ErrTokenMalformed):
+			reason, msg = "malformed", err.Error()
+		case errors.Is(err, protocol.ErrTokenSignature):
+			reason, msg = "signature", "invalid session: bad signature: the token was altered, or minted by a node with another secret"
+		case errors.Is(err, protocol.ErrTokenExpired):
+			reason, msg = "expired", "invalid session: expired; get a new one from GET /mcpv2/session"
+			if pt, _, perr := protocol.ParseToken(tok); perr == nil && pt.IssuedAt+pt.TTL > pt.IssuedAt {
+				msg = fmt.Sprintf("invalid session: expired at %s; get a new one from GET /mcpv2/session", pt.ExpiresAt().UTC().Format(time.RFC3339))
+			}
+		case errors.Is(err, protocol.ErrTokenFuture):
+			reason, msg = "future", fmt.Sprintf("invalid session: issued in the future (more than %s ahead of this node's clock)", s.cfg.ClockSkew)
+		case errors.Is(err, protocol.ErrTokenSubject):
+			reason, msg = "other_ip", fmt.Sprintf("invalid session: minted for another IP address; this request comes from %s, and a session is valid only from the IP it was issued to", ip)
+		default:
+			reason, msg = "invalid", "invalid session: "+err.Error()
+		}
+	}
+	return protocol.Token{}, &protocol.Error{Code: protocol.CodeInvalidSession, Message: msg, Data: map[string]string{"reason": reason}}
+}
+
+// ReadBody reads r's body up to the edge's cap. Over the cap it answers 413
+// with -32600 naming the cap; a body that cannot be read is 400. On a refusal
+// it has written the answer and the audit line, and returns ok == false.
+// Faces mounted on Mux may call it from an Authenticated handler.
+func (s *Server) ReadBody(w http.ResponseWriter, r *http.Request) (body []byte, ok bool) {
+	q := requestFrom(r.Context())
+	if q == nil {
+		q = s.newRequest(r)
+	}
+	tooBig := func() ([]byte, bool) {
+		s.refuse(w, r, q, http.StatusRequestEntityTooLarge, protocol.Errorf(protocol.CodeInvalidRequest,
+			"invalid request: the body is larger than this edge's cap of %s", sizeText(s.cfg.MaxBody)))
+		return nil, false
+	}
+	if r.ContentLength > s.cfg.MaxBody {
+		return tooBig()
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return tooBig()
+		}
+		s.log.Debug("read request body", "remote", r.RemoteAddr, "err", err)
+		s.refuse(w, r, q, http.StatusBadRequest, protocol.Errorf(protocol.CodeParseError, "parse error: the request body could not be read"))
+		return nil, false
+	}
+	return body, true
+}
+
+// refuse answers a refusal by the edge: the status, a JSON-RPC error
+// response with a null id, and one audit line.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, q *request, status int, perr *protocol.Error) {
+	s.b.Audit(q.caller, auditMethod(r), perr, q.start)
+	writeJSON(w, status, protocol.ErrorResponse(nil, perr))
+}
+
+// rateLimited answers 429 with Retry-After and -32005.
+func (s *Server) rateLimited(w http.ResponseWriter, r *http.Request, q *request, wait time.Duration, msg string) {
+	secs := retryAfterSeconds(wait)
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	s.refuse(w, r, q, http.StatusTooManyRequests, &protocol.Error{
+		Code:    protocol.CodeRateLimited,
+		Message: fmt.Sprintf("%s; retry after %ds", msg, secs),
+		Data:    map[string]int64{"retry_after_ms": wait.Milliseconds()},
+	})
+}
+
+func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request, q *request, allowed string) {
+	w.Header().Set("Allow", allowed)
+	s.refuse(w, r, q, http.StatusMethodNotAllowed, protocol.Errorf(protocol.CodeInvalidRequest,
+		"invalid request: method %s is not allowed on %s; use %s", clip(r.Method, 20), r.URL.Path, allowed))
+}
+
+// auditMethod names an edge request in the audit log: "http", the HTTP
+// method and the path, escaped and clipped.
+func auditMethod(r *http.Request) string {
+	return "http " + clip(r.Method, 20) + " " + clip(r.URL.EscapedPath(), 160)
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// writeJSON writes v as the JSON body with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, status = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}`), http.StatusInternalServerError
+	}
+	writeRaw(w, status, b)
+}
+
+// writeRaw writes b, a JSON document, with status.
+func writeRaw(w http.ResponseWriter, status int, b []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request, q *request) {
+	s.b.Audit(q.caller, auditMethod(r), nil, q.start)
+	writeJSON(w, http.StatusOK, HealthStatus{
+		Status:          "ok",
+		Version:         s.b.Card().Version,
+		PeerID:          s.b.PeerID(),
+		ProtocolVersion: protocol.Version,
+		LLMMode:         s.cfg.LLMMode,
+		Flags:           map[string]bool{"llm_mode": s.cfg.LLMMode},
+		UptimeS:         int64(s.cfg.Now().Sub(s.started).Seconds()),
+		PeerAddress:     s.PeerAddress(),
+	})
+}
+
+// sessionAnswer is the body of GET /mcpv2/session.
+type sessionAnswer struct {
+	SessionID string `json:"sessionId"`
+	ExpiresAt int64  `json:"expires_at"` // unix seconds
+	TTL       int64  `json:"ttl"`        // seconds
+}
+
+func (s *Server) session(w http.ResponseWriter, r *http.Request, q *request) {
+	ip := clientIP(r.RemoteAddr)
+	if ok, wait := s.ipLimits.allow(ip, s.cfg.Now()); !ok {
+		s.rateLimited(w, r, q, wait, fmt.Sprintf("rate limited: %s may get %s sessions per second", ip, formatRate(s.cfg.SessionRateLimit)))
+		return
+	}
+	tok, t := protocol.MintToken(s.secret, ip, s.cfg.Now(), s.cfg.SessionTTL)
+	s.b.Audit(q.caller, auditMethod(r), nil, q.start)
+	writeJSON(w, http.StatusOK, sessionAnswer{SessionID: tok, ExpiresAt: t.ExpiresAt().Unix(), TTL: t.TTL})
+}
+
+func (s *Server) agentCard(w http.ResponseWriter, r *http.Request, q *request) {
+	card := s.b.Card()
+	if card.Endpoints.HTTP == "" {
+		card.Endpoints.HTTP = s.PeerAddress()
+	}
+	s.b.Audit(q.caller, auditMethod(r), nil, q.start)
+	writeJSON(w, http.StatusOK, card)
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request, q *request) {
+	s.refuse(w, r, q, http.StatusNotFound, protocol.Errorf(protocol.CodeMethodNotFound,
+		"not found: no endpoint at %q; this edge serves /mcpv2, /mcpv2/session, /mcpv2/health, /mcpv2/agent-card, /mcpv2/ai/{provider}, /mcpv2/peers/{PeerID} and /mcpv2/find", clip(r.URL.Path, 100)))
+}
+
+// rpc is POST /mcpv2: a slot or a batch for the node.
+func (s *Server) rpc(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
+	body, ok := s.ReadBody(w, r)
+	if !ok {
+		return
+	}
+	out, refused := s.b.Handle(r.Context(), c, body)
+	switch {
+	case refused != nil:
+		status := refusalStatus(refused)
+		if status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(retryAfter(refused))))
+		}
+		if len(out) == 0 {
+			out, _ = json.Marshal(protocol.ErrorResponse(nil, refused))
+		}
+		writeRaw(w, status, out)
+	case len(out) == 0:
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		writeRaw(w, http.StatusOK, out)
+	}
+}
+
+// refusalStatus maps a whole-message refusal by Handle to an HTTP status:
+// a malformed message is 400, a rate limit 429, anything else 200 with the
+// error inside (as the seed answered).
+func refusalStatus(e *protocol.Error) int {
+	switch e.Code {
+	case protocol.CodeParseError, protocol.CodeInvalidRequest:
+		return http.StatusBadRequest
+	case protocol.CodeRateLimited:
+		return http.StatusTooManyRequests
+	}
+	return http.StatusOK
+}
+
+// errorStatus maps an error of an endpoint that has no JSON-RPC envelope of
+// its own (the /mcpv2/ai answer, the gateway, find) to an HTTP status.
+func errorStatus(e *protocol.Error) int {
+	switch e.Code {
+	case protocol.CodeParseError, protocol.CodeInvalidRequest, protocol.CodeInvalidParams,
+		protocol.CodeUnsupportedProvider, protocol.CodeVersionMismatch:
+		return http.StatusBadRequest
+	case protocol.CodeInvalidSession:
+		return http.StatusUnauthorized
+	case protocol.CodeNotPermitted:
+		return http.StatusForbidden
+	case protocol.CodePaymentFailed:
+		return http.StatusPaymentRequired
+	case protocol.CodeMethodNotFound, protocol.CodeSkillNotFound, protocol.CodeFileNotFound:
+		return http.StatusNotFound
+	case protocol.CodeRateLimited:
+		return http.StatusTooManyRequests
+	case protocol.CodeSkillExecution, protocol.CodeToolExecution:
+		return http.StatusBadGateway
+	}
+	return http.StatusInternalServerError
+}
+
+// retryAfter reads data.retry_after_ms of a rate-limit error (the node's
+// form); one second when it is absent.
+func retryAfter(e *protocol.Error) time.Duration {
+	var ms float64
+	switch d := e.Data.(type) {
+	case map[string]any:
+		switch v := d["retry_after_ms"].(type) {
+		case int:
+			ms = float64(v)
+		case int64:
+			ms = float64(v)
+		case float64:
+			ms = v
+		case json.Number:
+			ms, _ = v.Float64()
+		}
+	case map[string]int64:
+		ms = float64(d["retry_after_ms"])
+	}
+	if ms <= 0 || ms > 24*3600*1000 {
+		return time.Second
+	}
+	return time.Duration(ms * float64(time.Millisecond))
+}
+
+// forward is the gateway: POST /mcpv2/peers/{PeerID} forwards the slot or
+// batch to that mesh peer and returns its answer.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
+	q := requestFrom(r.Context())
+	peer := r.PathValue("peer")
+	if !protocol.LooksLikePeerID(peer) {
+		s.refuse(w, r, q, http.StatusBadRequest, protocol.Errorf(protocol.CodeInvalidParams,
+			"invalid params: gateway: %q is not a PeerID (want /mcpv2/peers/12D3Koo…)", clip(peer, 80)))
+		return
+	}
+	body, ok := s.ReadBody(w, r)
+	if !ok {
+		return
+	}
+	if _, perr := protocol.ParseRequest(body); perr != nil {
+		s.refuse(w, r, q, http.StatusBadRequest, perr)
+		return
+	}
+	out, err := s.b.Forward(r.Context(), peer, body)
+	if err != nil {
+		var pe *protocol.Error
+		switch {
+		case errors.As(err, &pe):
+			s.refuse(w, r, q, errorStatus(pe), pe)
+		case r.Context().Err() != nil:
+			s.refuse(w, r, q, http.StatusGatewayTimeout, protocol.Errorf(protocol.CodeInternal, "gateway: peer %s did not answer before the request ended", peer))
+		default:
+			s.log.Debug("gateway forward failed", "peer", peer, "err", err)
+			s.refuse(w, r, q, http.StatusBadGateway, protocol.Errorf(protocol.CodeInternal, "gateway: could not reach peer %s: %s", peer, clip(err.Error(), 300)))
+		}
+		return
+	}
+	s.b.Audit(c, auditMethod(r), nil, q.start)
+	if len(out) == 0 {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	writeRaw(w, http.StatusOK, out)
+}
+
+// FindAnswer is the body of GET /mcpv2/find.
+type FindAnswer struct {
+	// Query is the skill name or tag searched for.
+	Query string `json:"query"`
+	// By is "skill" or "tag", as asked.
+	By string `json:"by"`
+	// Results are the ranked cards, best first; never null.
+	Results []protocol.FindResult `json:"results"`
+}
+
+// find is GET /mcpv2/find?skill=…|tag=…[&limit=N].
+func (s *Server) find(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
+	q := requestFrom(r.Context())
+	v := r.URL.Query()
+	skill, tag := strings.TrimSpace(v.Get("skill")), strings.TrimSpace(v.Get("tag"))
+	by, term := "skill", skill
+	if tag != "" {
+		by, term = "tag", tag
+	}
+	if (skill == "") == (tag == "") || len(term) > 256 {
+		s.refuse(w, r, q, http.StatusBadRequest, protocol.Errorf(protocol.CodeInvalidParams,
+			"invalid params: find needs exactly one of ?skill=NAME or ?tag=TAG (at most 256 bytes)"))
+		return
+	}
+	limit := 10
+	if l := v.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > maxFindLimit {
+			s.refuse(w, r, q, http.StatusBadRequest, protocol.Errorf(protocol.CodeInvalidParams,
+				"invalid params: limit must be an integer from 1 to %d", maxFindLimit))
+			return
+		}
+		limit = n
+	}
+	res, err := s.b.Find(r.Context(), term, limit)
+	if err != nil {
+		var pe *protocol.Error
+		switch {
+		case errors.Is(err, ErrFindUnavailable):
+			s.refuse(w, r, q, http.StatusNotImplemented, protocol.Errorf(protocol.CodeMethodNotFound,
+				"find: discovery is not enabled on this node, so it cannot search the mesh"))
+		case errors.As(err, &pe):
+			s.refuse(w, r, q, errorStatus(pe), pe)
+		default:
+			s.log.Debug("find failed", "query", term, "err", err)
+			s.refuse(w, r, q, http.StatusBadGateway, protocol.Errorf(protocol.CodeInternal, "find: discovery failed: %s", clip(err.Error(), 300)))
+		}
+		return
+	}
+	if res == nil {
+		res = []protocol.FindResult{}
+	}
+	s.b.Audit(c, auditMethod(r), nil, q.start)
+	writeJSON(w, http.StatusOK, FindAnswer{Query: term, By: by, Results: res})
+}
+
+func formatRate(r float64) string { return strconv.FormatFloat(r, 'f', -1, 64) }
+
+// sizeText names a byte count, with its MiB or KiB size when exact:
+// "8388608 bytes (8 MiB)".
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d bytes (%d MiB)", n, n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d bytes (%d KiB)", n, n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

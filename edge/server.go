@@ -1,0 +1,368 @@
+package edge
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// Backend is what the edge needs from a node; *node.Node satisfies it. All
+// methods may be called concurrently, from the edge's request goroutines.
+type Backend interface {
+	// PeerID returns the node's PeerID, for health answers.
+	PeerID() string
+	// Card returns the node's current agent card.
+	Card() protocol.AgentCard
+	// Handle runs a slot or batch message for caller and returns the
+	// response message, nil when nothing is to be sent (notifications).
+	// refused != nil means the whole message was refused; its error response
+	// is in out. Handle writes the audit lines of the message.
+	Handle(ctx context.Context, c protocol.Caller, msg []byte) (out []byte, refused *protocol.Error)
+	// Forward sends a raw slot or batch message to the mesh peer peerID and
+	// returns its raw answer (nil for notifications). An error that wraps a
+	// *protocol.Error is passed on to the HTTP caller as that error.
+	Forward(ctx context.Context, peerID string, msg []byte) ([]byte, error)
+	// Find returns ranked cards for a skill name or tag, best first, at most
+	// limit of them. An error wrapping ErrFindUnavailable means discovery is
+	// off on this node (HTTP 501).
+	Find(ctx context.Context, skillOrTag string, limit int) ([]protocol.FindResult, error)
+	// Audit writes one audit line for a request that did not reach Handle:
+	// a refusal by the edge (perr != nil), or an edge-only call (health,
+	// session issue, agent card, find, gateway forward; perr == nil). method
+	// is "http METHOD PATH"; start is when the request arrived.
+	Audit(c protocol.Caller, method string, perr *protocol.Error, start time.Time)
+}
+
+// ErrFindUnavailable is wrapped by a Backend.Find error when the node runs
+// without discovery; the edge answers GET /mcpv2/find with HTTP 501. It is
+// protocol.ErrNoDiscovery, so that a node can return it without importing
+// the edge.
+var ErrFindUnavailable = protocol.ErrNoDiscovery
+
+// Defaults of Config.
+const (
+	// DefaultSessionTTL is how long an issued session token is valid.
+	DefaultSessionTTL = time.Hour
+	// DefaultRateLimit is the request rate allowed per session, per second
+	// (MCPV2_RATE_LIMIT).
+	DefaultRateLimit = 200
+	// DefaultSessionRateLimit is the session issue rate allowed per client
+	// IP, per second (MCPV2_SESSION_RATE_LIMIT).
+	DefaultSessionRateLimit = 20
+	// DefaultMaxBody is the request body cap in bytes (8 MiB, the mesh's
+	// message cap).
+	DefaultMaxBody = protocol.DefaultMaxMessage
+	// MaxPortFallback is how many ports after Config.Port are tried when
+	// Config.PortFallback is set and the port is busy.
+	MaxPortFallback = 100
+	// shutdownGrace bounds how long Close waits for requests in flight.
+	shutdownGrace = 5 * time.Second
+)
+
+// Config configures a Server. The zero value of each field selects its
+// default; Config is read once by New and not kept by reference.
+type Config struct {
+	// Port is the TCP port to listen on; 0 picks a free port (for tests).
+	// The port is strict: a busy port fails New unless PortFallback is set.
+	Port int
+	// PublicIP is the address advertised in PeerAddress and the agent card.
+	// When BindHost is empty the edge also binds to it, so it must then be
+	// an address of this machine.
+	PublicIP string
+	// BindHost overrides the address to listen on. "0.0.0.0" (or "::")
+	// listens on every interface; only an explicit BindHost does that.
+	// Empty: PublicIP, else the detected public address of a local
+	// interface (a global unicast IPv4 preferred; loopback only when the
+	// machine has nothing else, which is logged).
+	BindHost string
+	// PortFallback tries the next ports (at most MaxPortFallback of them)
+	// when Port is busy.
+	PortFallback bool
+	// PortFile, when set, receives the bound port (decimal and a newline),
+	// written atomically once the listener is bound.
+	PortFile string
+	// Secret is the HMAC key of session tokens. Empty: a random secret is
+	// generated and a log line says so (sessions then end with the process).
+	// New copies it.
+	Secret []byte
+	// SessionTTL is the lifetime of issued sessions (default 1h).
+	SessionTTL time.Duration
+	// ClockSkew is how far in the future a token's issued_at may be
+	// (default 300s; the CLI reads MCPV2_CLOCK_SKEW).
+	ClockSkew time.Duration
+	// RateLimit is the requests per second allowed per session (default
+	// 200); a negative value turns the limit off.
+	RateLimit float64
+	// SessionRateLimit is the session issues per second allowed per client
+	// IP (default 20); a negative value turns the limit off.
+	SessionRateLimit float64
+	// MaxBody caps request bodies in bytes (default 8 MiB).
+	MaxBody int64
+	// LLMMode is reported by the health endpoint.
+	LLMMode bool
+	// Logger receives the edge's logs (default: discard). A remote caller's
+	// mistake logs at Debug.
+	Logger *slog.Logger
+	// Now is the clock of tokens and rate limits (default time.Now).
+	Now func() time.Time
+}
+
+// Server is a bound HTTP edge. New binds it; Start or Serve serves it; Close
+// stops it. Its methods are safe for concurrent use.
+type Server struct {
+	b         Backend
+	cfg       Config
+	log       *slog.Logger
+	secret    []byte
+	ln        net.Listener
+	bindIP    netip.Addr // the listener's IP; unspecified for "every interface"
+	advertise string     // the host of PeerAddress
+	port      int
+	mux       *http.ServeMux
+	handler   http.Handler
+	srv       *http.Server
+	started   time.Time
+
+	sessLimits *limiterSet // per session nonce
+	ipLimits   *limiterSet // session issues per client IP
+
+	ctx    context.Context // the base context of requests; cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the Start goroutine
+
+	mu      sync.Mutex // guards serving and closed
+	serving bool
+	closed  bool
+}
+
+// New applies cfg's defaults, validates it and binds the listener, so that a
+// bad address or a busy port fails here, at once. It does not serve yet: call
+// Start or Serve. A failed New leaves nothing open.
+func New(b Backend, cfg Config) (*Server, error) {
+	if b == nil {
+		return nil, errors.New("edge: new: nil Backend")
+	}
+	if cfg.Port < 0 || cfg.Port > 65535 {
+		return nil, fmt.Errorf("edge: new: port %d out of range 0-65535", cfg.Port)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = DefaultSessionTTL
+	}
+	if cfg.SessionTTL < time.Second {
+		return nil, fmt.Errorf("edge: new: session TTL %v is shorter than a second", cfg.SessionTTL)
+	}
+	if cfg.ClockSkew <= 0 {
+		cfg.ClockSkew = protocol.DefaultClockSkew
+	}
+	if cfg.RateLimit == 0 {
+		cfg.RateLimit = DefaultRateLimit
+	}
+	if cfg.SessionRateLimit == 0 {
+		cfg.SessionRateLimit = DefaultSessionRateLimit
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	s := &Server{b: b, cfg: cfg, log: cfg.Logger.With("component", "edge")}
+	if len(cfg.Secret) == 0 {
+		s.secret = make([]byte, 32)
+		_, _ = rand.Read(s.secret)
+		s.log.Warn("no session secret given: generated a random one; sessions end when this process stops, and other nodes cannot verify them (set --secret to share one)")
+	} else {
+		s.secret = append([]byte(nil), cfg.Secret...)
+	}
+
+	plan, err := planBind(cfg, s.log)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := listen(plan.bind, cfg.Port, cfg.PortFallback, s.log)
+	if err != nil {
+		return nil, err
+	}
+	s.ln = ln
+	s.bindIP = plan.bind
+	s.advertise = plan.advertise
+	s.port = ln.Addr().(*net.TCPAddr).Port
+	if cfg.PortFile != "" {
+		if err := writePortFile(cfg.PortFile, s.port); err != nil {
+			return nil, errors.Join(err, ln.Close())
+		}
+	}
+
+	s.sessLimits = newLimiterSet(cfg.RateLimit)
+	s.ipLimits = newLimiterSet(cfg.SessionRateLimit)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.mux = http.NewServeMux()
+	s.routes()
+	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		s.mux.ServeHTTP(w, r)
+	})
+	s.srv = &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       2 * time.Minute,
+		WriteTimeout:      10 * time.Minute, // an ask on a remote LLM can be slow
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return s.ctx },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	s.started = cfg.Now()
+	s.log.Info("HTTP edge bound", "addr", ln.Addr().String(), "peer_address", s.PeerAddress())
+	return s, nil
+}
+
+// Start serves in a goroutine owned by the Server until Close. It fails if
+// the Server is closed or already serving.
+func (s *Server) Start() error {
+	if err := s.markServing(); err != nil {
+		return err
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("HTTP edge stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// Serve serves on the calling goroutine and returns when Close is called
+// (nil) or the listener fails. It fails at once if the Server is closed or
+// already serving.
+func (s *Server) Serve() error {
+	if err := s.markServing(); err != nil {
+		return err
+	}
+	if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("edge: serve: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) markServing() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return fmt.Errorf("edge: serve: %w", net.ErrClosed)
+	case s.serving:
+		return errors.New("edge: serve: already serving")
+	}
+	s.serving = true
+	return nil
+}
+
+// Close stops the edge: it stops accepting, lets requests in flight finish
+// for up to 5 s, then cancels them and closes their connections, and waits
+// for the Start goroutine. A second Close returns net.ErrClosed.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return net.ErrClosed
+	}
+	s.closed = true
+	s.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	err := s.srv.Shutdown(ctx)
+	s.cancel()
+	if err != nil {
+		s.log.Warn("HTTP edge: requests still running after the shutdown grace; closing their connections", "grace", shutdownGrace)
+		err = s.srv.Close()
+	}
+	if cerr := s.ln.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) && err == nil {
+		err = cerr
+	}
+	s.wg.Wait()
+	if err != nil {
+		return fmt.Errorf("edge: close: %w", err)
+	}
+	return nil
+}
+
+// Mux returns the edge's request multiplexer, so that other faces (MCP, A2A)
+// can mount their handlers on the same listener. Register before Start; the
+// edge's own patterns are listed in the package documentation, and "/" is its
+// JSON 404 answer.
+func (s *Server) Mux() *http.ServeMux { return s.mux }
+
+// Handler returns the edge's HTTP handler (Mux behind a thin wrapper that
+// sets common headers), for embedding the edge in another server or serving
+// it with httptest.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Addr returns the listener's address.
+func (s *Server) Addr() *net.TCPAddr { return s.ln.Addr().(*net.TCPAddr) }
+
+// BoundPort returns the TCP port the edge listens on.
+func (s *Server) BoundPort() int { return s.port }
+
+// PeerAddress returns the edge's advertised address,
+// "mcpv2://ip:port/mcpv2", with Config.PublicIP or else the bind address.
+func (s *Server) PeerAddress() string {
+	return "mcpv2://" + net.JoinHostPort(s.advertise, strconv.Itoa(s.port)) + "/mcpv2"
+}
+
+// DemoSessionAddress returns an edge address with a freshly minted session
+// for a client on this same machine: "mcpv2://127.0.0.1:port/mcpv2?sessionId=…"
+// when the edge listens on loopback or on every interface. When it listens on
+// one non-loopback address only, 127.0.0.1 cannot reach it, so the address
+// and the token's subject are that address instead (a same-host client
+// connecting to it is seen with it as source).
+func (s *Server) DemoSessionAddress() string {
+	host := s.demoHost()
+	tok, _ := protocol.MintToken(s.secret, host, s.cfg.Now(), s.cfg.SessionTTL)
+	a := protocol.Address{Kind: protocol.AddrHTTP, Host: host, Port: s.port, SessionID: tok}
+	return a.String()
+}
+
+func (s *Server) demoHost() string {
+	if s.bindIP.IsUnspecified() || s.bindIP.IsLoopback() {
+		if s.bindIP.Is6() && !s.bindIP.Is4In6() && s.bindIP.IsLoopback() {
+			return "::1"
+		}
+		return "127.0.0.1"
+	}
+	return s.bindIP.String()
+}
+
+// Banner returns the startup lines of SPEC §5 that follow the node's own
+// (MCPV2_PEER_ID, MCPV2_P2P_ADDRESS): MCPV2_BOUND_PORT, MCPV2_PEER_ADDRESS
+// and MCPV2_DEMO_SESSION_ADDRESS, one string per line.
+func (s *Server) Banner() []string {
+	return []string{
+		"MCPV2_BOUND_PORT=" + strconv.Itoa(s.port),
+		"MCPV2_PEER_ADDRESS=" + s.PeerAddress(),
+		"MCPV2_DEMO_SESSION_ADDRESS=" + s.DemoSessionAddress(),
+	}
+}
+
+// MintSession mints a session token for a client seen from ip, valid for the
+// configured TTL. The CLI and tests use it; HTTP clients use GET
+// /mcpv2/session.
+func (s *Server) MintSession(ip string) (token string, expires time.Time) {
+	tok, t := protocol.MintToken(s.secret, ip, s.cfg.Now(), s.cfg.SessionTTL)
+	return tok, t.ExpiresAt()
+}
