@@ -1,0 +1,293 @@
+package discovery
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// Ranking weights (SPEC §4).
+const (
+	// scoreName is added when a skill name, or a capability name (an LLM
+	// provider), equals the query.
+	scoreName = 2.0
+	// scoreTag is added when a skill's tag equals the query.
+	scoreTag = 1.5
+	// scoreDescription is added when a word of the query is a word of the
+	// card's or a skill's description.
+	scoreDescription = 0.5
+	// scoreReachable is added when the agent is reachable now.
+	scoreReachable = 1.0
+)
+
+// Find tuning.
+const (
+	// maxFindProviders caps the providers taken from each provider lookup.
+	maxFindProviders = 64
+	// findParallel bounds the card fetches (and reachability dials) of a find.
+	findParallel = 8
+	// cardFetchTimeout bounds one card fetch.
+	cardFetchTimeout = 10 * time.Second
+	// reachTimeout bounds the dial that tells whether an agent is reachable.
+	reachTimeout = 2 * time.Second
+)
+
+// ErrNoPeers is returned by Find when nothing matched locally and the
+// routing table is empty: there was nobody to ask (Bootstrap first).
+var ErrNoPeers = errors.New("no DHT peer to ask")
+
+// Find returns the agents that offer a skill named query or a skill tagged
+// query, best first, at most limit of them (DefaultFindLimit when limit <= 0).
+//
+// It looks up the providers of SkillCID(query) and TagCID(query) in the DHT,
+// fetches and verifies each provider's card (a few at a time), drops a card
+// that does not match the query by name, tag or description, and ranks the
+// rest: skill or capability name match 2.0, tag match 1.5, description word
+// 0.5, reachable now 1.0 (already connected, or a dial within 2 s succeeds),
+// summed. Ties are ordered by PeerID. The host itself is included when its
+// published card matches; it counts as reachable.
+//
+// A provider whose card cannot be fetched or does not verify is left out
+// (logged at Debug). Find returns an error only for an empty query, a closed
+// Discovery, when ctx ends before any result was found, and (ErrNoPeers)
+// when nothing was found and the routing table is empty.
+func (d *Discovery) Find(ctx context.Context, query string, limit int) ([]protocol.FindResult, error) {
+	if d.isClosed() {
+		return nil, fmt.Errorf("discovery: find: %w", net.ErrClosed)
+	}
+	query = strings.TrimSpace(query)
+	if query == "" {
+		return nil, errors.New("discovery: find: empty query")
+	}
+	if limit <= 0 {
+		limit = DefaultFindLimit
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	providers := d.findProviders(ctx, SkillCID(query), TagCID(query))
+	self := d.h.ID()
+	if c, _ := d.published(); c != nil {
+		if _, ok := providers[self]; !ok {
+			providers[self] = peer.AddrInfo{ID: self}
+		}
+	}
+
+	var (
+		mu      sync.Mutex
+		results []protocol.FindResult
+		wg      sync.WaitGroup
+		sem     = make(chan struct{}, findParallel)
+	)
+	for _, ai := range providers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-sem }()
+			r, ok := d.rankProvider(ctx, ai, query)
+			if !ok {
+				return
+			}
+			mu.Lock()
+			results = append(results, r)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+
+	if len(results) == 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("discovery: find %q: %w", query, err)
+		}
+		if d.kad.RoutingTable().Size() == 0 {
+			return nil, fmt.Errorf("discovery: find %q: %w", query, ErrNoPeers)
+		}
+	}
+	slices.SortFunc(results, func(a, b protocol.FindResult) int {
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Card.PeerID, b.Card.PeerID)
+	})
+	if len(results) > limit {
+		results = results[:limit]
+	}
+	return results, nil
+}
+
+// findProviders runs the provider lookups of cids in parallel and returns
+// the providers found, with the addresses the lookups gave.
+func (d *Discovery) findProviders(ctx context.Context, cids ...cid.Cid) map[peer.ID]peer.AddrInfo {
+	var (
+		mu  sync.Mutex
+		out = map[peer.ID]peer.AddrInfo{}
+		wg  sync.WaitGroup
+	)
+	for _, c := range cids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// The channel closes when the lookup ends, also when ctx does.
+			for ai := range d.kad.FindProvidersAsync(ctx, c, maxFindProviders) {
+				mu.Lock()
+				prev := out[ai.ID]
+				prev.ID = ai.ID
+				prev.Addrs = append(prev.Addrs, ai.Addrs...)
+				out[ai.ID] = prev
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// rankProvider fetches, verifies and scores the card of provider ai; ok is
+// false when the card cannot be had or does not match query.
+func (d *Discovery) rankProvider(ctx context.Context, ai peer.AddrInfo, query string) (protocol.FindResult, bool) {
+	var (
+		card      protocol.AgentCard
+		reachable bool
+	)
+	if ai.ID == d.h.ID() {
+		c, _ := d.published()
+		if c == nil {
+			return protocol.FindResult{}, false
+		}
+		card, reachable = *c, true
+	} else {
+		// Dial first: the reachability counts in the rank, and a connected
+		// provider is asked for its card directly.
+		reachable = d.reachable(ctx, ai)
+		fctx, cancel := context.WithTimeout(ctx, cardFetchTimeout)
+		var err error
+		card, err = d.fetchCard(fctx, ai.ID, reachable)
+		cancel()
+		if err != nil {
+			d.log.Debug("discovery: find: provider's card", "peer", ai.ID, "err", err)
+			return protocol.FindResult{}, false
+		}
+	}
+	if matchScore(card, query) == 0 {
+		return protocol.FindResult{}, false
+	}
+	return protocol.FindResult{Card: card, Score: score(card, query, reachable), Reachable: reachable}, true
+}
+
+// reachable reports whether the agent is connected, or can be dialled within
+// reachTimeout at the addresses the DHT gave.
+func (d *Discovery) reachable(ctx context.Context, ai peer.AddrInfo) bool {
+	if d.h.Network().Connectedness(ai.ID) == network.Connected {
+		return true
+	}
+	rctx, cancel := context.WithTimeout(ctx, reachTimeout)
+	defer cancel()
+	return d.h.Connect(rctx, ai) == nil
+}
+
+// fetchCard returns the verified card of provider id. A connected provider
+// is asked first, with one DHT request: a DHT server holds its own latest
+// card, and only its own key can sign it. When that fails (a client-mode
+// provider does not serve the DHT) or the provider is not connected, the
+// card is looked up in the DHT (GetCard).
+func (d *Discovery) fetchCard(ctx context.Context, id peer.ID, connected bool) (protocol.AgentCard, error) {
+	if connected {
+		key := CardKey(id)
+		rec, _, err := d.pm.GetValue(ctx, id, key)
+		if err == nil && rec != nil {
+			card, err := openCard(key, rec.GetValue())
+			if err == nil {
+				return card, nil
+			}
+			d.log.Debug("discovery: find: provider's own card refused", "peer", id, "err", err)
+		}
+	}
+	return d.GetCard(ctx, id)
+}
+
+// score ranks card for query (SPEC §4): the sum of scoreName when a skill
+// name or a capability name (LLM provider) equals the query, scoreTag when a
+// skill tag does, scoreDescription when a word of the query is a word of the
+// card's or a skill's description, and scoreReachable when reachable. Names
+// and tags compare case-insensitively; each part counts once.
+func score(card protocol.AgentCard, query string, reachable bool) float64 {
+	s := matchScore(card, query)
+	if reachable {
+		s += scoreReachable
+	}
+	return s
+}
+
+// matchScore is score without reachability: zero when the card does not
+// match query at all.
+func matchScore(card protocol.AgentCard, query string) float64 {
+	q := strings.TrimSpace(query)
+	if q == "" {
+		return 0
+	}
+	var name, tag bool
+	for _, sk := range card.Skills {
+		name = name || strings.EqualFold(sk.Name, q)
+		for _, t := range sk.Tags {
+			tag = tag || strings.EqualFold(t, q)
+		}
+	}
+	for _, p := range card.Capabilities.Providers {
+		name = name || strings.EqualFold(p, q)
+	}
+	desc := false
+	qw := words(q)
+	if len(qw) > 0 {
+		texts := []string{card.Description}
+		for _, sk := range card.Skills {
+			texts = append(texts, sk.Description)
+		}
+	search:
+		for _, t := range texts {
+			for w := range words(t) {
+				if qw[w] {
+					desc = true
+					break search
+				}
+			}
+		}
+	}
+	var s float64
+	if name {
+		s += scoreName
+	}
+	if tag {
+		s += scoreTag
+	}
+	if desc {
+		s += scoreDescription
+	}
+	return s
+}
+
+// words returns the lower-cased words of s: runs of letters and digits.
+func words(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		out[strings.ToLower(w)] = true
+	}
+	return out
+}
