@@ -338,9 +338,12 @@ func (s *Server) DemoSessionAddress() string {
 	return a.String()
 }
 
+// demoHost is the address a client on this host reaches the edge at: the
+// loopback address when the edge listens on every interface, else the bound
+// address itself (127.0.0.2 answers only on 127.0.0.2).
 func (s *Server) demoHost() string {
-	if s.bindIP.IsUnspecified() || s.bindIP.IsLoopback() {
-		if s.bindIP.Is6() && !s.bindIP.Is4In6() && s.bindIP.IsLoopback() {
+	if s.bindIP.IsUnspecified() {
+		if s.bindIP.Is6() && !s.bindIP.Is4In6() {
 			return "::1"
 		}
 		return "127.0.0.1"

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -39,12 +40,54 @@ func (n *Node) Forward(ctx context.Context, peerID string, msg []byte) ([]byte, 
 		for i := range req.Slots {
 			wantReply = wantReply || !req.Slots[i].IsNotification()
 		}
+		if len(n.secret) > 0 {
+			msg = n.withMeshSession(req, msg)
+		}
 	}
 	return n.Send(ctx, pid, msg, wantReply)
 }
 
-// Find returns agents that offer skillOrTag, ranked (SPEC §4). Without the
-// DHT it fails with protocol.ErrNoDiscovery.
-func (n *Node) Find(ctx context.Context, skillOrTag string, limit int) ([]protocol.FindResult, error) {
-	return nil, protocol.ErrNoDiscovery
+// withMeshSession adds this node's mesh session to every valid slot that
+// carries none, so that a gateway call is granted by peers sharing the
+// secret, as the node's own calls are. Malformed slots go on untouched for
+// the peer to refuse.
+func (n *Node) withMeshSession(req protocol.Request, msg []byte) []byte {
+	tok, _ := protocol.MintToken(n.secret, n.host.ID().String(), n.now(), 5*time.Minute)
+	raws := make([]json.RawMessage, len(req.Slots))
+	if req.IsBatch {
+		if err := json.Unmarshal(msg, &raws); err != nil {
+			return msg
+		}
+	} else {
+		raws[0] = msg
+	}
+	for i, s := range req.Slots {
+		if s.Err != nil || (s.Context != nil && s.Context.Session != "") {
+			continue
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(raws[i], &obj); err != nil {
+			continue
+		}
+		ctxObj := map[string]json.RawMessage{}
+		if c, ok := obj["context"]; ok {
+			if err := json.Unmarshal(c, &ctxObj); err != nil {
+				continue
+			}
+		}
+		ctxObj["session"], _ = json.Marshal(tok)
+		obj["context"], _ = json.Marshal(ctxObj)
+		raws[i], _ = json.Marshal(obj)
+	}
+	var out []byte
+	var err error
+	if req.IsBatch {
+		out, err = json.Marshal(raws)
+	} else {
+		out = raws[0]
+	}
+	if err != nil {
+		return msg
+	}
+	return out
 }

@@ -21,6 +21,7 @@ import (
 	libp2pproto "github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/mcpv2/mcpv2/discovery"
 	"github.com/mcpv2/mcpv2/node/llm"
 	"github.com/mcpv2/mcpv2/node/skills"
 	"github.com/mcpv2/mcpv2/node/store"
@@ -69,6 +70,9 @@ type Config struct {
 	HTTPEndpoint string
 	// Logger receives the node's logs (default: discard).
 	Logger *slog.Logger
+	// Mesh turns on the DHT, mDNS and NAT traversal; nil runs without them
+	// (calls then need full multiaddrs).
+	Mesh *MeshConfig
 	// HostOptions are passed to transport.NewHost after the node's own.
 	HostOptions []transport.Option
 	// Now is the clock (default time.Now).
@@ -92,6 +96,10 @@ type Node struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // stream handlers in flight; Add only under closeMu
+	bg     sync.WaitGroup // the mesh goroutine
+
+	disc      *discovery.Discovery // nil without Config.Mesh
+	republish chan struct{}        // CardChanged → the mesh goroutine
 	// closeMu guards closed, so that no handler starts once Close waits.
 	closeMu sync.Mutex
 	closed  bool
@@ -143,7 +151,8 @@ func New(cfg Config) (_ *Node, err error) {
 		cfg.SkillsFile = filepath.Join(cfg.DataDir, "custom_skills.json")
 	}
 
-	n := &Node{cfg: cfg, log: cfg.Logger, secret: cfg.Secret, clockSkew: cfg.ClockSkew, now: cfg.Now, maxMsg: cfg.MaxMessage}
+	n := &Node{cfg: cfg, log: cfg.Logger, secret: cfg.Secret, clockSkew: cfg.ClockSkew, now: cfg.Now, maxMsg: cfg.MaxMessage,
+		republish: make(chan struct{}, 1)}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
@@ -194,6 +203,10 @@ func New(cfg Config) (_ *Node, err error) {
 		transport.WithProtocolPeerLimit(libp2pproto.ID(protocol.RPCProtocolID), 64, 64, int64(2*cfg.MaxMessage+streamReserve)),
 		transport.WithServiceLimit(rpcService, 256, 256, int64(4*cfg.MaxMessage)),
 		transport.WithServicePeerLimit(rpcService, 64, 64, int64(2*cfg.MaxMessage+streamReserve)),
+		transport.WithProtocolLimit(libp2pproto.ID(protocol.BlobProtocolID), 64, 64, 64*blobReserve),
+		transport.WithProtocolPeerLimit(libp2pproto.ID(protocol.BlobProtocolID), 8, 8, 8*blobReserve),
+		transport.WithServiceLimit(blobService, 64, 64, 64*blobReserve),
+		transport.WithServicePeerLimit(blobService, 8, 8, 8*blobReserve),
 		// A stream holds one request and its reply at a time.
 		transport.WithStreamMemory(int64(2*cfg.MaxMessage + streamReserve)),
 	}
@@ -208,12 +221,26 @@ func New(cfg Config) (_ *Node, err error) {
 		}
 		hopts = append(hopts, transport.WithListenAddrs(addrs...))
 	}
+	var boot []peer.AddrInfo
+	if cfg.Mesh != nil {
+		var mopts []transport.Option
+		if mopts, boot, err = meshHostOptions(cfg.Mesh); err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
+		hopts = append(hopts, mopts...)
+	}
 	hopts = append(hopts, cfg.HostOptions...)
 	if n.host, err = transport.NewHost(hopts...); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.Client = NewClient(n.host, ClientConfig{Secret: cfg.Secret, MaxMessage: cfg.MaxMessage, Now: cfg.Now})
 	n.host.SetStreamHandler(libp2pproto.ID(protocol.RPCProtocolID), n.handleRPC)
+	n.host.SetStreamHandler(libp2pproto.ID(protocol.BlobProtocolID), n.handleBlob)
+	if cfg.Mesh != nil {
+		if err = n.startMesh(cfg.Mesh, boot); err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
+	}
 	n.log.Info("node started", "peer_id", pid.String(), "addrs", n.host.Addrs())
 	return n, nil
 }
@@ -237,9 +264,14 @@ func (n *Node) Close() error {
 	n.closed = true
 	n.closeMu.Unlock()
 	n.cancel()
+	n.bg.Wait()
 	var errs []error
+	if n.disc != nil {
+		errs = append(errs, n.disc.Close())
+	}
 	if n.host != nil {
 		n.host.RemoveStreamHandler(libp2pproto.ID(protocol.RPCProtocolID))
+		n.host.RemoveStreamHandler(libp2pproto.ID(protocol.BlobProtocolID))
 		if n.Client != nil {
 			n.Client.Close()
 		}
@@ -283,6 +315,7 @@ func (n *Node) SetHTTPEndpoint(addr string) {
 	n.cardMu.Lock()
 	n.cfg.HTTPEndpoint = addr
 	n.cardMu.Unlock()
+	n.CardChanged()
 }
 
 // Card returns the node's current agent card. Its seq grows whenever it is

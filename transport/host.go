@@ -346,6 +346,9 @@ func NewHost(opts ...Option) (host.Host, error) {
 	lopts := append([]libp2p.Option{
 		libp2p.Identity(c.key),
 		listen,
+		// NoListenAddrs turns the relay transport off; a dial-only client
+		// must still reach peers by their /p2p-circuit addresses.
+		libp2p.EnableRelay(),
 		libp2p.Security(noise.ID, noise.New),
 		libp2p.Security(libp2ptls.ID, libp2ptls.New),
 		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),

@@ -7,28 +7,68 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
+	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
 	"github.com/urfave/cli/v2"
 
+	"github.com/mcpv2/mcpv2/discovery"
+	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/node"
 	"github.com/mcpv2/mcpv2/protocol"
 	"github.com/mcpv2/mcpv2/transport"
 )
 
-var clientFlags = []cli.Flag{dataDirFlag, secretFlag, bootstrapFlag, logLevelFlag, maxMessageFlag, timeoutFlag}
+var clientFlags = []cli.Flag{dataDirFlag, secretFlag, bootstrapFlag, logLevelFlag, maxMessageFlag, timeoutFlag, routableFlag, noNATFlag,
+	&cli.StringSliceFlag{Name: "listen", EnvVars: []string{"MCPV2_CLIENT_LISTEN"},
+		Usage: "addresses this client listens on while it runs (default none, or any port on every interface with --bootstrap, so that hole punching can reach it)"},
+	&cli.DurationFlag{Name: "wait-direct", EnvVars: []string{"MCPV2_WAIT_DIRECT"},
+		Usage: "before dialing, wait up to this long until hole punching is ready (this client's public address observed); after connecting through a relay, wait up to this long for a direct connection before calling"},
+}
 
-// session is a client command's connection to the mesh: a listen-less host
-// with the data dir's identity.
+// session is a client command's connection to the mesh: a host with the
+// data dir's identity that listens nowhere unless it joins the DHT.
 type session struct {
 	host   host.Host
 	client *node.Client
+	disc   *discovery.Discovery // nil without --bootstrap
+	edge   *edge.Client         // for HTTP edge addresses
+	// joined is when the session joined the mesh, before waiting for hole
+	// punching to be ready (zero without --wait-direct).
+	joined time.Time
 }
 
-func openSession(c *cli.Context) (*session, error) {
+// CallSkill runs skill on addr, over the mesh or through an HTTP edge.
+func (s *session) CallSkill(ctx context.Context, addr protocol.Address, skill string, args json.RawMessage, provider string) (json.RawMessage, error) {
+	if addr.Kind == protocol.AddrHTTP {
+		return s.edge.CallSkill(ctx, addr, skill, args, provider)
+	}
+	return s.client.CallSkill(ctx, addr, skill, args, node.CallOptions{Provider: provider})
+}
+
+// CallMethod runs a method without arguments (tools/list, agent/card) on addr.
+func (s *session) CallMethod(ctx context.Context, addr protocol.Address, method string) (json.RawMessage, error) {
+	if addr.Kind == protocol.AddrHTTP {
+		return s.edge.CallMethod(ctx, addr, method)
+	}
+	return s.client.CallMethod(ctx, addr, method, node.CallOptions{})
+}
+
+// openSession prepares a client command for the mesh: see openSessionFor.
+func openSession(c *cli.Context) (*session, error) { return openSessionFor(c, true) }
+
+// openSessionFor prepares a client command: always the HTTP edge client, and
+// the libp2p host (and with --bootstrap the DHT) when mesh is true.
+func openSessionFor(c *cli.Context, mesh bool) (*session, error) {
+	if !mesh {
+		return &session{edge: edge.NewClient(nil)}, nil
+	}
 	dir, err := dataDir(c)
 	if err != nil {
 		return nil, err
@@ -41,17 +81,94 @@ func openSession(c *cli.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := transport.NewHost(transport.WithIdentity(key), transport.WithListenAddrs(), transport.WithLogger(log))
+	if err := applyRoutable(c); err != nil {
+		return nil, err
+	}
+	boot, err := node.ParseBootstrap(splitList(c.StringSlice("bootstrap")))
 	if err != nil {
 		return nil, err
 	}
-	cl := node.NewClient(h, node.ClientConfig{Secret: []byte(c.String("secret")), MaxMessage: c.Int("max-message")})
-	return &session{host: h, client: cl}, nil
+	listen := splitList(c.StringSlice("listen"))
+	if len(listen) == 0 && len(boot) > 0 {
+		listen = []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1"}
+	}
+	addrs := make([]ma.Multiaddr, 0, len(listen))
+	for _, l := range listen {
+		a, err := ma.NewMultiaddr(l)
+		if err != nil {
+			return nil, fmt.Errorf("--listen %q: %w", l, err)
+		}
+		addrs = append(addrs, a)
+	}
+	hopts := []transport.Option{transport.WithIdentity(key), transport.WithListenAddrs(addrs...), transport.WithLogger(log)}
+	if len(boot) > 0 && !c.Bool("no-nat") {
+		hopts = append(hopts, transport.WithNATTraversal(boot))
+	}
+	h, err := transport.NewHost(hopts...)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{host: h, client: node.NewClient(h, node.ClientConfig{Secret: []byte(c.String("secret")), MaxMessage: c.Int("max-message")}), edge: edge.NewClient(nil)}
+	if len(boot) > 0 {
+		d, err := discovery.New(h, discovery.WithBootstrap(boot...), discovery.WithMode(discovery.ModeClient), discovery.WithMDNS(false), discovery.WithLogger(log))
+		if err != nil {
+			return nil, errors.Join(err, s.Close())
+		}
+		s.disc = d
+		s.client.SetRouter(d)
+		// A peer behind NAT is often connected through a relay only, and
+		// kad-dht opens its request streams with the caller's context:
+		// without this, a request to such a peer (finding it, fetching its
+		// card) waits for a direct connection until the context ends.
+		c.Context = network.WithAllowLimitedConn(c.Context, "mcpv2 client: DHT")
+		ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
+		defer cancel()
+		if err := d.Bootstrap(ctx); err != nil {
+			return nil, errors.Join(fmt.Errorf("join the mesh: %w", err), s.Close())
+		}
+		if wait := c.Duration("wait-direct"); wait > 0 && !c.Bool("no-nat") {
+			s.joined = time.Now()
+			if !waitHolePunchReady(c.Context, h, wait) {
+				log.Info("hole punching is not ready: no public address of this client observed yet; a relayed connection may stay relayed", "waited", wait)
+			}
+		}
+	}
+	return s, nil
+}
+
+// waitHolePunchReady waits up to d until h serves DCUtR, which go-libp2p
+// starts only once the host knows a public address of its own (identify
+// with the bootstrap peers reports the address they see). A peer behind NAT
+// starts hole punching once, when a relayed connection from us arrives:
+// dialed before then, the connection stays relayed.
+func waitHolePunchReady(ctx context.Context, h host.Host, d time.Duration) bool {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !slices.Contains(h.Mux().Protocols(), holepunch.Protocol) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-deadline.C:
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
 }
 
 func (s *session) Close() error {
+	s.edge.Close()
+	if s.host == nil {
+		return nil
+	}
 	s.client.Close()
-	return s.host.Close()
+	var errs []error
+	if s.disc != nil {
+		errs = append(errs, s.disc.Close())
+	}
+	return errors.Join(append(errs, s.host.Close())...)
 }
 
 // withSession parses ADDR (the first argument), opens a session and runs fn
@@ -64,10 +181,7 @@ func withSession(c *cli.Context, fn func(ctx context.Context, s *session, addr p
 	if err != nil {
 		return err
 	}
-	if addr.Kind == protocol.AddrHTTP {
-		return fmt.Errorf("%s: HTTP edge addresses are not supported by this build yet; use a mesh address (multiaddr ending in /p2p/<PeerID>)", addr)
-	}
-	s, err := openSession(c)
+	s, err := openSessionFor(c, addr.Kind == protocol.AddrMesh)
 	if err != nil {
 		return err
 	}
@@ -78,7 +192,44 @@ func withSession(c *cli.Context, fn func(ctx context.Context, s *session, addr p
 	}
 	ctx, cancel := context.WithTimeout(c.Context, timeout)
 	defer cancel()
+	if wait := c.Duration("wait-direct"); wait > 0 && addr.Kind == protocol.AddrMesh {
+		if err := waitDirect(ctx, c, s, addr, wait); err != nil {
+			return err
+		}
+	}
 	return fn(ctx, s, addr)
+}
+
+// waitDirect connects to addr and waits up to wait for a direct (not
+// relayed) connection, reporting on stderr how the peer is reached and after
+// how long.
+func waitDirect(ctx context.Context, c *cli.Context, s *session, addr protocol.Address, wait time.Duration) error {
+	start := time.Now()
+	if !s.joined.IsZero() {
+		start = s.joined // count the wait for hole punching to be ready
+	}
+	pid, err := s.client.Connect(ctx, addr)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		for _, conn := range s.host.Network().ConnsToPeer(pid) {
+			if !conn.Stat().Limited {
+				fmt.Fprintf(c.App.ErrWriter, "mcpv2: direct connection to %s via %s after %.3fs\n", pid, conn.RemoteMultiaddr(), time.Since(start).Seconds())
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(c.App.ErrWriter, "mcpv2: no direct connection to %s after %s; going on through the relay\n", pid, wait)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func callCommand() *cli.Command {
@@ -105,7 +256,7 @@ func callCommand() *cli.Command {
 				args = b
 			}
 			return withSession(c, func(ctx context.Context, s *session, addr protocol.Address) error {
-				res, err := s.client.CallSkill(ctx, addr, c.Args().Get(1), args, node.CallOptions{Provider: c.String("provider")})
+				res, err := s.CallSkill(ctx, addr, c.Args().Get(1), args, c.String("provider"))
 				if err != nil {
 					return err
 				}
@@ -150,7 +301,7 @@ func pingCommand() *cli.Command {
 						}
 					}
 					start := time.Now()
-					res, err := s.client.CallSkill(ctx, addr, "ping", json.RawMessage(fmt.Sprintf(`{"payload":{"seq":%d}}`, i+1)), node.CallOptions{})
+					res, err := s.CallSkill(ctx, addr, "ping", json.RawMessage(fmt.Sprintf(`{"payload":{"seq":%d}}`, i+1)), "")
 					if err != nil {
 						return err
 					}
@@ -181,7 +332,7 @@ func toolsCommand() *cli.Command {
 		Flags: clientFlags,
 		Action: func(c *cli.Context) error {
 			return withSession(c, func(ctx context.Context, s *session, addr protocol.Address) error {
-				res, err := s.client.CallMethod(ctx, addr, protocol.MethodToolsList, node.CallOptions{})
+				res, err := s.CallMethod(ctx, addr, protocol.MethodToolsList)
 				if err != nil {
 					return err
 				}
@@ -197,7 +348,7 @@ func cardCommand() *cli.Command {
 		Flags: clientFlags,
 		Action: func(c *cli.Context) error {
 			return withSession(c, func(ctx context.Context, s *session, addr protocol.Address) error {
-				res, err := s.client.CallMethod(ctx, addr, protocol.MethodAgentCard, node.CallOptions{})
+				res, err := s.CallMethod(ctx, addr, protocol.MethodAgentCard)
 				if err != nil {
 					return err
 				}

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/mcpv2/mcpv2/transport"
 )
 
 // Flags shared by several commands. Every flag has an MCPV2_* twin.
@@ -22,6 +24,10 @@ var (
 		Usage: "debug, info, warn or error (logs go to stderr)"}
 	maxMessageFlag = &cli.IntFlag{Name: "max-message", EnvVars: []string{"MCPV2_MAX_MESSAGE"}, Value: 8 << 20,
 		Usage: "largest message (frame or HTTP body) in bytes"}
+	routableFlag = &cli.StringSliceFlag{Name: "routable-cidr", EnvVars: []string{"MCPV2_ROUTABLE_CIDR"},
+		Usage: "treat this private IPv4 range as routable (overlays spanning VPCs, labs); repeatable"}
+	noNATFlag = &cli.BoolFlag{Name: "no-nat", EnvVars: []string{"MCPV2_NO_NAT"},
+		Usage: "turn off AutoNAT, port mapping, AutoRelay and hole punching"}
 	timeoutFlag = &cli.DurationFlag{Name: "timeout", EnvVars: []string{"MCPV2_TIMEOUT"}, Value: 0,
 		Usage: "give up a client call after this long (default 2m)"}
 )
@@ -45,6 +51,12 @@ func logger(c *cli.Context) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", c.String("log-level"))
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})), nil
+}
+
+// applyRoutable makes --routable-cidr ranges public for go-libp2p; it must
+// run before any host exists.
+func applyRoutable(c *cli.Context) error {
+	return transport.AllowRoutable(splitList(c.StringSlice("routable-cidr")))
 }
 
 // splitList flattens repeated and comma-separated values.

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/node"
 	"github.com/mcpv2/mcpv2/node/llm"
 	"github.com/mcpv2/mcpv2/transport"
@@ -17,7 +20,20 @@ func nodeCommand() *cli.Command {
 		Name:  "node",
 		Usage: "run a peer (mesh always; HTTP edge with --port)",
 		Flags: []cli.Flag{
-			dataDirFlag, secretFlag, logLevelFlag, maxMessageFlag,
+			dataDirFlag, secretFlag, logLevelFlag, maxMessageFlag, bootstrapFlag, routableFlag, noNATFlag,
+			&cli.StringFlag{Name: "dht-mode", EnvVars: []string{"MCPV2_DHT_MODE"}, Value: "auto", Usage: "DHT mode: auto (server when publicly reachable, or when no --bootstrap is given), server or client"},
+			&cli.BoolFlag{Name: "no-mdns", EnvVars: []string{"MCPV2_NO_MDNS"}, Usage: "do not look for peers on the local network"},
+			&cli.BoolFlag{Name: "no-mesh", EnvVars: []string{"MCPV2_NO_MESH"}, Usage: "no DHT, mDNS or NAT traversal: serve only direct dials"},
+			&cli.BoolFlag{Name: "relay-service", EnvVars: []string{"MCPV2_RELAY_SERVICE"},
+				Usage: "be a public helper: circuit relay v2, AutoNAT server and DHT server"},
+			&cli.DurationFlag{Name: "relay-max-duration", EnvVars: []string{"MCPV2_RELAY_MAX_DURATION"}, Value: transport.DefaultRelayDuration,
+				Usage: "end a relayed connection after this long"},
+			&cli.StringFlag{Name: "reachability", EnvVars: []string{"MCPV2_REACHABILITY"}, Value: "auto",
+				Usage: "auto (AutoNAT finds out), or private: behind NAT, reserve a slot on the --bootstrap relays at once; or public"},
+			&cli.Int64Flag{Name: "relay-max-data", EnvVars: []string{"MCPV2_RELAY_MAX_DATA"}, Value: transport.DefaultRelayData,
+				Usage: "end a relayed connection after this many bytes either way"},
+			&cli.IntFlag{Name: "relay-max-circuits", EnvVars: []string{"MCPV2_RELAY_MAX_CIRCUITS"}, Value: transport.DefaultRelayCircuits,
+				Usage: "relayed connections per peer"},
 			&cli.StringSliceFlag{Name: "listen", EnvVars: []string{"MCPV2_LISTEN"},
 				Usage: "multiaddrs to listen on (default TCP and QUIC-v1 on port 4001, every interface)"},
 			&cli.IntFlag{Name: "p2p-port", EnvVars: []string{"MCPV2_P2P_PORT"}, Value: transport.DefaultPort,
@@ -34,6 +50,15 @@ func nodeCommand() *cli.Command {
 			&cli.StringFlag{Name: "file-store", EnvVars: []string{"MCPV2_FILE_STORE"}, Usage: "directory of the file skills (default <data-dir>/files)"},
 			&cli.Int64Flag{Name: "max-file", EnvVars: []string{"MCPV2_MAX_FILE"}, Value: 64 << 20, Usage: "largest stored file in bytes"},
 			&cli.Float64Flag{Name: "rate-limit", EnvVars: []string{"MCPV2_RATE_LIMIT"}, Value: 200, Usage: "calls per second per caller (0: unlimited)"},
+			// The HTTP edge (SPEC §5), on with --port.
+			&cli.IntFlag{Name: "port", EnvVars: []string{"MCPV2_PORT"}, Usage: "serve the HTTP edge on this TCP port (0: off)"},
+			&cli.StringFlag{Name: "public-ip", EnvVars: []string{"MCPV2_PUBLIC_IP"}, Usage: "the edge's public address: bound to, and advertised"},
+			&cli.StringFlag{Name: "bind-host", EnvVars: []string{"MCPV2_BIND_HOST"}, Usage: "bind the edge here instead (0.0.0.0: every interface)"},
+			&cli.BoolFlag{Name: "port-fallback", EnvVars: []string{"MCPV2_PORT_FALLBACK"}, Usage: "if --port is busy, take the next free one"},
+			&cli.StringFlag{Name: "port-file", EnvVars: []string{"MCPV2_PORT_FILE"}, Usage: "write the edge's bound port to this file"},
+			&cli.DurationFlag{Name: "session-ttl", EnvVars: []string{"MCPV2_SESSION_TTL"}, Value: edge.DefaultSessionTTL, Usage: "lifetime of edge sessions"},
+			&cli.IntFlag{Name: "clock-skew", EnvVars: []string{"MCPV2_CLOCK_SKEW"}, Value: 300, Usage: "seconds a session may be issued in the future"},
+			&cli.Float64Flag{Name: "session-rate-limit", EnvVars: []string{"MCPV2_SESSION_RATE_LIMIT"}, Value: edge.DefaultSessionRateLimit, Usage: "edge sessions issued per second per IP"},
 		},
 		Action: runNode,
 	}
@@ -42,6 +67,9 @@ func nodeCommand() *cli.Command {
 func runNode(c *cli.Context) error {
 	log, err := logger(c)
 	if err != nil {
+		return err
+	}
+	if err := applyRoutable(c); err != nil {
 		return err
 	}
 	dir, err := dataDir(c)
@@ -62,20 +90,53 @@ func runNode(c *cli.Context) error {
 	if rl == 0 {
 		rl = -1
 	}
+	var mesh *node.MeshConfig
+	if !c.Bool("no-mesh") {
+		mesh = &node.MeshConfig{
+			Bootstrap: splitList(c.StringSlice("bootstrap")), Mode: c.String("dht-mode"),
+			NoMDNS: c.Bool("no-mdns"), NoNAT: c.Bool("no-nat"), RelayService: c.Bool("relay-service"), Reachability: c.String("reachability"),
+			RelayLimits: transport.RelayLimits{Duration: c.Duration("relay-max-duration"), Data: c.Int64("relay-max-data"), Circuits: c.Int("relay-max-circuits")},
+		}
+	}
 	n, err := node.New(node.Config{
+		Mesh:    mesh,
 		DataDir: dir, ListenAddrs: splitList(listen),
 		Name: c.String("name"), Description: c.String("description"),
 		MaxMessage: c.Int("max-message"), MaxFile: c.Int64("max-file"), FilesDir: c.String("file-store"),
 		LLM: backend, LLMMode: c.Bool("llm-mode"), Secret: []byte(c.String("secret")),
 		PolicyFile: c.String("policy"), SkillsFile: c.String("skills"), RateLimit: rl,
-		Logger: log,
+		ClockSkew: time.Duration(c.Int("clock-skew")) * time.Second,
+		Logger:    log,
 	})
 	if err != nil {
 		return err
 	}
+	var srv *edge.Server
+	if c.Int("port") > 0 {
+		srv, err = edge.New(n, edge.Config{
+			Port: c.Int("port"), PublicIP: c.String("public-ip"), BindHost: c.String("bind-host"),
+			PortFallback: c.Bool("port-fallback"), PortFile: c.String("port-file"),
+			Secret: []byte(c.String("secret")), SessionTTL: c.Duration("session-ttl"),
+			ClockSkew: time.Duration(c.Int("clock-skew")) * time.Second, RateLimit: rl,
+			SessionRateLimit: c.Float64("session-rate-limit"), MaxBody: int64(c.Int("max-message")),
+			LLMMode: c.Bool("llm-mode"), Logger: log,
+		})
+		if err == nil {
+			err = srv.Start()
+		}
+		if err != nil {
+			return errors.Join(err, n.Close())
+		}
+		n.SetHTTPEndpoint(srv.PeerAddress())
+	}
 	fmt.Fprintf(c.App.Writer, "MCPV2_PEER_ID=%s\n", n.ID())
 	for _, a := range n.P2PAddrs() {
 		fmt.Fprintf(c.App.Writer, "MCPV2_P2P_ADDRESS=%s\n", a)
+	}
+	if srv != nil {
+		for _, l := range srv.Banner() {
+			fmt.Fprintln(c.App.Writer, l)
+		}
 	}
 	fmt.Fprintf(c.App.Writer, "MCPV2_DATA_DIR=%s\n", n.DataDir())
 	if f, ok := c.App.Writer.(*os.File); ok {
@@ -83,7 +144,11 @@ func runNode(c *cli.Context) error {
 	}
 	<-c.Context.Done()
 	log.Info("shutting down")
-	return n.Close()
+	var errs []error
+	if srv != nil {
+		errs = append(errs, srv.Close())
+	}
+	return errors.Join(append(errs, n.Close())...)
 }
 
 // llmBackend builds the backend of --llm/--llm-url/--llm-model; the key comes

@@ -21,10 +21,10 @@ const tempPrefix = ".mcpv2-tmp-"
 // of 1 to MaxNameLen bytes of valid UTF-8, not "." or "..", with no '/' or
 // '\\', no NUL or other control character, no volume name, local in the
 // sense of filepath.IsLocal (which on Windows also refuses reserved names
-// such as "NUL"), and not starting with the store's reserved temp-file
-// prefix. The error wraps ErrInvalidName and quotes the name. It is a pure
-// function, safe to call concurrently; Files also refuses names that are
-// symlinks, which only the file system can tell.
+// such as "NUL"), and not starting with a reserved prefix (temp files,
+// partial uploads). The error wraps ErrInvalidName and quotes the name. It
+// is a pure function, safe to call concurrently; Files also refuses names
+// that are symlinks, which only the file system can tell.
 func ValidateName(name string) error {
 	if why := nameProblem(name); why != "" {
 		return fmt.Errorf("store: name %s: %s: %w", quote(name), why, ErrInvalidName)
@@ -53,6 +53,8 @@ func nameProblem(name string) string {
 		return "not a local name" // Windows reserved names such as NUL
 	case strings.HasPrefix(name, tempPrefix):
 		return "uses the reserved prefix " + strconv.Quote(tempPrefix)
+	case strings.HasPrefix(name, partPrefix):
+		return "uses the reserved prefix " + strconv.Quote(partPrefix)
 	}
 	return ""
 }

@@ -107,7 +107,8 @@ type Store struct {
 // Open opens (creating as needed, mode 0700) the store in dataDir and takes
 // its lock; it fails with an error wrapping ErrInUse if another process holds
 // it for longer than the lock timeout. It removes stale temp files left in
-// the files directory by a crash. A failed Open leaves nothing open.
+// the files directory by a crash, and partial uploads (Files.OpenPartial)
+// untouched for PartialTTL. A failed Open leaves nothing open.
 func Open(dataDir string, opts ...Option) (_ *Store, err error) {
 	cfg := config{
 		maxFileSize:  DefaultMaxFileSize,
@@ -171,6 +172,9 @@ func Open(dataDir string, opts ...Option) (_ *Store, err error) {
 	}
 
 	if s.files, err = openFiles(filesDir, cfg.maxFileSize); err != nil {
+		return nil, err
+	}
+	if _, err = s.files.RemoveStaleParts(time.Now()); err != nil {
 		return nil, err
 	}
 

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+)
+
+func findCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "find",
+		Usage:     "find agents by skill or tag in the DHT, ranked",
+		UsageText: "mcpv2 find SKILL_OR_TAG --bootstrap ADDR [--json] [--limit N]",
+		Flags: append([]cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print the ranked results as JSON"},
+			&cli.IntFlag{Name: "limit", Value: 20, Usage: "at most this many agents"},
+		}, clientFlags...),
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return fmt.Errorf("find: usage: %s", c.Command.UsageText)
+			}
+			s, err := openSession(c)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			if s.disc == nil {
+				return errors.New("find: needs --bootstrap (or MCPV2_BOOTSTRAP): the multiaddr of a peer of the mesh")
+			}
+			timeout := c.Duration("timeout")
+			if timeout <= 0 {
+				timeout = time.Minute
+			}
+			ctx, cancel := context.WithTimeout(c.Context, timeout)
+			defer cancel()
+			res, err := s.disc.Find(ctx, c.Args().First(), c.Int("limit"))
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				b, err := json.MarshalIndent(res, "", "  ")
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(c.App.Writer, "%s\n", b)
+				return err
+			}
+			if len(res) == 0 {
+				return fmt.Errorf("find: no agent offers %q", c.Args().First())
+			}
+			w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "SCORE\tPEER\tNAME\tREACHABLE\tSKILLS")
+			for _, r := range res {
+				var names []string
+				for _, sk := range r.Card.Skills {
+					names = append(names, sk.Name)
+				}
+				fmt.Fprintf(w, "%.1f\t%s\t%s\t%v\t%s\n", r.Score, r.Card.PeerID, r.Card.Name, r.Reachable, strings.Join(names, ","))
+			}
+			return w.Flush()
+		},
+	}
+}

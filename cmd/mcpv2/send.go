@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mcpv2/mcpv2/node"
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// progressEvery is how often send prints a progress line.
+const progressEvery = 250 * time.Millisecond
+
+func sendCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "send",
+		Usage: "upload a file into a peer's file store (blob protocol: raw bytes, resumable, committed only when the sha256 matches)",
+		UsageText: "mcpv2 send FILE ADDR [--name NAME] [--limit-rate RATE]\n\n" +
+			"Prints the stored file as JSON ({\"filename\",\"size\",\"sha256\"}) and progress on stderr. An interrupted\n" +
+			"send resumes where the receiver stopped when it is run again. --timeout bounds the whole transfer\n" +
+			"(default: none; a transfer stalled for 30 s counts as broken and is retried). Over a relayed connection\n" +
+			"it first waits --wait-direct (default 5s) for a direct one, then proceeds within the relay's limits.",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "name", EnvVars: []string{"MCPV2_SEND_NAME"}, Usage: "store the file under this name (default: FILE's base name)"},
+			&cli.StringFlag{Name: "limit-rate", EnvVars: []string{"MCPV2_LIMIT_RATE"}, Usage: "cap the sending rate, in bytes per second (suffixes K, M, G: powers of 1024)"},
+			&cli.IntFlag{Name: "attempts", EnvVars: []string{"MCPV2_SEND_ATTEMPTS"}, Value: node.DefaultSendAttempts, Usage: "attempts in a row without progress before giving up"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines"},
+		}, clientFlags...),
+		Action: runSend,
+	}
+}
+
+func runSend(c *cli.Context) error {
+	if c.NArg() != 2 {
+		return fmt.Errorf("send: usage: mcpv2 send FILE ADDR")
+	}
+	path := c.Args().Get(0)
+	addr, err := protocol.ParseAddress(c.Args().Get(1))
+	if err != nil {
+		return err
+	}
+	if addr.Kind == protocol.AddrHTTP {
+		return fmt.Errorf("send: %s: sending to an HTTP edge address is not supported yet; use a mesh address (a multiaddr ending in /p2p/<PeerID>)", addr)
+	}
+	var rateLimit float64
+	if v := c.String("limit-rate"); v != "" {
+		r, err := parseRate(v)
+		if err != nil {
+			return fmt.Errorf("send: --limit-rate %q: %w", v, err)
+		}
+		rateLimit = r
+	}
+	s, err := openSession(c)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ctx := c.Context
+	if d := c.Duration("timeout"); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	// Bulk data waits briefly for a direct connection by default (SendFile's
+	// default); --wait-direct sets how long, 0 not at all.
+	var direct time.Duration
+	if c.IsSet("wait-direct") {
+		if direct = c.Duration("wait-direct"); direct <= 0 {
+			direct = -1
+		}
+	}
+	pr := &progressPrinter{w: c.App.ErrWriter, quiet: c.Bool("quiet")}
+	info, err := s.client.SendFile(ctx, addr, path, node.SendOptions{
+		Name:        c.String("name"),
+		MaxAttempts: c.Int("attempts"),
+		RateLimit:   rateLimit,
+		DirectWait:  direct,
+		Progress:    pr.report,
+	})
+	if err != nil {
+		var pe *protocol.Error
+		if !errors.As(err, &pe) {
+			err = fmt.Errorf("send: %w", err)
+		}
+		return err
+	}
+	pr.done(info.Size)
+	out, _ := json.Marshal(struct {
+		Filename string `json:"filename"`
+		Size     int64  `json:"size"`
+		SHA256   string `json:"sha256"`
+	}{info.Filename, info.Size, info.SHA256})
+	_, err = fmt.Fprintf(c.App.Writer, "%s\n", out)
+	return err
+}
+
+// progressPrinter prints send's progress lines on stderr: one when an
+// attempt starts ("sending N bytes", or "resuming at OFFSET of N bytes"),
+// one at most every progressEvery while bytes go out, and one per retry.
+type progressPrinter struct {
+	w       io.Writer
+	quiet   bool
+	attempt int
+	last    time.Time
+	start   time.Time
+	from    int64
+}
+
+func (p *progressPrinter) report(sp node.SendProgress) {
+	if p.quiet {
+		return
+	}
+	now := time.Now()
+	switch {
+	case sp.Err != nil:
+		fmt.Fprintf(p.w, "transfer interrupted (attempt %d): %v; retrying\n", sp.Attempt, sp.Err)
+	case sp.Attempt != p.attempt:
+		p.attempt, p.start, p.from, p.last = sp.Attempt, now, sp.Offset, now
+		if sp.Offset > 0 {
+			fmt.Fprintf(p.w, "resuming at %d of %d bytes (attempt %d)\n", sp.Offset, sp.Size, sp.Attempt)
+		} else {
+			fmt.Fprintf(p.w, "sending %d bytes (attempt %d)\n", sp.Size, sp.Attempt)
+		}
+	case now.Sub(p.last) >= progressEvery:
+		p.last = now
+		fmt.Fprintf(p.w, "sent %d of %d bytes (%.0f%%, %.1f MB/s)\n", sp.Sent, sp.Size, percent(sp.Sent, sp.Size), rateMB(sp.Sent-p.from, now.Sub(p.start)))
+	}
+}
+
+func (p *progressPrinter) done(size int64) {
+	if !p.quiet {
+		fmt.Fprintf(p.w, "sent %d of %d bytes (100%%, %.1f MB/s); stored\n", size, size, rateMB(size-p.from, time.Since(p.start)))
+	}
+}
+
+func percent(a, b int64) float64 {
+	if b == 0 {
+		return 100
+	}
+	return 100 * float64(a) / float64(b)
+}
+
+func rateMB(n int64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / 1e6 / d.Seconds()
+}
+
+// parseRate parses a byte rate: a positive number with an optional K, M or
+// G suffix (powers of 1024; "KiB", "MB" and a trailing "/s" are accepted too).
+func parseRate(s string) (float64, error) {
+	v := strings.ToUpper(strings.TrimSpace(s))
+	v = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(v, "/S"), "B"), "I")
+	mult := 1.0
+	if v != "" {
+		if m, ok := map[byte]float64{'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30}[v[len(v)-1]]; ok {
+			mult, v = m, v[:len(v)-1]
+		}
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f*mult < 1 {
+		return 0, errors.New("want a positive number of bytes per second, like 500K or 16M")
+	}
+	return f * mult, nil
+}

@@ -1,0 +1,78 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	libp2pproto "github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/mcpv2/mcpv2/protocol"
+	"github.com/mcpv2/mcpv2/transport"
+)
+
+// The mesh call is measured against the floor under it: a raw libp2p stream
+// that echoes the same framed bytes between the same two hosts. Run both in
+// one go for a ratio (docs/benchmarks.md):
+//
+//	go test -run '^$' -bench 'MeshCall|RawStreamEcho' -benchtime 3s ./node/
+
+const echoProto = "/mcpv2-bench/echo/1.0.0"
+
+func BenchmarkMeshCall(b *testing.B) {
+	a, srv := pair(b, func(c *Config) { c.RateLimit = -1 })
+	addr := addrOf(b, srv)
+	ctx := context.Background()
+	args := json.RawMessage(`{"payload":"hello"}`)
+	if _, err := a.CallSkill(ctx, addr, "ping", args, CallOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := a.CallSkill(ctx, addr, "ping", args, CallOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkRawStreamEcho(b *testing.B) {
+	a, srv := pair(b, nil)
+	srv.Host().SetStreamHandler(echoProto, func(s network.Stream) {
+		defer s.Close()
+		fr := transport.NewFrameReader(s, 1<<20)
+		for {
+			msg, err := fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			if err := transport.WriteFrame(s, msg); err != nil {
+				return
+			}
+		}
+	})
+	pid, err := a.Connect(context.Background(), addrOf(b, srv))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := a.Host().NewStream(context.Background(), pid, libp2pproto.ID(echoProto))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	// The same bytes a ping call sends.
+	msg, _ := json.Marshal(protocol.Slot{JSONRPC: "2.0", ID: json.RawMessage("1"), Method: protocol.MethodToolsCall,
+		Params: json.RawMessage(`{"name":"ping","arguments":{"payload":"hello"}}`)})
+	fr := transport.NewFrameReader(s, 1<<20)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := transport.WriteFrame(s, msg); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := fr.ReadFrame(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

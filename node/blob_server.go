@@ -1,0 +1,307 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	pool "github.com/libp2p/go-buffer-pool"
+	"github.com/libp2p/go-libp2p/core/network"
+
+	"github.com/mcpv2/mcpv2/node/store"
+	"github.com/mcpv2/mcpv2/protocol"
+	"github.com/mcpv2/mcpv2/transport"
+)
+
+// Stream handling constants of /mcpv2/blob/1.0.0.
+const (
+	// blobService is the resource manager service of the blob handler.
+	blobService = "mcpv2.blob"
+	// blobBuffer is the copy buffer of one transfer, on either side.
+	blobBuffer = 256 << 10
+	// blobReserve is the memory a blob stream reserves: the copy buffer, the
+	// header and the reader's small buffer.
+	blobReserve = blobBuffer + 16<<10
+	// blobLockWait bounds how long a transfer waits for an earlier transfer
+	// of the same upload (whose connection died unnoticed) to let go.
+	blobLockWait = 10 * time.Second
+	// blobAudit names blob transfers in the audit log: method "blob", skill
+	// "upload_file", whose grant they need.
+	blobAudit, blobSkill = "blob", "upload_file"
+)
+
+// blobIdle drops a blob stream on which nothing arrives or can be sent for
+// this long: a stalled peer.
+const blobIdle = 30 * time.Second
+
+// blobIdleOverride, when positive, replaces blobIdle (nanoseconds). Atomic,
+// so tests can shorten it while handlers of other tests run.
+var blobIdleOverride atomic.Int64
+
+// blobIdleTimeout returns the current idle timeout of blob streams.
+func blobIdleTimeout() time.Duration {
+	if d := blobIdleOverride.Load(); d > 0 {
+		return time.Duration(d)
+	}
+	return blobIdle
+}
+
+// idleReader reads from a stream, pushing its read deadline idle into the
+// future as reads happen (at most a few times per idle period), so a
+// transfer may last as long as bytes keep coming. While hold is set it
+// leaves the deadline alone.
+type idleReader struct {
+	s    network.Stream
+	idle time.Duration
+	last time.Time
+	hold bool
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	if now := time.Now(); !r.hold && now.Sub(r.last) > r.idle/8 {
+		_ = r.s.SetReadDeadline(now.Add(r.idle))
+		r.last = now
+	}
+	return r.s.Read(p)
+}
+
+// handleBlob serves one /mcpv2/blob/1.0.0 stream: one transfer into the file
+// store (see blob_wire.go for the exchange). It follows handleRPC's order:
+// service scope, memory reservation, deadlines, capped reads; Close on
+// success, Reset on error. Every transfer, allowed or refused, completed or
+// broken, is one audit line (method "blob", skill "upload_file").
+func (n *Node) handleBlob(s network.Stream) {
+	if !n.track() {
+		_ = s.Reset()
+		return
+	}
+	defer n.wg.Done()
+	if err := s.Scope().SetService(blobService); err != nil {
+		n.log.Debug("blob: service scope refused", "err", err)
+		_ = s.Reset()
+		return
+	}
+	if err := s.Scope().ReserveMemory(blobReserve, network.ReservationPriorityHigh); err != nil {
+		n.log.Debug("blob: memory refused", "err", err)
+		_ = s.Reset()
+		return
+	}
+	defer s.Scope().ReleaseMemory(blobReserve)
+	stop := context.AfterFunc(n.ctx, func() { _ = s.Reset() })
+	defer stop()
+
+	start := time.Now()
+	c := Caller{ID: s.Conn().RemotePeer().String(), Via: "mesh", Remote: s.Conn().RemoteMultiaddr().String()}
+	perr := n.serveBlob(s, c)
+	n.audit(c, blobAudit, blobSkill, perr, start)
+}
+
+// serveBlob runs the exchange and ends the stream; it returns the error for
+// the audit line, nil when a file was stored.
+func (n *Node) serveBlob(s network.Stream, c Caller) *protocol.Error {
+	// The whole header must arrive within one idle period; then the data may
+	// take as long as it keeps coming.
+	ir := &idleReader{s: s, idle: blobIdleTimeout(), hold: true}
+	_ = s.SetReadDeadline(time.Now().Add(ir.idle))
+	br := bufio.NewReader(ir)
+	raw, err := transport.NewFrameReader(br, MaxBlobHeader).ReadFrame()
+	ir.hold = false
+	if errors.Is(err, transport.ErrFrameTooLarge) {
+		return n.blobRefuse(s, c, protocol.Errorf(protocol.CodeInvalidRequest, "blob: header exceeds the %d-byte cap", MaxBlobHeader))
+	}
+	if err != nil {
+		n.log.Debug("blob: read header", "peer", c.ID, "err", err)
+		_ = s.Reset()
+		return protocol.Errorf(protocol.CodeInvalidRequest, "blob: no header")
+	}
+	h, perr := DecodeBlobHeader(raw)
+	if perr != nil {
+		return n.blobRefuse(s, c, perr)
+	}
+	if ok, wait := n.limits.allow(c.ID, 1, time.Now()); !ok {
+		return n.blobRefuse(s, c, &protocol.Error{Code: protocol.CodeRateLimited,
+			Message: fmt.Sprintf("rate limited: retry after %dms", wait.Milliseconds()),
+			Data:    map[string]any{"retry_after_ms": wait.Milliseconds()}})
+	}
+	if perr := n.authorize(c, &protocol.Slot{Context: &protocol.SlotContext{Session: h.Session}}, blobSkill); perr != nil {
+		return n.blobRefuse(s, c, perr)
+	}
+	files := n.store.Files()
+	if h.Size > files.MaxSize() {
+		return n.blobRefuse(s, c, protocol.Errorf(protocol.CodeInvalidParams,
+			"blob: %q is %d bytes, over this node's %d-byte file limit", h.Name, h.Size, files.MaxSize()))
+	}
+	if info, ok := n.blobStored(files, h); ok {
+		// Already here (say, a retry after a lost final answer): nothing to send.
+		if !n.blobWrite(s, c, jsonFrame(struct {
+			Offset int64 `json:"offset"`
+		}{h.Size})) {
+			return protocol.Errorf(protocol.CodeInvalidRequest, "blob: the sender went away")
+		}
+		return n.blobFinish(s, c, info)
+	}
+
+	ctx, cancel := context.WithTimeout(n.ctx, blobLockWait)
+	p, err := files.OpenPartial(ctx, c.ID, h.Name, h.Size, h.SHA256)
+	cancel()
+	if err != nil {
+		return n.blobRefuse(s, c, n.blobStoreError(c, h, "open the partial upload", err))
+	}
+	defer func() { _ = p.Close() }() // a no-op once committed or discarded
+
+	// A newer transfer of the same upload (the sender resuming on a new
+	// connection) takes over: this stream ends and lets go of the partial.
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-p.Superseded():
+			n.log.Debug("blob: superseded by a newer transfer", "peer", c.ID, "name", h.Name)
+			_ = s.Reset()
+		case <-done:
+		}
+	}()
+	defer func() { close(done); wg.Wait() }()
+
+	off := p.Offset()
+	if !n.blobWrite(s, c, jsonFrame(struct {
+		Offset int64 `json:"offset"`
+	}{off})) {
+		return protocol.Errorf(protocol.CodeInvalidRequest, "blob: the sender went away")
+	}
+
+	got, rerr := receiveInto(p, br, h.Size-off)
+	if rerr != nil {
+		// Keep what arrived: the sender resumes from it.
+		if err := p.Close(); err != nil {
+			n.log.Error("blob: keep partial upload", "name", h.Name, "err", err)
+		}
+		have := off + got
+		var werr *writeError
+		if errors.As(rerr, &werr) {
+			return n.blobRefuse(s, c, n.blobStoreError(c, h, "write", werr.err))
+		}
+		n.log.Debug("blob: transfer broken", "peer", c.ID, "name", h.Name, "have", have, "size", h.Size, "err", rerr)
+		perr := protocol.Errorf(protocol.CodeInvalidRequest,
+			"blob: the stream ended after %d of %d bytes; the partial upload is kept: send again to resume", have, h.Size)
+		if errors.Is(rerr, io.ErrUnexpectedEOF) { // a half-close: the sender is still listening
+			return n.blobRefuse(s, c, perr)
+		}
+		_ = s.Reset()
+		return perr
+	}
+	info, err := p.Commit()
+	if err != nil {
+		return n.blobRefuse(s, c, n.blobStoreError(c, h, "commit", err))
+	}
+	n.log.Debug("blob: stored", "peer", c.ID, "name", info.Filename, "size", info.Size, "resumed_at", off)
+	return n.blobFinish(s, c, info)
+}
+
+// writeError marks a failure of the store while receiving, as opposed to a
+// failure of the stream.
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return e.err.Error() }
+
+// receiveInto copies exactly want bytes from r into p through a pooled
+// buffer. Bytes read before an error are written too, so nothing received is
+// lost. It returns how many bytes it wrote; a stream ending early gives
+// io.ErrUnexpectedEOF, a store failure a *writeError.
+func receiveInto(p *store.Partial, r io.Reader, want int64) (int64, error) {
+	buf := pool.Get(blobBuffer)
+	defer pool.Put(buf)
+	var got int64
+	for got < want {
+		m, err := io.ReadFull(r, buf[:min(int64(len(buf)), want-got)])
+		if m > 0 {
+			if _, werr := p.Write(buf[:m]); werr != nil {
+				return got, &writeError{werr}
+			}
+			got += int64(m)
+		}
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return got, err
+		}
+	}
+	return got, nil
+}
+
+// blobStored returns the stored file of h's name when it already has h's
+// size and sha256.
+func (n *Node) blobStored(files *store.Files, h BlobHeader) (store.FileInfo, bool) {
+	f, info, err := files.Open(h.Name)
+	if err != nil {
+		return store.FileInfo{}, false
+	}
+	_ = f.Close()
+	return info, info.Size == h.Size && info.SHA256 == h.SHA256
+}
+
+// blobStoreError maps a store failure to the error sent to the caller.
+// Store errors name the file but never the host path.
+func (n *Node) blobStoreError(c Caller, h BlobHeader, op string, err error) *protocol.Error {
+	switch {
+	case errors.Is(err, store.ErrHashMismatch), errors.Is(err, store.ErrInvalidName), errors.Is(err, store.ErrTooLarge):
+		return protocol.Errorf(protocol.CodeInvalidParams, "blob: %v", err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return protocol.Errorf(protocol.CodeInternal, "blob: an earlier transfer of %q is still running; try again", h.Name)
+	}
+	n.log.Error("blob: store", "op", op, "peer", c.ID, "name", h.Name, "err", err)
+	return protocol.Errorf(protocol.CodeInternal, "blob: could not store %q", h.Name)
+}
+
+// blobWrite writes one frame under the write timeout; false means the
+// stream is gone (and has been reset).
+func (n *Node) blobWrite(s network.Stream, c Caller, frame []byte) bool {
+	_ = s.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if err := transport.WriteFrame(s, frame); err != nil {
+		n.log.Debug("blob: write", "peer", c.ID, "err", err)
+		_ = s.Reset()
+		return false
+	}
+	_ = s.SetWriteDeadline(time.Time{})
+	return true
+}
+
+// blobFinish sends the final answer of a stored file and closes the stream.
+func (n *Node) blobFinish(s network.Stream, c Caller, info store.FileInfo) *protocol.Error {
+	if !n.blobWrite(s, c, jsonFrame(blobResult{Filename: info.Filename, Size: info.Size, SHA256: info.SHA256})) {
+		// Stored all the same; a resend finds it (blobStored).
+		return nil
+	}
+	_ = s.Close()
+	return nil
+}
+
+// blobRefuse sends perr as the stream's last frame, half-closes, discards
+// what the sender is still sending for a short while so that the answer is
+// not lost to the reset (a reset drops unread data), and resets the stream.
+// It returns perr.
+func (n *Node) blobRefuse(s network.Stream, c Caller, perr *protocol.Error) *protocol.Error {
+	n.log.Debug("blob: refused", "peer", c.ID, "code", perr.Code, "message", perr.Message)
+	_ = s.SetWriteDeadline(time.Now().Add(drainTimeout))
+	if err := transport.WriteFrame(s, blobErrorFrame(perr)); err == nil {
+		_ = s.CloseWrite()
+		_ = s.SetReadDeadline(time.Now().Add(drainTimeout))
+		_, _ = io.Copy(io.Discard, s)
+	}
+	_ = s.Reset()
+	return perr
+}
+
+func jsonFrame(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}

@@ -1,0 +1,838 @@
+package node
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	pool "github.com/libp2p/go-buffer-pool"
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	libp2pproto "github.com/libp2p/go-libp2p/core/protocol"
+	relayclient "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
+	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/mcpv2/mcpv2/node/store"
+	"github.com/mcpv2/mcpv2/protocol"
+	"github.com/mcpv2/mcpv2/transport"
+)
+
+const mib = 1 << 20
+
+// blobFile writes size pseudo-random bytes (seeded, so incompressible and
+// reproducible) to a temp file and returns its path and hex sha256.
+func blobFile(t testing.TB, size int64, seed uint64) (string, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "blob.bin")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	r := rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)})
+	if _, err := io.CopyN(io.MultiWriter(f, h), r, size); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path, hex.EncodeToString(h.Sum(nil))
+}
+
+// addrOfKind returns n's first address whose multiaddr contains kind
+// ("/tcp/" or "/quic-v1").
+func addrOfKind(t testing.TB, n *Node, kind string) protocol.Address {
+	t.Helper()
+	for _, s := range n.P2PAddrs() {
+		if strings.Contains(s, kind) {
+			a, err := protocol.ParseAddress(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return a
+		}
+	}
+	t.Fatalf("no %s address in %v", kind, n.P2PAddrs())
+	return protocol.Address{}
+}
+
+// countingStream counts the bytes read from a stream.
+type countingStream struct {
+	network.Stream
+	n *atomic.Int64
+}
+
+func (c countingStream) Read(p []byte) (int, error) {
+	m, err := c.Stream.Read(p)
+	c.n.Add(int64(m))
+	return m, err
+}
+
+// countBlobBytes makes n's blob handler count the bytes it reads (header,
+// data and all) into the returned counter.
+func countBlobBytes(n *Node) *atomic.Int64 {
+	var cnt atomic.Int64
+	n.Host().SetStreamHandler(libp2pproto.ID(protocol.BlobProtocolID), func(s network.Stream) {
+		n.handleBlob(countingStream{Stream: s, n: &cnt})
+	})
+	return &cnt
+}
+
+// waitBlobAudits waits for n's audit log to hold want blob lines (the
+// handler writes its line after answering) and returns them.
+func waitBlobAudits(t testing.TB, n *Node, want int) []map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		au := blobAudits(t, n)
+		if len(au) >= want || time.Now().After(deadline) {
+			return au
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// storedSHA reads a stored file back and hashes it.
+func storedSHA(t testing.TB, n *Node, name string) string {
+	t.Helper()
+	f, _, err := n.Store().Files().Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// hiddenEntries lists the files dir of n behind the store's back, and
+// returns the names that List does not show.
+func hiddenEntries(t testing.TB, n *Node) []string {
+	t.Helper()
+	ents, err := os.ReadDir(n.Store().Files().Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if store.ValidateName(e.Name()) != nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// blobAudits returns n's audit lines of blob transfers.
+func blobAudits(t testing.TB, n *Node) []map[string]any {
+	var out []map[string]any
+	for _, l := range readAudit(t, n) {
+		if l["method"] == "blob" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func TestBlobRoundTrip64MiB(t *testing.T) {
+	const size = 64 * mib
+	path, sum := blobFile(t, size, 1)
+	for _, kind := range []string{"/tcp/", "/quic-v1"} {
+		t.Run(strings.Trim(kind, "/"), func(t *testing.T) {
+			a, b := pair(t, nil)
+			wire := countBlobBytes(b)
+			start := time.Now()
+			var calls atomic.Int64
+			info, err := a.SendFile(ctxT(t), addrOfKind(t, b, kind), path, SendOptions{Name: "big.bin",
+				Progress: func(SendProgress) { calls.Add(1) }})
+			if err != nil {
+				t.Fatalf("SendFile: %v", err)
+			}
+			t.Logf("%s: 64 MiB in %v", kind, time.Since(start))
+			if info.Filename != "big.bin" || info.Size != size || info.SHA256 != sum {
+				t.Fatalf("result %+v, want size %d sha %s", info, size, sum)
+			}
+			if got := storedSHA(t, b, "big.bin"); got != sum {
+				t.Fatalf("stored sha %s, want %s", got, sum)
+			}
+			if calls.Load() < 2 {
+				t.Fatalf("progress called %d times", calls.Load())
+			}
+			// Raw bytes on the wire: no base64, no JSON per chunk.
+			in := wire.Load()
+			if in < size || in > size+size/100 {
+				t.Fatalf("receiver read %d bytes of blob stream for a %d-byte file", in, size)
+			}
+			if h := hiddenEntries(t, b); len(h) != 0 {
+				t.Fatalf("left behind: %v", h)
+			}
+			au := waitBlobAudits(t, b, 1)
+			if len(au) != 1 || au[0]["outcome"] != "ok" || au[0]["skill"] != "upload_file" || au[0]["caller"] != a.ID().String() {
+				t.Fatalf("audit: %v", au)
+			}
+		})
+	}
+}
+
+func TestBlobResumeAfterBrokenConnection(t *testing.T) {
+	const size = 32 * mib
+	path, sum := blobFile(t, size, 2)
+	a, b := pair(t, nil)
+	var (
+		mu     sync.Mutex
+		starts []SendProgress // the first report of each attempt
+		broken atomic.Bool
+	)
+	info, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Progress: func(p SendProgress) {
+		mu.Lock()
+		if p.Err == nil && (len(starts) == 0 || starts[len(starts)-1].Attempt != p.Attempt) {
+			starts = append(starts, p)
+		}
+		mu.Unlock()
+		if p.Sent >= 8*mib && broken.CompareAndSwap(false, true) {
+			_ = a.Host().Network().ClosePeer(b.ID()) // the stream breaks mid-transfer
+		}
+	}})
+	if err != nil {
+		t.Fatalf("SendFile: %v", err)
+	}
+	if info.SHA256 != sum || storedSHA(t, b, "blob.bin") != sum {
+		t.Fatalf("hash mismatch after resume: %+v", info)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(starts) < 2 || starts[0].Offset != 0 || starts[1].Attempt != 2 || starts[1].Offset <= 0 || starts[1].Offset > 8*mib+blobBuffer {
+		t.Fatalf("attempts started at %+v; want a second attempt resuming at the receiver's offset", starts)
+	}
+	t.Logf("second attempt resumed at %d", starts[1].Offset)
+	if h := hiddenEntries(t, b); len(h) != 0 {
+		t.Fatalf("left behind: %v", h)
+	}
+	au := waitBlobAudits(t, b, 2)
+	if len(au) != 2 || au[0]["outcome"] != "error" || au[1]["outcome"] != "ok" {
+		t.Fatalf("audit: %v", au)
+	}
+}
+
+// A sender that gives up leaves a hidden partial upload; the receiver
+// restarts; the next send resumes from the receiver's offset.
+func TestBlobResumeAcrossReceiverRestart(t *testing.T) {
+	const size = 16 * mib
+	path, sum := blobFile(t, size, 3)
+	a := newTestNode(t, nil)
+	bDir := t.TempDir()
+	policy := writePolicy(t, map[string][]string{a.ID().String(): {"upload_file"}})
+	b := newTestNode(t, func(c *Config) { c.DataDir, c.PolicyFile = bDir, policy })
+	var once sync.Once
+	_, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{MaxAttempts: 1, Progress: func(p SendProgress) {
+		if p.Sent >= 4*mib {
+			once.Do(func() { _ = a.Host().Network().ClosePeer(b.ID()) })
+		}
+	}})
+	if err == nil || !strings.Contains(err.Error(), "send again to resume") {
+		t.Fatalf("broken send with one attempt: %v", err)
+	}
+	if l, _ := b.Store().Files().List(); len(l) != 0 {
+		t.Fatalf("a partial file is visible: %v", l)
+	}
+	if h := hiddenEntries(t, b); len(h) != 1 || !strings.HasPrefix(h[0], ".mcpv2-part-") {
+		t.Fatalf("want one hidden partial upload, have %v", h)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = newTestNode(t, func(c *Config) { c.DataDir, c.PolicyFile = bDir, policy })
+	var first SendProgress
+	var got atomic.Bool
+	info, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Progress: func(p SendProgress) {
+		if got.CompareAndSwap(false, true) {
+			first = p
+		}
+	}})
+	if err != nil {
+		t.Fatalf("resumed SendFile: %v", err)
+	}
+	if first.Offset <= 0 {
+		t.Fatalf("the send after the restart started at %d, not at the kept offset", first.Offset)
+	}
+	if info.SHA256 != sum || storedSHA(t, b, "blob.bin") != sum {
+		t.Fatalf("hash mismatch: %+v", info)
+	}
+	if h := hiddenEntries(t, b); len(h) != 0 {
+		t.Fatalf("left behind: %v", h)
+	}
+}
+
+func TestBlobHashMismatch(t *testing.T) {
+	path, _ := blobFile(t, 3*mib, 4)
+	_, otherSum := blobFile(t, 3*mib, 5)
+	a, b := pair(t, nil)
+	_, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{SHA256: otherSum}) // the sender lies
+	if codeOf(err) != protocol.CodeInvalidParams || !strings.Contains(err.Error(), "sha256 mismatch") || !strings.Contains(err.Error(), "discarded") {
+		t.Fatalf("lying sender: %v", err)
+	}
+	if l, _ := b.Store().Files().List(); len(l) != 0 {
+		t.Fatalf("visible after a mismatch: %v", l)
+	}
+	if h := hiddenEntries(t, b); len(h) != 0 {
+		t.Fatalf("partial left after a mismatch: %v", h)
+	}
+	if au := waitBlobAudits(t, b, 1); len(au) != 1 || au[0]["code"] != float64(protocol.CodeInvalidParams) {
+		t.Fatalf("audit: %v", au)
+	}
+}
+
+func TestBlobOverCapRefusedBeforeAnyByte(t *testing.T) {
+	a, b := pair(t, func(c *Config) { c.MaxFile = mib })
+	wire := countBlobBytes(b)
+	path, _ := blobFile(t, 2*mib, 6)
+	var sent atomic.Int64
+	_, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Progress: func(p SendProgress) { sent.Store(p.Sent) }})
+	if codeOf(err) != protocol.CodeInvalidParams || !strings.Contains(err.Error(), "over this node's 1048576-byte file limit") {
+		t.Fatalf("over cap: %v", err)
+	}
+	if in := wire.Load(); in > MaxBlobHeader {
+		t.Fatalf("the receiver read %d bytes before refusing", in)
+	}
+	if sent.Load() != 0 {
+		t.Fatalf("progress reported %d bytes sent", sent.Load())
+	}
+	if h := hiddenEntries(t, b); len(h) != 0 {
+		t.Fatalf("left behind: %v", h)
+	}
+	// Exactly the cap is fine.
+	path, sum := blobFile(t, mib, 7)
+	if info, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{}); err != nil || info.SHA256 != sum {
+		t.Fatalf("at the cap: %+v, %v", info, err)
+	}
+}
+
+// rawBlob opens a blob stream from a to b by hand.
+func rawBlob(t *testing.T, a, b *Node) (network.Stream, *transport.FrameReader) {
+	t.Helper()
+	pid, err := a.Connect(ctxT(t), addrOf(t, b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := a.Host().NewStream(ctxT(t), pid, libp2pproto.ID(protocol.BlobProtocolID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Reset() })
+	_ = s.SetDeadline(time.Now().Add(20 * time.Second))
+	return s, transport.NewFrameReader(s, maxBlobReply)
+}
+
+// rawHeader sends header bytes on a fresh stream and returns the reply.
+func rawHeader(t *testing.T, a, b *Node, header []byte) blobOffset {
+	t.Helper()
+	s, fr := rawBlob(t, a, b)
+	if err := transport.WriteFrame(s, header); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := fr.ReadFrame()
+	if err != nil {
+		t.Fatalf("reply to %.80q: %v", header, err)
+	}
+	var r blobOffset
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatalf("reply %q: %v", raw, err)
+	}
+	_ = s.Close()
+	return r
+}
+
+func headerJSON(name string, size int64, sum string) []byte {
+	b, _ := json.Marshal(BlobHeader{Name: name, Size: size, SHA256: sum})
+	return b
+}
+
+func TestBlobHeaderRefusals(t *testing.T) {
+	a, b := pair(t, nil)
+	sum := strings.Repeat("ab", 32)
+	for _, c := range []struct {
+		header []byte
+		code   int
+	}{
+		{headerJSON("../escape", 1, sum), protocol.CodeInvalidParams},
+		{headerJSON("a/b", 1, sum), protocol.CodeInvalidParams},
+		{headerJSON(`..\x`, 1, sum), protocol.CodeInvalidParams},
+		{headerJSON("/etc/passwd", 1, sum), protocol.CodeInvalidParams},
+		{headerJSON("", 1, sum), protocol.CodeInvalidParams},
+		{headerJSON(".mcpv2-part-00", 1, sum), protocol.CodeInvalidParams},
+		{headerJSON(".mcpv2-tmp-00", 1, sum), protocol.CodeInvalidParams},
+		{headerJSON("ok", -1, sum), protocol.CodeInvalidParams},
+		{headerJSON("ok", 1, "abc"), protocol.CodeInvalidParams},
+		{headerJSON("ok", 1, strings.ToUpper(sum)), protocol.CodeInvalidParams},
+		{[]byte(`{"name":"ok","size":1,"sha256":"` + sum + `","NAME":"../x"}`), protocol.CodeInvalidRequest},
+		{[]byte(`{"name":"ok","size":1.5,"sha256":"` + sum + `"}`), protocol.CodeInvalidRequest},
+		{[]byte(`{"name":"ok","size":1}`), protocol.CodeInvalidRequest},
+		{[]byte(`["ok",1]`), protocol.CodeInvalidRequest},
+		{[]byte(`{"name":`), protocol.CodeParseError},
+		{bytes.Repeat([]byte("x"), MaxBlobHeader+1), protocol.CodeInvalidRequest},
+	} {
+		r := rawHeader(t, a, b, c.header)
+		if r.Error == nil || r.Error.Code != c.code {
+			t.Errorf("header %.60q: reply %+v, want code %d", c.header, r, c.code)
+		}
+	}
+	if h, _ := os.ReadDir(b.Store().Files().Dir()); len(h) != 0 {
+		t.Fatalf("refused headers left %v", h)
+	}
+	if _, err := os.Stat(filepath.Join(b.Store().Files().Dir(), "..", "escape")); err == nil {
+		t.Fatal("traversal wrote outside the files dir")
+	}
+	// The sender checks the name itself too.
+	path, _ := blobFile(t, 10, 8)
+	if _, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Name: "../x"}); !errors.Is(err, store.ErrInvalidName) {
+		t.Fatalf("sender with ../x: %v", err)
+	}
+}
+
+func TestBlobNotPermitted(t *testing.T) {
+	a := newTestNode(t, nil)
+	b := newTestNode(t, nil) // no policy: upload_file is not granted
+	path, sum := blobFile(t, mib, 9)
+	_, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{})
+	if codeOf(err) != protocol.CodeNotPermitted || !strings.Contains(err.Error(), "upload_file") {
+		t.Fatalf("ungranted: %v", err)
+	}
+	au := waitBlobAudits(t, b, 1)
+	if len(au) != 1 || au[0]["code"] != float64(protocol.CodeNotPermitted) || au[0]["skill"] != "upload_file" || au[0]["caller"] != a.ID().String() {
+		t.Fatalf("audit: %v", au)
+	}
+	if h, _ := os.ReadDir(b.Store().Files().Dir()); len(h) != 0 {
+		t.Fatalf("refused transfer left %v", h)
+	}
+
+	// A mesh session minted with the shared secret grants it (SPEC §6) ...
+	s1 := newTestNode(t, func(c *Config) { c.Secret = []byte("s3cret") })
+	c1 := newTestNode(t, func(c *Config) { c.Secret = []byte("s3cret") })
+	if info, err := c1.SendFile(ctxT(t), addrOf(t, s1), path, SendOptions{}); err != nil || info.SHA256 != sum {
+		t.Fatalf("with a mesh session: %+v, %v", info, err)
+	}
+	// ... and a token minted with another secret is refused.
+	c2 := newTestNode(t, func(c *Config) { c.Secret = []byte("wrong") })
+	if _, err := c2.SendFile(ctxT(t), addrOf(t, s1), path, SendOptions{Name: "other"}); codeOf(err) != protocol.CodeInvalidSession {
+		t.Fatalf("bad session: %v", err)
+	}
+}
+
+// A sender that stalls is dropped after the idle timeout; what it sent is
+// kept, and a newer transfer of the same upload takes over from a stream
+// that is still open.
+func TestBlobStallAndTakeover(t *testing.T) {
+	blobIdleOverride.Store(int64(500 * time.Millisecond))
+	t.Cleanup(func() { blobIdleOverride.Store(0) })
+	a, b := pair(t, nil)
+	path, sum := blobFile(t, 2*mib, 10)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Stall: header, 1000 bytes, then nothing. The receiver resets.
+	s, fr := rawBlob(t, a, b)
+	if err := transport.WriteFrame(s, headerJSON("blob.bin", int64(len(data)), sum)); err != nil {
+		t.Fatal(err)
+	}
+	if raw, err := fr.ReadFrame(); err != nil || string(raw) != `{"offset":0}` {
+		t.Fatalf("offset: %q %v", raw, err)
+	}
+	if _, err := s.Write(data[:1000]); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := s.Read(make([]byte, 1)); err == nil {
+		t.Fatal("read from a stalled transfer succeeded")
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("stalled sender dropped after %v", d)
+	}
+
+	// Takeover: a stream that is still open (say its connection died
+	// unnoticed) is superseded by a newer transfer of the same upload.
+	blobIdleOverride.Store(0)
+	s, fr = rawBlob(t, a, b)
+	if err := transport.WriteFrame(s, headerJSON("blob.bin", int64(len(data)), sum)); err != nil {
+		t.Fatal(err)
+	}
+	if raw, err := fr.ReadFrame(); err != nil || string(raw) != `{"offset":1000}` {
+		t.Fatalf("resume offset after the stall: %q %v", raw, err)
+	}
+	if _, err := s.Write(data[1000:5000]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // let the receiver take the bytes in
+	var first atomic.Int64
+	first.Store(-1)
+	start = time.Now()
+	info, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Progress: func(p SendProgress) {
+		first.CompareAndSwap(-1, p.Offset)
+	}})
+	if err != nil || info.SHA256 != sum {
+		t.Fatalf("takeover: %+v, %v", info, err)
+	}
+	if first.Load() != 5000 {
+		t.Fatalf("takeover resumed at %d, want 5000", first.Load())
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("takeover took %v", d)
+	}
+	if _, err := s.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the superseded stream is still open")
+	}
+}
+
+func TestBlobAlreadyStored(t *testing.T) {
+	a, b := pair(t, nil)
+	path, sum := blobFile(t, 4*mib, 11)
+	if _, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var first atomic.Int64
+	first.Store(-1)
+	info, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Progress: func(p SendProgress) { first.CompareAndSwap(-1, p.Offset) }})
+	if err != nil || info.SHA256 != sum || info.Size != 4*mib {
+		t.Fatalf("resend: %+v, %v", info, err)
+	}
+	if first.Load() != 4*mib {
+		t.Fatalf("a resend of a stored file started at %d, want the end", first.Load())
+	}
+	// An empty file goes through too.
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := a.SendFile(ctxT(t), addrOf(t, b), empty, SendOptions{}); err != nil || info.Size != 0 || info.SHA256 != hex.EncodeToString(sha256.New().Sum(nil)) {
+		t.Fatalf("empty file: %+v, %v", info, err)
+	}
+}
+
+func TestBlobSendErrors(t *testing.T) {
+	a, b := pair(t, nil)
+	// Not a mesh address.
+	edge, err := protocol.ParseAddress("http://127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, _ := blobFile(t, 10, 12)
+	if _, err := a.SendFile(ctxT(t), edge, path, SendOptions{}); err == nil || !strings.Contains(err.Error(), "not a mesh address") {
+		t.Fatalf("edge address: %v", err)
+	}
+	if _, err := a.SendFile(ctxT(t), addrOf(t, b), filepath.Join(t.TempDir(), "missing"), SendOptions{}); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing file: %v", err)
+	}
+	if _, err := a.SendFile(ctxT(t), addrOf(t, b), t.TempDir(), SendOptions{}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("directory: %v", err)
+	}
+	// A peer without the blob protocol: a clear error, not retries.
+	b.Host().RemoveStreamHandler(libp2pproto.ID(protocol.BlobProtocolID))
+	start := time.Now()
+	if _, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{}); err == nil || !strings.Contains(err.Error(), "does not serve /mcpv2/blob/1.0.0") {
+		t.Fatalf("no blob protocol: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %v: retried a permanent failure", d)
+	}
+}
+
+func TestDecodeBlobHeader(t *testing.T) {
+	sum := strings.Repeat("0f", 32)
+	h, perr := DecodeBlobHeader([]byte(`{"name":"a.txt","size":12,"sha256":"` + sum + `","session":"tok"}`))
+	if perr != nil || h != (BlobHeader{Name: "a.txt", Size: 12, SHA256: sum, Session: "tok"}) {
+		t.Fatalf("valid header: %+v, %v", h, perr)
+	}
+	for _, c := range []struct {
+		in   string
+		code int
+	}{
+		{`{"name":"a","size":1,"sha256":"` + sum + `","name":"b"}`, protocol.CodeInvalidRequest},
+		{`{"name":"a","size":1,"sha256":"` + sum + `","extra":1}`, protocol.CodeInvalidRequest},
+		{`{"name":"a","Size":1,"sha256":"` + sum + `"}`, protocol.CodeInvalidRequest},
+		{`{"name":"a","size":"1","sha256":"` + sum + `"}`, protocol.CodeInvalidRequest},
+		{`{"name":"a","size":1e3,"sha256":"` + sum + `"}`, protocol.CodeInvalidRequest},
+		{`{"name":"a","size":99999999999999999999,"sha256":"` + sum + `"}`, protocol.CodeInvalidRequest},
+		{`{"name":1,"size":1,"sha256":"` + sum + `"}`, protocol.CodeInvalidRequest},
+		{`{"name":"a","size":1,"sha256":"` + sum + `"} {}`, protocol.CodeParseError},
+		{`{"name":"a","size":1,"sha256":"` + sum + `"}x`, protocol.CodeParseError},
+		{`null`, protocol.CodeInvalidRequest},
+		{``, protocol.CodeParseError},
+		{`{"name":"a\u0000b","size":1,"sha256":"` + sum + `"}`, protocol.CodeInvalidParams},
+		{"{\"name\":\"a\xff\",\"size\":1,\"sha256\":\"" + sum + "\"}", protocol.CodeParseError},
+	} {
+		if _, perr := DecodeBlobHeader([]byte(c.in)); perr == nil || perr.Code != c.code {
+			t.Errorf("%.70s: %v, want code %d", c.in, perr, c.code)
+		}
+	}
+}
+
+// FuzzBlobHeader: the header decoder never panics, and what it accepts is a
+// valid name, a non-negative size and a 64-digit lowercase hex sha256, and
+// re-encodes to a header that decodes the same.
+func FuzzBlobHeader(f *testing.F) {
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, perr := DecodeBlobHeader(b)
+		if perr != nil {
+			switch perr.Code {
+			case protocol.CodeParseError, protocol.CodeInvalidRequest, protocol.CodeInvalidParams:
+			default:
+				t.Fatalf("code %d for %q", perr.Code, b)
+			}
+			return
+		}
+		if len(b) > MaxBlobHeader || !utf8.Valid(b) {
+			t.Fatalf("accepted a %d-byte header, or one that is not UTF-8: %q", len(b), b)
+		}
+		if err := store.ValidateName(h.Name); err != nil {
+			t.Fatalf("accepted name %q: %v", h.Name, err)
+		}
+		if h.Size < 0 || !store.ValidSHA256(h.SHA256) {
+			t.Fatalf("accepted size %d, sha256 %q", h.Size, h.SHA256)
+		}
+		again, err := json.Marshal(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h2, perr := DecodeBlobHeader(again); perr != nil || h2 != h {
+			t.Fatalf("re-encoded %s decodes to %+v, %v", again, h2, perr)
+		}
+	})
+}
+
+// Over a relayed (limited) connection whose relay cuts every circuit after
+// 256 KiB, the transfer proceeds within the limit and resumes across as many
+// circuits as it needs.
+func TestBlobOverLimitedRelay(t *testing.T) {
+	key, _, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rh, err := transport.NewHost(transport.WithIdentity(key), transport.WithListenAddrs(ma.StringCast("/ip4/127.0.0.1/tcp/0")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rh.Close() })
+	const circuitData = 256 << 10
+	rl, err := relayv2.New(rh, relayv2.WithLimit(&relayv2.RelayLimit{Duration: time.Minute, Data: circuitData}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rl.Close() })
+
+	a := newTestNode(t, nil)
+	// B listens nowhere: it is reachable only through the relay (libp2p
+	// turns the relay transport off with the listen addresses: back on).
+	b := newTestNode(t, func(c *Config) {
+		c.PolicyFile = writePolicy(t, map[string][]string{a.ID().String(): {"upload_file"}})
+		c.HostOptions = append(c.HostOptions, transport.WithListenAddrs(), transport.WithLibp2pOptions(libp2p.EnableRelay()))
+	})
+	rinfo := peer.AddrInfo{ID: rh.ID(), Addrs: rh.Addrs()}
+	if err := b.Host().Connect(ctxT(t), rinfo); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := relayclient.Reserve(ctxT(t), b.Host(), rinfo); err != nil {
+		t.Fatalf("reserve: %v", err)
+	}
+	circuit, err := protocol.ParseAddress(rh.Addrs()[0].String() + "/p2p/" + rh.ID().String() + "/p2p-circuit/p2p/" + b.ID().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const size = 2 * mib
+	path, sum := blobFile(t, size, 13)
+	var attempts atomic.Int64
+	var limited atomic.Bool
+	start := time.Now()
+	info, err := a.SendFile(ctxT(t), circuit, path, SendOptions{DirectWait: 300 * time.Millisecond, MaxAttempts: 3,
+		Progress: func(p SendProgress) {
+			if p.Err == nil && p.Sent == p.Offset {
+				attempts.Add(1)
+				for _, c := range a.Host().Network().ConnsToPeer(b.ID()) {
+					if c.Stat().Limited {
+						limited.Store(true)
+					}
+				}
+			}
+		}})
+	if err != nil {
+		t.Fatalf("SendFile over the relay: %v", err)
+	}
+	if info.SHA256 != sum || storedSHA(t, b, "blob.bin") != sum {
+		t.Fatalf("hash mismatch: %+v", info)
+	}
+	if !limited.Load() {
+		t.Fatal("the transfer did not use a limited connection")
+	}
+	if n := attempts.Load(); n < size/circuitData {
+		t.Fatalf("%d attempts for %d bytes over %d-byte circuits", n, size, circuitData)
+	}
+	t.Logf("%d circuits, %v", attempts.Load(), time.Since(start))
+}
+
+// benchSize is the file size of the transfer benchmarks.
+const benchSize = 64 * mib
+
+// rawCopyProto is the benchmark's bare libp2p stream protocol.
+const rawCopyProto = libp2pproto.ID("/mcpv2-bench/raw-copy/1.0.0")
+
+// onlyReader hides a reader's WriteTo, so that io.CopyBuffer uses the given
+// buffer as the blob sender does.
+type onlyReader struct{ io.Reader }
+
+// BenchmarkRawStreamCopy is the baseline of BenchmarkBlobTransfer: the same
+// file copied over a bare libp2p stream between the same two loopback nodes
+// (io.Copy with a 256 KiB buffer; the receiver acknowledges at the end), with
+// no framing or hashing. The receiver discards the bytes, or, in the
+// -to-file variants, writes them to a file and fsyncs it as the blob
+// receiver does, so that the ratio to those isolates the protocol's cost
+// from the disk's.
+func BenchmarkRawStreamCopy(b *testing.B) {
+	path, _ := blobFile(b, benchSize, 42)
+	for _, c := range []struct {
+		name, kind string
+		toFile     bool
+	}{{"tcp", "/tcp/", false}, {"quic-v1", "/quic-v1", false}, {"tcp-to-file", "/tcp/", true}, {"quic-v1-to-file", "/quic-v1", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			a, r := pair(b, nil)
+			dir := b.TempDir()
+			r.Host().SetStreamHandler(rawCopyProto, func(s network.Stream) {
+				buf := pool.Get(blobBuffer)
+				defer pool.Put(buf)
+				var w io.Writer = io.Discard
+				if c.toFile {
+					f, err := os.CreateTemp(dir, "raw-")
+					if err != nil {
+						_ = s.Reset()
+						return
+					}
+					defer os.Remove(f.Name())
+					defer f.Close()
+					w = f
+				}
+				if _, err := io.CopyBuffer(w, onlyReader{s}, buf); err != nil {
+					_ = s.Reset()
+					return
+				}
+				if f, ok := w.(*os.File); ok {
+					_ = f.Sync()
+				}
+				_, _ = s.Write([]byte{1})
+				_ = s.Close()
+			})
+			pid, err := a.Connect(ctxT(b), addrOfKind(b, r, c.kind))
+			if err != nil {
+				b.Fatal(err)
+			}
+			buf := make([]byte, blobBuffer)
+			b.SetBytes(benchSize)
+			b.ResetTimer()
+			for range b.N {
+				f, err := os.Open(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s, err := a.Host().NewStream(ctxT(b), pid, rawCopyProto)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.CopyBuffer(s, onlyReader{f}, buf); err != nil {
+					b.Fatal(err)
+				}
+				_ = s.CloseWrite()
+				if _, err := io.ReadFull(s, buf[:1]); err != nil {
+					b.Fatal(err)
+				}
+				_ = s.Close()
+				f.Close()
+			}
+		})
+	}
+}
+
+// BenchmarkBlobTransfer sends a file with SendFile between two loopback
+// nodes: the sender hashes the file, streams it raw, and the receiver hashes,
+// writes, fsyncs and renames it. Compare with BenchmarkRawStreamCopy.
+//
+// The prehashed variants pass the hash in SendOptions.SHA256, so the sender
+// does not read the file twice: the difference is the sender's hashing.
+func BenchmarkBlobTransfer(b *testing.B) {
+	path, sum := blobFile(b, benchSize, 42)
+	for _, c := range []struct {
+		name, kind, sum string
+	}{{"tcp", "/tcp/", ""}, {"quic-v1", "/quic-v1", ""}, {"tcp-prehashed", "/tcp/", sum}, {"quic-v1-prehashed", "/quic-v1", sum}} {
+		b.Run(c.name, func(b *testing.B) {
+			a, r := pair(b, nil)
+			addr := addrOfKind(b, r, c.kind)
+			b.SetBytes(benchSize)
+			b.ResetTimer()
+			for i := range b.N {
+				name := "bench-" + strconv.Itoa(i)
+				if _, err := a.SendFile(ctxT(b), addr, path, SendOptions{Name: name, SHA256: c.sum}); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if err := r.Store().Files().Delete(name); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
+	}
+}
+
+// A receiver that fails mid-transfer (say, its disk is full) answers early;
+// the sender stops writing at once and returns that answer, not a stream
+// error, and does not retry.
+func TestBlobReceiverErrorMidTransfer(t *testing.T) {
+	a, b := pair(t, nil)
+	var streams atomic.Int64
+	release := make(chan struct{})
+	b.Host().SetStreamHandler(libp2pproto.ID(protocol.BlobProtocolID), func(s network.Stream) {
+		streams.Add(1)
+		defer s.Reset()
+		if _, err := transport.NewFrameReader(s, MaxBlobHeader).ReadFrame(); err != nil {
+			return
+		}
+		_ = transport.WriteFrame(s, []byte(`{"offset":0}`))
+		if _, err := io.CopyN(io.Discard, s, mib); err != nil {
+			return
+		}
+		_ = transport.WriteFrame(s, blobErrorFrame(protocol.Errorf(protocol.CodeInternal, "blob: could not store %q", "blob.bin")))
+		_ = s.CloseWrite()
+		select { // stop reading: the sender must not wait for its writes
+		case <-release:
+		case <-time.After(20 * time.Second):
+		}
+	})
+	defer close(release)
+	path, _ := blobFile(t, 64*mib, 14)
+	start := time.Now()
+	_, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{})
+	if codeOf(err) != protocol.CodeInternal || !strings.Contains(err.Error(), "could not store") {
+		t.Fatalf("SendFile = %v, want the receiver's error", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the sender took %v to notice", d)
+	}
+	if n := streams.Load(); n != 1 {
+		t.Fatalf("%d attempts: a refusal was retried", n)
+	}
+}

@@ -1,0 +1,375 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Resumable uploads (the blob protocol, SPEC §2) write into a partial file
+// inside the files directory, under the reserved prefix partPrefix, so that
+// the final commit is one rename within one directory through the os.Root:
+// a reader sees the old file or the complete new one, never a part.
+
+// partPrefix starts the name of every partial upload. List hides such names,
+// users cannot choose them (ValidateName), and Open removes those untouched
+// for PartialTTL. Unlike temp files they survive a restart, so that an upload
+// interrupted by a crash of either side resumes where it stopped.
+const partPrefix = ".mcpv2-part-"
+
+// PartialTTL is how long a partial upload is kept without a write; older
+// ones are removed when the store is opened (RemoveStaleParts).
+const PartialTTL = 24 * time.Hour
+
+// ErrHashMismatch is wrapped by Partial.Commit when the received content
+// does not hash to the declared SHA-256. The partial upload is then
+// discarded: nothing of it is visible, and a new upload starts from zero.
+var ErrHashMismatch = errors.New("sha256 mismatch")
+
+// ErrIncomplete is wrapped by Partial.Commit when fewer bytes than the
+// declared size have been written.
+var ErrIncomplete = errors.New("upload incomplete")
+
+// Partial is one resumable upload into Files: the bytes received so far of
+// a file whose name, size and SHA-256 were declared up front. Get it from
+// Files.OpenPartial; it must end with exactly one of Commit, Close (keep the
+// bytes for a later resume) or Discard. Only one Partial of a given upload is
+// open at a time in the process (see Superseded). A Partial is not safe for
+// concurrent use, except Superseded, Name, Size and the channel it returns.
+type Partial struct {
+	f    *Files
+	name string // target name
+	part string // partial file's name in the directory
+	size int64  // declared size
+	want string // declared SHA-256, lowercase hex
+	file *os.File
+	h    hash.Hash
+	off  int64
+	lock *partLock
+	done bool // set once Commit, Close or Discard has released the file
+}
+
+// partLock serializes the Partials of one upload within the process.
+type partLock struct {
+	key        string
+	superseded chan struct{} // closed when another opener waits for the lock
+	once       sync.Once
+	released   chan struct{} // closed when the holder lets go
+}
+
+// partLocks holds the lock of every open Partial, keyed by the partial
+// file's absolute path, so that two Files on one directory share them. mu
+// guards m.
+var partLocks = struct {
+	mu sync.Mutex
+	m  map[string]*partLock
+}{m: make(map[string]*partLock)}
+
+// acquirePart takes the lock of key. When another Partial holds it, that one
+// is told it is superseded and acquirePart waits until it lets go or ctx
+// ends: the newest transfer of an upload wins, so a resumed transfer takes
+// over from one whose connection died unnoticed.
+func acquirePart(ctx context.Context, key string) (*partLock, error) {
+	for {
+		partLocks.mu.Lock()
+		l := partLocks.m[key]
+		if l == nil {
+			l = &partLock{key: key, superseded: make(chan struct{}), released: make(chan struct{})}
+			partLocks.m[key] = l
+			partLocks.mu.Unlock()
+			return l, nil
+		}
+		partLocks.mu.Unlock()
+		l.once.Do(func() { close(l.superseded) })
+		select {
+		case <-l.released:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// release lets go of the lock; it may be called once.
+func (l *partLock) release() {
+	partLocks.mu.Lock()
+	if partLocks.m[l.key] == l {
+		delete(partLocks.m, l.key)
+	}
+	partLocks.mu.Unlock()
+	close(l.released)
+}
+
+// partLocked reports whether a Partial of the file at key is open.
+func partLocked(key string) bool {
+	partLocks.mu.Lock()
+	defer partLocks.mu.Unlock()
+	return partLocks.m[key] != nil
+}
+
+// PartName returns the name of the partial file of an upload: the reserved
+// prefix and the hex SHA-256 of owner (the uploader's identity), name, size
+// and the declared SHA-256, each length-prefixed. Only the same uploader
+// sending the same content under the same name resumes it.
+func PartName(owner, name string, size int64, sha256hex string) string {
+	h := sha256.New()
+	var b [8]byte
+	for _, s := range []string{owner, name, sha256hex} {
+		binary.BigEndian.PutUint64(b[:], uint64(len(s)))
+		h.Write(b[:])
+		h.Write([]byte(s))
+	}
+	binary.BigEndian.PutUint64(b[:], uint64(size))
+	h.Write(b[:])
+	return partPrefix + hex.EncodeToString(h.Sum(nil))
+}
+
+// ValidSHA256 reports whether s is a SHA-256 in lowercase hex (64 digits).
+func ValidSHA256(s string) bool {
+	if len(s) != 2*sha256.Size {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// OpenPartial opens the upload of name (size bytes hashing to sha256hex,
+// lowercase hex) by owner, creating it or resuming the bytes kept from an
+// earlier attempt: Offset says how many, and the running hash is rebuilt
+// from them. A size over MaxSize gives an error wrapping ErrTooLarge; a bad
+// name, or a name that is a symlink or directory, ErrInvalidName. When a
+// Partial of the same upload is open in this process, it is superseded (its
+// Superseded channel closes) and OpenPartial waits for it to let go, or for
+// ctx to end. Safe for concurrent use.
+func (f *Files) OpenPartial(ctx context.Context, owner, name string, size int64, sha256hex string) (_ *Partial, err error) {
+	const op = "open partial"
+	if err := f.check(op, name); err != nil {
+		return nil, err
+	}
+	switch {
+	case size < 0:
+		return nil, f.errorf(op, name, "negative size %d", size)
+	case size > f.maxSize:
+		return nil, f.errorf(op, name, "%d bytes is over the %d-byte limit: %w", size, f.maxSize, ErrTooLarge)
+	case !ValidSHA256(sha256hex):
+		return nil, f.errorf(op, name, "the declared sha256 is not 64 lowercase hex digits")
+	}
+	if _, err := f.lstatRegular(op, name); err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	part := PartName(owner, name, size, sha256hex)
+	lock, err := acquirePart(ctx, filepath.Join(f.dir, part))
+	if err != nil {
+		return nil, f.errorf(op, name, "waiting for an earlier transfer of this upload: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			lock.release()
+		}
+	}()
+	if f.closed.Load() {
+		return nil, f.errorf(op, name, "%w", fs.ErrClosed)
+	}
+	if st, err := f.root.Lstat(part); err == nil && !st.Mode().IsRegular() {
+		return nil, f.errorf(op, name, "partial file is not a regular file: %w", ErrInvalidName)
+	}
+	file, err := f.root.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, f.errorf(op, name, "%w", scrub(err))
+	}
+	defer func() {
+		if err != nil {
+			_ = file.Close()
+		}
+	}()
+	st, err := file.Stat()
+	if err != nil {
+		return nil, f.errorf(op, name, "%w", scrub(err))
+	}
+	if !st.Mode().IsRegular() {
+		return nil, f.errorf(op, name, "partial file is not a regular file: %w", ErrInvalidName)
+	}
+	off := st.Size()
+	if off > size { // cannot be ours: start over
+		if err := file.Truncate(0); err != nil {
+			return nil, f.errorf(op, name, "%w", scrub(err))
+		}
+		off = 0
+	}
+	h := sha256.New()
+	if off > 0 {
+		if _, err := io.Copy(h, io.NewSectionReader(file, 0, off)); err != nil {
+			return nil, f.errorf(op, name, "rehash the kept bytes: %w", scrub(err))
+		}
+	}
+	if _, err := file.Seek(off, io.SeekStart); err != nil {
+		return nil, f.errorf(op, name, "%w", scrub(err))
+	}
+	return &Partial{f: f, name: name, part: part, size: size, want: sha256hex, file: file, h: h, off: off, lock: lock}, nil
+}
+
+// Name returns the name the upload is committed under.
+func (p *Partial) Name() string { return p.name }
+
+// Size returns the declared size.
+func (p *Partial) Size() int64 { return p.size }
+
+// Offset returns how many bytes the upload holds: where the sender resumes.
+func (p *Partial) Offset() int64 { return p.off }
+
+// Superseded returns a channel that is closed when another OpenPartial of
+// the same upload waits for this one: its owner should stop (Close) soon.
+func (p *Partial) Superseded() <-chan struct{} { return p.lock.superseded }
+
+// Write appends b, hashing it. Bytes beyond the declared size are refused
+// as a whole with an error wrapping ErrTooLarge.
+func (p *Partial) Write(b []byte) (int, error) {
+	if p.done {
+		return 0, fmt.Errorf("store: write partial %s: %w", quote(p.name), fs.ErrClosed)
+	}
+	if int64(len(b)) > p.size-p.off {
+		return 0, fmt.Errorf("store: write partial %s: more than the declared %d bytes: %w", quote(p.name), p.size, ErrTooLarge)
+	}
+	n, err := p.file.Write(b)
+	p.h.Write(b[:n])
+	p.off += int64(n)
+	if err != nil {
+		return n, fmt.Errorf("store: write partial %s: %w", quote(p.name), scrub(err))
+	}
+	return n, nil
+}
+
+// Commit checks that the upload is complete and hashes to the declared
+// SHA-256, then makes it visible under its name atomically (fsync, rename
+// within the directory, fsync of the directory), replacing any file of that
+// name. On a hash mismatch the partial file is removed and the error wraps
+// ErrHashMismatch and names both hashes; an incomplete upload gives
+// ErrIncomplete and is kept. Either way the Partial is finished.
+func (p *Partial) Commit() (_ FileInfo, err error) {
+	const op = "commit"
+	if p.done {
+		return FileInfo{}, p.f.errorf(op, p.name, "%w", fs.ErrClosed)
+	}
+	if p.off != p.size {
+		err := p.f.errorf(op, p.name, "%d of %d bytes received: %w", p.off, p.size, ErrIncomplete)
+		return FileInfo{}, errors.Join(err, p.Close())
+	}
+	got := hex.EncodeToString(p.h.Sum(nil))
+	if got != p.want {
+		err := p.f.errorf(op, p.name, "the received content hashes to %s, not the declared %s; the partial upload was discarded: %w", got, p.want, ErrHashMismatch)
+		return FileInfo{}, errors.Join(err, p.Discard())
+	}
+	p.done = true
+	defer p.lock.release()
+	keep := false // on a failure after the checks, the bytes stay for a retry
+	defer func() {
+		if err != nil && !keep {
+			_ = p.f.root.Remove(p.part)
+		}
+	}()
+	if err = p.file.Sync(); err != nil {
+		_ = p.file.Close()
+		keep = true
+		return FileInfo{}, p.f.errorf(op, p.name, "%w", scrub(err))
+	}
+	st, err := p.file.Stat()
+	if cerr := p.file.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		keep = true
+		return FileInfo{}, p.f.errorf(op, p.name, "%w", scrub(err))
+	}
+	if _, err = p.f.lstatRegular(op, p.name); err != nil && !errors.Is(err, ErrNotFound) {
+		return FileInfo{}, err
+	}
+	if err = p.f.root.Rename(p.part, p.name); err != nil {
+		keep = true
+		return FileInfo{}, p.f.errorf(op, p.name, "%w", scrub(err))
+	}
+	if err := p.f.syncDir(); err != nil {
+		return FileInfo{}, p.f.errorf(op, p.name, "sync directory: %w", scrub(err))
+	}
+	p.f.remember(p.name, st, got)
+	return FileInfo{Filename: p.name, Size: p.size, SHA256: got, Modified: st.ModTime().UTC()}, nil
+}
+
+// Close keeps the bytes received so far for a later resume: it fsyncs and
+// closes the partial file, so that the next OpenPartial's Offset counts only
+// bytes on stable storage. It is a no-op on a finished Partial.
+func (p *Partial) Close() error {
+	if p.done {
+		return nil
+	}
+	p.done = true
+	defer p.lock.release()
+	err := p.file.Sync()
+	if cerr := p.file.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("store: close partial %s: %w", quote(p.name), scrub(err))
+	}
+	return nil
+}
+
+// Discard removes the partial file: the upload starts from zero next time.
+// It is a no-op on a finished Partial.
+func (p *Partial) Discard() error {
+	if p.done {
+		return nil
+	}
+	p.done = true
+	defer p.lock.release()
+	_ = p.file.Close()
+	if err := p.f.root.Remove(p.part); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("store: discard partial %s: %w", quote(p.name), scrub(err))
+	}
+	return nil
+}
+
+// RemoveStaleParts removes the partial uploads not written to since
+// now-PartialTTL, except those open in this process, and returns how many it
+// removed. Open calls it; a long-running node may call it periodically. Safe
+// for concurrent use.
+func (f *Files) RemoveStaleParts(now time.Time) (int, error) {
+	if f.closed.Load() {
+		return 0, fmt.Errorf("store: remove stale partial uploads: %w", fs.ErrClosed)
+	}
+	names, err := f.readDir()
+	if err != nil {
+		return 0, fmt.Errorf("store: remove stale partial uploads: %w", scrub(err))
+	}
+	removed := 0
+	var errs []error
+	for _, name := range names {
+		if !strings.HasPrefix(name, partPrefix) || partLocked(filepath.Join(f.dir, name)) {
+			continue
+		}
+		st, err := f.root.Lstat(name)
+		if err != nil || now.Sub(st.ModTime()) < PartialTTL {
+			continue
+		}
+		if err := f.root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("store: remove stale partial upload %s: %w", quote(name), scrub(err)))
+			continue
+		}
+		removed++
+	}
+	return removed, errors.Join(errs...)
+}
