@@ -1,0 +1,519 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+const (
+	// readyTimeout bounds how long ReadyTo waits for a peer's banner.
+	readyTimeout = 90 * time.Second
+	// healthTimeout bounds how long ReadyTo then waits for its health.
+	healthTimeout = 20 * time.Second
+	// stopGrace is how long StopTo waits after SIGTERM before SIGKILL.
+	stopGrace = 15 * time.Second
+	// portFreeWait bounds how long StopTo waits for the port to be free.
+	portFreeWait = 3 * time.Second
+	// logPoll is how often ReadyTo reads the peer's log for its banner.
+	logPoll = 50 * time.Millisecond
+)
+
+// shellPeer is a node process that ReadyTo started.
+type shellPeer struct {
+	proc     *os.Process
+	port     int    // the edge's bound port
+	wanted   int    // the port asked for
+	bindHost string // where the edge listens (the host of the demo address)
+	peerID   string
+	address  string   // MCPV2_PEER_ADDRESS, the shareable one
+	demo     string   // MCPV2_DEMO_SESSION_ADDRESS, for this host
+	p2p      []string // MCPV2_P2P_ADDRESS lines
+	dataDir  string
+	logPath  string
+	secret   string
+	llmMode  bool
+
+	// done is closed once the process has exited and been waited for;
+	// exitErr is then its Wait error.
+	done    chan struct{}
+	exitErr error
+}
+
+func (p *shellPeer) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// readyTo starts `mcpv2 node` with an HTTP edge, its output going to a log
+// file, reads the banner from that file, checks the edge's health and
+// prints the addresses.
+func (sh *shell) readyTo(ctx context.Context, a shellArgs) error {
+	if err := noArgs("ReadyTo", a); err != nil {
+		return fmt.Errorf("%w (usage: ReadyTo [--port N] [--secret S] [--public-ip IP] [--llm-mode])", err)
+	}
+	port, strict := sh.cfg.DefaultPort, false
+	if v, ok := a.opts["port"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("ReadyTo: --port %q is not a TCP port (1-65535)", v)
+		}
+		port, strict = n, true
+	}
+	secret := sh.cfg.Secret
+	if v, ok := a.opts["secret"]; ok {
+		if v == "" {
+			return errors.New("ReadyTo: --secret is empty")
+		}
+		secret = v
+	}
+	llmMode := a.opts["llm-mode"] == "true"
+
+	base := filepath.Join(sh.cfg.DataDir, "shell")
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return fmt.Errorf("ReadyTo: %w", err)
+	}
+	dir, err := os.MkdirTemp(base, fmt.Sprintf("peer-%d-", port))
+	if err != nil {
+		return fmt.Errorf("ReadyTo: %w", err)
+	}
+	logPath := filepath.Join(dir, "node.log")
+	if sh.cfg.LogDir != "" {
+		if err := os.MkdirAll(sh.cfg.LogDir, 0o700); err != nil {
+			return fmt.Errorf("ReadyTo: --log-dir: %w", err)
+		}
+		logPath = filepath.Join(sh.cfg.LogDir, filepath.Base(dir)+".log")
+	}
+	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("ReadyTo: open the log: %w", err)
+	}
+	args := []string{"node", "--data-dir", dir, "--port", strconv.Itoa(port),
+		"--port-fallback=" + strconv.FormatBool(!strict), "--p2p-port", "0"}
+	if ip := a.opts["public-ip"]; ip != "" {
+		args = append(args, "--public-ip", ip)
+	}
+	if llmMode {
+		args = append(args, "--llm-mode")
+	}
+	cmd := exec.Command(sh.cfg.Exe, args...)
+	// The secret travels in the environment, not on the command line that
+	// every user of the machine can read; the rest of the environment is
+	// inherited, so MCPV2_* settings reach the peer.
+	cmd.Env = append(os.Environ(), "MCPV2_SECRET="+secret)
+	cmd.Stdout, cmd.Stderr = logFile, logFile // a file, never a pipe nobody reads
+	setChildAttrs(cmd)
+	err = cmd.Start()
+	logFile.Close() // the child has its own descriptor
+	if err != nil {
+		return fmt.Errorf("ReadyTo: start %s: %w", sh.cfg.Exe, err)
+	}
+	p := &shellPeer{proc: cmd.Process, wanted: port, dataDir: dir, logPath: logPath, secret: secret, llmMode: llmMode, done: make(chan struct{})}
+	sh.wg.Add(1)
+	go func() {
+		defer sh.wg.Done()
+		p.exitErr = cmd.Wait()
+		close(p.done)
+	}()
+	sh.log.Debug("shell: started a peer", "pid", p.proc.Pid, "args", args, "log", logPath)
+	fmt.Fprintf(sh.out, "Starting a peer (pid %d, log %s)…\n", p.proc.Pid, logPath)
+
+	fail := func(err error) error {
+		sh.stopPeer(p)
+		return fmt.Errorf("ReadyTo: %w%s", err, logTail(logPath))
+	}
+	banner, err := waitBanner(ctx, logPath, p.done, readyTimeout)
+	if err != nil {
+		if p.exited() {
+			if why := exitReason(logPath); why != "" {
+				return fail(fmt.Errorf("the peer exited before it was ready: %s", why))
+			}
+			return fail(fmt.Errorf("the peer exited before it was ready (%v)", exitText(p.exitErr)))
+		}
+		return fail(err)
+	}
+	p.peerID = first(banner["MCPV2_PEER_ID"])
+	p.p2p = banner["MCPV2_P2P_ADDRESS"]
+	p.address = first(banner["MCPV2_PEER_ADDRESS"])
+	p.demo = first(banner["MCPV2_DEMO_SESSION_ADDRESS"])
+	p.port, _ = strconv.Atoi(first(banner["MCPV2_BOUND_PORT"]))
+	demo, err := protocol.ParseAddress(p.demo)
+	if err != nil || p.port == 0 || p.peerID == "" || p.address == "" {
+		return fail(fmt.Errorf("the peer's banner is incomplete: %v", banner))
+	}
+	// The edge answers on the same-host address, or else (when that names
+	// an address it does not listen on) on the shareable one; the one that
+	// answers is where StopTo later checks the port.
+	demo.SessionID = ""
+	targets := []protocol.Address{demo}
+	if pa, err := protocol.ParseAddress(p.address); err == nil && pa.Kind == protocol.AddrHTTP && pa.Host != demo.Host {
+		targets = append(targets, pa)
+	}
+	hctx, cancel := context.WithTimeout(ctx, healthTimeout)
+	defer cancel()
+	for p.bindHost == "" {
+		var lastErr error
+		for _, t := range targets {
+			h, err := sh.edge.Health(hctx, t)
+			if err != nil {
+				lastErr = err
+				continue
+			}
+			if h.PeerID != "" && h.PeerID != p.peerID {
+				return fail(fmt.Errorf("%s answers as %s, not as the peer just started (%s)", t, h.PeerID, p.peerID))
+			}
+			p.bindHost = t.Host
+			break
+		}
+		if p.bindHost != "" {
+			break
+		}
+		if p.exited() {
+			return fail(fmt.Errorf("the peer exited before its edge answered (%v)", exitText(p.exitErr)))
+		}
+		select {
+		case <-hctx.Done():
+			return fail(fmt.Errorf("its edge does not answer: %s", describeCallErr(lastErr, demo)))
+		case <-p.done:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	sh.peers = append(sh.peers, p)
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "Peer ready: %s\n", p.address)
+	if pa, err := protocol.ParseAddress(p.address); err == nil {
+		if ip, err := netip.ParseAddr(pa.Host); err == nil && ip.IsLoopback() {
+			b.WriteString("  (a loopback address: only this machine reaches it; --public-ip IP shares it)\n")
+		}
+	}
+	if p.port != p.wanted {
+		fmt.Fprintf(&b, "  port %d was busy, so it took %d\n", p.wanted, p.port)
+	}
+	fmt.Fprintf(&b, "  same host: %s\n", p.demo)
+	if p.bindHost != demo.Host {
+		fmt.Fprintf(&b, "    (that address does not answer here: the edge listens on %s; use the one above)\n", p.bindHost)
+	}
+	if m := preferredP2P(p.p2p); m != "" {
+		fmt.Fprintf(&b, "  mesh:      %s\n", m)
+	}
+	fmt.Fprintf(&b, "  peer id:   %s\n", p.peerID)
+	mode := "stateless"
+	if llmMode {
+		mode = "LLM mode"
+	}
+	fmt.Fprintf(&b, "  pid %d, %s, data dir %s\n  log: %s\n", p.proc.Pid, mode, p.dataDir, p.logPath)
+	fmt.Fprintf(&b, "Stop it with: StopTo %d\n", p.port)
+	_, err = io.WriteString(sh.out, b.String())
+	return err
+}
+
+func first(vs []string) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	return vs[0]
+}
+
+// preferredP2P picks the mesh address to show: TCP on a non-loopback IPv4
+// first, then any TCP, then the first.
+func preferredP2P(addrs []string) string {
+	for _, a := range addrs {
+		if strings.HasPrefix(a, "/ip4/") && strings.Contains(a, "/tcp/") && !strings.HasPrefix(a, "/ip4/127.") {
+			return a
+		}
+	}
+	for _, a := range addrs {
+		if strings.Contains(a, "/tcp/") {
+			return a
+		}
+	}
+	return first(addrs)
+}
+
+// waitBanner reads the node's log at path until the banner is complete (the
+// MCPV2_DATA_DIR line, which comes last) and returns its KEY=value lines by
+// key. It gives up when the process exits (done), after limit, or when ctx
+// ends.
+func waitBanner(ctx context.Context, path string, done <-chan struct{}, limit time.Duration) (map[string][]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	tick := time.NewTicker(logPoll)
+	defer tick.Stop()
+	banner := map[string][]string{}
+	var pending []byte
+	buf := make([]byte, 32<<10)
+	exited := false
+	for {
+		for {
+			n, err := f.Read(buf)
+			pending = append(pending, buf[:n]...)
+			if n == 0 || err != nil {
+				break
+			}
+		}
+		for {
+			i := bytes.IndexByte(pending, '\n')
+			if i < 0 {
+				break
+			}
+			line := string(pending[:i])
+			pending = pending[i+1:]
+			if k, v, ok := strings.Cut(line, "="); ok && strings.HasPrefix(k, "MCPV2_") {
+				banner[k] = append(banner[k], v)
+				if k == "MCPV2_DATA_DIR" {
+					return banner, nil
+				}
+			}
+		}
+		if len(pending) > 1<<20 {
+			pending = nil // a runaway line: not a banner line
+		}
+		if exited {
+			return nil, errors.New("the peer exited before printing its banner")
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("interrupted while the peer was starting: %w", ctx.Err())
+		case <-deadline.C:
+			return nil, fmt.Errorf("no banner from the peer within %s", limit)
+		case <-done:
+			exited = true // read what is left once more
+		case <-tick.C:
+		}
+	}
+}
+
+// exitReason returns the error that `mcpv2 node` printed last in the log
+// at path ("mcpv2: …" on stderr), without its prefix, or "".
+func exitReason(path string) string {
+	for _, l := range slices.Backward(tailLines(path)) {
+		if r, ok := strings.CutPrefix(l, "mcpv2: "); ok {
+			return r
+		}
+	}
+	return ""
+}
+
+// logTail returns the last lines of the log at path, indented, for an
+// error message, or "" when there is nothing to show.
+func logTail(path string) string {
+	lines := tailLines(path)
+	if len(lines) > 8 {
+		lines = lines[len(lines)-8:]
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "\n  last lines of " + path + ":\n    " + strings.Join(lines, "\n    ")
+}
+
+// tailLines returns the lines of the last 4 KiB of the file at path.
+func tailLines(path string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	const max = 4 << 10
+	if fi, err := f.Stat(); err == nil && fi.Size() > max {
+		_, _ = f.Seek(-max, io.SeekEnd)
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, max))
+	s := strings.TrimRight(string(b), "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// stopTo stops a peer this shell started, named by port or address.
+func (sh *shell) stopTo(_ context.Context, a shellArgs) error {
+	if len(a.pos) != 1 {
+		return errors.New("usage: StopTo <port|address>")
+	}
+	i, err := sh.findPeer(a.pos[0])
+	if err != nil {
+		return fmt.Errorf("StopTo: %w", err)
+	}
+	p := sh.peers[i]
+	sh.peers = append(sh.peers[:i:i], sh.peers[i+1:]...)
+	fmt.Fprintln(sh.out, sh.stopPeer(p))
+	return nil
+}
+
+// findPeer returns the index in sh.peers of the peer named by s: a port
+// number, an edge address of this machine, or a mesh address.
+func (sh *shell) findPeer(s string) (int, error) {
+	if port, err := strconv.Atoi(s); err == nil {
+		for i, p := range sh.peers {
+			if p.port == port {
+				return i, nil
+			}
+		}
+		return -1, fmt.Errorf("no peer started by this shell has port %d%s", port, sh.startedList())
+	}
+	addr, err := protocol.ParseAddress(s)
+	if err != nil {
+		return -1, err
+	}
+	for i, p := range sh.peers {
+		switch addr.Kind {
+		case protocol.AddrMesh:
+			if addr.PeerID == p.peerID {
+				return i, nil
+			}
+		case protocol.AddrHTTP:
+			if addr.Port == p.port && sh.isPeerHost(addr.Host, p) {
+				return i, nil
+			}
+		}
+	}
+	return -1, fmt.Errorf("no peer started by this shell is at %s%s", s, sh.startedList())
+}
+
+// isPeerHost reports whether host names the machine where p listens.
+func (sh *shell) isPeerHost(host string, p *shellPeer) bool {
+	if host == p.bindHost || host == "localhost" {
+		return true
+	}
+	if pa, err := protocol.ParseAddress(p.address); err == nil && pa.Host == host {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+func (sh *shell) startedList() string {
+	if len(sh.peers) == 0 {
+		return " (this shell runs no peers)"
+	}
+	ports := make([]string, len(sh.peers))
+	for i, p := range sh.peers {
+		ports[i] = strconv.Itoa(p.port)
+	}
+	return " (this shell's peers have ports " + strings.Join(ports, ", ") + ")"
+}
+
+// stopPeer ends p's process (SIGTERM, then SIGKILL after stopGrace), waits
+// for it, checks that its port is free and says how it went. It is safe to
+// call on a peer that has exited already.
+func (sh *shell) stopPeer(p *shellPeer) string {
+	what := fmt.Sprintf("peer on port %d (pid %d)", p.port, p.proc.Pid)
+	if p.port == 0 {
+		what = fmt.Sprintf("peer (pid %d)", p.proc.Pid)
+	}
+	var how string
+	if p.exited() {
+		how = fmt.Sprintf("had already exited (%v); see %s", exitText(p.exitErr), p.logPath)
+	} else {
+		if err := p.proc.Signal(syscall.SIGTERM); err != nil {
+			_ = p.proc.Kill()
+		}
+		select {
+		case <-p.done:
+			how = "stopped"
+		case <-time.After(stopGrace):
+			killChild(p.proc)
+			<-p.done
+			how = fmt.Sprintf("killed: it did not stop within %s of SIGTERM", stopGrace)
+		}
+		sh.log.Debug("shell: peer stopped", "pid", p.proc.Pid, "exit", exitText(p.exitErr))
+	}
+	if p.port == 0 {
+		return fmt.Sprintf("The %s %s.", what, how)
+	}
+	if err := waitPortFree(p.bindHost, p.port, portFreeWait); err != nil {
+		return fmt.Sprintf("The %s %s, but port %d is still busy: %v", what, how, p.port, err)
+	}
+	return fmt.Sprintf("The %s %s; port %d is free.", what, how, p.port)
+}
+
+func exitText(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
+
+// waitPortFree checks, by listening on it, that host:port can be bound,
+// trying again for up to wait.
+func waitPortFree(host string, port int, wait time.Duration) error {
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	deadline := time.Now().Add(wait)
+	for {
+		ln, err := net.Listen("tcp", addr)
+		if err == nil {
+			return ln.Close()
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stopAll stops every peer this shell started, all at once, and prints one
+// line for each in start order.
+func (sh *shell) stopAll() {
+	if len(sh.peers) == 0 {
+		return
+	}
+	peers := sh.peers
+	sh.peers = nil
+	msgs := make([]string, len(peers))
+	var wg sync.WaitGroup
+	for i, p := range peers {
+		wg.Go(func() { msgs[i] = sh.stopPeer(p) })
+	}
+	wg.Wait()
+	for _, m := range msgs {
+		fmt.Fprintln(sh.out, m)
+	}
+}
+
+// listPeers prints the peers this shell started.
+func (sh *shell) listPeers(_ context.Context, a shellArgs) error {
+	if err := noArgs("Peers", a); err != nil {
+		return err
+	}
+	if len(sh.peers) == 0 {
+		fmt.Fprintln(sh.out, "This shell runs no peers: start one with ReadyTo.")
+		return nil
+	}
+	for _, p := range sh.peers {
+		state := "running"
+		if p.exited() {
+			state = "exited: " + exitText(p.exitErr)
+		}
+		fmt.Fprintf(sh.out, "port %d  pid %d  %s  %s  %s\n  log: %s\n", p.port, p.proc.Pid, state, p.address, p.peerID, p.logPath)
+	}
+	return nil
+}
