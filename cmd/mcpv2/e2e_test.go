@@ -335,3 +335,26 @@ func TestKillMidUploadLeavesNoPartialFile(t *testing.T) {
 		_ = b2.wait(t, 10*time.Second)
 	}
 }
+
+// TestSendViaEdge: `mcpv2 send` to an HTTP edge address uploads with
+// upload_file; a file too large for one request is refused with advice.
+func TestSendViaEdge(t *testing.T) {
+	port := freePort(t)
+	b := startNode(t, "", "--port", fmt.Sprint(port), "--public-ip", "127.0.0.1", "--port-fallback", "--no-mesh")
+	data := bytes.Repeat([]byte("edge upload\n"), 10000)
+	file := writeFile(t, filepath.Join(t.TempDir(), "notes.txt"), string(data))
+	edgeAddr := fmt.Sprintf("mcpv2://127.0.0.1:%d/mcpv2", port)
+	out, errs, code := run(t, "send", file, edgeAddr)
+	sum := sha256.Sum256(data)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("%x", sum)) {
+		t.Fatalf("send via edge: %d %q %q", code, out, errs)
+	}
+	got, err := os.ReadFile(filepath.Join(b.dataDir, "files", "notes.txt"))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("stored file differs: %v", err)
+	}
+	big := writeFile(t, filepath.Join(t.TempDir(), "big.bin"), strings.Repeat("x", 7<<20))
+	if _, errs, code := run(t, "send", big, edgeAddr); code == 0 || !strings.Contains(errs, "mesh (blob protocol)") {
+		t.Fatalf("oversized send via edge: %d %q", code, errs)
+	}
+}

@@ -2,17 +2,23 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/node"
 	"github.com/mcpv2/mcpv2/protocol"
 )
@@ -49,7 +55,7 @@ func runSend(c *cli.Context) error {
 		return err
 	}
 	if addr.Kind == protocol.AddrHTTP {
-		return fmt.Errorf("send: %s: sending to an HTTP edge address is not supported yet; use a mesh address (a multiaddr ending in /p2p/<PeerID>)", addr)
+		return sendViaEdge(c, path, addr)
 	}
 	var rateLimit float64
 	if v := c.String("limit-rate"); v != "" {
@@ -172,4 +178,52 @@ func parseRate(s string) (float64, error) {
 		return 0, errors.New("want a positive number of bytes per second, like 500K or 16M")
 	}
 	return f * mult, nil
+}
+
+// sendViaEdge uploads path with the upload_file skill through an HTTP edge
+// (SPEC §7: the edge has no blob protocol). The file travels base64 inside
+// one request, so it must fit the edge's --max-message after encoding.
+func sendViaEdge(c *cli.Context, path string, addr protocol.Address) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	defer f.Close()
+	max := c.Int("max-message")
+	limit := int64(max/4*3 - 1024) // base64 grows by 4/3; leave room for the envelope
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return fmt.Errorf("send: read %s: %w", path, err)
+	}
+	if int64(len(data)) > limit {
+		return fmt.Errorf("send: %s is larger than %d bytes, the most that fits one upload_file request under --max-message %d; send it over the mesh (blob protocol) or raise --max-message on both sides", path, limit, max)
+	}
+	name := c.String("name")
+	if name == "" {
+		name = filepath.Base(path)
+	}
+	args, err := json.Marshal(map[string]string{"filename": name, "content": base64.StdEncoding.EncodeToString(data), "encoding": "base64"})
+	if err != nil {
+		return err
+	}
+	timeout := c.Duration("timeout")
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(c.Context, timeout)
+	defer cancel()
+	ec := edge.NewClient(nil)
+	defer ec.Close()
+	res, err := ec.CallSkill(ctx, addr, "upload_file", args, "")
+	if err != nil {
+		return err
+	}
+	var got struct {
+		SHA256 string `json:"sha256"`
+	}
+	_ = json.Unmarshal(res, &got)
+	if want := sha256.Sum256(data); got.SHA256 != hex.EncodeToString(want[:]) {
+		return fmt.Errorf("send: the edge stored %s with sha256 %s, not the file's %x", name, got.SHA256, want)
+	}
+	return printJSON(c, res)
 }
