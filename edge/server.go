@@ -326,29 +326,36 @@ func (s *Server) PeerAddress() string {
 }
 
 // DemoSessionAddress returns an edge address with a freshly minted session
-// for a client on this same machine: "mcpv2://127.0.0.1:port/mcpv2?sessionId=…"
-// when the edge listens on loopback or on every interface. When it listens on
-// one non-loopback address only, 127.0.0.1 cannot reach it, so the address
-// and the token's subject are that address instead (a same-host client
-// connecting to it is seen with it as source).
+// for a client on this same machine: the edge's own address (127.0.0.1 when
+// it listens on every interface), and a token for the source address that
+// such a client's connection gets, which the kernel chooses: a connection to
+// 127.0.0.2 comes from 127.0.0.1, one to 10.0.0.5 from 10.0.0.5.
 func (s *Server) DemoSessionAddress() string {
-	host := s.demoHost()
-	tok, _ := protocol.MintToken(s.secret, host, s.cfg.Now(), s.cfg.SessionTTL)
+	host, subject := s.demoHost()
+	tok, _ := protocol.MintToken(s.secret, subject, s.cfg.Now(), s.cfg.SessionTTL)
 	a := protocol.Address{Kind: protocol.AddrHTTP, Host: host, Port: s.port, SessionID: tok}
 	return a.String()
 }
 
-// demoHost is the address a client on this host reaches the edge at: the
-// loopback address when the edge listens on every interface, else the bound
-// address itself (127.0.0.2 answers only on 127.0.0.2).
-func (s *Server) demoHost() string {
-	if s.bindIP.IsUnspecified() {
+// demoHost returns where a client on this machine reaches the edge, and the
+// address the edge then sees it from. The latter is asked of the kernel's
+// routing: connecting a UDP socket sends nothing but picks the source.
+func (s *Server) demoHost() (host, subject string) {
+	dst := s.bindIP
+	if dst.IsUnspecified() {
+		dst = netip.MustParseAddr("127.0.0.1")
 		if s.bindIP.Is6() && !s.bindIP.Is4In6() {
-			return "::1"
+			dst = netip.IPv6Loopback()
 		}
-		return "127.0.0.1"
 	}
-	return s.bindIP.String()
+	host, subject = dst.String(), dst.String()
+	if c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(dst, uint16(s.port)))); err == nil {
+		if la, ok := c.LocalAddr().(*net.UDPAddr); ok {
+			subject = la.AddrPort().Addr().Unmap().String()
+		}
+		_ = c.Close()
+	}
+	return host, subject
 }
 
 // Banner returns the startup lines of SPEC §5 that follow the node's own

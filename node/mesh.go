@@ -8,6 +8,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/mcpv2/mcpv2/discovery"
@@ -109,6 +110,11 @@ func (n *Node) startMesh(m *MeshConfig, boot []peer.AddrInfo) error {
 	}
 	if m.Republish > 0 {
 		opts = append(opts, discovery.WithRepublish(m.Republish))
+	}
+	// Known before New returns, so a call right after start can reach a
+	// bootstrap peer by PeerID while the DHT is still joining.
+	for _, ai := range boot {
+		n.host.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.PermanentAddrTTL)
 	}
 	d, err := discovery.New(n.host, opts...)
 	if err != nil {

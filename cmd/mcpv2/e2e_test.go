@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -334,6 +335,17 @@ func TestKillMidUploadLeavesNoPartialFile(t *testing.T) {
 		_ = b2.cmd.Process.Kill()
 		_ = b2.wait(t, 10*time.Second)
 	}
+}
+
+// freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // TestSendViaEdge: `mcpv2 send` to an HTTP edge address uploads with

@@ -258,17 +258,6 @@ func portFree(t *testing.T, port int) {
 	ln.Close()
 }
 
-// freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // shellEnv is the environment of a test shell: loopback-only mesh, no
 // mDNS, no NAT traversal; the peers it starts inherit it.
 func shellEnv() []string {
