@@ -165,6 +165,9 @@ func (n *Client) Connect(ctx context.Context, addr protocol.Address) (peer.ID, e
 	if pid == n.host.ID() {
 		return "", errors.New("node: that address is this node itself")
 	}
+	if n.host.Network().Connectedness(pid) == network.Connected {
+		return pid, nil // the hot path of repeated calls: nothing to learn
+	}
 	if addr.Multiaddr != "" {
 		m, err := ma.NewMultiaddr(addr.Multiaddr)
 		if err != nil {
@@ -175,9 +178,6 @@ func (n *Client) Connect(ctx context.Context, addr protocol.Address) (peer.ID, e
 			return "", fmt.Errorf("node: %w %q: %v", protocol.ErrBadAddress, addr.Multiaddr, err)
 		}
 		n.host.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.TempAddrTTL)
-	}
-	if n.host.Network().Connectedness(pid) == network.Connected {
-		return pid, nil
 	}
 	if len(n.host.Peerstore().Addrs(pid)) == 0 {
 		n.mu.Lock()

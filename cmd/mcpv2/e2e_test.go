@@ -338,7 +338,9 @@ func TestKillMidUploadLeavesNoPartialFile(t *testing.T) {
 }
 
 // freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
-func freePort(t *testing.T) int {
+func freePort(t *testing.T) int { return freePortTB(t) }
+
+func freePortTB(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
