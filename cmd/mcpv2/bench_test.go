@@ -72,4 +72,3 @@ func BenchmarkBareHTTPEcho(b *testing.B) {
 	defer ts.Close()
 	benchPost(b, &http.Client{}, ts.URL, "")
 }
-
