@@ -58,6 +58,7 @@ type hostConfig struct {
 	connGrace    time.Duration
 	logger       *slog.Logger
 	extra        []libp2p.Option
+	natConfig    // what the NAT options (nat.go) add
 }
 
 // DefaultListenAddrs returns the addresses a host listens on by default, for
@@ -316,7 +317,7 @@ func NewHost(opts ...Option) (host.Host, error) {
 	for name, l := range c.svcPeerLimits {
 		limits.AddServicePeerLimit(name, l, rcmgr.BaseLimitIncrease{})
 	}
-	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(limits.AutoScale()))
+	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(limits.AutoScale()), c.rcmgrOptions()...)
 	if err != nil {
 		return nil, fmt.Errorf("transport: new host: resource manager: %w", err)
 	}

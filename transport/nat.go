@@ -4,12 +4,16 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
+	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
+	"github.com/libp2p/go-libp2p/x/rate"
 	manet "github.com/multiformats/go-multiaddr/net"
 )
 
@@ -55,7 +59,11 @@ func (l RelayLimits) withDefaults() RelayLimits {
 
 // WithRelayService makes the host a public helper for others: a circuit
 // relay v2 service within limits, and an AutoNAT server (v1; v2 comes with
-// WithNATTraversal).
+// WithNATTraversal). The host's reachability is forced to public: go-libp2p
+// runs the relay only while AutoNAT says public, which takes other AutoNAT
+// servers that a mesh's first helper does not have (then it never relays).
+// New connections per IP address are rate limited less strictly than by
+// go-libp2p's default (see natConfig).
 func WithRelayService(limits RelayLimits) Option {
 	return func(c *hostConfig) error {
 		l := limits.withDefaults()
@@ -63,7 +71,8 @@ func WithRelayService(limits RelayLimits) Option {
 		res.Limit = &relayv2.RelayLimit{Duration: l.Duration, Data: l.Data}
 		res.MaxCircuits = l.Circuits
 		res.MaxReservations = l.Reservations
-		c.extra = append(c.extra, libp2p.EnableRelayService(relayv2.WithResources(res)), libp2p.EnableNATService())
+		c.extra = append(c.extra, libp2p.EnableRelayService(relayv2.WithResources(res)), libp2p.EnableNATService(), libp2p.ForceReachabilityPublic())
+		c.connRate = true
 		return nil
 	}
 }
@@ -71,13 +80,100 @@ func WithRelayService(limits RelayLimits) Option {
 // WithNATTraversal turns on what a node behind NAT needs: the AutoNAT v2
 // client and server, UPnP/NAT-PMP port mapping, DCUtR hole punching, and
 // AutoRelay with staticRelays (the bootstrap or relay nodes) as its relays
-// when there are any.
+// when there are any. New connections per IP address are rate limited less
+// strictly than by go-libp2p's default, and not at all from the IP
+// addresses of staticRelays (see natConfig).
 func WithNATTraversal(staticRelays []peer.AddrInfo) Option {
 	return func(c *hostConfig) error {
+		c.connRate = true
+		for _, ai := range staticRelays {
+			for _, a := range ai.Addrs {
+				if ip, err := manet.ToIP(a); err == nil {
+					if addr, ok := netip.AddrFromSlice(ip); ok {
+						addr = addr.Unmap()
+						c.relayPrefixes = append(c.relayPrefixes, netip.PrefixFrom(addr, addr.BitLen()))
+					}
+				}
+			}
+		}
 		c.extra = append(c.extra, libp2p.EnableAutoNATv2(), libp2p.NATPortMap(), libp2p.EnableHolePunching())
 		if len(staticRelays) > 0 {
 			c.extra = append(c.extra, libp2p.EnableAutoRelayWithStaticRelays(staticRelays,
 				autorelay.WithBootDelay(0), autorelay.WithMinInterval(5*time.Second)))
+		}
+		return nil
+	}
+}
+
+// Connection limits per IP address with NAT traversal or a relay service.
+// go-libp2p's resource manager allows an IP address (IPv6: a /56) one new
+// connection per 5 s after a burst of 16, and 8 connections at once. That
+// refuses the agents behind one NAT, which share an address, after a few
+// short-lived client commands; and a node behind NAT, whose relayed
+// connections all come from its relay's address, after 16 relayed peers.
+const (
+	// connRatePerIP and connBurstPerIP replace go-libp2p's per-address rate.
+	connRatePerIP  = 2
+	connBurstPerIP = 64
+	// relayedConnsPerRelay is how many connections at once a static relay's
+	// address may carry (its relayed peers'); the relay bounds them too.
+	relayedConnsPerRelay = 256
+)
+
+// natConfig is what the NAT options add to a hostConfig.
+type natConfig struct {
+	// connRate relaxes the rate of new connections per IP address.
+	connRate bool
+	// relayPrefixes are the addresses of the static relays (one-address
+	// prefixes): no rate limit, relayedConnsPerRelay connections at once.
+	relayPrefixes []netip.Prefix
+}
+
+// rcmgrOptions returns the resource manager options of natConfig.
+func (n natConfig) rcmgrOptions() []rcmgr.Option {
+	if !n.connRate {
+		return nil
+	}
+	exempt := []rate.PrefixLimit{{Prefix: netip.MustParsePrefix("127.0.0.0/8")}, {Prefix: netip.MustParsePrefix("::1/128")}}
+	v4 := slices.Clone(rcmgr.DefaultNetworkPrefixLimitV4)
+	v6 := slices.Clone(rcmgr.DefaultNetworkPrefixLimitV6)
+	for _, p := range n.relayPrefixes {
+		exempt = append(exempt, rate.PrefixLimit{Prefix: p})
+		l := rcmgr.NetworkPrefixLimit{Network: p, ConnCount: relayedConnsPerRelay}
+		if p.Addr().Is4() {
+			v4 = append(v4, l)
+		} else {
+			v6 = append(v6, l)
+		}
+	}
+	per := rate.Limit{RPS: connRatePerIP, Burst: connBurstPerIP}
+	return []rcmgr.Option{
+		rcmgr.WithConnRateLimiters(&rate.Limiter{
+			NetworkPrefixLimits: exempt,
+			SubnetRateLimiter: rate.SubnetLimiter{
+				IPv4SubnetLimits: []rate.SubnetLimit{{PrefixLength: 32, Limit: per}},
+				IPv6SubnetLimits: []rate.SubnetLimit{{PrefixLength: 56, Limit: per}},
+				GracePeriod:      time.Minute,
+			},
+		}),
+		rcmgr.WithNetworkPrefixLimit(v4, v6),
+	}
+}
+
+// WithReachability skips AutoNAT's detection of the host's reachability:
+// "private" (behind NAT: reserve a slot on the static relays at once, not
+// after AutoNAT's first failed probe, 15 s or more) or "public"; "" and
+// "auto" leave it to AutoNAT.
+func WithReachability(r string) Option {
+	return func(c *hostConfig) error {
+		switch r {
+		case "", "auto":
+		case "private":
+			c.extra = append(c.extra, libp2p.ForceReachabilityPrivate())
+		case "public":
+			c.extra = append(c.extra, libp2p.ForceReachabilityPublic())
+		default:
+			return fmt.Errorf("transport: reachability %q: want auto, public or private", r)
 		}
 		return nil
 	}
