@@ -186,7 +186,7 @@ func (n *Client) Connect(ctx context.Context, addr protocol.Address) (peer.ID, e
 		if r == nil {
 			return "", fmt.Errorf("%w %s: no known addresses (give a multiaddr, or --bootstrap peers)", ErrNoRoute, pid)
 		}
-		ai, err := r.FindPeer(ctx, pid)
+		ai, err := r.FindPeer(network.WithAllowLimitedConn(ctx, "mcpv2 peer routing"), pid)
 		if err != nil {
 			return "", fmt.Errorf("%w %s: %v", ErrNoRoute, pid, err)
 		}

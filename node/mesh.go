@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
 	ma "github.com/multiformats/go-multiaddr"
@@ -175,5 +176,5 @@ func (n *Node) Find(ctx context.Context, skillOrTag string, limit int) ([]protoc
 	if n.disc == nil {
 		return nil, protocol.ErrNoDiscovery
 	}
-	return n.disc.Find(ctx, skillOrTag, limit)
+	return n.disc.Find(network.WithAllowLimitedConn(ctx, "mcpv2 find"), skillOrTag, limit)
 }

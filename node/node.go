@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	libp2pproto "github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
@@ -153,7 +154,9 @@ func New(cfg Config) (_ *Node, err error) {
 
 	n := &Node{cfg: cfg, log: cfg.Logger, secret: cfg.Secret, clockSkew: cfg.ClockSkew, now: cfg.Now, maxMsg: cfg.MaxMessage,
 		republish: make(chan struct{}, 1)}
-	n.ctx, n.cancel = context.WithCancel(context.Background())
+	// DHT queries and card fetches may ride a relayed (limited) connection:
+	// a peer behind NAT is reached through its relay before any hole punch.
+	n.ctx, n.cancel = context.WithCancel(network.WithAllowLimitedConn(context.Background(), "mcpv2 mesh"))
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, n.Close())
