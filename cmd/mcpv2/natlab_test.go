@@ -362,18 +362,7 @@ func natlabGiveUp(t *testing.T, lab *natLab, b *natProc, relayAddr, file, sum st
 // uploads (kept under a reserved hidden prefix).
 func natlabFiles(t *testing.T, b *natProc) (visible, parts []string) {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join(b.dataDir, "files"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), ".mcpv2-part-") {
-			parts = append(parts, e.Name())
-		} else {
-			visible = append(visible, e.Name())
-		}
-	}
-	return visible, parts
+	return filesIn(t, b.dataDir)
 }
 
 func natlabLastLine(s string) string {

@@ -67,7 +67,13 @@ func receiver(t *testing.T, client string) *proc {
 // hidden partial uploads.
 func filesOf(t *testing.T, p *proc) (visible, parts []string) {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join(p.dataDir, "files"))
+	return filesIn(t, p.dataDir)
+}
+
+// filesIn lists the files dir of the node with data dir dataDir.
+func filesIn(t *testing.T, dataDir string) (visible, parts []string) {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(dataDir, "files"))
 	if err != nil {
 		t.Fatal(err)
 	}

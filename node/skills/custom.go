@@ -757,30 +757,26 @@ func newCustomHTTP(name string, raw json.RawMessage, opts CustomOptions) (Handle
 		if req.Header.Get("Accept") == "" {
 			req.Header.Set("Accept", "application/json")
 		}
-		timedOut := func() bool { return ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) }
-		resp, err := client.Do(req)
-		if err != nil {
+		// failed words a transport failure: canceled, timed out, or what
+		// (the detail names the service's address: logged, never sent).
+		failed := func(what string, err error) error {
 			switch {
 			case ctx.Err() != nil:
-				return nil, fail("canceled")
-			case timedOut():
-				return nil, fail("timed out after %v", timeout)
+				return fail("canceled")
+			case errors.Is(rctx.Err(), context.DeadlineExceeded):
+				return fail("timed out after %v", timeout)
 			}
-			// The detail names the service's address: log it, do not send it.
-			log.Debug("custom http request failed", "skill", name, "err", err)
-			return nil, fail("request failed")
+			log.Debug("custom http "+what, "skill", name, "err", err)
+			return fail("%s", what)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, failed("request failed", err)
 		}
 		defer resp.Body.Close()
 		body, err := io.ReadAll(io.LimitReader(resp.Body, maxOut+1))
 		if err != nil {
-			switch {
-			case ctx.Err() != nil:
-				return nil, fail("canceled")
-			case timedOut():
-				return nil, fail("timed out after %v", timeout)
-			}
-			log.Debug("custom http answer not read", "skill", name, "err", err)
-			return nil, fail("reading the answer failed")
+			return nil, failed("reading the answer failed", err)
 		}
 		if resp.StatusCode < 200 || resp.StatusCode > 299 {
 			log.Debug("custom http status", "skill", name, "status", resp.Status)

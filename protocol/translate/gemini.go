@@ -58,12 +58,7 @@ func camelize(o jobj, names map[string]string, where string) error {
 func (geminiCodec) decode(items []json.RawMessage) ([]*message, error) {
 	msgs := make([]*message, 0, len(items))
 	for i, raw := range items {
-		where := fmt.Sprintf("message %d", i)
-		o, err := object(raw, where)
-		if err != nil {
-			return nil, err
-		}
-		role, err := needStr(o, "role", where)
+		where, o, role, err := messageHead(raw, i)
 		if err != nil {
 			return nil, err
 		}

@@ -276,3 +276,14 @@ func parseDataURL(u string) (mediaType, data string, ok bool) {
 	}
 	return mediaType, data, true
 }
+
+// messageHead decodes what every provider's message starts with: message i
+// must be an object with a string "role". where names it in errors.
+func messageHead(raw json.RawMessage, i int) (where string, o jobj, role string, err error) {
+	where = fmt.Sprintf("message %d", i)
+	if o, err = object(raw, where); err != nil {
+		return where, nil, "", err
+	}
+	role, err = needStr(o, "role", where)
+	return where, o, role, err
+}

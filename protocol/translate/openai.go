@@ -85,12 +85,7 @@ func (c openaiCodec) decode(items []json.RawMessage) ([]*message, error) {
 		return nil
 	}
 	for i, raw := range items {
-		where := fmt.Sprintf("message %d", i)
-		o, err := object(raw, where)
-		if err != nil {
-			return nil, err
-		}
-		role, err := needStr(o, "role", where)
+		where, o, role, err := messageHead(raw, i)
 		if err != nil {
 			return nil, err
 		}
