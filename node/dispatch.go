@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -174,6 +173,3 @@ func orEmpty(b json.RawMessage) json.RawMessage {
 	}
 	return b
 }
-
-// errClosed is returned by calls on a closed node.
-var errClosed = errors.New("node: closed")

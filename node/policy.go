@@ -12,8 +12,8 @@ import (
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
-// OpenMethods are the methods and skills every caller may use without a grant
-// (SPEC §6).
+// openByDefault are the skills every caller may use without a grant (SPEC
+// §6); the methods tools/list and agent/card need no grant at all.
 var openByDefault = []string{"ping"}
 
 // Policy grants skills to callers by PeerID (SPEC §6). The zero Policy grants
