@@ -111,23 +111,7 @@ func startNode(t *testing.T, dataDir string, args ...string) *proc {
 	}
 	banner := make(chan struct{})
 	go func() {
-		sc := bufio.NewScanner(stdout)
-		closed := false
-		for sc.Scan() {
-			line := sc.Text()
-			switch k, v, _ := strings.Cut(line, "="); k {
-			case "MCPV2_PEER_ID":
-				p.peerID = v
-			case "MCPV2_P2P_ADDRESS":
-				p.addrs = append(p.addrs, v)
-			case "MCPV2_DATA_DIR":
-				if !closed {
-					close(banner)
-					closed = true
-				}
-			}
-		}
-		io.Copy(io.Discard, stdout)
+		readBanner(stdout, &p.peerID, &p.addrs, banner)
 		p.exitErr = cmd.Wait()
 		close(p.exited)
 	}()
@@ -145,6 +129,28 @@ func startNode(t *testing.T, dataDir string, args ...string) *proc {
 		t.Fatalf("no banner in 30s\n%s", p.log)
 	}
 	return p
+}
+
+// readBanner reads a node's stdout to the end: the PeerID and P2P addresses
+// of its banner go to peerID and addrs, and banner is closed at the banner's
+// last line (MCPV2_DATA_DIR). The fields must not be read before then.
+func readBanner(stdout io.Reader, peerID *string, addrs *[]string, banner chan struct{}) {
+	sc := bufio.NewScanner(stdout)
+	closed := false
+	for sc.Scan() {
+		switch k, v, _ := strings.Cut(sc.Text(), "="); k {
+		case "MCPV2_PEER_ID":
+			*peerID = v
+		case "MCPV2_P2P_ADDRESS":
+			*addrs = append(*addrs, v)
+		case "MCPV2_DATA_DIR":
+			if !closed {
+				close(banner)
+				closed = true
+			}
+		}
+	}
+	_, _ = io.Copy(io.Discard, stdout)
 }
 
 type lockedWriter struct {

@@ -3,12 +3,10 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -313,23 +311,7 @@ func (l *natLab) startNode(role, name, dataDir string, args ...string) *natProc 
 	}
 	banner := make(chan struct{})
 	go func() {
-		sc := bufio.NewScanner(stdout)
-		closed := false
-		for sc.Scan() {
-			k, v, _ := strings.Cut(sc.Text(), "=")
-			switch k {
-			case "MCPV2_PEER_ID":
-				p.peerID = v
-			case "MCPV2_P2P_ADDRESS":
-				p.addrs = append(p.addrs, v)
-			case "MCPV2_DATA_DIR":
-				if !closed {
-					close(banner)
-					closed = true
-				}
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
+		readBanner(stdout, &p.peerID, &p.addrs, banner)
 		_ = cmd.Wait()
 		close(p.exited)
 	}()

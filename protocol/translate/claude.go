@@ -187,12 +187,9 @@ func claudeBlock(raw json.RawMessage, ctx, where string) (*part, error) {
 		if p.name, err = needID(o, "name", where); err != nil {
 			return nil, err
 		}
-		input, ok := o["input"]
-		if !ok {
-			return nil, bad(where, "missing \"input\"")
-		}
-		if t := jsonType(input); t != "object" {
-			return nil, bad(where, "\"input\" must be an object, not %s", t)
+		input, err := needRawObj(o, "input", where)
+		if err != nil {
+			return nil, err
 		}
 		p.args = string(compact(input))
 	case "tool_result":

@@ -255,12 +255,9 @@ func geminiPart(raw json.RawMessage, role, where string) (*part, error) {
 		if p.name, err = needID(d, "name", w); err != nil {
 			return nil, err
 		}
-		resp, ok := d["response"]
-		if !ok {
-			return nil, bad(w, "missing \"response\"")
-		}
-		if t := jsonType(resp); t != "object" {
-			return nil, bad(w, "\"response\" must be an object, not %s", t)
+		resp, err := needRawObj(d, "response", w)
+		if err != nil {
+			return nil, err
 		}
 		p.content, p.isError = geminiResponseContent(resp)
 	}

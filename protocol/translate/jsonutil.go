@@ -103,6 +103,16 @@ func optBool(o jobj, key, where string) (*bool, error) {
 
 // needObj reads key as an object that must be present.
 func needObj(o jobj, key, where string) (jobj, error) {
+	raw, err := needRawObj(o, key, where)
+	if err != nil {
+		return nil, err
+	}
+	return object(raw, where+": "+key)
+}
+
+// needRawObj returns the JSON object o[key] undecoded (tool arguments and
+// results keep their exact bytes).
+func needRawObj(o jobj, key, where string) (json.RawMessage, error) {
 	raw, ok := o[key]
 	if !ok {
 		return nil, bad(where, "missing %q", key)
@@ -110,7 +120,7 @@ func needObj(o jobj, key, where string) (jobj, error) {
 	if t := jsonType(raw); t != "object" {
 		return nil, bad(where, "%q must be an object, not %s", key, t)
 	}
-	return object(raw, where+": "+key)
+	return raw, nil
 }
 
 // array decodes raw as a JSON array of at most limit elements; what names the
