@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +62,28 @@ func FuzzParseRequest(f *testing.F) {
 			resps = append(resps, ErrorResponse(s.ID, e))
 		}
 		checkEncoded(t, req.IsBatch, resps)
+	})
+}
+
+// FuzzParseRequestAlloc: ParseRequest allocates at most allocFactor times
+// the message's size, plus allocSlack for the refusal and the decoder's
+// small state, whatever the message holds: a batch of millions of elements,
+// deep nesting, objects of many members (issue 7: an 8 MB array once cost
+// 500 MB). The seeds include a 256 KiB array of zeros, 65,536 open brackets
+// and 101 slots.
+func FuzzParseRequestAlloc(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		req, perr := ParseRequest(data)
+		runtime.ReadMemStats(&after)
+		n := after.TotalAlloc - before.TotalAlloc
+		if limit := uint64(allocFactor*len(data) + allocSlack); n > limit {
+			t.Fatalf("allocated %d bytes for a %d-byte message (limit %d)", n, len(data), limit)
+		}
+		if perr == nil && (len(req.Slots) == 0 || len(req.Slots) > MaxBatchSize) {
+			t.Fatalf("accepted %d slots", len(req.Slots))
+		}
 	})
 }
 
@@ -261,7 +284,7 @@ func checkRefusal(t *testing.T, err error) {
 // TestFuzzCorpora checks that each fuzz target has a committed seed corpus
 // of at least 8 files in Go's corpus format.
 func TestFuzzCorpora(t *testing.T) {
-	for name, args := range map[string]int{"FuzzParseRequest": 1, "FuzzParseAddress": 1, "FuzzVerifyToken": 2} {
+	for name, args := range map[string]int{"FuzzParseRequest": 1, "FuzzParseRequestAlloc": 1, "FuzzParseAddress": 1, "FuzzVerifyToken": 2} {
 		dir := filepath.Join("testdata", "fuzz", name)
 		entries, err := os.ReadDir(dir)
 		if err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -70,13 +69,31 @@ type Request struct {
 	IsBatch bool
 }
 
+// MaxNestingDepth is how deeply arrays and objects may nest in one message,
+// the outer array of a batch included. A message nested deeper is refused
+// as a whole with -32600 before it is decoded: no slot needs it, and a
+// decoder's stack grows with depth (SPEC §2).
+const MaxNestingDepth = 64
+
 // ParseRequest decodes one message into slots and applies the batch rules of
-// SPEC §2. A non-nil *Error refuses the message as a whole (bad JSON, an
-// empty array, more than MaxBatchSize slots, neither object nor array); the
-// caller answers it with one error response and runs nothing. A malformed
-// slot inside a valid batch only sets that slot's Err.
+// SPEC §2. A non-nil *Error refuses the message as a whole (nesting deeper
+// than MaxNestingDepth, bad JSON, an empty array, more than MaxBatchSize
+// slots, neither object nor array); the caller answers it with one error
+// response and runs nothing. A malformed slot inside a valid batch only sets
+// that slot's Err.
+//
+// Its memory is bounded by the message, not by what the message holds: the
+// depth and the slots of a batch are counted by an allocation-free scan
+// before anything is decoded, so an 8 MB array of 4 million elements costs
+// no allocation beyond the refusal, and an accepted message allocates a small
+// multiple of its size.
 func ParseRequest(data []byte) (Request, *Error) {
 	data = trimJSONSpace(data)
+	var sh shape
+	sh.scan(data)
+	if sh.tooDeep {
+		return Request{}, Errorf(CodeInvalidRequest, "invalid request: the message nests deeper than %d levels of arrays and objects", MaxNestingDepth)
+	}
 	if !json.Valid(data) || !utf8.Valid(data) {
 		return Request{}, Errorf(CodeParseError, "parse error: the message is not valid JSON")
 	}
@@ -84,19 +101,22 @@ func ParseRequest(data []byte) (Request, *Error) {
 	case '{':
 		return Request{Slots: []Slot{parseSlot(data)}}, nil
 	case '[':
-		var raws []json.RawMessage
-		if err := json.Unmarshal(data, &raws); err != nil {
-			return Request{}, Errorf(CodeParseError, "parse error: %v", err)
-		}
-		if len(raws) == 0 {
+		n := sh.slots()
+		if n == 0 {
 			return Request{}, Errorf(CodeInvalidRequest, "invalid request: empty batch")
 		}
-		if len(raws) > MaxBatchSize {
-			return Request{}, Errorf(CodeInvalidRequest, "invalid request: batch of %d slots exceeds the limit of %d", len(raws), MaxBatchSize)
+		if n > MaxBatchSize {
+			return Request{}, Errorf(CodeInvalidRequest, "invalid request: batch of %d slots exceeds the limit of %d", n, MaxBatchSize)
 		}
-		slots := make([]Slot, len(raws))
-		for i, raw := range raws {
-			slots[i] = parseSlot(raw)
+		slots := make([]Slot, n)
+		start := 1
+		for i := range slots {
+			end := len(data) - 1 // the closing ']'
+			if i < n-1 {
+				end = sh.seps[i]
+			}
+			slots[i] = parseSlot(trimJSONSpace(data[start:end]))
+			start = end + 1
 		}
 		return Request{Slots: slots, IsBatch: true}, nil
 	default:
@@ -104,8 +124,79 @@ func ParseRequest(data []byte) (Request, *Error) {
 	}
 }
 
-// parseSlot decodes and checks one slot; problems go to Slot.Err.
-func parseSlot(raw json.RawMessage) Slot {
+// shape is what one scan of a message learns before it is decoded: whether
+// it nests too deeply and, for an array, how many elements it has and where
+// the commas between the first MaxBatchSize of them are. It allocates
+// nothing.
+type shape struct {
+	tooDeep bool
+	// commas counts the commas directly inside the outer array; value
+	// reports whether anything but whitespace is directly inside it.
+	commas int
+	value  bool
+	seps   [MaxBatchSize - 1]int
+}
+
+// scan fills sh from data, the trimmed message. It tracks strings (so that
+// brackets and commas inside them do not count) and nothing else; it does
+// not validate, and stops as soon as the depth passes MaxNestingDepth.
+func (sh *shape) scan(data []byte) {
+	depth := 0
+	inString, escaped := false, false
+	for i, c := range data {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case ']', '}':
+			depth--
+			continue
+		case ',':
+			if depth == 1 {
+				if sh.commas < len(sh.seps) {
+					sh.seps[sh.commas] = i
+				}
+				sh.commas++
+			}
+			continue
+		}
+		if depth == 1 {
+			sh.value = true
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '[', '{':
+			depth++
+			if depth > MaxNestingDepth {
+				sh.tooDeep = true
+				return
+			}
+		}
+	}
+}
+
+// slots is the number of elements of the scanned array, valid JSON.
+func (sh *shape) slots() int {
+	if !sh.value {
+		return 0
+	}
+	return sh.commas + 1
+}
+
+// parseSlot decodes and checks one slot; problems go to Slot.Err. raw is
+// valid JSON, trimmed, and is not retained.
+func parseSlot(raw []byte) Slot {
 	var s Slot
 	if len(raw) == 0 || raw[0] != '{' {
 		return Slot{ID: nullID, Err: Errorf(CodeInvalidRequest, "invalid request: a slot must be a JSON object")}
@@ -135,45 +226,156 @@ func parseSlot(raw json.RawMessage) Slot {
 	return s
 }
 
+// slotMembers and contextMembers are the member names of a slot and of its
+// context.
+var (
+	slotMembers    = []string{"jsonrpc", "id", "method", "params", "context"}
+	contextMembers = []string{"provider", "session"}
+)
+
 // caseVariant returns a member name of the slot object raw (or of its
 // context) that differs from a known member only in case, or "". JSON-RPC
 // member names are case-sensitive, but encoding/json matches them
 // case-insensitively: without this check "ID" would be taken as the id.
-func caseVariant(raw json.RawMessage) string {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return ""
+// raw is valid JSON; the members are walked in place rather than decoded
+// into a map, so an object of a million members costs no more than its
+// escaped names.
+func caseVariant(raw []byte) string {
+	var ctx []byte
+	variant := ""
+	eachMember(raw, func(key, val []byte) bool {
+		if variant = foldedKey(key, slotMembers); variant != "" {
+			return false
+		}
+		if string(key) == "context" {
+			ctx = val // the last one, as the decoder takes
+		}
+		return true
+	})
+	if variant != "" || len(ctx) == 0 || ctx[0] != '{' {
+		return variant
 	}
-	if k := foldedKey(m, "jsonrpc", "id", "method", "params", "context"); k != "" {
-		return k
-	}
-	var ctx map[string]json.RawMessage
-	if json.Unmarshal(m["context"], &ctx) != nil {
-		return ""
-	}
-	return foldedKey(ctx, "provider", "session")
+	eachMember(ctx, func(key, _ []byte) bool {
+		variant = foldedKey(key, contextMembers)
+		return variant == ""
+	})
+	return variant
 }
 
 // exactID returns the member named exactly "id" of the object raw when it is
-// a valid id, else null.
-func exactID(raw json.RawMessage) json.RawMessage {
-	var m map[string]json.RawMessage
-	_ = json.Unmarshal(raw, &m)
-	if id := m["id"]; validID(id) {
-		return id
+// a valid id, else null. raw is valid JSON.
+func exactID(raw []byte) json.RawMessage {
+	var id []byte
+	if len(raw) > 0 && raw[0] == '{' {
+		eachMember(raw, func(key, val []byte) bool {
+			if string(key) == "id" {
+				id = val // the last one, as the decoder takes
+			}
+			return true
+		})
+	}
+	if validID(id) {
+		return bytes.Clone(id)
 	}
 	return nullID
 }
 
-func foldedKey(m map[string]json.RawMessage, names ...string) string {
-	for k := range m {
-		for _, n := range names {
-			if k != n && strings.EqualFold(k, n) {
-				return k
-			}
+// foldedKey returns key as text when it differs from one of names only in
+// case, else "".
+func foldedKey(key []byte, names []string) string {
+	for _, n := range names {
+		if string(key) != n && bytes.EqualFold(key, []byte(n)) {
+			return string(key)
 		}
 	}
 	return ""
+}
+
+// eachMember calls f with the name (unescaped) and the raw value of each
+// member of the JSON object obj, in order, until f returns false. obj must
+// be valid JSON; on anything else it stops early and never panics. A name
+// without escapes is passed in place; only an escaped one is decoded.
+func eachMember(obj []byte, f func(key, val []byte) bool) {
+	i := skipSpace(obj, 1)
+	for i < len(obj) && obj[i] == '"' {
+		end := skipString(obj, i)
+		key := obj[i+1 : max(i+1, end-1)]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			var k string
+			if json.Unmarshal(obj[i:end], &k) != nil {
+				return
+			}
+			key = []byte(k)
+		}
+		i = skipSpace(obj, end)
+		if i >= len(obj) || obj[i] != ':' {
+			return
+		}
+		vs := skipSpace(obj, i+1)
+		ve := skipValue(obj, vs)
+		if !f(key, obj[vs:ve]) {
+			return
+		}
+		i = skipSpace(obj, ve)
+		if i >= len(obj) || obj[i] != ',' {
+			return
+		}
+		i = skipSpace(obj, i+1)
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string that starts at b[i] == '"'.
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// skipValue returns the index after the JSON value that starts at b[i].
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return i
+		}
+	}
+	return i
 }
 
 // trimJSONSpace trims the four whitespace characters of JSON (RFC 8259),

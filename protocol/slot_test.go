@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -294,6 +296,158 @@ func TestParseRequestErrorTexts(t *testing.T) {
 	}
 }
 
+// allocated returns the bytes allocated on the heap while f ran. The
+// package's tests do not run in parallel, so nothing else allocates much
+// meanwhile.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// allocSlack is what any message may allocate beyond allocFactor times its
+// size: the refusal, the slot headers, the decoder's small state.
+const (
+	allocFactor = 4
+	allocSlack  = 64 << 10
+)
+
+// zeroArray returns `[0,0,…,0]` of exactly size bytes (size odd, >= 3).
+func zeroArray(size int) []byte {
+	b := make([]byte, 0, size)
+	b = append(b, '[')
+	b = append(b, bytes.Repeat([]byte("0,"), (size-3)/2)...)
+	return append(b, '0', ']')
+}
+
+// TestParseRequestMemory is the attack of issue 7: an 8 MB message that
+// decodes into millions of values must be refused with -32600 before any of
+// them is materialized, allocating at most allocFactor times its size.
+func TestParseRequestMemory(t *testing.T) {
+	const size = 8_000_001
+	slot := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ping","arguments":{"payload":"x"}}}`
+	members := func(prefix string, n int) string {
+		b := make([]byte, 0, n*(len(prefix)+10))
+		for i := range n {
+			b = append(append(append(b, `,"`+prefix...), strconv.Itoa(i)...), `":0`...)
+		}
+		return string(b)
+	}
+	tests := []struct {
+		name string
+		in   []byte
+		code int // 0: accepted
+		text string
+	}{
+		{"8 MB array of zeros", zeroArray(size), CodeInvalidRequest, "4000000 slots exceeds the limit of 100"},
+		{"8 MB of open brackets", bytes.Repeat([]byte("["), size), CodeInvalidRequest, "deeper than 64"},
+		{"8 MB of open braces", bytes.Repeat([]byte(`{"a":`), size/5), CodeInvalidRequest, "deeper than 64"},
+		{"a slot and a 4-million-element array in a batch", []byte("[" + slot + "," + string(zeroArray(size-len(slot)-3)) + "]"), 0, ""},
+		{"one slot with a 4-million-element argument", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ping","arguments":{"a":` + string(zeroArray(size-80)) + `}}}`), 0, ""},
+		{"one slot of 262,144 members", []byte(`{"jsonrpc":"2.0","id":1,"method":"x"` + members("m", 1<<18) + `}`), 0, ""},
+		{"a context of 262,144 members", []byte(`{"jsonrpc":"2.0","id":1,"method":"x","context":{"provider":"claude"` + members("c", 1<<18) + `}}`), 0, ""},
+		{"262,144 members, one of them a case variant", []byte(`{"jsonrpc":"2.0","id":1,"method":"x"` + members("m", 1<<18) + `,"ID":2}`), 0, ""},
+		{"100 slots of 80 kB", []byte("[" + strings.TrimSuffix(strings.Repeat(`{"jsonrpc":"2.0","id":1,"method":"x","params":`+string(zeroArray(80_001))+`},`, 100), ",") + "]"), 0, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var req Request
+			var perr *Error
+			n := allocated(func() { req, perr = ParseRequest(tc.in) })
+			limit := uint64(allocFactor*len(tc.in) + allocSlack)
+			t.Logf("%d-byte message: %d bytes allocated (%.2f×)", len(tc.in), n, float64(n)/float64(len(tc.in)))
+			if n > limit {
+				t.Errorf("allocated %d bytes for a %d-byte message, want at most %d", n, len(tc.in), limit)
+			}
+			switch {
+			case tc.code == 0 && perr != nil:
+				t.Fatalf("refused: %v", perr)
+			case tc.code != 0 && perr == nil:
+				t.Fatalf("accepted %d slots, want code %d", len(req.Slots), tc.code)
+			case tc.code != 0 && (perr.Code != tc.code || !strings.Contains(perr.Message, tc.text)):
+				t.Fatalf("refusal %d %q, want %d naming %q", perr.Code, perr.Message, tc.code, tc.text)
+			}
+		})
+	}
+}
+
+func TestParseRequestDepth(t *testing.T) {
+	// nest wraps a ping slot's arguments in d levels of arrays, so that the
+	// whole message nests d+3 deep (slot, params, arguments) or d+4 in a
+	// batch.
+	nest := func(d int) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ping","arguments":{"a":` +
+			strings.Repeat("[", d) + strings.Repeat("]", d) + `}}}`
+	}
+	tests := []struct {
+		name string
+		in   string
+		code int // 0: accepted
+	}{
+		{"64 levels in a slot", nest(MaxNestingDepth - 3), 0},
+		{"65 levels in a slot", nest(MaxNestingDepth - 2), CodeInvalidRequest},
+		{"64 levels in a batch", "[" + nest(MaxNestingDepth-4) + "]", 0},
+		{"65 levels in a batch", "[" + nest(MaxNestingDepth-3) + "]", CodeInvalidRequest},
+		{"65 levels of arrays", strings.Repeat("[", 65) + strings.Repeat("]", 65), CodeInvalidRequest},
+		{"65 levels of objects, unterminated", strings.Repeat(`{"a":`, 65), CodeInvalidRequest},
+		{"64 levels, unterminated", strings.Repeat("[", 64), CodeParseError},
+		{"brackets inside strings do not nest", `{"jsonrpc":"2.0","id":"` + strings.Repeat("[{", 500) + `","method":"x"}`, 0},
+		{"escaped quotes do not end strings", `{"jsonrpc":"2.0","id":"\"` + strings.Repeat("[", 100) + `\\","method":"x"}`, 0},
+		{"commas inside strings and slots do not count", "[" + strings.TrimSuffix(strings.Repeat(`{"jsonrpc":"2.0","id":",,,","method":"x","params":[1,2,3]},`, 100), ",") + "]", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req, perr := ParseRequest([]byte(tc.in))
+			switch {
+			case tc.code == 0 && perr != nil:
+				t.Fatalf("refused: %v", perr)
+			case tc.code == 0:
+				for i, s := range req.Slots {
+					if s.Err != nil {
+						t.Fatalf("slot %d: %v", i, s.Err)
+					}
+				}
+			case perr == nil:
+				t.Fatalf("accepted, want code %d", tc.code)
+			case perr.Code != tc.code:
+				t.Fatalf("code %d (%s), want %d", perr.Code, perr.Message, tc.code)
+			case tc.code == CodeInvalidRequest && !strings.Contains(perr.Message, "64"):
+				t.Fatalf("refusal %q does not name the cap", perr.Message)
+			}
+		})
+	}
+}
+
+// TestParseRequestEscapedNames checks the in-place member walk against
+// names spelled with escapes: an escaped exact name is the member, an
+// escaped case variant is refused.
+func TestParseRequestEscapedNames(t *testing.T) {
+	req, perr := ParseRequest([]byte(`[
+		{"jsonrpc":"2.0","\u0069d":1,"method":"x"},
+		{"jsonrpc":"2.0","id":2,"\u004dethod":"x"},
+		{"jsonrpc":"2.0","id":3,"method":"x","context":{"\u0050rovider":"claude"}},
+		{"jsonrpc":"2.0","id":4,"id":5,"method":"x","ID":6},
+		{"jsonrpc":"2.0","id":7,"method":"x","context":{"provider":"claude"},"context":{"Session":"s"}},
+		{"jsonrpc":"2.0","id":8,"method":"x","context":{"Session":"s"},"context":{"provider":"claude"}}
+	]`))
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	checkSlots(t, req.Slots, []wantSlot{
+		{"1", "x", 0},
+		{"2", "", CodeInvalidRequest},
+		{"3", "", CodeInvalidRequest},
+		{"5", "", CodeInvalidRequest}, // the last exact "id", as the decoder takes
+		{"7", "", CodeInvalidRequest}, // the last context is the one checked
+		{"8", "x", 0},
+	})
+	if m := req.Slots[1].Err.Message; !strings.Contains(m, "Method") {
+		t.Errorf("message %q does not name the variant", m)
+	}
+}
+
 func TestEncodeResponses(t *testing.T) {
 	ok := Response{JSONRPC: "2.0", ID: json.RawMessage(`2`), Result: json.RawMessage(`{"pong":true}`)}
 	bad := ErrorResponse(json.RawMessage(`"b"`), Errorf(CodeMethodNotFound, "method not found: %q", "x/y"))
@@ -469,5 +623,31 @@ func TestGoldenErrorObject(t *testing.T) {
 	plain, _ := json.Marshal(&Error{Code: CodeInternal, Message: "internal error"})
 	if string(plain) != `{"code":-32603,"message":"internal error"}` {
 		t.Errorf("error without data = %s; data must be omitted", plain)
+	}
+}
+
+// BenchmarkParseRequest measures the common path: one slot of about 1 KiB
+// and a batch of ten ordinary slots.
+func BenchmarkParseRequest(b *testing.B) {
+	query := strings.Repeat("lorem ipsum ", 80)
+	single := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{"query":"` + query + `"}},"context":{"provider":"claude"}}`)
+	parts := make([]string, 10)
+	for i := range parts {
+		parts[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"ping","arguments":{"n":%d}}}`, i, i)
+	}
+	batch := []byte("[" + strings.Join(parts, ",") + "]")
+	for _, bc := range []struct {
+		name string
+		in   []byte
+	}{{"single_1KiB", single}, {"batch_10", batch}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bc.in)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, perr := ParseRequest(bc.in); perr != nil {
+					b.Fatal(perr)
+				}
+			}
+		})
 	}
 }

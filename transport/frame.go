@@ -28,6 +28,13 @@ const DefaultMaxMessage = 8 << 20
 // since the payload was not consumed.
 var ErrFrameTooLarge = errors.New("transport: frame too large")
 
+// ErrReserveRefused reports that the caller refused the memory of a frame's
+// declared length: ReadFrameReserve returns it wrapped together with the
+// refusal, having read the length prefix and nothing of the payload. Like
+// [ErrFrameTooLarge] it leaves the stream's framing lost; a server answers
+// it with one error and resets the stream.
+var ErrReserveRefused = errors.New("transport: frame memory refused")
+
 // ErrMalformedLength reports a length prefix that is not a valid unsigned
 // varint: longer than 9 bytes, over 2^63-1, or not minimally encoded. ReadFrame
 // returns it wrapped together with go-varint's error; like [ErrFrameTooLarge]
@@ -94,29 +101,18 @@ func NewFrameReader(r io.Reader, maxSize int) *FrameReader {
 // [ErrMalformedLength]. Errors of the underlying reader are wrapped. After
 // any error the stream's framing is lost and the FrameReader should be
 // discarded.
+//
+// A payload larger than 1 MiB is allocated as its bytes arrive, so a peer
+// that declares a large frame and stalls pins memory in proportion to what
+// it sent; [FrameReader.ReadFrameReserve] instead accounts the declared
+// length first and allocates it at once.
 func (fr *FrameReader) ReadFrame() ([]byte, error) {
-	n, err := varint.ReadUvarint(fr.r)
-	switch {
-	case err == nil:
-	case errors.Is(err, io.EOF):
-		return nil, io.EOF // clean boundary: nothing of a frame was read
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return nil, fmt.Errorf("transport: read frame: stream ended inside the length prefix: %w", io.ErrUnexpectedEOF)
-	case errors.Is(err, varint.ErrOverflow), errors.Is(err, varint.ErrNotMinimal):
-		return nil, fmt.Errorf("%w: %w", ErrMalformedLength, err)
-	default:
-		return nil, fmt.Errorf("transport: read frame: %w", err)
+	size, err := fr.readLength()
+	if err != nil {
+		return nil, err
 	}
-	if n > uint64(fr.max) {
-		return nil, fmt.Errorf("transport: frame of %d bytes exceeds the %d-byte cap: %w", n, fr.max, ErrFrameTooLarge)
-	}
-	size := int(n) // n <= fr.max, an int
 	if size <= allocChunk {
-		buf := make([]byte, size)
-		if _, err := io.ReadFull(fr.r, buf); err != nil {
-			return nil, fr.payloadErr(err, size)
-		}
-		return buf, nil
+		return fr.readExact(size)
 	}
 	buf := make([]byte, 0, allocChunk)
 	for len(buf) < size {
@@ -129,6 +125,76 @@ func (fr *FrameReader) ReadFrame() ([]byte, error) {
 		if err != nil {
 			return nil, fr.payloadErr(err, size)
 		}
+	}
+	return buf, nil
+}
+
+// ReadFrameReserve reads the next frame as ReadFrame does, but first calls
+// reserve with its declared length (within the cap, 0 included), before
+// anything is allocated for the payload: the caller accounts the memory, for
+// example in a libp2p resource scope, and the payload is then allocated in
+// one piece of exactly that length. A non-nil error from reserve refuses the
+// frame: ReadFrameReserve returns an error wrapping [ErrReserveRefused] and
+// reserve's error, having read nothing of the payload.
+//
+// Once reserve has returned nil the reservation is the caller's to release,
+// whatever ReadFrameReserve then returns; a caller that must know whether it
+// holds one records it in reserve. Errors are otherwise those of ReadFrame.
+func (fr *FrameReader) ReadFrameReserve(reserve func(n int) error) ([]byte, error) {
+	size, err := fr.readLength()
+	if err != nil {
+		return nil, err
+	}
+	if err := reserve(size); err != nil {
+		return nil, fmt.Errorf("transport: %d-byte frame: %w: %w", size, ErrReserveRefused, err)
+	}
+	return fr.readExact(size)
+}
+
+// Wait blocks until the first byte of the next frame has arrived, or the
+// stream ends or fails. It consumes nothing: it returns nil when a frame is
+// waiting, io.EOF when the stream ended cleanly between frames, and the
+// underlying reader's error wrapped otherwise (a reset, an expired
+// deadline). A server runs it while a request is in flight to learn that
+// the caller gave up. Like ReadFrame, it must not run concurrently with
+// another method of fr.
+func (fr *FrameReader) Wait() error {
+	_, err := fr.r.Peek(1)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, io.EOF):
+		return io.EOF
+	default:
+		return fmt.Errorf("transport: wait for a frame: %w", err)
+	}
+}
+
+// readLength reads a frame's length prefix and checks it against the cap.
+func (fr *FrameReader) readLength() (int, error) {
+	n, err := varint.ReadUvarint(fr.r)
+	switch {
+	case err == nil:
+	case errors.Is(err, io.EOF):
+		return 0, io.EOF // clean boundary: nothing of a frame was read
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return 0, fmt.Errorf("transport: read frame: stream ended inside the length prefix: %w", io.ErrUnexpectedEOF)
+	case errors.Is(err, varint.ErrOverflow), errors.Is(err, varint.ErrNotMinimal):
+		return 0, fmt.Errorf("%w: %w", ErrMalformedLength, err)
+	default:
+		return 0, fmt.Errorf("transport: read frame: %w", err)
+	}
+	if n > uint64(fr.max) {
+		return 0, fmt.Errorf("transport: frame of %d bytes exceeds the %d-byte cap: %w", n, fr.max, ErrFrameTooLarge)
+	}
+	return int(n), nil // n <= fr.max, an int
+}
+
+// readExact reads a payload of size bytes into one allocation.
+func (fr *FrameReader) readExact(size int) ([]byte, error) {
+	buf := make([]byte, size)
+	if _, err := io.ReadFull(fr.r, buf); err != nil {
+		return nil, fr.payloadErr(err, size)
 	}
 	return buf, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 	"testing/iotest"
 
@@ -291,6 +292,101 @@ func TestReadFrameStalledLargeFrame(t *testing.T) {
 	const bound = 2 << 20
 	if b := allocatedBytes(5, run); b > bound {
 		t.Fatalf("%d bytes allocated for a stalled %d-byte frame, want at most %d", b, declared, bound)
+	}
+}
+
+func TestReadFrameReserve(t *testing.T) {
+	var stream bytes.Buffer
+	for _, p := range [][]byte{[]byte("first"), {}, randomBytes(allocChunk+5, 3), []byte("last")} {
+		if err := WriteFrame(&stream, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fr := NewFrameReader(bytes.NewReader(stream.Bytes()), 2*allocChunk)
+	var asked []int
+	reserve := func(n int) error { asked = append(asked, n); return nil }
+	for i, size := range []int{5, 0, allocChunk + 5, 4} {
+		p, err := fr.ReadFrameReserve(reserve)
+		if err != nil || len(p) != size || cap(p) != size {
+			t.Fatalf("frame %d: %d bytes (cap %d), %v; want exactly %d", i, len(p), cap(p), err, size)
+		}
+	}
+	if _, err := fr.ReadFrameReserve(reserve); err != io.EOF {
+		t.Fatalf("after the last frame: %v, want io.EOF", err)
+	}
+	if want := []int{5, 0, allocChunk + 5, 4}; !slices.Equal(asked, want) {
+		t.Fatalf("reserve was asked for %v, want %v", asked, want)
+	}
+
+	// Over the cap: refused as by ReadFrame, and reserve is never asked.
+	asked = nil
+	_, err := NewFrameReader(bytes.NewReader(varint.ToUvarint(1<<30)), 0).ReadFrameReserve(reserve)
+	if !errors.Is(err, ErrFrameTooLarge) || len(asked) != 0 {
+		t.Fatalf("over the cap: %v, reserve asked %v", err, asked)
+	}
+}
+
+// TestReadFrameReserveRefused: a refusal wraps ErrReserveRefused and the
+// caller's error, allocates nothing for the declared 8 MiB and reads none of
+// the payload.
+func TestReadFrameReserveRefused(t *testing.T) {
+	busy := errors.New("scope is full")
+	payload := []byte("payload bytes")
+	input := append(varint.ToUvarint(DefaultMaxMessage), payload...)
+	src := bytes.NewReader(input)
+	br := bufio.NewReaderSize(src, 16)
+	run := func() {
+		src.Reset(input)
+		br.Reset(src)
+		_, err := NewFrameReader(br, 0).ReadFrameReserve(func(n int) error {
+			if n != DefaultMaxMessage {
+				t.Errorf("reserve(%d), want the declared %d", n, DefaultMaxMessage)
+			}
+			return busy
+		})
+		if !errors.Is(err, ErrReserveRefused) || !errors.Is(err, busy) {
+			t.Fatalf("err = %v, want ErrReserveRefused and the scope's error", err)
+		}
+	}
+	run()
+	rest, _ := io.ReadAll(br)
+	if !bytes.Equal(rest, payload) {
+		t.Fatalf("after the refusal %q is left to read, want the whole payload %q", rest, payload)
+	}
+	if b := allocatedBytes(20, run); b > 4<<10 {
+		t.Fatalf("%d bytes allocated per refusal of an 8 MiB frame, want under 4 KiB", b)
+	}
+}
+
+// TestFrameReaderWait: Wait reports a waiting frame without consuming it,
+// io.EOF at a clean end, and the reader's error otherwise.
+func TestFrameReaderWait(t *testing.T) {
+	var stream bytes.Buffer
+	if err := WriteFrame(&stream, []byte("next")); err != nil {
+		t.Fatal(err)
+	}
+	fr := NewFrameReader(bytes.NewReader(stream.Bytes()), 0)
+	if err := fr.Wait(); err != nil {
+		t.Fatalf("Wait with a frame waiting: %v", err)
+	}
+	if p, err := fr.ReadFrame(); err != nil || string(p) != "next" {
+		t.Fatalf("the frame after Wait: %q, %v", p, err)
+	}
+	if err := fr.Wait(); err != io.EOF {
+		t.Fatalf("Wait at the end: %v, want io.EOF", err)
+	}
+	boom := errors.New("stream reset")
+	if err := NewFrameReader(iotest.ErrReader(boom), 0).Wait(); !errors.Is(err, boom) || errors.Is(err, io.EOF) {
+		t.Fatalf("Wait on a failing reader: %v, want its error", err)
+	}
+	// A stream that ends inside a frame is not a clean end: Wait sees its
+	// first byte, ReadFrame the truncation.
+	fr = NewFrameReader(bytes.NewReader([]byte{0x05, 'a'}), 0)
+	if err := fr.Wait(); err != nil {
+		t.Fatalf("Wait on a truncated frame: %v", err)
+	}
+	if _, err := fr.ReadFrame(); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("truncated frame: %v", err)
 	}
 }
 
