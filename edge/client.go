@@ -94,6 +94,7 @@ type Client struct {
 	hc          *http.Client
 	maxResponse int64
 	now         func() time.Time
+	secret      []byte // set: mint sessions as a secret holder
 
 	mu       sync.Mutex // guards sessions
 	sessions map[string]cachedSession
@@ -104,10 +105,26 @@ type cachedSession struct {
 	expires time.Time // when to stop using it (before the real expiry)
 }
 
+// ClientOption configures a Client.
+type ClientOption func(*Client)
+
+// WithSecret makes the client a secret holder (SPEC §6): instead of asking
+// GET /mcpv2/session for an anonymous session, it mints its own sessions
+// with secret, the edge's --secret, for the address it reaches the edge
+// from, as the seed's client did. Such a session is granted every skill. A
+// client behind a NAT that changes its address cannot mint a valid one.
+func WithSecret(secret []byte) ClientOption {
+	return func(c *Client) {
+		if len(secret) > 0 {
+			c.secret = append([]byte(nil), secret...)
+		}
+	}
+}
+
 // NewClient returns a Client that sends through httpClient. nil gives a
 // client of its own with one shared transport, which does not follow
 // redirects; Close releases its idle connections.
-func NewClient(httpClient *http.Client) *Client {
+func NewClient(httpClient *http.Client, opts ...ClientOption) *Client {
 	if httpClient == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 16
@@ -116,7 +133,11 @@ func NewClient(httpClient *http.Client) *Client {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}
-	return &Client{hc: httpClient, maxResponse: DefaultMaxResponse, now: time.Now, sessions: map[string]cachedSession{}}
+	c := &Client{hc: httpClient, maxResponse: DefaultMaxResponse, now: time.Now, sessions: map[string]cachedSession{}}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
 }
 
 // Close closes the idle connections of the client's transport. The Client
@@ -234,7 +255,13 @@ type HealthStatus struct {
 	ProtocolVersion string `json:"protocol_version"`
 	// LLMMode reports whether ask keeps per-conversation history.
 	LLMMode bool `json:"llm_mode"`
-	// Flags repeats the boolean flags (llm_mode) as the seed listed them.
+	// TLS reports whether the edge serves HTTPS.
+	TLS bool `json:"tls"`
+	// MTLS reports whether the edge requires client certificates (mutual
+	// TLS).
+	MTLS bool `json:"mtls"`
+	// Flags repeats the boolean flags (llm_mode, tls, mtls) as the seed
+	// listed them.
 	Flags map[string]bool `json:"flags"`
 	// UptimeS is how long the edge has run, in seconds.
 	UptimeS int64 `json:"uptime_s"`
@@ -280,9 +307,21 @@ func (c *Client) Session(ctx context.Context, addr protocol.Address) (string, er
 	return c.fetchSession(ctx, addr)
 }
 
-// fetchSession gets a new session from the edge and caches it.
+// fetchSession gets a new session from the edge, or mints one with the
+// client's secret, and caches it.
 func (c *Client) fetchSession(ctx context.Context, addr protocol.Address) (string, error) {
 	target := hostPort(addr)
+	if c.secret != nil {
+		ip, err := sourceIP(ctx, target)
+		if err != nil {
+			return "", fmt.Errorf("edge: session %s: %w", target, err)
+		}
+		tok, _ := protocol.MintToken(c.secret, ip, c.now(), mintedSessionTTL)
+		c.mu.Lock()
+		c.sessions[addr.URL] = cachedSession{token: tok, expires: c.now().Add(mintedSessionTTL - sessionMargin)}
+		c.mu.Unlock()
+		return tok, nil
+	}
 	u := addr.URL + "/session"
 	status, hdr, body, err := c.do(ctx, "session", target, http.MethodGet, u, "", nil)
 	if err != nil {
@@ -304,6 +343,26 @@ func (c *Client) fetchSession(ctx context.Context, addr protocol.Address) (strin
 	c.sessions[addr.URL] = cachedSession{token: sa.SessionID, expires: c.now().Add(ttl - margin)}
 	c.mu.Unlock()
 	return sa.SessionID, nil
+}
+
+// mintedSessionTTL is the lifetime of sessions a secret holder mints.
+const mintedSessionTTL = 10 * time.Minute
+
+// sourceIP returns the local address this machine sends from to reach
+// target (host:port): the address the edge sees, unless a NAT is between.
+// Connecting a UDP socket sends nothing; it only asks the kernel's routing.
+func sourceIP(ctx context.Context, target string) (string, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "udp", target)
+	if err != nil {
+		return "", fmt.Errorf("cannot tell which address reaches %s: %w", target, err)
+	}
+	defer conn.Close()
+	ua, ok := conn.LocalAddr().(*net.UDPAddr)
+	if !ok {
+		return "", fmt.Errorf("cannot tell which address reaches %s", target)
+	}
+	return ua.AddrPort().Addr().Unmap().String(), nil
 }
 
 // forget drops the cached session of addr.

@@ -75,9 +75,10 @@ func FuzzSessionToken(f *testing.F) {
 		} else {
 			r.Header.Set(SessionHeader, tok)
 		}
-		got, perr := s.verify(r)
+		got, kind, perr := s.verify(r)
 		if perr == nil {
-			// Accepted: it must be exactly a token of the secret for this IP.
+			// Accepted: it must be exactly a token of the secret (a secret
+			// holder) or of the derived key (anonymous) for this IP.
 			_, mac, ok := strings.Cut(tok, ".")
 			if !ok {
 				t.Fatalf("accepted %q without a mac", tok)
@@ -86,10 +87,16 @@ func FuzzSessionToken(f *testing.F) {
 			if err != nil {
 				t.Fatalf("accepted %q that does not parse: %v", tok, err)
 			}
-			m := hmac.New(sha256.New, fuzzSecret)
+			key := fuzzSecret
+			if kind == protocol.CallerAnonymous {
+				key = anonymousKey(fuzzSecret)
+			} else if kind != protocol.CallerSecretHolder {
+				t.Fatalf("accepted %q as kind %v", tok, kind)
+			}
+			m := hmac.New(sha256.New, key)
 			m.Write([]byte(payload))
 			if hex.EncodeToString(m.Sum(nil)) != mac {
-				t.Fatalf("accepted %q whose mac is not the secret's", tok)
+				t.Fatalf("accepted %q as %v, but its mac is not that kind's", tok, kind)
 			}
 			if got.Subject != fuzzIP || pt != got {
 				t.Fatalf("accepted %q for subject %q", tok, got.Subject)
@@ -255,7 +262,7 @@ func TestSessionTokenCorpus(t *testing.T) {
 		} else {
 			r.Header.Set(SessionHeader, tok)
 		}
-		_, perr := s.verify(r)
+		_, _, perr := s.verify(r)
 		got := ""
 		if perr != nil {
 			got = perr.Data.(map[string]string)["reason"]

@@ -101,30 +101,44 @@ func (s *Server) open(method string, h handlerFunc) http.Handler {
 
 // Authenticated wraps an endpoint that needs a session, for this edge's
 // routes and for faces mounted on Mux: it checks the method (405 otherwise),
-// the session token (401 with -32001 naming the failed check), and the
-// session's rate limit (429 with -32005 and Retry-After), each refusal
-// answered with a JSON-RPC error and audited once. h then runs with the
-// caller marked Trusted; it reads the body with ReadBody.
+// the session token (401 with -32001 naming the failed check), the
+// session's rate limit (429 with -32005 and Retry-After), and the cap on
+// requests in flight (503 with -32005), each refusal answered with a
+// JSON-RPC error and audited once. h then runs with the caller's Kind set
+// from its token: a secret holder or an anonymous session. The edge decides
+// only who the caller is; the node decides what it may run. h reads the
+// body with ReadBody.
 func (s *Server) Authenticated(method string, h func(w http.ResponseWriter, r *http.Request, c protocol.Caller)) http.Handler {
 	return s.open(method, func(w http.ResponseWriter, r *http.Request, q *request) {
-		tok, perr := s.verify(r)
+		tok, kind, perr := s.verify(r)
 		if perr != nil {
 			s.log.Debug("session refused", "remote", r.RemoteAddr, "path", r.URL.Path, "err", perr.Message)
 			s.refuse(w, r, q, http.StatusUnauthorized, perr)
 			return
 		}
+		q.caller.Kind = kind
 		if ok, wait := s.sessLimits.allow(tok.Nonce, s.cfg.Now()); !ok {
 			s.rateLimited(w, r, q, wait, fmt.Sprintf("rate limited: this session may send %s requests per second", formatRate(s.cfg.RateLimit)))
 			return
 		}
-		q.caller.Trusted = true
+		select {
+		case s.inflight <- struct{}{}:
+			defer func() { <-s.inflight }()
+		default:
+			w.Header().Set("Retry-After", "1")
+			s.refuse(w, r, q, http.StatusServiceUnavailable, &protocol.Error{Code: protocol.CodeRateLimited,
+				Message: fmt.Sprintf("busy: this edge serves at most %d requests at once; retry after 1s", cap(s.inflight)),
+				Data:    map[string]int64{"retry_after_ms": 1000}})
+			return
+		}
 		ctx := withRequest(r.Context(), q)
 		h(w, r.WithContext(ctx), q.caller)
 	})
 }
 
-// verify checks the request's session token against the caller's IP.
-func (s *Server) verify(r *http.Request) (protocol.Token, *protocol.Error) {
+// verify checks the request's session token against the caller's IP and
+// returns the token and the kind of caller it proves.
+func (s *Server) verify(r *http.Request) (protocol.Token, protocol.CallerKind, *protocol.Error) {
 	tok := r.Header.Get(SessionHeader)
 	if tok == "" {
 		tok = r.URL.Query().Get(SessionParam)
@@ -134,9 +148,9 @@ func (s *Server) verify(r *http.Request) (protocol.Token, *protocol.Error) {
 	if tok == "" {
 		reason, msg = "missing", "invalid session: no session token; send it as the sessionId query parameter or the X-MCPV2-Session header (GET /mcpv2/session issues one)"
 	} else {
-		t, err := protocol.VerifyToken(s.secret, tok, ip, s.cfg.Now(), s.cfg.ClockSkew)
+		t, kind, err := s.verifyToken(tok, ip)
 		if err == nil {
-			return t, nil
+			return t, kind, nil
 		}
 		switch {
 		case errors.Is(err, protocol.ErrTokenMalformed):
@@ -156,7 +170,7 @@ func (s *Server) verify(r *http.Request) (protocol.Token, *protocol.Error) {
 			reason, msg = "invalid", "invalid session: "+err.Error()
 		}
 	}
-	return protocol.Token{}, &protocol.Error{Code: protocol.CodeInvalidSession, Message: msg, Data: map[string]string{"reason": reason}}
+	return protocol.Token{}, 0, &protocol.Error{Code: protocol.CodeInvalidSession, Message: msg, Data: map[string]string{"reason": reason}}
 }
 
 // ReadBody reads r's body up to the edge's cap. Over the cap it answers 413
@@ -176,7 +190,34 @@ func (s *Server) ReadBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 	if r.ContentLength > s.cfg.MaxBody {
 		return tooBig()
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	mr := http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+	var err error
+	if r.ContentLength >= 0 {
+		// A known length within the cap: one allocation of exactly that
+		// size, where io.ReadAll would grow by doubling.
+		body = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(mr, body)
+	} else {
+		// An unknown length: chunks growing to 64 KiB, joined once, so the
+		// body costs at most about twice its size, never a doubled cap.
+		var chunks [][]byte
+		n, c := 0, make([]byte, 0, 512)
+		for err == nil {
+			var m int
+			m, err = mr.Read(c[len(c):cap(c)])
+			c, n = c[:len(c)+m], n+m
+			if len(c) == cap(c) {
+				chunks, c = append(chunks, c), make([]byte, 0, min(2*cap(c), 64<<10))
+			}
+		}
+		if err == io.EOF {
+			err = nil
+		}
+		body = make([]byte, 0, n)
+		for _, c := range append(chunks, c) {
+			body = append(body, c...)
+		}
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -253,7 +294,9 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request, q *request) {
 		PeerID:          s.b.PeerID(),
 		ProtocolVersion: protocol.Version,
 		LLMMode:         s.cfg.LLMMode,
-		Flags:           map[string]bool{"llm_mode": s.cfg.LLMMode},
+		TLS:             s.TLS(),
+		MTLS:            s.MTLS(),
+		Flags:           map[string]bool{"llm_mode": s.cfg.LLMMode, "tls": s.TLS(), "mtls": s.MTLS()},
 		UptimeS:         int64(s.cfg.Now().Sub(s.started).Seconds()),
 		PeerAddress:     s.PeerAddress(),
 	})
@@ -272,7 +315,9 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request, q *request) {
 		s.rateLimited(w, r, q, wait, fmt.Sprintf("rate limited: %s may get %s sessions per second", ip, formatRate(s.cfg.SessionRateLimit)))
 		return
 	}
-	tok, t := protocol.MintToken(s.secret, ip, s.cfg.Now(), s.cfg.SessionTTL)
+	// An anonymous session: MACed with the derived key, so that it grants
+	// only what the policy gives "http" (SPEC §6).
+	tok, t := protocol.MintToken(s.anonKey, ip, s.cfg.Now(), s.cfg.SessionTTL)
 	s.b.Audit(q.caller, auditMethod(r), nil, q.start)
 	writeJSON(w, http.StatusOK, sessionAnswer{SessionID: tok, ExpiresAt: t.ExpiresAt().Unix(), TTL: t.TTL})
 }
@@ -386,6 +431,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, c protocol.Call
 			"invalid params: gateway: %q is not a PeerID (want /mcpv2/peers/12D3Koo…)", clip(peer, 80)))
 		return
 	}
+	if !s.allowIP(w, r, q, s.gwLimits, s.cfg.GatewayRateLimit, "gateway requests") {
+		return
+	}
 	body, ok := s.ReadBody(w, r)
 	if !ok {
 		return
@@ -394,7 +442,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, c protocol.Call
 		s.refuse(w, r, q, http.StatusBadRequest, perr)
 		return
 	}
-	out, err := s.b.Forward(r.Context(), peer, body)
+	out, err := s.b.Forward(r.Context(), c, peer, body)
 	if err != nil {
 		var pe *protocol.Error
 		switch {
@@ -429,6 +477,9 @@ type FindAnswer struct {
 // find is GET /mcpv2/find?skill=…|tag=…[&limit=N].
 func (s *Server) find(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
 	q := requestFrom(r.Context())
+	if !s.allowIP(w, r, q, s.findLimits, s.cfg.FindRateLimit, "finds") {
+		return
+	}
 	v := r.URL.Query()
 	skill, tag := strings.TrimSpace(v.Get("skill")), strings.TrimSpace(v.Get("tag"))
 	by, term := "skill", skill
@@ -470,6 +521,18 @@ func (s *Server) find(w http.ResponseWriter, r *http.Request, c protocol.Caller)
 	}
 	s.b.Audit(c, auditMethod(r), nil, q.start)
 	writeJSON(w, http.StatusOK, FindAnswer{Query: term, By: by, Results: res})
+}
+
+// allowIP takes a token of the caller IP's bucket in ls, for an endpoint
+// whose cost is not bounded by one session's rate: a caller can hold many
+// sessions. When the bucket is empty it answers 429 and returns false.
+func (s *Server) allowIP(w http.ResponseWriter, r *http.Request, q *request, ls *limiterSet, rate float64, what string) bool {
+	ip := clientIP(r.RemoteAddr)
+	ok, wait := ls.allow(ip, s.cfg.Now())
+	if !ok {
+		s.rateLimited(w, r, q, wait, fmt.Sprintf("rate limited: %s may send %s %s per second", ip, formatRate(rate), what))
+	}
+	return ok
 }
 
 func formatRate(r float64) string { return strconv.FormatFloat(r, 'f', -1, 64) }

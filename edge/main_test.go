@@ -59,8 +59,9 @@ type fakeBackend struct {
 }
 
 type forwardCall struct {
-	peer string
-	msg  string
+	caller protocol.Caller
+	peer   string
+	msg    string
 }
 
 func (f *fakeBackend) PeerID() string { return testPeerID }
@@ -183,10 +184,10 @@ func (f *fakeBackend) run(s *protocol.Slot) (json.RawMessage, *protocol.Error) {
 	return nil, protocol.Errorf(protocol.CodeMethodNotFound, "method not found: %q", s.Method)
 }
 
-func (f *fakeBackend) Forward(ctx context.Context, peerID string, msg []byte) ([]byte, error) {
+func (f *fakeBackend) Forward(ctx context.Context, c protocol.Caller, peerID string, msg []byte) ([]byte, error) {
 	f.mu.Lock()
 	if !f.quiet {
-		f.forwarded = append(f.forwarded, forwardCall{peer: peerID, msg: string(msg)})
+		f.forwarded = append(f.forwarded, forwardCall{caller: c, peer: peerID, msg: string(msg)})
 	}
 	err := f.forwardErr
 	f.mu.Unlock()
@@ -270,7 +271,12 @@ type testEdge struct {
 
 func startEdge(t *testing.T, cfg Config) *testEdge {
 	t.Helper()
-	b := &fakeBackend{}
+	return startEdgeWith(t, &fakeBackend{}, cfg)
+}
+
+// startEdgeWith is startEdge with the caller's backend.
+func startEdgeWith(t *testing.T, b *fakeBackend, cfg Config) *testEdge {
+	t.Helper()
 	clk := newClock()
 	if cfg.BindHost == "" && cfg.PublicIP == "" {
 		cfg.BindHost = "127.0.0.1"

@@ -49,9 +49,13 @@ func TestSessionIssueAndReuse(t *testing.T) {
 	if tok == "" || sa["ttl"] != float64(1800) || sa["expires_at"] != float64(e.clk.Now().Add(30*time.Minute).Unix()) {
 		t.Fatalf("session answer %s", body)
 	}
-	// The token is bound to the caller's IP and signed with the secret.
-	if _, err := protocol.VerifyToken(testSecret, tok, "127.0.0.1", e.clk.Now(), time.Minute); err != nil {
+	// The token is bound to the caller's IP and signed with the key derived
+	// from the secret, never with the secret itself: it is anonymous.
+	if _, err := protocol.VerifyToken(anonymousKey(testSecret), tok, "127.0.0.1", e.clk.Now(), time.Minute); err != nil {
 		t.Fatalf("issued token does not verify: %v", err)
+	}
+	if _, err := protocol.VerifyToken(testSecret, tok, "127.0.0.1", e.clk.Now(), time.Minute); err == nil {
+		t.Fatal("an issued session verifies with the secret: it would pass for a secret holder's")
 	}
 	// Reuse: many calls with one session, by header and by query.
 	for i := range 3 {
@@ -65,9 +69,9 @@ func TestSessionIssueAndReuse(t *testing.T) {
 			t.Fatalf("call %d by query: %d %s", i, st, b)
 		}
 	}
-	// The caller reached Handle as ip:127.0.0.1, via http, trusted.
+	// The caller reached Handle as ip:127.0.0.1, via http, anonymous.
 	c := e.b.callerList()[0]
-	if c.ID != "ip:127.0.0.1" || c.Via != "http" || !c.Trusted || !strings.HasPrefix(c.Remote, "127.0.0.1:") {
+	if c.ID != "ip:127.0.0.1" || c.Via != "http" || c.Kind != protocol.CallerAnonymous || !strings.HasPrefix(c.Remote, "127.0.0.1:") {
 		t.Errorf("caller = %+v", c)
 	}
 }
@@ -437,7 +441,7 @@ func TestGateway(t *testing.T) {
 }
 
 func TestFind(t *testing.T) {
-	e := startEdge(t, Config{})
+	e := startEdge(t, Config{FindRateLimit: -1})
 	get := func(q string) (int, http.Header, []byte) {
 		return e.do(t, http.MethodGet, "/mcpv2/find"+q, nil, map[string]string{SessionHeader: e.token})
 	}
@@ -661,14 +665,14 @@ func TestFaceMountedOnMux(t *testing.T) {
 	if st := post("hello", ""); st != 401 {
 		t.Errorf("no session: %d", st)
 	}
-	if st := post("hello", tok); st != 204 || gotBody != "hello" || !got.Trusted || got.ID != "ip:127.0.0.1" {
+	if st := post("hello", tok); st != 204 || gotBody != "hello" || got.Kind != protocol.CallerSecretHolder || got.ID != "ip:127.0.0.1" {
 		t.Errorf("with a session: %d %q %+v", st, gotBody, got)
 	}
 	if st := post(strings.Repeat("x", 33), tok); st != 413 {
 		t.Errorf("over the cap: %d", st)
 	}
 	lines := b.auditLines()
-	if len(lines) != 2 || lines[0].code != protocol.CodeInvalidSession || lines[1].code != protocol.CodeInvalidRequest || !lines[1].caller.Trusted {
+	if len(lines) != 2 || lines[0].code != protocol.CodeInvalidSession || lines[1].code != protocol.CodeInvalidRequest || lines[1].caller.Kind != protocol.CallerSecretHolder {
 		t.Errorf("audit lines %+v", lines)
 	}
 }

@@ -1,12 +1,16 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
@@ -109,12 +113,18 @@ type PeerRouter interface {
 // Client calls mesh peers over /mcpv2/rpc/1.0.0, reusing streams and
 // connections. A Node embeds one; the CLI's client commands use one alone.
 // It is safe for concurrent use; mu guards router.
+//
+// A pooled stream never carries two calls' answers: a stream goes back to
+// the pool only after a request whose answer was read in full and matched
+// to the request's ids, and every call puts ids on the wire that no other
+// call of this Client uses, so a stale answer cannot pass for a new one.
 type Client struct {
 	host   host.Host
 	pool   *streamPool
 	secret []byte
 	now    func() time.Time
 	maxMsg int
+	ids    atomic.Uint64 // the last wire id handed out
 
 	mu     sync.Mutex
 	router PeerRouter
@@ -198,27 +208,118 @@ func (n *Client) Connect(ctx context.Context, addr protocol.Address) (peer.ID, e
 	return pid, nil
 }
 
+// ErrOutOfStep is wrapped when a peer's answer does not carry the ids of
+// the request it answers. The stream is reset and only that call fails.
+var ErrOutOfStep = errors.New("answer does not match the request's ids")
+
 // Send sends one raw request message to the mesh peer pid and returns its
 // raw response; wantReply false (a notification-only request) returns nil
-// without waiting. A stream reused from the pool that turns out to be dead
-// before anything was read is replaced once.
+// without waiting. The response must carry the ids of msg's slots that
+// expect one, in order (ErrOutOfStep otherwise). A stream reused from the
+// pool that turns out to be dead before anything was read is replaced once.
 func (n *Client) Send(ctx context.Context, pid peer.ID, msg []byte, wantReply bool) ([]byte, error) {
+	var want []json.RawMessage
+	if wantReply {
+		want = []json.RawMessage{nullID} // a message the peer cannot parse is refused whole
+		if req, perr := protocol.ParseRequest(msg); perr == nil {
+			want = expectedIDs(req.Slots)
+		}
+	}
+	out, _, err := n.send(ctx, pid, msg, want)
+	return out, err
+}
+
+// send writes msg on a pooled stream to pid and, when want is not empty,
+// reads one answer and checks that it carries exactly the ids in want (a
+// null id stands for a slot the peer could not read), or is one error
+// refusing the whole message. It returns the answer raw and decoded. A
+// stream goes back to the pool only after a matched answer; after a
+// notification-only message it is closed, since a peer that refuses such a
+// message as a whole still answers it.
+func (n *Client) send(ctx context.Context, pid peer.ID, msg []byte, want []json.RawMessage) ([]byte, []protocol.Response, error) {
 	for attempt := 0; ; attempt++ {
 		ps, reused, err := n.pool.get(ctx, pid, n.maxMsg)
 		if err != nil {
-			return nil, fmt.Errorf("node: open stream to %s: %w", pid, err)
+			return nil, nil, fmt.Errorf("node: open stream to %s: %w", pid, err)
 		}
-		out, sent, err := exchange(ctx, ps, msg, wantReply)
+		out, sent, err := exchange(ctx, ps, msg, len(want) > 0)
+		if err == nil && len(want) == 0 {
+			_ = ps.s.Close()
+			return nil, nil, nil
+		}
 		if err == nil {
-			n.pool.put(pid, ps)
-			return out, nil
+			var resps []protocol.Response
+			if resps, err = protocol.ParseResponses(out); err == nil {
+				err = matchIDs(resps, want)
+			}
+			if err == nil {
+				n.pool.put(pid, ps)
+				return out, resps, nil
+			}
+			_ = ps.s.Reset()
+			return nil, nil, fmt.Errorf("node: call %s: %w", pid, err)
 		}
 		_ = ps.s.Reset()
 		if reused && attempt == 0 && (!sent || errors.Is(err, io.EOF)) {
 			continue
 		}
-		return nil, fmt.Errorf("node: call %s: %w", pid, err)
+		return nil, nil, fmt.Errorf("node: call %s: %w", pid, err)
 	}
+}
+
+var nullID = json.RawMessage("null")
+
+// expectedIDs returns the ids the answer to slots must carry, in order: one
+// per slot that is not a notification (ParseRequest gives a slot it could
+// not read a null id).
+func expectedIDs(slots []protocol.Slot) []json.RawMessage {
+	var ids []json.RawMessage
+	for i := range slots {
+		if !slots[i].IsNotification() {
+			ids = append(ids, slots[i].ID)
+		}
+	}
+	return ids
+}
+
+// matchIDs checks an answer against the ids of its request. One error
+// response with a null id refuses the whole request and matches anything.
+func matchIDs(resps []protocol.Response, want []json.RawMessage) error {
+	if len(resps) == 1 && resps[0].Error != nil && isNull(resps[0].ID) {
+		return nil
+	}
+	if len(resps) != len(want) {
+		return fmt.Errorf("%w: %d answers to %d requests", ErrOutOfStep, len(resps), len(want))
+	}
+	for i := range resps {
+		if !isNull(resps[i].ID) && !sameJSON(resps[i].ID, want[i]) {
+			return fmt.Errorf("%w: answer %d has id %s, the request's is %s", ErrOutOfStep, i, clipID(resps[i].ID), clipID(want[i]))
+		}
+	}
+	return nil
+}
+
+func isNull(id json.RawMessage) bool { return len(id) == 0 || string(id) == "null" }
+
+// sameJSON compares two JSON values (ids) byte for byte after compacting.
+func sameJSON(a, b json.RawMessage) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var ca, cb bytes.Buffer
+	return json.Compact(&ca, a) == nil && json.Compact(&cb, b) == nil && bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+func clipID(id json.RawMessage) string {
+	if len(id) > 40 {
+		return string(id[:40]) + "…"
+	}
+	return string(id)
+}
+
+// wireID returns an id no other call of this Client has put on the wire.
+func (n *Client) wireID() json.RawMessage {
+	return strconv.AppendUint(nil, n.ids.Add(1), 10)
 }
 
 // exchange writes msg and reads one reply frame on ps. sent reports whether
@@ -259,8 +360,10 @@ type CallOptions struct {
 }
 
 // Call sends slots to the peer at addr as one request (a batch when batch is
-// true) and returns the responses in order. Slots without a JSON-RPC version
-// get "2.0"; when the node has a secret each slot carries a mesh session.
+// true) and returns the responses in order, with the ids the slots had.
+// Slots without a JSON-RPC version get "2.0"; when the node has a secret
+// each slot carries a mesh session. On the wire each slot with an id gets
+// one unique to this call. Call does not keep slots.
 func (n *Client) Call(ctx context.Context, addr protocol.Address, slots []protocol.Slot, batch bool, o CallOptions) ([]protocol.Response, error) {
 	if len(slots) == 0 {
 		return nil, errors.New("node: call: no slots")
@@ -275,14 +378,23 @@ func (n *Client) Call(ctx context.Context, addr protocol.Address, slots []protoc
 	if o.Session == "" && len(n.secret) > 0 {
 		o.Session, _ = protocol.MintToken(n.secret, n.host.ID().String(), n.now(), 5*time.Minute)
 	}
-	wantReply := false
+	slots = slices.Clone(slots)
+	var orig, want []json.RawMessage // callers' ids, wire ids
 	for i := range slots {
+		if !slots[i].IsNotification() {
+			orig = append(orig, slots[i].ID)
+			slots[i].ID = n.wireID()
+			want = append(want, slots[i].ID)
+		}
 		if slots[i].JSONRPC == "" {
 			slots[i].JSONRPC = "2.0"
 		}
 		if o.Provider != "" || o.Session != "" {
 			if slots[i].Context == nil {
 				slots[i].Context = &protocol.SlotContext{}
+			} else {
+				c := *slots[i].Context
+				slots[i].Context = &c
 			}
 			if slots[i].Context.Provider == "" {
 				slots[i].Context.Provider = o.Provider
@@ -291,7 +403,6 @@ func (n *Client) Call(ctx context.Context, addr protocol.Address, slots []protoc
 				slots[i].Context.Session = o.Session
 			}
 		}
-		wantReply = wantReply || !slots[i].IsNotification()
 	}
 	var msg []byte
 	if batch {
@@ -302,11 +413,16 @@ func (n *Client) Call(ctx context.Context, addr protocol.Address, slots []protoc
 	if err != nil {
 		return nil, fmt.Errorf("node: call: encode: %w", err)
 	}
-	out, err := n.Send(ctx, pid, msg, wantReply)
-	if err != nil || !wantReply {
+	_, resps, err := n.send(ctx, pid, msg, want)
+	if err != nil || len(want) == 0 {
 		return nil, err
 	}
-	return protocol.ParseResponses(out)
+	for i := range resps {
+		if !isNull(resps[i].ID) && i < len(orig) {
+			resps[i].ID = orig[i]
+		}
+	}
+	return resps, nil
 }
 
 // CallSkill runs one tools/call of skill with args on the peer at addr and

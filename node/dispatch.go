@@ -125,30 +125,58 @@ func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot) (resp *p
 	return
 }
 
-// authorize applies SPEC §6: a mesh session in the slot's context, then the
-// face's own authentication, then the policy.
+// authorize applies SPEC §6 to a tools/call slot: the skill must exist,
+// then grant decides.
 func (n *Node) authorize(c Caller, s *protocol.Slot, skill string) *protocol.Error {
 	if _, ok := n.reg.Lookup(skill); !ok {
 		return protocol.Errorf(protocol.CodeSkillNotFound, "skill not found: %q", skill)
 	}
-	if s.Context != nil && s.Context.Session != "" {
+	var session string
+	if s.Context != nil {
+		session = s.Context.Session
+	}
+	return n.grant(c, session, skill)
+}
+
+// grant is the one authorization rule of every face (SPEC §6): may c, which
+// presented the mesh session token session ("" for none), run skill? A valid
+// mesh session grants every skill; otherwise the caller's kind decides: a
+// secret holder may run anything, a mesh peer what the policy grants its
+// PeerID or "*", an anonymous edge session what it grants "http" or "*".
+// The open skills need no grant.
+func (n *Node) grant(c Caller, session, skill string) *protocol.Error {
+	if session != "" {
 		if len(n.secret) == 0 {
 			return protocol.Errorf(protocol.CodeInvalidSession, "invalid session: this node accepts no mesh sessions (it has no --secret)")
 		}
-		if _, err := protocol.VerifyToken(n.secret, s.Context.Session, c.ID, n.now(), n.clockSkew); err != nil {
+		if _, err := protocol.VerifyToken(n.secret, session, c.ID, n.now(), n.clockSkew); err != nil {
 			return protocol.Errorf(protocol.CodeInvalidSession, "%v", err)
 		}
 		return nil
 	}
-	if c.Trusted || n.policy.Allows(c.ID, skill) {
+	switch c.Kind {
+	case protocol.CallerSecretHolder:
 		return nil
+	case protocol.CallerPeer:
+		if n.policy.Allows(c.ID, skill) {
+			return nil
+		}
+		return &protocol.Error{Code: protocol.CodeNotPermitted,
+			Message: fmt.Sprintf("not permitted: peer %s is not granted skill %q; the node's operator can grant it in the policy file ({\"grants\": {\"%s\": [\"%s\"]}}), or both sides can share a --secret", c.ID, skill, c.ID, skill),
+			Data:    map[string]string{"skill": skill, "caller": c.Kind.String()}}
+	default:
+		if n.policy.Allows(protocol.PolicyHTTP, skill) {
+			return nil
+		}
+		return &protocol.Error{Code: protocol.CodeNotPermitted,
+			Message: fmt.Sprintf("not permitted: an anonymous session may not run skill %q; call with a session minted with the node's --secret, or the node's operator can grant it to every HTTP caller in the policy file ({\"grants\": {\"http\": [\"%s\"]}})", skill, skill),
+			Data:    map[string]string{"skill": skill, "caller": c.Kind.String()}}
 	}
-	return protocol.Errorf(protocol.CodeNotPermitted, "not permitted: %s is not granted skill %q", c.ID, skill)
 }
 
 func (n *Node) audit(c Caller, method, skill string, perr *protocol.Error, start time.Time) {
 	rec := store.AuditRecord{
-		Time: start.UTC(), Caller: c.ID, Via: c.Via, Method: method, Skill: skill,
+		Time: start.UTC(), Caller: c.ID, Via: c.Via, Auth: c.Kind.String(), Method: method, Skill: skill,
 		Outcome: "ok", DurationMS: float64(time.Since(start).Microseconds()) / 1000, Remote: c.Remote,
 	}
 	if perr != nil {

@@ -23,71 +23,157 @@ func (n *Node) Audit(c protocol.Caller, method string, perr *protocol.Error, sta
 	n.audit(c, method, "", perr, start)
 }
 
-// Forward sends a raw slot or batch message to the mesh peer peerID (the
-// edge's gateway) and returns its raw answer, nil when the message holds only
-// notifications.
-func (n *Node) Forward(ctx context.Context, peerID string, msg []byte) ([]byte, error) {
+// Forward sends a raw slot or batch message from c to the mesh peer peerID
+// (the edge's gateway) and returns its raw answer, nil when the message
+// holds only notifications. It forwards with c's own grants (SPEC §6): a
+// tools/call slot that c may not run here is answered -32009 by this node,
+// with an audit line, and never leaves it; the node's mesh session goes only
+// with a secret holder's slots, so the peer grants anyone else what it
+// grants this node's PeerID without a session. Each forwarded slot gets a
+// wire id unique to this node, and the answer carries the caller's ids.
+func (n *Node) Forward(ctx context.Context, c Caller, peerID string, msg []byte) ([]byte, error) {
+	start := time.Now()
 	pid, err := peer.Decode(peerID)
 	if err != nil {
 		return nil, fmt.Errorf("node: forward: %w %q: %v", protocol.ErrBadAddress, peerID, err)
 	}
-	if _, err := n.Connect(ctx, protocol.Address{Kind: protocol.AddrMesh, PeerID: pid.String()}); err != nil {
-		return nil, err
+	req, perr := protocol.ParseRequest(msg)
+	if perr != nil {
+		return nil, perr
 	}
-	wantReply := true
-	if req, perr := protocol.ParseRequest(msg); perr == nil {
-		wantReply = false
-		for i := range req.Slots {
-			wantReply = wantReply || !req.Slots[i].IsNotification()
-		}
-		if len(n.secret) > 0 {
-			msg = n.withMeshSession(req, msg)
-		}
-	}
-	return n.Send(ctx, pid, msg, wantReply)
-}
-
-// withMeshSession adds this node's mesh session to every valid slot that
-// carries none, so that a gateway call is granted by peers sharing the
-// secret, as the node's own calls are. Malformed slots go on untouched for
-// the peer to refuse.
-func (n *Node) withMeshSession(req protocol.Request, msg []byte) []byte {
-	tok, _ := protocol.MintToken(n.secret, n.host.ID().String(), n.now(), 5*time.Minute)
-	raws := make([]json.RawMessage, len(req.Slots))
+	raws := []json.RawMessage{msg}
 	if req.IsBatch {
-		if err := json.Unmarshal(msg, &raws); err != nil {
-			return msg
+		if err := json.Unmarshal(msg, &raws); err != nil || len(raws) != len(req.Slots) {
+			return nil, protocol.Errorf(protocol.CodeParseError, "parse error: the batch could not be split")
 		}
-	} else {
-		raws[0] = msg
 	}
-	for i, s := range req.Slots {
-		if s.Err != nil || (s.Context != nil && s.Context.Session != "") {
+	var session string
+	if c.Kind == protocol.CallerSecretHolder && len(n.secret) > 0 {
+		session, _ = protocol.MintToken(n.secret, n.host.ID().String(), n.now(), 5*time.Minute)
+	}
+	local := make([]*protocol.Response, len(req.Slots)) // answered here
+	remote := make([]bool, len(req.Slots))              // forwarded, an answer expected
+	var fwd, orig, want []json.RawMessage
+	for i := range req.Slots {
+		s := &req.Slots[i]
+		if perr := n.gatewayGrant(c, s); perr != nil {
+			n.audit(c, "gateway "+s.Method, callName(s), perr, start)
+			if !s.IsNotification() {
+				r := protocol.ErrorResponse(s.ID, perr)
+				local[i] = &r
+			}
 			continue
 		}
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(raws[i], &obj); err != nil {
-			continue
-		}
-		ctxObj := map[string]json.RawMessage{}
-		if c, ok := obj["context"]; ok {
-			if err := json.Unmarshal(c, &ctxObj); err != nil {
-				continue
+		raw, id := raws[i], s.ID
+		if s.Err == nil {
+			if !s.IsNotification() {
+				id = n.wireID()
+			}
+			if raw, err = rewriteSlot(raw, id, session); err != nil {
+				return nil, protocol.Errorf(protocol.CodeParseError, "parse error: slot %d could not be re-encoded", i)
 			}
 		}
-		ctxObj["session"], _ = json.Marshal(tok)
-		obj["context"], _ = json.Marshal(ctxObj)
-		raws[i], _ = json.Marshal(obj)
+		fwd = append(fwd, raw)
+		if !s.IsNotification() {
+			remote[i] = true
+			orig, want = append(orig, s.ID), append(want, id)
+		}
 	}
-	var out []byte
-	var err error
-	if req.IsBatch {
-		out, err = json.Marshal(raws)
-	} else {
-		out = raws[0]
+	var resps []protocol.Response
+	if len(fwd) > 0 {
+		if _, err := n.Connect(ctx, protocol.Address{Kind: protocol.AddrMesh, PeerID: pid.String()}); err != nil {
+			return nil, err
+		}
+		out := fwd[0]
+		if req.IsBatch {
+			if out, err = json.Marshal(fwd); err != nil {
+				return nil, fmt.Errorf("node: forward: encode: %w", err)
+			}
+		}
+		if _, resps, err = n.send(ctx, pid, out, want); err != nil {
+			return nil, err
+		}
+		if len(resps) != len(want) {
+			// The peer refused the message as a whole (matchIDs allows
+			// nothing else): its one error answers every forwarded slot.
+			refusal := resps[0]
+			resps = make([]protocol.Response, len(want))
+			for k := range resps {
+				resps[k] = protocol.ErrorResponse(orig[k], refusal.Error)
+			}
+		}
 	}
+	list := make([]protocol.Response, 0, len(req.Slots))
+	k := 0
+	for i := range req.Slots {
+		switch {
+		case local[i] != nil:
+			list = append(list, *local[i])
+		case remote[i]:
+			r := resps[k]
+			if !isNull(r.ID) {
+				r.ID = orig[k]
+			}
+			list = append(list, r)
+			k++
+		}
+	}
+	out, err := protocol.EncodeResponses(req.IsBatch, list)
 	if err != nil {
-		return msg
+		return nil, fmt.Errorf("node: forward: encode answer: %w", err)
 	}
-	return out
+	return out, nil
+}
+
+// gatewayGrant applies the caller's grants on this node to a slot it asks
+// the gateway to forward: a tools/call that carries no session of its own
+// needs grant; everything else goes on for the peer to judge.
+func (n *Node) gatewayGrant(c Caller, s *protocol.Slot) *protocol.Error {
+	name := callName(s)
+	if name == "" || (s.Context != nil && s.Context.Session != "") {
+		return nil
+	}
+	return n.grant(c, "", name)
+}
+
+// callName returns the skill a valid tools/call slot names, else "".
+func callName(s *protocol.Slot) string {
+	if s.Err != nil || s.Method != protocol.MethodToolsCall {
+		return ""
+	}
+	var p protocol.CallParams
+	if json.Unmarshal(orEmpty(s.Params), &p) != nil {
+		return ""
+	}
+	return p.Name
+}
+
+// rewriteSlot returns the slot object raw with its id set to id (unless id
+// is nil: a notification) and, when session is not empty and the slot has
+// none, context.session set to it.
+func rewriteSlot(raw, id json.RawMessage, session string) (json.RawMessage, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, err
+	}
+	if id != nil {
+		obj["id"] = id
+	}
+	if session != "" {
+		ctxObj := map[string]json.RawMessage{}
+		if cr, ok := obj["context"]; ok && !isNull(cr) {
+			if err := json.Unmarshal(cr, &ctxObj); err != nil {
+				return nil, err
+			}
+		}
+		if _, has := ctxObj["session"]; !has {
+			ctxObj["session"], _ = json.Marshal(session)
+			b, err := json.Marshal(ctxObj)
+			if err != nil {
+				return nil, err
+			}
+			obj["context"] = b
+		}
+	}
+	return json.Marshal(obj)
 }

@@ -16,16 +16,18 @@ import (
 // §6); the methods tools/list and agent/card need no grant at all.
 var openByDefault = []string{"ping"}
 
-// Policy grants skills to callers by PeerID (SPEC §6). The zero Policy grants
+// Policy grants skills to callers (SPEC §6): to a PeerID, to "http" (every
+// anonymous edge session) or to "*" (everyone). The zero Policy grants
 // nothing beyond the open defaults. A Policy is immutable once loaded and so
 // safe for concurrent use.
 type Policy struct {
-	grants map[string][]string // PeerID or "*" → skill names or "*"
+	grants map[string][]string // PeerID, "http" or "*" → skill names or "*"
 }
 
 // policyFile is the on-disk form:
 //
-//	{"grants": {"12D3KooW…": ["ask", "upload_file"], "12D3KooX…": ["*"], "*": ["translate_history"]}}
+//	{"grants": {"12D3KooW…": ["ask", "upload_file"], "12D3KooX…": ["*"],
+//	            "http": ["translate_history"], "*": ["get_skill"]}}
 type policyFile struct {
 	Grants map[string][]string `json:"grants"`
 }
@@ -63,8 +65,8 @@ func ParsePolicy(name string, data []byte) (*Policy, error) {
 		return nil, fmt.Errorf("policy file %s: %w", name, err)
 	}
 	for who, skills := range pf.Grants {
-		if who != "*" && !protocol.LooksLikePeerID(who) {
-			return nil, fmt.Errorf("policy file %s: grant key %q is neither a PeerID nor \"*\"", name, who)
+		if who != "*" && who != protocol.PolicyHTTP && !protocol.LooksLikePeerID(who) {
+			return nil, fmt.Errorf("policy file %s: grant key %q is neither a PeerID, \"http\" (anonymous edge sessions) nor \"*\" (everyone)", name, who)
 		}
 		for _, s := range skills {
 			if s == "" {
@@ -75,13 +77,15 @@ func ParsePolicy(name string, data []byte) (*Policy, error) {
 	return &Policy{grants: pf.Grants}, nil
 }
 
-// Allows reports whether caller may run skill.
-func (p *Policy) Allows(caller, skill string) bool {
+// Allows reports whether the policy key who (a PeerID, or "http" for an
+// anonymous edge session) may run skill: an open skill, a grant to who, or a
+// grant to "*".
+func (p *Policy) Allows(who, skill string) bool {
 	if slices.Contains(openByDefault, skill) {
 		return true
 	}
-	for _, who := range []string{caller, "*"} {
-		if g, ok := p.grants[who]; ok && (slices.Contains(g, skill) || slices.Contains(g, "*")) {
+	for _, k := range []string{who, "*"} {
+		if g, ok := p.grants[k]; ok && (slices.Contains(g, skill) || slices.Contains(g, "*")) {
 			return true
 		}
 	}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -110,30 +111,32 @@ func TestParsePolicyErrors(t *testing.T) {
 	}
 }
 
-// TestForwardCarriesMeshSession: the gateway path (Forward) mints the node's
-// mesh session into slots that have none, so a peer sharing the secret serves
-// them; a slot's own session is kept.
-func TestForwardCarriesMeshSession(t *testing.T) {
-	secret := []byte("gw-secret")
-	a := newTestNode(t, func(c *Config) { c.Secret = secret })
-	b := newTestNode(t, func(c *Config) { c.Secret = secret })
-	if _, err := a.Connect(ctxT(t), addrOf(t, b)); err != nil {
-		t.Fatal(err)
+// TestDocumentedPolicyExamplesParse: every policy example in the README and
+// the spec twin works as written.
+func TestDocumentedPolicyExamplesParse(t *testing.T) {
+	found := 0
+	for _, doc := range []string{"../README.md", "../docs/spec.md"} {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, block := range strings.Split(string(b), "```json\n")[1:] {
+			block = block[:strings.Index(block, "```")]
+			if !strings.Contains(block, `"grants"`) {
+				continue
+			}
+			found++
+			p, err := ParsePolicy(doc, []byte(block))
+			if err != nil {
+				t.Errorf("%s: %v\n%s", doc, err, block)
+				continue
+			}
+			if !p.Allows(protocol.PolicyHTTP, "translate_history") || p.Allows(protocol.PolicyHTTP, "upload_file") {
+				t.Errorf("%s: the example does not grant what its text says", doc)
+			}
+		}
 	}
-	msg := `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{"query":"hi"}}},` +
-		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask","arguments":{"query":"hi"}},"context":{"session":"forged.00"}}]`
-	out, err := a.Forward(ctxT(t), b.PeerID(), []byte(msg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rs []protocol.Response
-	if err := json.Unmarshal(out, &rs); err != nil || len(rs) != 2 {
-		t.Fatalf("%s: %v", out, err)
-	}
-	if rs[0].Error != nil {
-		t.Errorf("slot without session not granted: %+v", rs[0].Error)
-	}
-	if rs[1].Error == nil || rs[1].Error.Code != protocol.CodeInvalidSession {
-		t.Errorf("slot's own forged session was replaced: %+v", rs[1])
+	if found < 2 {
+		t.Fatalf("found %d policy examples, want the README's and the spec's", found)
 	}
 }

@@ -1,6 +1,9 @@
 package protocol
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // SkillDescriptor describes a skill in tools/list, get_skill and agent cards.
 type SkillDescriptor struct {
@@ -38,7 +41,44 @@ type Endpoints struct {
 	HTTP string `json:"http,omitempty"`
 }
 
-// Caller identifies who sent a request to a node.
+// CallerKind says how a face authenticated a caller; with the policy it
+// decides what the caller may run (SPEC §6). The zero value is the least
+// trusted kind, so a face that forgets to set it grants nothing extra.
+type CallerKind int
+
+const (
+	// CallerAnonymous is an edge session issued by GET /mcpv2/session to
+	// anyone who asked: the open methods, plus the policy's grants to "http"
+	// and "*".
+	CallerAnonymous CallerKind = iota
+	// CallerPeer is a mesh peer, authenticated by the libp2p handshake: the
+	// open methods, the policy's grants to its PeerID and "*", and every
+	// skill when a slot carries a valid mesh session.
+	CallerPeer
+	// CallerSecretHolder presented an edge token minted with the node's
+	// --secret (as the seed's client did): every skill.
+	CallerSecretHolder
+)
+
+// String names the kind as the audit log writes it.
+func (k CallerKind) String() string {
+	switch k {
+	case CallerPeer:
+		return "peer"
+	case CallerSecretHolder:
+		return "secret"
+	case CallerAnonymous:
+		return "anonymous"
+	}
+	return fmt.Sprintf("CallerKind(%d)", int(k))
+}
+
+// PolicyHTTP is the policy key that grants skills to every anonymous edge
+// session (SPEC §6).
+const PolicyHTTP = "http"
+
+// Caller identifies who sent a request to a node. Faces fill it in; only
+// the node's dispatch decides what the caller may do.
 type Caller struct {
 	// ID is the caller's identity: its PeerID on the mesh, "ip:ADDR" on the
 	// edge. Policy, rate limits, conversation keys and audit lines use it.
@@ -47,9 +87,8 @@ type Caller struct {
 	Via string
 	// Remote is the caller's network address, for the audit log.
 	Remote string
-	// Trusted means a face already authenticated the caller with a session
-	// minted from the node's secret: every skill is granted (the seed's model).
-	Trusted bool
+	// Kind is how the face authenticated the caller.
+	Kind CallerKind
 }
 
 // FindResult is one ranked answer of a find by skill or tag (SPEC §4).

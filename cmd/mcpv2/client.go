@@ -67,7 +67,7 @@ func openSession(c *cli.Context) (*session, error) { return openSessionFor(c, tr
 // the libp2p host (and with --bootstrap the DHT) when mesh is true.
 func openSessionFor(c *cli.Context, mesh bool) (*session, error) {
 	if !mesh {
-		return &session{edge: edge.NewClient(nil)}, nil
+		return &session{edge: edge.NewClient(nil, edge.WithSecret([]byte(c.String("secret"))))}, nil
 	}
 	dir, err := dataDir(c)
 	if err != nil {
@@ -108,7 +108,8 @@ func openSessionFor(c *cli.Context, mesh bool) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &session{host: h, client: node.NewClient(h, node.ClientConfig{Secret: []byte(c.String("secret")), MaxMessage: c.Int("max-message")}), edge: edge.NewClient(nil)}
+	s := &session{host: h, client: node.NewClient(h, node.ClientConfig{Secret: []byte(c.String("secret")), MaxMessage: c.Int("max-message")}),
+		edge: edge.NewClient(nil, edge.WithSecret([]byte(c.String("secret"))))}
 	if len(boot) > 0 {
 		d, err := discovery.New(h, discovery.WithBootstrap(boot...), discovery.WithMode(discovery.ModeClient), discovery.WithMDNS(false), discovery.WithLogger(log))
 		if err != nil {

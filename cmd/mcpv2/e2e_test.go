@@ -360,11 +360,15 @@ func freePortTB(t testing.TB) int {
 // upload_file; a file too large for one request is refused with advice.
 func TestSendViaEdge(t *testing.T) {
 	port := freePort(t)
-	b := startNode(t, "", "--port", fmt.Sprint(port), "--public-ip", "127.0.0.1", "--port-fallback", "--no-mesh")
+	b := startNode(t, "", "--port", fmt.Sprint(port), "--public-ip", "127.0.0.1", "--port-fallback", "--no-mesh", "--secret", "edge-s")
 	data := bytes.Repeat([]byte("edge upload\n"), 10000)
 	file := writeFile(t, filepath.Join(t.TempDir(), "notes.txt"), string(data))
 	edgeAddr := fmt.Sprintf("mcpv2://127.0.0.1:%d/mcpv2", port)
-	out, errs, code := run(t, "send", file, edgeAddr)
+	// Without the secret the sender is an anonymous session: refused.
+	if _, errs, code := run(t, "send", file, edgeAddr); code == 0 || !strings.Contains(errs, "-32009") {
+		t.Fatalf("send via edge without the secret: %d %q", code, errs)
+	}
+	out, errs, code := run(t, "send", file, edgeAddr, "--secret", "edge-s")
 	sum := sha256.Sum256(data)
 	if code != 0 || !strings.Contains(out, fmt.Sprintf("%x", sum)) {
 		t.Fatalf("send via edge: %d %q %q", code, out, errs)
@@ -374,7 +378,7 @@ func TestSendViaEdge(t *testing.T) {
 		t.Fatalf("stored file differs: %v", err)
 	}
 	big := writeFile(t, filepath.Join(t.TempDir(), "big.bin"), strings.Repeat("x", 7<<20))
-	if _, errs, code := run(t, "send", big, edgeAddr); code == 0 || !strings.Contains(errs, "mesh (blob protocol)") {
+	if _, errs, code := run(t, "send", big, edgeAddr, "--secret", "edge-s"); code == 0 || !strings.Contains(errs, "mesh (blob protocol)") {
 		t.Fatalf("oversized send via edge: %d %q", code, errs)
 	}
 }

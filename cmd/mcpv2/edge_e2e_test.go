@@ -342,8 +342,21 @@ type edgeSession struct {
 	local     string // the source IP the session was fetched from
 }
 
-// session gets a session from p's edge with client c.
+// session returns a secret holder's session for client c, as the seed's
+// client minted it (SPEC §6): the anonymous session p's edge issues tells the
+// address the edge sees c from, its TTL and expiry, and the same token is
+// then signed with the edge's --secret.
 func (p edgePeer) session(t *testing.T, c *http.Client) edgeSession {
+	t.Helper()
+	s := p.anonSession(t, c)
+	tk := edgeToken(t, s.SessionID)
+	s.SessionID = protocol.EncodeToken([]byte(edgeSecret), tk)
+	return s
+}
+
+// anonSession gets an anonymous session from p's edge with client c: what
+// anyone who can reach the edge gets.
+func (p edgePeer) anonSession(t *testing.T, c *http.Client) edgeSession {
 	t.Helper()
 	ans := edgeDo(t, c, http.MethodGet, p.base+"/mcpv2/session", nil, nil)
 	if ans.status != http.StatusOK {
@@ -579,7 +592,7 @@ func runEdgeScenarios(t *testing.T, a, b edgePeer) {
 
 	t.Run("session-issue-and-reuse", func(t *testing.T) {
 		for _, p := range both {
-			s1, s2 := p.session(t, p.client), p.session(t, p.client)
+			s1, s2 := p.anonSession(t, p.client), p.anonSession(t, p.client)
 			now := time.Now().Unix()
 			wantTTL := int64(p.ttl / time.Second)
 			if s1.SessionID == s2.SessionID || s1.TTL != wantTTL || s1.ExpiresAt < now+wantTTL-2 || s1.ExpiresAt > now+wantTTL+2 {
@@ -591,8 +604,10 @@ func runEdgeScenarios(t *testing.T, a, b edgePeer) {
 			if tk.Subject != s1.local || tk.TTL != wantTTL || tk.IssuedAt+tk.TTL != s1.ExpiresAt {
 				t.Fatalf("%s: token %+v for a caller at %s, answer %+v", p.name, tk, s1.local, s1)
 			}
-			if _, err := protocol.VerifyToken(secret, s1.SessionID, s1.local, time.Now(), time.Minute); err != nil {
-				t.Fatalf("%s: the token does not verify with the shared secret: %v", p.name, err)
+			// It is anonymous: signed with a key derived from the secret, so
+			// that it cannot pass for a secret holder's token.
+			if _, err := protocol.VerifyToken(secret, s1.SessionID, s1.local, time.Now(), time.Minute); err == nil {
+				t.Fatalf("%s: an issued session verifies with the shared secret: anyone would be a secret holder", p.name)
 			}
 			// Reuse: one session, several requests, in the header and in the
 			// query parameter.
@@ -1448,12 +1463,16 @@ func TestEdgeE2E(t *testing.T) {
 }
 
 // TestGatewayToMeshOnlyPeer: an HTTP-only client (curl, and Go's net/http)
-// calls skills of C, a mesh peer with no HTTP edge, through A's edge.
+// calls skills of C, a mesh peer with no HTTP edge, through A's edge, with
+// an anonymous session: A's policy grants ask to "http" (every anonymous
+// session), and C's grants A's PeerID every skill, so both must agree
+// (SPEC §6: the gateway forwards with the caller's own grants).
 func TestGatewayToMeshOnlyPeer(t *testing.T) {
 	// C grants A (by PeerID) every skill; ping is open to all.
 	aDir, cDir := t.TempDir(), t.TempDir()
 	aID := peerIDOf(t, aDir)
 	writeFile(t, filepath.Join(cDir, "policy.json"), fmt.Sprintf(`{"grants":{%q:["*"]}}`, aID))
+	writeFile(t, filepath.Join(aDir, "policy.json"), `{"grants":{"http":["ask"]}}`)
 	common := []string{"--secret", edgeSecret, "--no-mdns", "--no-nat"}
 	cp := startEdgeProc(t, "C", nil, append([]string{"--data-dir", cDir, "--listen", "/ip4/127.0.0.1/tcp/0", "--name", "carol-mesh-only"}, common...)...)
 	if cp.first("MCPV2_BOUND_PORT") != "" || cp.first("MCPV2_PEER_ADDRESS") != "" {
@@ -1506,7 +1525,7 @@ func TestGatewayToMeshOnlyPeer(t *testing.T) {
 	t.Run("curl", func(t *testing.T) {
 		curl, err := exec.LookPath("curl")
 		if err != nil {
-			t.Skip("curl is not installed (CI: add curl to .ci/run's apt packages)")
+			skipEnv(t, "curl is not installed (CI: add curl to .ci/run's apt packages)")
 		}
 		runCurl := func(args ...string) (int, []byte) {
 			t.Helper()
@@ -1605,14 +1624,23 @@ func TestGatewaySharedSecret(t *testing.T) {
 		t.Fatalf("session: %s", ans)
 	}
 	edgeWaitGateway(t, c, base, s.SessionID, cID)
+	// A secret holder's token (minted with the secret for the caller's
+	// address, as the seed's client did) reaches every skill of C.
+	holder := protocol.EncodeToken([]byte(edgeSecret), edgeToken(t, s.SessionID))
 	for _, q := range []struct {
 		skill string
 		args  map[string]any
 	}{{"list_files", map[string]any{}}, {"ask", map[string]any{"query": "hello"}}} {
-		ans = edgeDo(t, c, http.MethodPost, base+"/mcpv2/peers/"+cID, map[string]string{"X-MCPV2-Session": s.SessionID}, edgeSlot(1, q.skill, q.args))
+		ans = edgeDo(t, c, http.MethodPost, base+"/mcpv2/peers/"+cID, map[string]string{"X-MCPV2-Session": holder}, edgeSlot(1, q.skill, q.args))
 		var r edgeRPCResp
 		if ans.status != http.StatusOK || json.Unmarshal(ans.body, &r) != nil || r.Error != nil || r.Result == nil {
-			t.Errorf("%s on C through A's edge, both nodes with --secret: %s (the gateway forwards the slots without the mesh session that A's own client mints)", q.skill, ans)
+			t.Errorf("%s on C through A's edge by a secret holder, both nodes with --secret: %s", q.skill, ans)
+		}
+		// The anonymous session does not borrow A's trust (the confused
+		// deputy of issue 7): A refuses it before anything reaches C.
+		ans = edgeDo(t, c, http.MethodPost, base+"/mcpv2/peers/"+cID, map[string]string{"X-MCPV2-Session": s.SessionID}, edgeSlot(1, q.skill, q.args))
+		if ans.status != http.StatusOK || json.Unmarshal(ans.body, &r) != nil || r.Error == nil || r.Error.Code != -32009 {
+			t.Errorf("%s on C through A's edge with an anonymous session: %s, want -32009", q.skill, ans)
 		}
 	}
 }

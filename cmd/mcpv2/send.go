@@ -126,6 +126,13 @@ func (p *progressPrinter) report(sp node.SendProgress) {
 		return
 	}
 	now := time.Now()
+	for _, d := range sp.Dropped { // the receiver's --max-partial made room
+		name := d.Name
+		if name == "" {
+			name = "(an upload of an earlier run)"
+		}
+		fmt.Fprintf(p.w, "note: the receiver dropped your unfinished upload %s (%d bytes received) to stay within its --max-partial; send it again to start over\n", name, d.Have)
+	}
 	switch {
 	case sp.Err != nil:
 		fmt.Fprintf(p.w, "transfer interrupted (attempt %d): %v; retrying\n", sp.Attempt, sp.Err)
@@ -212,7 +219,7 @@ func sendViaEdge(c *cli.Context, path string, addr protocol.Address) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Context, timeout)
 	defer cancel()
-	ec := edge.NewClient(nil)
+	ec := edge.NewClient(nil, edge.WithSecret([]byte(c.String("secret"))))
 	defer ec.Close()
 	res, err := ec.CallSkill(ctx, addr, "upload_file", args, "")
 	if err != nil {

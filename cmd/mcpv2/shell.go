@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -112,8 +113,10 @@ type shell struct {
 	log             *slog.Logger
 	secretGenerated bool
 
-	edge    *edge.Client
-	refused *refusalCounter // counts the 401s that edge saw
+	edge        *edge.Client            // health checks, and edges of no peer of this shell
+	edgeHTTP    *http.Client            // the transport of every edge client
+	edgeClients map[string]*edge.Client // by secret, on edgeHTTP
+	refused     *refusalCounter         // counts the 401s that edge clients saw
 
 	mesh        *session                // nil until the first mesh address
 	meshClients map[string]*node.Client // by secret, on mesh.host
@@ -133,7 +136,9 @@ func newShell(cfg shellConfig) *shell {
 		_, _ = rand.Read(b)
 		sh.cfg.Secret, sh.secretGenerated = hex.EncodeToString(b), true
 	}
-	sh.edge, sh.refused = newShellEdgeClient()
+	sh.edgeHTTP, sh.refused = newShellHTTPClient()
+	sh.edgeClients = map[string]*edge.Client{}
+	sh.edge = sh.edgeClientFor("")
 	return sh
 }
 

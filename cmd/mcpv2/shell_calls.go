@@ -57,16 +57,42 @@ func (r *refusalCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 // CloseIdleConnections closes the base transport's idle connections.
 func (r *refusalCounter) CloseIdleConnections() { r.base.CloseIdleConnections() }
 
-// newShellEdgeClient returns an edge.Client whose dials time out after
-// dialTimeout and that does not follow redirects, and its 401 counter.
-func newShellEdgeClient() (*edge.Client, *refusalCounter) {
+// newShellHTTPClient returns the HTTP client of the shell's edge clients:
+// its dials time out after dialTimeout and it does not follow redirects;
+// and its 401 counter.
+func newShellHTTPClient() (*http.Client, *refusalCounter) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	tr.TLSHandshakeTimeout = 10 * time.Second
 	tr.MaxIdleConnsPerHost = 16
 	rc := &refusalCounter{base: tr}
 	hc := &http.Client{Transport: rc, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return edge.NewClient(hc), rc
+	return hc, rc
+}
+
+// edgeClientFor returns the shell's edge client that holds secret (SPEC §6:
+// a secret holder mints its own sessions), making it at the first use.
+func (sh *shell) edgeClientFor(secret string) *edge.Client {
+	ec := sh.edgeClients[secret]
+	if ec == nil {
+		ec = edge.NewClient(sh.edgeHTTP, edge.WithSecret([]byte(secret)))
+		sh.edgeClients[secret] = ec
+	}
+	return ec
+}
+
+// edgeClient returns the edge client for addr: a peer this shell started
+// is called as a secret holder, with its own secret; any other edge with an
+// anonymous session from that edge, unless the address carries a sessionId
+// (a demo session address carries a secret holder's).
+func (sh *shell) edgeClient(addr protocol.Address) *edge.Client {
+	secret := ""
+	for _, p := range sh.peers {
+		if pa, err := protocol.ParseAddress(p.address); err == nil && pa.Port == addr.Port && (pa.Host == addr.Host || p.port == addr.Port) {
+			secret = p.secret
+		}
+	}
+	return sh.edgeClientFor(secret)
 }
 
 // meshUnreachableError is a failure to connect to a mesh peer.
@@ -127,7 +153,7 @@ func (sh *shell) call(ctx context.Context, addr protocol.Address, skill string, 
 	defer cancel()
 	if addr.Kind == protocol.AddrHTTP {
 		before := sh.refused.n.Load()
-		res, err = sh.edge.CallSkill(ctx, addr, skill, raw, provider)
+		res, err = sh.edgeClient(addr).CallSkill(ctx, addr, skill, raw, provider)
 		return res, err == nil && sh.refused.n.Load() > before, err
 	}
 	cl, err := sh.meshClient(addr)
