@@ -86,6 +86,11 @@ type SendProgress struct {
 	Size int64
 	// Err is set when this attempt failed and another one follows.
 	Err error
+	// Dropped, in the first report of an attempt, names this sender's
+	// older unfinished uploads that the receiver removed to make room for
+	// this one (its cap on one sender's unfinished uploads); they start
+	// from zero if sent again.
+	Dropped []store.DroppedUpload
 }
 
 // sendError marks a failure that another attempt cannot fix.
@@ -247,7 +252,9 @@ func (n *Client) sendAttempt(ctx context.Context, pid peer.ID, f *os.File, h Blo
 			o.Progress(SendProgress{Attempt: attempt, Offset: off, Sent: sent, Size: h.Size})
 		}
 	}
-	report(off)
+	if o.Progress != nil {
+		o.Progress(SendProgress{Attempt: attempt, Offset: off, Sent: off, Size: h.Size, Dropped: or.Dropped})
+	}
 
 	// The receiver answers once, at the end, or early with an error (then
 	// the writer is stopped by a reset): read that answer concurrently.

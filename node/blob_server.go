@@ -97,7 +97,7 @@ func (n *Node) handleBlob(s network.Stream) {
 	defer stop()
 
 	start := time.Now()
-	c := Caller{ID: s.Conn().RemotePeer().String(), Via: "mesh", Remote: s.Conn().RemoteMultiaddr().String()}
+	c := Caller{ID: s.Conn().RemotePeer().String(), Via: "mesh", Remote: s.Conn().RemoteMultiaddr().String(), Kind: protocol.CallerPeer}
 	perr := n.serveBlob(s, c)
 	n.audit(c, blobAudit, blobSkill, perr, start)
 }
@@ -172,9 +172,11 @@ func (n *Node) serveBlob(s network.Stream, c Caller) *protocol.Error {
 	defer func() { close(done); wg.Wait() }()
 
 	off := p.Offset()
-	if !n.blobWrite(s, c, jsonFrame(struct {
-		Offset int64 `json:"offset"`
-	}{off})) {
+	if d := p.Dropped(); len(d) > 0 {
+		n.log.Info("blob: dropped a sender's oldest unfinished uploads to admit a new one (max-partial)",
+			"peer", c.ID, "name", h.Name, "dropped", len(d))
+	}
+	if !n.blobWrite(s, c, jsonFrame(blobOffset{Offset: &off, Dropped: p.Dropped()})) {
 		return protocol.Errorf(protocol.CodeInvalidRequest, "blob: the sender went away")
 	}
 
@@ -252,7 +254,14 @@ func (n *Node) blobStored(files *store.Files, h BlobHeader) (store.FileInfo, boo
 // blobStoreError maps a store failure to the error sent to the caller.
 // Store errors name the file but never the host path.
 func (n *Node) blobStoreError(c Caller, h BlobHeader, op string, err error) *protocol.Error {
+	var qe *store.QuotaError
 	switch {
+	case errors.As(err, &qe):
+		// A quota (max-partial, max-store): -32004 with the numbers as data.
+		var pe *protocol.Error
+		errors.As(qe, &pe)
+		pe.Message = "blob: " + err.Error()
+		return pe
 	case errors.Is(err, store.ErrHashMismatch), errors.Is(err, store.ErrInvalidName), errors.Is(err, store.ErrTooLarge):
 		return protocol.Errorf(protocol.CodeInvalidParams, "blob: %v", err)
 	case errors.Is(err, context.DeadlineExceeded):

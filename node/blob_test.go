@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -834,5 +835,182 @@ func TestBlobReceiverErrorMidTransfer(t *testing.T) {
 	}
 	if n := streams.Load(); n != 1 {
 		t.Fatalf("%d attempts: a refusal was retried", n)
+	}
+}
+
+// interruptUpload starts an upload of a size-byte file (seeded) from a to b
+// by hand, sends have bytes, half-closes, and waits for b's answer: b has
+// then let go of the partial upload. It returns b's offset frame.
+func interruptUpload(t *testing.T, a, b *Node, name string, size, have int64, seed uint64) blobOffset {
+	t.Helper()
+	data := make([]byte, size)
+	r := rand.NewChaCha8([32]byte{byte(seed)})
+	_, _ = r.Read(data)
+	sum := sha256.Sum256(data)
+	s, fr := rawBlob(t, a, b)
+	if err := transport.WriteFrame(s, headerJSON(name, size, hex.EncodeToString(sum[:]))); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := fr.ReadFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var off blobOffset
+	if err := json.Unmarshal(raw, &off); err != nil {
+		t.Fatal(err)
+	}
+	if off.Error != nil {
+		return off
+	}
+	if _, err := s.Write(data[*off.Offset:have]); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.CloseWrite()
+	if raw, err := fr.ReadFrame(); err != nil || !strings.Contains(string(raw), "the partial upload is kept") {
+		t.Fatalf("answer to an interrupted upload: %q, %v", raw, err)
+	}
+	return off
+}
+
+// partBytes sums the sizes of n's partial upload files.
+func partBytes(t *testing.T, n *Node) int64 {
+	t.Helper()
+	var sum int64
+	for _, name := range hiddenEntries(t, n) {
+		if st, err := os.Lstat(filepath.Join(n.Store().Files().Dir(), name)); err == nil {
+			sum += st.Size()
+		}
+	}
+	return sum
+}
+
+// One sender's unfinished uploads stay within MaxPartial: the oldest are
+// dropped and the sender is told which; one over the cap alone is refused
+// with -32004 naming it.
+func TestBlobMaxPartial(t *testing.T) {
+	a, b := pair(t, func(c *Config) { c.MaxPartial = 8 * mib })
+	for i, name := range []string{"u1", "u2", "u3"} {
+		off := interruptUpload(t, a, b, name, 4*mib, 3*mib, uint64(i))
+		if off.Error != nil {
+			t.Fatalf("%s: %v", name, off.Error)
+		}
+		if got := partBytes(t, b); got > 8*mib {
+			t.Fatalf("after %s: %d bytes of partial uploads, over the 8 MiB cap", name, got)
+		}
+		var dropped []string
+		for _, d := range off.Dropped {
+			dropped = append(dropped, fmt.Sprintf("%s:%d/%d", d.Name, d.Have, d.Size))
+		}
+		// u3 (4 MiB) beside u1 and u2 (3 MiB each) does not fit: u1 goes.
+		want := map[string]string{"u1": "[]", "u2": "[]", "u3": fmt.Sprintf("[u1:%d/%d]", 3*mib, 4*mib)}[name]
+		if fmt.Sprint(dropped) != want {
+			t.Fatalf("%s's offset frame dropped %v, want %s", name, dropped, want)
+		}
+	}
+	// SendFile reports what was dropped, and completes.
+	path, sum := blobFile(t, 4*mib, 9)
+	var dropped []store.DroppedUpload
+	var mu sync.Mutex
+	info, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Progress: func(p SendProgress) {
+		mu.Lock()
+		dropped = append(dropped, p.Dropped...)
+		mu.Unlock()
+	}})
+	if err != nil || info.SHA256 != sum {
+		t.Fatalf("SendFile: %+v, %v", info, err)
+	}
+	if len(dropped) != 1 || dropped[0].Name != "u2" {
+		t.Fatalf("SendFile reported dropped %+v, want u2", dropped)
+	}
+	// Over the cap alone: refused before any byte, naming the cap.
+	path, _ = blobFile(t, 8*mib+1, 10)
+	_, err = a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{})
+	if codeOf(err) != protocol.CodeToolExecution || !strings.Contains(err.Error(), "8388608-byte cap on one sender's unfinished uploads (max-partial)") {
+		t.Fatalf("over the cap alone: %v", err)
+	}
+	if pe, _ := err.(*protocol.Error); pe == nil || fmt.Sprint(pe.Data) != fmt.Sprint(map[string]any{"quota": "max-partial", "limit_bytes": float64(8 * mib), "used_bytes": 0.0, "need_bytes": float64(8*mib + 1)}) {
+		t.Fatalf("error data: %#v", err)
+	}
+	if au := waitBlobAudits(t, b, 5); au[len(au)-1]["code"] != float64(protocol.CodeToolExecution) {
+		t.Fatalf("audit: %v", au[len(au)-1])
+	}
+}
+
+// The store quota refuses a blob upload up front with -32004 and the use.
+func TestBlobMaxStore(t *testing.T) {
+	a, b := pair(t, func(c *Config) { c.MaxStore = 3 * mib })
+	path, _ := blobFile(t, 2*mib, 11)
+	if _, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	path, _ = blobFile(t, 2*mib, 12)
+	_, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Name: "second.bin"})
+	if codeOf(err) != protocol.CodeToolExecution || !strings.Contains(err.Error(), "store quota (max-store) is 3145728 bytes and 2097152 are in use") {
+		t.Fatalf("over the store quota: %v", err)
+	}
+	if h := hiddenEntries(t, b); len(h) != 0 {
+		t.Fatalf("a refused upload left %v", h)
+	}
+}
+
+// The node sweeps partial uploads untouched for PartialTTL while it runs,
+// with its own goroutine (goleak checks Close stops it).
+func TestSweeperRemovesStalePartials(t *testing.T) {
+	const ttl = 600 * time.Millisecond
+	a, b := pair(t, func(c *Config) { c.PartialTTL = ttl })
+	interruptUpload(t, a, b, "stale.bin", 2*mib, mib, 1)
+	if h := hiddenEntries(t, b); len(h) != 1 {
+		t.Fatalf("want one partial upload, have %v", h)
+	}
+	start := time.Now()
+	for len(hiddenEntries(t, b)) > 0 {
+		if time.Since(start) > ttl+sweepEvery(ttl, 0)+5*time.Second {
+			t.Fatalf("the partial upload is still there after %v", time.Since(start))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if d := time.Since(start); d < ttl/2 {
+		t.Fatalf("swept after %v, before the %v TTL", d, ttl)
+	}
+	if used, _ := b.Store().Files().Usage(); used != 0 {
+		t.Fatalf("usage after the sweep: %d", used)
+	}
+	if _, err := a.CallSkill(ctxT(t), addrOf(t, b), "ping", nil, CallOptions{}); err != nil {
+		t.Fatalf("the node stopped serving: %v", err)
+	}
+}
+
+func TestSweepEvery(t *testing.T) {
+	for _, c := range []struct{ partial, conv, want time.Duration }{
+		{24 * time.Hour, 30 * 24 * time.Hour, time.Hour},
+		{2 * time.Hour, 0, 30 * time.Minute},
+		{24 * time.Hour, 40 * time.Minute, 10 * time.Minute},
+		{3 * time.Second, 0, 750 * time.Millisecond},
+		{time.Millisecond, 0, minSweepEvery},
+	} {
+		if got := sweepEvery(c.partial, c.conv); got != c.want {
+			t.Errorf("sweepEvery(%v, %v) = %v, want %v", c.partial, c.conv, got, c.want)
+		}
+	}
+}
+
+// upload_file over the store quota: -32004 naming the quota and the use,
+// whatever face the call came by (the store's error says it).
+func TestUploadFileMaxStore(t *testing.T) {
+	a, b := pair(t, func(c *Config) { c.MaxStore = 1000 })
+	call := func(name string, n int) error {
+		args, _ := json.Marshal(map[string]string{"filename": name, "content": strings.Repeat("x", n)})
+		_, err := a.CallSkill(ctxT(t), addrOf(t, b), "upload_file", args, CallOptions{})
+		return err
+	}
+	if err := call("a.txt", 700); err != nil {
+		t.Fatal(err)
+	}
+	err := call("b.txt", 400)
+	if codeOf(err) != protocol.CodeToolExecution || !strings.Contains(err.Error(), "store quota (max-store) is 1000 bytes and 700 are in use") {
+		t.Fatalf("upload over the quota: %v", err)
+	}
+	if l, _ := b.Store().Files().List(); len(l) != 1 {
+		t.Fatalf("files after the refusal: %v", l)
 	}
 }

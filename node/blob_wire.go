@@ -16,7 +16,7 @@ import (
 // The wire format of /mcpv2/blob/1.0.0 (SPEC §2), one stream per transfer:
 //
 //	sender → receiver  frame  {"name","size","sha256","session"?}   (BlobHeader, at most MaxBlobHeader bytes)
-//	receiver → sender  frame  {"offset":N} or {"error":{"code","message"}}
+//	receiver → sender  frame  {"offset":N,"dropped"?:[…]} or {"error":{"code","message","data"?}}
 //	sender → receiver  raw    bytes N..size of the file, then a half-close
 //	receiver → sender  frame  {"filename","size","sha256"} or {"error":{…}}
 //
@@ -26,6 +26,16 @@ import (
 // hashes to the declared sha256. A broken stream leaves the partial upload
 // in place; the same sender sending the same file again resumes at N, the
 // receiver's offset.
+//
+// Disk bounds: an upload counts at its declared size against its sender's
+// cap on unfinished uploads (Config.MaxPartial). To admit it, the receiver
+// drops that sender's oldest partial uploads that are not in progress and
+// names them in the offset frame's optional "dropped" member
+// ([{"name"?,"size"?,"have"}], store.DroppedUpload; a sender that does not
+// know the member ignores it, so the protocol version is unchanged). An
+// upload over the cap alone, one that does not fit beside the sender's
+// transfers in progress, or one over the store quota (Config.MaxStore) is
+// refused with -32004 and data {"quota","limit_bytes","used_bytes","need_bytes"}.
 
 // MaxBlobHeader caps the header frame of a blob stream, in bytes.
 const MaxBlobHeader = 4 << 10
@@ -51,6 +61,9 @@ type BlobHeader struct {
 type blobOffset struct {
 	Offset *int64          `json:"offset,omitempty"`
 	Error  *protocol.Error `json:"error,omitempty"`
+	// Dropped names the sender's older unfinished uploads the receiver
+	// removed to admit this one.
+	Dropped []store.DroppedUpload `json:"dropped,omitempty"`
 }
 
 // blobResult is the receiver's final frame: the stored file, or an error.

@@ -2,8 +2,12 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -15,6 +19,10 @@ type AuditRecord struct {
 	Caller string `json:"caller"`
 	// Via is how the call arrived: "mesh" or "http".
 	Via string `json:"via,omitempty"`
+	// Auth is how the caller was authenticated: "peer", "secret" (an edge
+	// token minted with the node's secret) or "anonymous" (an edge session
+	// anyone may get).
+	Auth string `json:"auth,omitempty"`
 	// Method is the protocol method called.
 	Method string `json:"method"`
 	// Skill is the skill run, when the method runs one.
@@ -32,8 +40,12 @@ type AuditRecord struct {
 // Audit appends rec to <data-dir>/audit.jsonl as one JSON line. The line is
 // built in one buffer and written with one write call under Store.auditMu on
 // a file opened O_APPEND, so concurrent callers never interleave or leave
-// partial lines. Lines are not fsynced one by one; Close fsyncs. A marshal
-// or write error is returned; after Close the error wraps net.ErrClosed.
+// partial lines. When the line would take the file over the rotation size
+// (WithAuditRotation), the file is rotated first, under the same lock, so
+// every line lands whole in exactly one file. Lines are not fsynced one by
+// one; a rotation and Close fsync. A marshal, write or rotation error is
+// returned (after a failed rotation the line is still appended, to the file
+// that could not be rotated); after Close the error wraps net.ErrClosed.
 func (s *Store) Audit(rec AuditRecord) error {
 	if rec.Time.IsZero() {
 		rec.Time = time.Now().UTC()
@@ -45,11 +57,71 @@ func (s *Store) Audit(rec AuditRecord) error {
 	line = append(line, '\n')
 	s.auditMu.Lock()
 	defer s.auditMu.Unlock()
-	if s.audit == nil {
+	if s.auditClosed {
 		return fmt.Errorf("store: audit: %w", net.ErrClosed)
 	}
-	if _, err := s.audit.Write(line); err != nil {
-		return fmt.Errorf("store: audit: %w", err)
+	if s.audit == nil { // a rotation failed to open the fresh file: try again
+		if err := s.openAudit(); err != nil {
+			return err
+		}
+	}
+	var rerr error
+	if s.auditMaxBytes > 0 && s.auditSize > 0 && s.auditSize+int64(len(line)) > s.auditMaxBytes {
+		rerr = s.rotateAudit()
+		if s.audit == nil {
+			return rerr
+		}
+	}
+	n, err := s.audit.Write(line) // even after a failed rotation: the line is not lost
+	s.auditSize += int64(n)
+	if err != nil {
+		return errors.Join(rerr, fmt.Errorf("store: audit: %w", err))
+	}
+	return rerr
+}
+
+// openAudit opens audit.jsonl for appending and learns its size. Called by
+// Open, and under auditMu.
+func (s *Store) openAudit() error {
+	f, err := os.OpenFile(filepath.Join(s.dir, auditName), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("store: open %s: %w", auditName, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return errors.Join(fmt.Errorf("store: open %s: %w", auditName, err), f.Close())
+	}
+	s.audit, s.auditSize = f, st.Size()
+	return nil
+}
+
+// rotateAudit fsyncs and closes audit.jsonl, shifts audit.jsonl.N to .N+1
+// (removing the one beyond auditKeep), renames audit.jsonl to .1 and opens
+// a fresh one. Called under auditMu with s.audit open. When the current
+// file cannot be renamed it is kept and appended to; when the fresh one
+// cannot be opened, s.audit is left nil and the next Audit tries again.
+func (s *Store) rotateAudit() error {
+	base := filepath.Join(s.dir, auditName)
+	errs := []error{s.audit.Sync(), s.audit.Close()}
+	s.audit = nil
+	if s.auditKeep == 0 {
+		errs = append(errs, os.Remove(base))
+	} else {
+		if err := os.Remove(fmt.Sprintf("%s.%d", base, s.auditKeep)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+		for i := s.auditKeep - 1; i >= 1; i-- {
+			if err := os.Rename(fmt.Sprintf("%s.%d", base, i), fmt.Sprintf("%s.%d", base, i+1)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+		errs = append(errs, os.Rename(base, base+".1"))
+	}
+	if err := s.openAudit(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("store: audit: rotate: %w", err)
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 func contents(turns []Turn) []string {
@@ -152,5 +154,178 @@ func TestConversationsLimits(t *testing.T) {
 	}
 	if _, err := s.AppendTurns(strings.Repeat("k", MaxKeyLen), Turn{Role: "user"}); err != nil {
 		t.Errorf("a key of MaxKeyLen bytes was refused: %v", err)
+	}
+}
+
+// fakeClock is a settable clock for conversation use times.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
+
+func (c *fakeClock) add(d time.Duration) { c.t = c.t.Add(d) }
+
+func appendT(t *testing.T, s *Store, key string) {
+	t.Helper()
+	if _, err := s.AppendTurns(key, Turn{Role: "user", Content: key}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// keys returns which of keys still have history, and checks the count.
+func kept(t *testing.T, s *Store, keys ...string) []string {
+	t.Helper()
+	var out []string
+	for _, k := range keys {
+		h, err := s.History(k, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(h) > 0 {
+			out = append(out, k)
+		}
+	}
+	if n, err := s.ConversationCount(); err != nil || n != len(out) {
+		t.Fatalf("ConversationCount = %d, %v; %d kept", n, err, len(out))
+	}
+	return out
+}
+
+func TestConversationsCountCap(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	dir := t.TempDir()
+	s, err := Open(dir, WithMaxConversations(3), WithClock(clock.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"a", "b", "c"} {
+		appendT(t, s, k)
+		clock.add(time.Second)
+	}
+	appendT(t, s, "a") // a is now the most recently used
+	clock.add(time.Second)
+	appendT(t, s, "d") // one too many: b, the least recently used, goes
+	all := []string{"a", "b", "c", "d", "e"}
+	if got := fmt.Sprint(kept(t, s, all...)); got != "[a c d]" {
+		t.Fatalf("kept %s; want [a c d]", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The order survives a restart; a lower cap is applied by the sweep.
+	s, err = Open(dir, WithMaxConversations(2), WithClock(clock.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if r, err := s.Sweep(); err != nil || r.Conversations != 1 {
+		t.Fatalf("Sweep = %+v, %v; want one over the lowered cap", r, err)
+	}
+	if got := fmt.Sprint(kept(t, s, all...)); got != "[a d]" {
+		t.Fatalf("kept %s after the sweep; want [a d]", got)
+	}
+	clock.add(time.Second)
+	appendT(t, s, "e")
+	if got := fmt.Sprint(kept(t, s, all...)); got != "[d e]" {
+		t.Fatalf("kept %s; want [d e]", got)
+	}
+}
+
+func TestConversationsTTL(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	s, _ := openT(t, WithConversationTTL(time.Hour), WithClock(clock.now))
+	appendT(t, s, "old")
+	clock.add(30 * time.Minute)
+	appendT(t, s, "mid")
+	appendT(t, s, "kept")
+	clock.add(20 * time.Minute)
+	appendT(t, s, "kept") // used again: its hour starts over
+	clock.add(15 * time.Minute)
+	// 65 min after old, 35 after mid and 15 after kept.
+	if r, err := s.Sweep(); err != nil || r.Conversations != 1 {
+		t.Fatalf("Sweep = %+v, %v; want old expired", r, err)
+	}
+	all := []string{"old", "mid", "kept"}
+	if got := fmt.Sprint(kept(t, s, all...)); got != "[mid kept]" {
+		t.Fatalf("kept %s", got)
+	}
+	clock.add(40 * time.Minute)
+	if n, err := s.ExpireConversations(clock.now()); err != nil || n != 1 {
+		t.Fatalf("ExpireConversations = %d, %v; want mid expired", n, err)
+	}
+	if got := fmt.Sprint(kept(t, s, all...)); got != "[kept]" {
+		t.Fatalf("kept %s", got)
+	}
+	// A key appended after expiry starts a new conversation.
+	appendT(t, s, "old")
+	if h, _ := s.History("old", 0); len(h) != 1 {
+		t.Fatalf("old has %d turns after expiry and a new append", len(h))
+	}
+}
+
+// Many expired conversations go in batches; none beyond the TTL is kept.
+func TestConversationsExpireMany(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	s, _ := openT(t, WithConversationTTL(time.Minute), WithMaxConversations(0), WithClock(clock.now))
+	// As AppendTurns does, but in one transaction (each of its own fsyncs).
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		for i := range 2500 {
+			key := fmt.Sprint("k", i)
+			if _, err := tx.Bucket(convBucket).CreateBucket([]byte(key)); err != nil {
+				return err
+			}
+			if err := s.touch(tx, key); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	clock.add(time.Minute)
+	appendT(t, s, "fresh")
+	n, err := s.ExpireConversations(clock.now())
+	if err != nil || n != 2500 {
+		t.Fatalf("ExpireConversations = %d, %v; want 2500", n, err)
+	}
+	if c, _ := s.ConversationCount(); c != 1 {
+		t.Fatalf("%d conversations left, want 1", c)
+	}
+}
+
+// A state.db written before the index existed is indexed at Open by the
+// time of each conversation's last turn.
+func TestConversationsIndexBuiltAtOpen(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	dir := t.TempDir()
+	s, err := Open(dir, WithClock(clock.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range []string{"x", "y", "z"} {
+		if _, err := s.AppendTurns(k, Turn{Role: "user", Content: k, Time: clock.t.Add(time.Duration(i) * time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Back to the old layout: no index buckets.
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		return errors.Join(tx.DeleteBucket(convUsed), tx.DeleteBucket(convByUse))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = Open(dir, WithConversationTTL(90*time.Minute), WithClock(clock.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if n, err := s.ConversationCount(); err != nil || n != 3 {
+		t.Fatalf("ConversationCount after the rebuild = %d, %v", n, err)
+	}
+	clock.add(2 * time.Hour) // x's last turn is 2 h old, y's 1 h, z's 0
+	if n, err := s.ExpireConversations(clock.now()); err != nil || n != 1 {
+		t.Fatalf("ExpireConversations = %d, %v; want x", n, err)
+	}
+	if got := fmt.Sprint(kept(t, s, "x", "y", "z")); got != "[y z]" {
+		t.Fatalf("kept %s", got)
 	}
 }

@@ -64,11 +64,11 @@ func TestCrashMidWrite(t *testing.T) {
 		return
 	}
 	if runtime.GOOS == "js" || runtime.GOOS == "wasip1" || runtime.GOOS == "ios" {
-		t.Skip("cannot start a subprocess here")
+		skipEnv(t, "cannot start a subprocess here")
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		t.Skip(err)
+		skipEnv(t, "%v", err)
 	}
 	for _, tc := range []struct {
 		name string

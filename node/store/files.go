@@ -36,13 +36,34 @@ type FileInfo struct {
 // Store.Files; it is safe for concurrent use. Concurrent writes of one name
 // each land atomically and the last rename wins.
 type Files struct {
-	root    *os.Root
-	dir     string
-	maxSize int64
-	closed  atomic.Bool
+	root       *os.Root
+	dir        string
+	maxSize    int64
+	maxPartial int64         // one sender's unfinished uploads, in bytes; 0: no cap
+	partialTTL time.Duration // partial uploads untouched this long are stale
+	quota      int64         // the whole directory, in bytes; 0: no quota
+	closed     atomic.Bool
 
 	mu    sync.Mutex           // guards cache
 	cache map[string]cacheItem // file name -> last known hash
+
+	// qmu guards used, and makes each rename or removal one step with the
+	// stat of the file it replaces or removes, so that used stays exact.
+	qmu  sync.Mutex
+	used int64 // bytes of the regular files in the directory, plus reservations
+
+	// partMu serializes the admission of partial uploads (the per-sender
+	// cap: scan, drop, reserve) and guards partMeta.
+	partMu   sync.Mutex
+	partMeta map[string]partMeta // partial file name -> what it uploads, as far as known
+}
+
+// filesConfig is what openFiles needs from the options.
+type filesConfig struct {
+	maxSize    int64
+	maxPartial int64
+	partialTTL time.Duration
+	quota      int64
 }
 
 // cacheItem remembers a file's hash while its identity, size and mtime are
@@ -52,8 +73,9 @@ type cacheItem struct {
 	sum string
 }
 
-// openFiles creates (0700) and opens dir, and removes stale temp files.
-func openFiles(dir string, maxSize int64) (*Files, error) {
+// openFiles creates (0700) and opens dir, removes stale temp files, and
+// counts the bytes in it for the quota.
+func openFiles(dir string, c filesConfig) (*Files, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("store: open files dir: %w", err)
 	}
@@ -61,9 +83,13 @@ func openFiles(dir string, maxSize int64) (*Files, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open files dir: %w", err)
 	}
-	f := &Files{root: root, dir: dir, maxSize: maxSize, cache: make(map[string]cacheItem)}
+	f := &Files{root: root, dir: dir, maxSize: c.maxSize, maxPartial: c.maxPartial, partialTTL: c.partialTTL, quota: c.quota,
+		cache: make(map[string]cacheItem), partMeta: make(map[string]partMeta)}
 	if err := f.removeStale(); err != nil {
 		return nil, errors.Join(err, root.Close())
+	}
+	if err := f.scanUsage(); err != nil {
+		return nil, errors.Join(fmt.Errorf("store: open files dir: %w", scrub(err)), root.Close())
 	}
 	return f, nil
 }
@@ -97,15 +123,27 @@ func (f *Files) MaxSize() int64 { return f.maxSize }
 // partial file. It hashes while writing. Content longer than MaxSize gives an
 // error wrapping ErrTooLarge and leaves nothing behind. A name that is not a
 // plain name, or that names a symlink or a directory, gives ErrInvalidName.
-// An error from r is returned wrapped.
+// Content that would take the directory over its quota (WithMaxStore; the
+// bytes of a file it replaces are credited) gives a *QuotaError, wrapping
+// ErrQuota, as soon as the first byte over it arrives, and leaves nothing
+// behind. An error from r is returned wrapped.
 func (f *Files) Write(name string, r io.Reader) (_ FileInfo, err error) {
 	const op = "write"
 	if err := f.check(op, name); err != nil {
 		return FileInfo{}, err
 	}
-	if _, err := f.lstatRegular(op, name); err != nil && !errors.Is(err, ErrNotFound) {
+	var credit int64
+	if st, err := f.lstatRegular(op, name); err == nil {
+		credit = st.Size()
+	} else if !errors.Is(err, ErrNotFound) {
 		return FileInfo{}, err
 	}
+	gate := &quotaGate{f: f, credit: credit}
+	defer func() {
+		if err != nil {
+			f.release(gate.reserved)
+		}
+	}()
 
 	tmp := tempPrefix + rand.Text()
 	tf, err := f.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
@@ -126,7 +164,7 @@ func (f *Files) Write(name string, r io.Reader) (_ FileInfo, err error) {
 	if limit <= 0 {
 		limit = math.MaxInt64
 	}
-	n, err := io.Copy(io.MultiWriter(tf, h), io.LimitReader(r, limit))
+	n, err := io.Copy(io.MultiWriter(gate, tf, h), io.LimitReader(r, limit))
 	if err != nil {
 		return FileInfo{}, f.errorf(op, name, "%w", scrub(err))
 	}
@@ -145,9 +183,10 @@ func (f *Files) Write(name string, r io.Reader) (_ FileInfo, err error) {
 	if err != nil {
 		return FileInfo{}, f.errorf(op, name, "%w", scrub(err))
 	}
-	if err = f.root.Rename(tmp, name); err != nil {
+	if err = f.renameCounted(tmp, name, credit, n); err != nil {
 		return FileInfo{}, f.errorf(op, name, "%w", scrub(err))
 	}
+	gate.reserved = 0 // the reservation is the file's now
 	if err = f.syncDir(); err != nil {
 		return FileInfo{}, f.errorf(op, name, "sync directory: %w", scrub(err))
 	}
@@ -282,7 +321,7 @@ func (f *Files) Delete(name string) error {
 	if _, err := f.lstatRegular(op, name); err != nil {
 		return err
 	}
-	err := f.root.Remove(name)
+	_, err := f.removeCounted(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return f.errorf(op, name, "%w", ErrNotFound)
 	}

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,14 +24,20 @@ import (
 // a reader sees the old file or the complete new one, never a part.
 
 // partPrefix starts the name of every partial upload. List hides such names,
-// users cannot choose them (ValidateName), and Open removes those untouched
-// for PartialTTL. Unlike temp files they survive a restart, so that an upload
-// interrupted by a crash of either side resumes where it stopped.
+// users cannot choose them (ValidateName), and they are removed when
+// untouched for the partial TTL (RemoveStaleParts). Unlike temp files they
+// survive a restart, so that an upload interrupted by a crash of either side
+// resumes where it stopped.
 const partPrefix = ".mcpv2-part-"
 
-// PartialTTL is how long a partial upload is kept without a write; older
-// ones are removed when the store is opened (RemoveStaleParts).
-const PartialTTL = 24 * time.Hour
+// DefaultPartialTTL is how long a partial upload is kept without a write,
+// unless WithPartialTTL says otherwise; older ones are removed when the
+// store is opened and by RemoveStaleParts (Store.Sweep).
+const DefaultPartialTTL = 24 * time.Hour
+
+// DefaultMaxPartial caps the total of one sender's unfinished uploads
+// (WithMaxPartial): 256 MiB, four uploads of the default largest file.
+const DefaultMaxPartial = 256 << 20
 
 // ErrHashMismatch is wrapped by Partial.Commit when the received content
 // does not hash to the declared SHA-256. The partial upload is then
@@ -58,11 +65,34 @@ type Partial struct {
 	off  int64
 	lock *partLock
 	done bool // set once Commit, Close or Discard has released the file
+
+	dropped []DroppedUpload // the sender's older uploads dropped to admit this one
+	credit  int64           // the size of the file the commit replaces, as admitted
 }
 
-// partLock serializes the Partials of one upload within the process.
+// DroppedUpload is an unfinished upload removed to make room for a newer one
+// of the same sender (WithMaxPartial).
+type DroppedUpload struct {
+	// Name is the name the upload was for; empty when this process has not
+	// seen the upload opened (it was left by an earlier run).
+	Name string `json:"name,omitempty"`
+	// Size is the upload's declared size; 0 when Name is empty.
+	Size int64 `json:"size,omitempty"`
+	// Have is how many of its bytes had arrived and were dropped.
+	Have int64 `json:"have"`
+}
+
+// partMeta is what the store knows of a partial file it opened.
+type partMeta struct {
+	name string
+	size int64
+}
+
+// partLock serializes the Partials of one upload within the process, and
+// keeps sweeps and drops away from an open one.
 type partLock struct {
 	key        string
+	size       int64         // the holder's declared size, once admitted; guarded by partLocks.mu
 	superseded chan struct{} // closed when another opener waits for the lock
 	once       sync.Once
 	released   chan struct{} // closed when the holder lets go
@@ -100,6 +130,33 @@ func acquirePart(ctx context.Context, key string) (*partLock, error) {
 	}
 }
 
+// tryAcquirePart takes the lock of key if no one holds it, without
+// superseding a holder; nil means it is held. Sweeps and drops take it so
+// that no upload opens the file while it is removed.
+func tryAcquirePart(key string) *partLock {
+	partLocks.mu.Lock()
+	defer partLocks.mu.Unlock()
+	if partLocks.m[key] != nil {
+		return nil
+	}
+	l := &partLock{key: key, superseded: make(chan struct{}), released: make(chan struct{})}
+	partLocks.m[key] = l
+	return l
+}
+
+// heldPartSize returns the declared size of the open upload of key, and
+// whether one is open (size 0 while it is not yet admitted, or while a
+// sweep holds it).
+func heldPartSize(key string) (int64, bool) {
+	partLocks.mu.Lock()
+	defer partLocks.mu.Unlock()
+	l := partLocks.m[key]
+	if l == nil {
+		return 0, false
+	}
+	return l.size, true
+}
+
 // release lets go of the lock; it may be called once.
 func (l *partLock) release() {
 	partLocks.mu.Lock()
@@ -110,17 +167,12 @@ func (l *partLock) release() {
 	close(l.released)
 }
 
-// partLocked reports whether a Partial of the file at key is open.
-func partLocked(key string) bool {
-	partLocks.mu.Lock()
-	defer partLocks.mu.Unlock()
-	return partLocks.m[key] != nil
-}
-
 // PartName returns the name of the partial file of an upload: the reserved
-// prefix and the hex SHA-256 of owner (the uploader's identity), name, size
-// and the declared SHA-256, each length-prefixed. Only the same uploader
-// sending the same content under the same name resumes it.
+// prefix, a tag of owner (the uploader's identity: the first 8 bytes of its
+// SHA-256 in hex, so that one sender's uploads are found by name for
+// WithMaxPartial), a dash, and the hex SHA-256 of owner, name, size and the
+// declared SHA-256, each length-prefixed. Only the same uploader sending the
+// same content under the same name resumes it.
 func PartName(owner, name string, size int64, sha256hex string) string {
 	h := sha256.New()
 	var b [8]byte
@@ -131,7 +183,13 @@ func PartName(owner, name string, size int64, sha256hex string) string {
 	}
 	binary.BigEndian.PutUint64(b[:], uint64(size))
 	h.Write(b[:])
-	return partPrefix + hex.EncodeToString(h.Sum(nil))
+	return ownerPrefix(owner) + hex.EncodeToString(h.Sum(nil))
+}
+
+// ownerPrefix starts the names of owner's partial files.
+func ownerPrefix(owner string) string {
+	t := sha256.Sum256([]byte(owner))
+	return partPrefix + hex.EncodeToString(t[:8]) + "-"
 }
 
 // ValidSHA256 reports whether s is a SHA-256 in lowercase hex (64 digits).
@@ -155,7 +213,16 @@ func ValidSHA256(s string) bool {
 // name, or a name that is a symlink or directory, ErrInvalidName. When a
 // Partial of the same upload is open in this process, it is superseded (its
 // Superseded channel closes) and OpenPartial waits for it to let go, or for
-// ctx to end. Safe for concurrent use.
+// ctx to end.
+//
+// Quotas: the whole declared size counts against owner's cap on unfinished
+// uploads (WithMaxPartial) from the start. When it does not fit, owner's
+// oldest partial uploads that are not open are removed until it does
+// (Dropped reports them); an upload larger than the cap alone, or one that
+// does not fit beside owner's uploads in progress, gives a *QuotaError
+// (QuotaPartial). The bytes still to come are then reserved against the
+// directory's quota (WithMaxStore), or the upload is refused with a
+// *QuotaError (QuotaStore). Safe for concurrent use.
 func (f *Files) OpenPartial(ctx context.Context, owner, name string, size int64, sha256hex string) (_ *Partial, err error) {
 	const op = "open partial"
 	if err := f.check(op, name); err != nil {
@@ -168,8 +235,13 @@ func (f *Files) OpenPartial(ctx context.Context, owner, name string, size int64,
 		return nil, f.errorf(op, name, "%d bytes is over the %d-byte limit: %w", size, f.maxSize, ErrTooLarge)
 	case !ValidSHA256(sha256hex):
 		return nil, f.errorf(op, name, "the declared sha256 is not 64 lowercase hex digits")
+	case f.maxPartial > 0 && size > f.maxPartial:
+		return nil, f.errorf(op, name, "%w", &QuotaError{Quota: QuotaPartial, Limit: f.maxPartial, Need: size})
 	}
-	if _, err := f.lstatRegular(op, name); err != nil && !errors.Is(err, ErrNotFound) {
+	var credit int64 // the file a commit would replace
+	if st, err := f.lstatRegular(op, name); err == nil {
+		credit = st.Size()
+	} else if !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
 	part := PartName(owner, name, size, sha256hex)
@@ -188,6 +260,15 @@ func (f *Files) OpenPartial(ctx context.Context, owner, name string, size int64,
 	if st, err := f.root.Lstat(part); err == nil && !st.Mode().IsRegular() {
 		return nil, f.errorf(op, name, "partial file is not a regular file: %w", ErrInvalidName)
 	}
+	dropped, reserved, err := f.admitPartial(owner, part, name, size, credit, lock)
+	if err != nil {
+		return nil, f.errorf(op, name, "%w", err)
+	}
+	defer func() {
+		if err != nil {
+			f.release(reserved)
+		}
+	}()
 	file, err := f.root.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, f.errorf(op, name, "%w", scrub(err))
@@ -205,10 +286,11 @@ func (f *Files) OpenPartial(ctx context.Context, owner, name string, size int64,
 		return nil, f.errorf(op, name, "partial file is not a regular file: %w", ErrInvalidName)
 	}
 	off := st.Size()
-	if off > size { // cannot be ours: start over
+	if off > size { // cannot be ours: start over (admitPartial reserved all of size)
 		if err := file.Truncate(0); err != nil {
 			return nil, f.errorf(op, name, "%w", scrub(err))
 		}
+		f.release(off)
 		off = 0
 	}
 	h := sha256.New()
@@ -220,7 +302,140 @@ func (f *Files) OpenPartial(ctx context.Context, owner, name string, size int64,
 	if _, err := file.Seek(off, io.SeekStart); err != nil {
 		return nil, f.errorf(op, name, "%w", scrub(err))
 	}
-	return &Partial{f: f, name: name, part: part, size: size, want: sha256hex, file: file, h: h, off: off, lock: lock}, nil
+	if off+reserved != size { // the file changed between admission and open
+		f.release(off + reserved - size)
+	}
+	return &Partial{f: f, name: name, part: part, size: size, want: sha256hex, file: file, h: h, off: off, lock: lock, dropped: dropped, credit: credit}, nil
+}
+
+// admitPartial applies the quotas to the upload whose lock the caller holds:
+// it drops owner's oldest partial uploads not open until size fits within
+// the per-sender cap, and reserves the bytes still to come against the
+// directory's quota. It returns the dropped uploads and the bytes reserved
+// (size minus the bytes kept, or all of size when the kept file is longer
+// than size and will be truncated: the caller releases what it truncates).
+func (f *Files) admitPartial(owner, part, name string, size, credit int64, lock *partLock) (dropped []DroppedUpload, reserved int64, err error) {
+	f.partMu.Lock()
+	defer f.partMu.Unlock()
+	if f.maxPartial > 0 {
+		if dropped, err = f.makeRoom(owner, part, size); err != nil {
+			return dropped, 0, err
+		}
+	}
+	var have int64
+	if st, err := f.root.Lstat(part); err == nil && st.Mode().IsRegular() && st.Size() <= size {
+		have = st.Size()
+	}
+	reserved = size - have
+	if err := f.reserve(reserved, credit); err != nil {
+		return dropped, 0, err
+	}
+	partLocks.mu.Lock()
+	lock.size = size
+	partLocks.mu.Unlock()
+	f.partMeta[part] = partMeta{name: name, size: size}
+	return dropped, reserved, nil
+}
+
+// makeRoom drops owner's oldest partial uploads that are not open until an
+// upload of size fits beside the rest within maxPartial. An open upload
+// counts with its declared size, since it may grow to it. Called under
+// partMu.
+func (f *Files) makeRoom(owner, part string, size int64) ([]DroppedUpload, error) {
+	names, err := f.readDir()
+	if err != nil {
+		return nil, scrub(err)
+	}
+	type cand struct {
+		name string
+		size int64
+		mod  time.Time
+	}
+	var cands []cand
+	prefix := ownerPrefix(owner)
+	total := size
+	for _, n := range names {
+		if !strings.HasPrefix(n, prefix) || n == part {
+			continue
+		}
+		st, err := f.root.Lstat(n)
+		if err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		if held, open := heldPartSize(filepath.Join(f.dir, n)); open {
+			total += max(held, st.Size())
+			continue
+		}
+		total += st.Size()
+		cands = append(cands, cand{n, st.Size(), st.ModTime()})
+	}
+	if total > f.maxPartial {
+		least := total // with every upload not in progress dropped
+		for _, c := range cands {
+			least -= c.size
+		}
+		if least > f.maxPartial { // refuse without dropping anything
+			return nil, &QuotaError{Quota: QuotaPartial, Limit: f.maxPartial, Used: least - size, Need: size}
+		}
+	}
+	slices.SortFunc(cands, func(a, b cand) int {
+		if c := a.mod.Compare(b.mod); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	var dropped []DroppedUpload
+	for _, c := range cands {
+		if total <= f.maxPartial {
+			break
+		}
+		have, ok, err := f.removePart(c.name, nil)
+		if err != nil {
+			return dropped, err
+		}
+		if !ok { // opened meanwhile: it stays, with its declared size
+			if held, _ := heldPartSize(filepath.Join(f.dir, c.name)); held > c.size {
+				total += held - c.size
+			}
+			continue
+		}
+		total -= c.size
+		meta := f.partMeta[c.name]
+		delete(f.partMeta, c.name)
+		dropped = append(dropped, DroppedUpload{Name: meta.name, Size: meta.size, Have: have})
+	}
+	if total > f.maxPartial {
+		return dropped, &QuotaError{Quota: QuotaPartial, Limit: f.maxPartial, Used: total - size, Need: size}
+	}
+	return dropped, nil
+}
+
+// removePart removes the partial file name unless an upload holds it open,
+// or still (under the lock) remove, when set, says no; ok is false when it
+// stays. A file already gone counts as removed.
+func (f *Files) removePart(name string, remove func(os.FileInfo) bool) (have int64, ok bool, err error) {
+	l := tryAcquirePart(filepath.Join(f.dir, name))
+	if l == nil {
+		return 0, false, nil
+	}
+	defer l.release()
+	if remove != nil {
+		if st, err := f.root.Lstat(name); err == nil && !remove(st) {
+			return 0, false, nil
+		}
+	}
+	have, err = f.removeCounted(name)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, false, fmt.Errorf("store: remove partial upload %s: %w", quote(name), scrub(err))
+	}
+	return have, true, nil
+}
+
+// forget drops what the store knew of the partial file part.
+func (f *Files) forget(part string) {
+	f.partMu.Lock()
+	delete(f.partMeta, part)
+	f.partMu.Unlock()
 }
 
 // Name returns the name the upload is committed under.
@@ -231,6 +446,11 @@ func (p *Partial) Size() int64 { return p.size }
 
 // Offset returns how many bytes the upload holds: where the sender resumes.
 func (p *Partial) Offset() int64 { return p.off }
+
+// Dropped returns the same sender's older unfinished uploads that were
+// removed to make room for this one (WithMaxPartial), oldest first; nil
+// when none were.
+func (p *Partial) Dropped() []DroppedUpload { return p.dropped }
 
 // Superseded returns a channel that is closed when another OpenPartial of
 // the same upload waits for this one: its owner should stop (Close) soon.
@@ -279,7 +499,8 @@ func (p *Partial) Commit() (_ FileInfo, err error) {
 	keep := false // on a failure after the checks, the bytes stay for a retry
 	defer func() {
 		if err != nil && !keep {
-			_ = p.f.root.Remove(p.part)
+			_, _ = p.f.removeCounted(p.part)
+			p.f.forget(p.part)
 		}
 	}()
 	if err = p.file.Sync(); err != nil {
@@ -298,10 +519,11 @@ func (p *Partial) Commit() (_ FileInfo, err error) {
 	if _, err = p.f.lstatRegular(op, p.name); err != nil && !errors.Is(err, ErrNotFound) {
 		return FileInfo{}, err
 	}
-	if err = p.f.root.Rename(p.part, p.name); err != nil {
-		keep = true
+	if err = p.f.renameCounted(p.part, p.name, p.credit, p.size); err != nil {
+		keep = true // a quota refusal too: the bytes stay, for a retry once there is room
 		return FileInfo{}, p.f.errorf(op, p.name, "%w", scrub(err))
 	}
+	p.f.forget(p.part)
 	if err := p.f.syncDir(); err != nil {
 		return FileInfo{}, p.f.errorf(op, p.name, "sync directory: %w", scrub(err))
 	}
@@ -318,6 +540,7 @@ func (p *Partial) Close() error {
 	}
 	p.done = true
 	defer p.lock.release()
+	p.f.release(p.size - p.off) // the reservation of the bytes that did not come
 	err := p.file.Sync()
 	if cerr := p.file.Close(); err == nil {
 		err = cerr
@@ -336,17 +559,20 @@ func (p *Partial) Discard() error {
 	}
 	p.done = true
 	defer p.lock.release()
+	p.f.release(p.size - p.off)
 	_ = p.file.Close()
-	if err := p.f.root.Remove(p.part); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	p.f.forget(p.part)
+	if _, err := p.f.removeCounted(p.part); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("store: discard partial %s: %w", quote(p.name), scrub(err))
 	}
 	return nil
 }
 
 // RemoveStaleParts removes the partial uploads not written to since
-// now-PartialTTL, except those open in this process, and returns how many it
-// removed. Open calls it; a long-running node may call it periodically. Safe
-// for concurrent use.
+// now minus the partial TTL (WithPartialTTL), except those open in this
+// process, and returns how many it removed. Open calls it, and so does
+// Store.Sweep, which a running node calls periodically. Safe for concurrent
+// use.
 func (f *Files) RemoveStaleParts(now time.Time) (int, error) {
 	if f.closed.Load() {
 		return 0, fmt.Errorf("store: remove stale partial uploads: %w", fs.ErrClosed)
@@ -358,18 +584,23 @@ func (f *Files) RemoveStaleParts(now time.Time) (int, error) {
 	removed := 0
 	var errs []error
 	for _, name := range names {
-		if !strings.HasPrefix(name, partPrefix) || partLocked(filepath.Join(f.dir, name)) {
+		if !strings.HasPrefix(name, partPrefix) {
 			continue
 		}
 		st, err := f.root.Lstat(name)
-		if err != nil || now.Sub(st.ModTime()) < PartialTTL {
+		if err != nil || now.Sub(st.ModTime()) < f.partialTTL {
 			continue
 		}
-		if err := f.root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("store: remove stale partial upload %s: %w", quote(name), scrub(err)))
+		stale := func(st os.FileInfo) bool { return now.Sub(st.ModTime()) >= f.partialTTL }
+		_, ok, err := f.removePart(name, stale) // not while an upload holds it, nor once touched
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		removed++
+		if ok {
+			f.forget(name)
+			removed++
+		}
 	}
 	return removed, errors.Join(errs...)
 }

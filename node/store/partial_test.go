@@ -316,7 +316,7 @@ func TestRemoveStaleParts(t *testing.T) {
 	}
 	held := openPartialT(t, f, "peerA", "n", open)
 	held.Write(open[:2])
-	long := time.Now().Add(-PartialTTL - time.Hour)
+	long := time.Now().Add(-DefaultPartialTTL - time.Hour)
 	for _, d := range [][]byte{old, open} {
 		name := PartName("peerA", "n", int64(len(d)), sumHex(d))
 		if err := os.Chtimes(filepath.Join(f.Dir(), name), long, long); err != nil {

@@ -25,6 +25,23 @@ const (
 	// DefaultLockTimeout is how long Open waits for the lock on state.db
 	// before it fails with ErrInUse.
 	DefaultLockTimeout = time.Second
+	// DefaultMaxStore is the quota on the files directory: 10 GiB. It bounds
+	// what many sender identities (each within DefaultMaxPartial) can fill;
+	// an existing directory over it keeps its files, and only new writes
+	// are refused.
+	DefaultMaxStore = 10 << 30
+	// DefaultAuditMaxBytes is the size at which audit.jsonl is rotated:
+	// 64 MiB.
+	DefaultAuditMaxBytes = 64 << 20
+	// DefaultAuditKeep is how many rotated audit logs are kept
+	// (audit.jsonl.1 to audit.jsonl.5).
+	DefaultAuditKeep = 5
+	// DefaultMaxConversations caps the conversations kept; the least
+	// recently used are dropped first.
+	DefaultMaxConversations = 10000
+	// DefaultConversationTTL is how long a conversation is kept after its
+	// last turn: 30 days.
+	DefaultConversationTTL = 30 * 24 * time.Hour
 )
 
 // Names inside the data dir.
@@ -55,11 +72,19 @@ var (
 
 // config is what the options set.
 type config struct {
-	filesDir     string
-	maxFileSize  int64
-	maxTurns     int
-	maxTurnBytes int
-	lockTimeout  time.Duration
+	filesDir         string
+	maxFileSize      int64
+	maxTurns         int
+	maxTurnBytes     int
+	lockTimeout      time.Duration
+	maxPartial       int64
+	partialTTL       time.Duration
+	maxStore         int64
+	auditMaxBytes    int64
+	auditKeep        int
+	maxConversations int
+	conversationTTL  time.Duration
+	now              func() time.Time
 }
 
 // Option configures Open.
@@ -88,18 +113,64 @@ func WithMaxTurnBytes(n int) Option { return func(c *config) { c.maxTurnBytes = 
 // forever is not offered.
 func WithLockTimeout(d time.Duration) Option { return func(c *config) { c.lockTimeout = d } }
 
+// WithMaxPartial caps the total bytes of one sender's unfinished uploads
+// (Files.OpenPartial), counting each open upload at its declared size
+// (default DefaultMaxPartial; 0: no cap). When a new upload does not fit,
+// that sender's oldest partial uploads are dropped. It must not be negative.
+func WithMaxPartial(n int64) Option { return func(c *config) { c.maxPartial = n } }
+
+// WithPartialTTL sets how long a partial upload is kept without a write
+// (default DefaultPartialTTL). It must be positive.
+func WithPartialTTL(d time.Duration) Option { return func(c *config) { c.partialTTL = d } }
+
+// WithMaxStore sets the quota on the files directory in bytes: committed
+// files, partial uploads and writes in progress together (default
+// DefaultMaxStore; 0: no quota). A write that would exceed it is refused
+// with a *QuotaError. It must not be negative.
+func WithMaxStore(n int64) Option { return func(c *config) { c.maxStore = n } }
+
+// WithAuditRotation rotates audit.jsonl when a line would take it over
+// maxBytes: it becomes audit.jsonl.1 (the older ones shift up by one, and
+// the one beyond keep is removed) and a fresh audit.jsonl is started
+// (default DefaultAuditMaxBytes and DefaultAuditKeep). maxBytes 0 never
+// rotates; keep 0 keeps no rotated file. Neither may be negative.
+func WithAuditRotation(maxBytes int64, keep int) Option {
+	return func(c *config) { c.auditMaxBytes, c.auditKeep = maxBytes, keep }
+}
+
+// WithMaxConversations caps the conversations kept (default
+// DefaultMaxConversations; 0: no cap): starting one more drops the least
+// recently appended to. It must not be negative.
+func WithMaxConversations(n int) Option { return func(c *config) { c.maxConversations = n } }
+
+// WithConversationTTL sets how long a conversation is kept after its last
+// turn (default DefaultConversationTTL; 0: forever). Older ones are removed
+// by Sweep. It must not be negative.
+func WithConversationTTL(d time.Duration) Option { return func(c *config) { c.conversationTTL = d } }
+
+// WithClock sets the clock of conversation use times (default time.Now).
+// Partial uploads age by the file system's clock.
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+
 // Store is a node's embedded store. Create it with Open; it is safe for
 // concurrent use, and Close releases it.
 type Store struct {
-	dir          string
-	maxTurns     int
-	maxTurnBytes int
+	dir              string
+	maxTurns         int
+	maxTurnBytes     int
+	maxConversations int
+	conversationTTL  time.Duration
+	now              func() time.Time
 
 	db    *bolt.DB
 	files *Files
 
-	auditMu sync.Mutex // guards audit: every write, the final Sync and Close
-	audit   *os.File   // nil once closed
+	auditMu       sync.Mutex // guards audit, auditSize and auditClosed: every write, rotation, the final Sync and Close
+	audit         *os.File   // nil once closed, or after a failed rotation until the next line reopens it
+	auditSize     int64      // bytes in the current audit.jsonl
+	auditClosed   bool
+	auditMaxBytes int64 // 0: never rotate
+	auditKeep     int
 
 	closed atomic.Bool
 }
@@ -108,13 +179,23 @@ type Store struct {
 // its lock; it fails with an error wrapping ErrInUse if another process holds
 // it for longer than the lock timeout. It removes stale temp files left in
 // the files directory by a crash, and partial uploads (Files.OpenPartial)
-// untouched for PartialTTL. A failed Open leaves nothing open.
+// untouched for the partial TTL, and counts the bytes in the directory for
+// its quota. A failed Open leaves nothing open.
 func Open(dataDir string, opts ...Option) (_ *Store, err error) {
 	cfg := config{
 		maxFileSize:  DefaultMaxFileSize,
 		maxTurns:     DefaultMaxTurns,
 		maxTurnBytes: DefaultMaxTurnBytes,
 		lockTimeout:  DefaultLockTimeout,
+
+		maxPartial:       DefaultMaxPartial,
+		partialTTL:       DefaultPartialTTL,
+		maxStore:         DefaultMaxStore,
+		auditMaxBytes:    DefaultAuditMaxBytes,
+		auditKeep:        DefaultAuditKeep,
+		maxConversations: DefaultMaxConversations,
+		conversationTTL:  DefaultConversationTTL,
+		now:              time.Now,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -130,6 +211,20 @@ func Open(dataDir string, opts ...Option) (_ *Store, err error) {
 		return nil, fmt.Errorf("store: open: max turn bytes %d is not positive", cfg.maxTurnBytes)
 	case cfg.lockTimeout <= 0:
 		return nil, fmt.Errorf("store: open: lock timeout %v is not positive", cfg.lockTimeout)
+	case cfg.maxPartial < 0:
+		return nil, fmt.Errorf("store: open: max partial %d is negative", cfg.maxPartial)
+	case cfg.partialTTL <= 0:
+		return nil, fmt.Errorf("store: open: partial TTL %v is not positive", cfg.partialTTL)
+	case cfg.maxStore < 0:
+		return nil, fmt.Errorf("store: open: max store %d is negative", cfg.maxStore)
+	case cfg.auditMaxBytes < 0 || cfg.auditKeep < 0:
+		return nil, fmt.Errorf("store: open: audit rotation at %d bytes keeping %d files: neither may be negative", cfg.auditMaxBytes, cfg.auditKeep)
+	case cfg.maxConversations < 0:
+		return nil, fmt.Errorf("store: open: max conversations %d is negative", cfg.maxConversations)
+	case cfg.conversationTTL < 0:
+		return nil, fmt.Errorf("store: open: conversation TTL %v is negative", cfg.conversationTTL)
+	case cfg.now == nil:
+		return nil, errors.New("store: open: nil clock")
 	}
 	dir, err := filepath.Abs(dataDir)
 	if err != nil {
@@ -148,7 +243,9 @@ func Open(dataDir string, opts ...Option) (_ *Store, err error) {
 		return nil, fmt.Errorf("store: open: %w", err)
 	}
 
-	s := &Store{dir: dir, maxTurns: cfg.maxTurns, maxTurnBytes: cfg.maxTurnBytes}
+	s := &Store{dir: dir, maxTurns: cfg.maxTurns, maxTurnBytes: cfg.maxTurnBytes,
+		maxConversations: cfg.maxConversations, conversationTTL: cfg.conversationTTL, now: cfg.now,
+		auditMaxBytes: cfg.auditMaxBytes, auditKeep: cfg.auditKeep}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, s.release())
@@ -164,22 +261,21 @@ func Open(dataDir string, opts ...Option) (_ *Store, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dbFileName, err)
 	}
-	if err = s.db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(convBucket)
-		return err
-	}); err != nil {
+	if err = s.db.Update(s.initConversations); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dbFileName, err)
 	}
 
-	if s.files, err = openFiles(filesDir, cfg.maxFileSize); err != nil {
+	if s.files, err = openFiles(filesDir, filesConfig{
+		maxSize: cfg.maxFileSize, maxPartial: cfg.maxPartial, partialTTL: cfg.partialTTL, quota: cfg.maxStore,
+	}); err != nil {
 		return nil, err
 	}
 	if _, err = s.files.RemoveStaleParts(time.Now()); err != nil {
 		return nil, err
 	}
 
-	if s.audit, err = os.OpenFile(filepath.Join(dir, auditName), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", auditName, err)
+	if err = s.openAudit(); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -206,6 +302,7 @@ func (s *Store) Close() error {
 func (s *Store) release() error {
 	var errs []error
 	s.auditMu.Lock()
+	s.auditClosed = true
 	if s.audit != nil {
 		if err := s.audit.Sync(); err != nil {
 			errs = append(errs, fmt.Errorf("store: close %s: %w", auditName, err))
