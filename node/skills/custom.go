@@ -9,12 +9,14 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"text/template"
 	"time"
@@ -45,18 +47,28 @@ const (
 )
 
 // CustomOptions configure how custom skills are built. The zero value is
-// usable: scratch directories go under os.TempDir, HTTP handlers use
-// http.DefaultClient, nothing is logged and outputs are capped at
-// DefaultCustomMaxOutput.
+// usable: each command call gets a fresh scratch directory under
+// os.TempDir, at most DefaultMaxCommandRuns command calls run at once, they
+// run as the node's own user, http handlers use a client with timeouts of
+// its own that follows redirects only within the same host, nothing is
+// logged and outputs are capped at DefaultCustomMaxOutput.
 type CustomOptions struct {
 	// ScratchDir is the root under which each command call gets a fresh
 	// working directory (mode 0700, removed when the call ends). It is
-	// created with mode 0700 at load time when a command skill needs it.
-	// Empty means os.TempDir.
+	// created with mode 0700 at load time when a command skill needs it
+	// (0711 with RunAs, so that the user can enter its own directory; the
+	// directories above it must then be searchable by that user, which
+	// the load checks). Empty means os.TempDir, which keeps the calls out
+	// of the node's data dir: a program must not find identity.key through
+	// a relative path. Do not point it into the data dir.
 	ScratchDir string
-	// HTTPClient sends the requests of http handlers; nil means
-	// http.DefaultClient. Timeouts come from each skill's timeout_s, so the
-	// client needs none of its own.
+	// HTTPClient sends the requests of http handlers; nil means a client
+	// built for them (dial and TLS handshake timeouts of 10 s, a response
+	// header timeout of the skill's timeout_s). Whatever the client, each
+	// handler uses a copy whose CheckRedirect follows at most 5 redirects
+	// and only to the same scheme and host (port included),
+	// so the skill's headers never reach another host, and every call is
+	// bounded by the skill's timeout_s.
 	HTTPClient *http.Client
 	// Logger receives load notes and per-call failure details (at Debug;
 	// local failures such as an unremovable scratch directory at Warn).
@@ -71,19 +83,62 @@ type CustomOptions struct {
 	// it is empty; ParseCustom leaves an empty BaseDir to mean the current
 	// directory.
 	BaseDir string
+	// MaxCommandRuns caps how many command calls run at once, across all
+	// the command skills of one ParseCustom or LoadCustomFile call (a
+	// node loads one file, so the cap is per node). A call beyond it is
+	// refused at once with CodeRateLimited; nothing queues. 0 means
+	// DefaultMaxCommandRuns; negative is an error.
+	MaxCommandRuns int
+	// RunAs names a user (or a numeric uid) that command programs run as,
+	// with its primary group and supplementary groups; it is resolved with
+	// os/user at load time and an unknown user fails the load. It needs
+	// the node to run as root, unless it names the node's own user. Empty
+	// means the node's own user; when that is root, the load logs a
+	// warning once.
+	RunAs string
+
+	// Set by prepare.
+	runs  chan struct{} // the command-run semaphore, MaxCommandRuns slots
+	runAs *customRunAs  // nil: the node's own user
 }
+
+// DefaultMaxCommandRuns is the default of CustomOptions.MaxCommandRuns. It
+// is a constant rather than a multiple of the CPU count because what it
+// bounds is mostly memory and processes, not CPU: each run may hold its
+// memory_mb (1 GiB by default) and a process group, whatever the core
+// count, and the bound should not grow on a larger machine that an
+// operator sized for a few tools.
+const DefaultMaxCommandRuns = 4
 
 func (o CustomOptions) withDefaults() CustomOptions {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.HTTPClient == nil {
-		o.HTTPClient = http.DefaultClient
-	}
 	if o.MaxOutput <= 0 {
 		o.MaxOutput = DefaultCustomMaxOutput
 	}
 	return o
+}
+
+// prepare applies the defaults and builds what the handlers of one file
+// share: the command-run semaphore and the resolved RunAs user.
+func (o CustomOptions) prepare() (CustomOptions, error) {
+	o = o.withDefaults()
+	switch {
+	case o.MaxCommandRuns < 0:
+		return o, fmt.Errorf("max command runs: %d is negative", o.MaxCommandRuns)
+	case o.MaxCommandRuns == 0:
+		o.MaxCommandRuns = DefaultMaxCommandRuns
+	}
+	o.runs = make(chan struct{}, o.MaxCommandRuns)
+	if o.RunAs != "" {
+		ra, err := customLookupRunAs(o.RunAs)
+		if err != nil {
+			return o, err
+		}
+		o.runAs = ra
+	}
+	return o, nil
 }
 
 // CustomSkill is one validated custom skill, ready to be registered. Its
@@ -200,12 +255,20 @@ func RegisterCustom(r *Registry, skills []CustomSkill) ([]string, error) {
 // unknown fields, bad or duplicate names, input schemas that do not compile
 // or are not of type object, unknown handler types ("mcp" is not supported
 // yet), templates that do not parse, programs that cannot be found, and URLs
-// that are not http or https. Errors name the skill ("skill \"greet\": ..."
-// or "skill #3: ..." when it has no usable name) and the field; they do not
-// name the file (LoadCustomFile adds it). When a command skill is present,
-// opts.ScratchDir is created.
+// that are not http or https, as well as a negative opts.MaxCommandRuns and
+// an opts.RunAs user that does not exist or cannot be switched to. Errors
+// name the skill ("skill \"greet\": ..." or "skill #3: ..." when it has no
+// usable name) and the field; they do not name the file (LoadCustomFile adds
+// it). When a command skill is present, opts.ScratchDir is created.
+//
+// The command skills of one ParseCustom call share one cap on concurrent
+// runs (opts.MaxCommandRuns). When they would run as root (the node is root
+// and opts.RunAs is empty), ParseCustom logs a warning.
 func ParseCustom(data []byte, opts CustomOptions) ([]CustomSkill, error) {
-	opts = opts.withDefaults()
+	opts, err := opts.prepare()
+	if err != nil {
+		return nil, err
+	}
 	if len(data) > MaxCustomFileSize {
 		return nil, fmt.Errorf("file is larger than %d bytes", MaxCustomFileSize)
 	}
@@ -231,6 +294,9 @@ func ParseCustom(data []byte, opts CustomOptions) ([]CustomSkill, error) {
 		}
 		index[name] = i
 		out = append(out, s)
+	}
+	if opts.runAs == nil && os.Geteuid() == 0 && slices.ContainsFunc(out, func(s CustomSkill) bool { return s.Kind == "command" }) {
+		opts.Logger.Warn("command skills run as root: their programs can read and change everything the node can; name an unprivileged user to run them as (run-as)")
 	}
 	return out, nil
 }
@@ -698,7 +764,11 @@ var customReservedHeaders = map[string]bool{
 // newCustomHTTP builds an http handler: the arguments are POSTed as
 // application/json to url and the JSON object answer is the result. Header
 // values may reference the node's environment only as ${ENV:NAME}, resolved
-// here at load time, so that keys stay out of the file.
+// here at load time, so that keys stay out of the file. The client (see
+// customHTTPClient) follows redirects only within the url's scheme and
+// host, so those headers reach no other host; each call, answer body
+// included, ends after the skill's timeout and reads at most
+// opts.MaxOutput bytes of answer.
 func newCustomHTTP(name string, raw json.RawMessage, opts CustomOptions) (Handler, error) {
 	var hj customHTTPJSON
 	if err := customDecodeStrict(raw, &hj); err != nil {
@@ -740,7 +810,7 @@ func newCustomHTTP(name string, raw json.RawMessage, opts CustomOptions) (Handle
 		}
 		header.Set(k, val)
 	}
-	target, client, log, maxOut := u.String(), opts.HTTPClient, opts.Logger, opts.MaxOutput
+	target, client, log, maxOut := u.String(), customHTTPClient(opts.HTTPClient, timeout), opts.Logger, opts.MaxOutput
 	fail := func(format string, a ...any) error {
 		return protocol.Errorf(protocol.CodeToolExecution, "http skill %q: "+format, append([]any{name}, a...)...)
 	}
@@ -771,6 +841,11 @@ func newCustomHTTP(name string, raw json.RawMessage, opts CustomOptions) (Handle
 		}
 		resp, err := client.Do(req)
 		if err != nil {
+			var re *customRedirectError
+			if errors.As(err, &re) {
+				log.Debug("custom http redirect refused", "skill", name, "err", err)
+				return nil, fail("%s", re.reason)
+			}
 			return nil, failed("request failed", err)
 		}
 		defer resp.Body.Close()
@@ -791,4 +866,81 @@ func newCustomHTTP(name string, raw json.RawMessage, opts CustomOptions) (Handle
 		}
 		return obj, nil
 	}, nil
+}
+
+// Bounds of the http handlers' client.
+const (
+	// customMaxRedirects is how many redirects one call follows.
+	customMaxRedirects = 5
+	// customDialTimeout bounds connecting to the service.
+	customDialTimeout = 10 * time.Second
+	// customTLSTimeout bounds the TLS handshake with the service.
+	customTLSTimeout = 10 * time.Second
+	// customMaxHeaderBytes caps the service's response header.
+	customMaxHeaderBytes = 64 << 10
+)
+
+// customRedirectError is a redirect the http handlers' client refused. Its
+// reason is fit for a remote caller (it names no host); Error adds the
+// target, for the log.
+type customRedirectError struct {
+	reason string
+	to     string
+}
+
+func (e *customRedirectError) Error() string { return e.reason + " (to " + e.to + ")" }
+
+// customHTTPClient returns the client of one http handler whose calls last
+// at most timeout. With base nil it is a client of its own: a transport
+// cloned from http.DefaultTransport (proxy from the environment, HTTP/2)
+// with dial and TLS handshake timeouts, a response header timeout of
+// timeout and a capped header size. With base given, a copy of base with
+// its transport. Either way its CheckRedirect is customCheckRedirect. The
+// overall per-call bound is the call's context deadline, set by the
+// handler, which also covers reading the body; Client.Timeout is left
+// alone so that an expiry is always reported as the skill's timeout.
+func customHTTPClient(base *http.Client, timeout time.Duration) *http.Client {
+	var c http.Client
+	if base != nil {
+		c = *base
+	} else {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.DialContext = (&net.Dialer{Timeout: customDialTimeout, KeepAlive: 30 * time.Second}).DialContext
+		tr.TLSHandshakeTimeout = customTLSTimeout
+		tr.ResponseHeaderTimeout = timeout
+		tr.MaxResponseHeaderBytes = customMaxHeaderBytes
+		c.Transport = tr
+	}
+	c.CheckRedirect = customCheckRedirect
+	return &c
+}
+
+// customCheckRedirect follows at most customMaxRedirects redirects, and
+// only to the scheme and host (port included, default ports made explicit)
+// of the first request: net/http copies every header of the first request
+// into a redirect except a few sensitive ones, so a custom header such as
+// X-Api-Key would otherwise reach whatever host the service names.
+func customCheckRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) > customMaxRedirects {
+		return &customRedirectError{reason: fmt.Sprintf("stopped after %d redirects", customMaxRedirects), to: req.URL.Redacted()}
+	}
+	if from, to := customOrigin(via[0].URL), customOrigin(req.URL); from != to {
+		return &customRedirectError{reason: "redirect to another host refused (redirects are followed only within the same scheme and host)", to: req.URL.Redacted()}
+	}
+	return nil
+}
+
+// customOrigin is scheme://host:port of u, lower-cased, with the scheme's
+// default port made explicit.
+func customOrigin(u *url.URL) string {
+	scheme, port := strings.ToLower(u.Scheme), u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }

@@ -10,9 +10,11 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,8 +57,10 @@ type customCommand struct {
 	memBytes uint64
 	env      []string // the extra KEY=VALUE pairs of the skills file
 	pathEnv  string
-	scratch  string // root of per-call scratch directories; "" = os.TempDir
-	baseDir  string // the skills file's directory, scrubbed from stderr
+	scratch  string        // root of per-call scratch directories; "" = os.TempDir
+	runs     chan struct{} // the semaphore of concurrent runs, shared by the file's command skills
+	runAs    *customRunAs  // nil: the node's own user
+	baseDir  string        // the skills file's directory, scrubbed from stderr
 	maxOut   int64
 	log      *slog.Logger
 }
@@ -125,6 +129,28 @@ func newCustomCommand(name string, raw json.RawMessage, opts CustomOptions) (*cu
 			return nil, fmt.Errorf("scratch directory: %w", err)
 		}
 	}
+	if ra := opts.runAs; ra != nil {
+		root := scratch
+		if root == "" {
+			root = os.TempDir()
+		} else if err := os.Chmod(root, 0o711); err != nil {
+			// The user enters its own directory below, but cannot list.
+			return nil, fmt.Errorf("scratch directory: %w", err)
+		}
+		if err := customCanEnter(root, ra); err != nil {
+			return nil, fmt.Errorf("scratch directory: %w", err)
+		}
+		if err := customCanExec(prog, ra); err != nil {
+			return nil, customFieldf("command[0]", "%w", err)
+		}
+		if err := customCanExec(customShell, ra); err != nil {
+			return nil, fmt.Errorf("run-as needs %s to set the program's rlimits: %w", customShell, err)
+		}
+	}
+	runs := opts.runs
+	if runs == nil { // opts not prepared (tests): a semaphore of its own
+		runs = make(chan struct{}, DefaultMaxCommandRuns)
+	}
 	pathEnv := os.Getenv("PATH")
 	if pathEnv == "" {
 		pathEnv = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -132,9 +158,31 @@ func newCustomCommand(name string, raw json.RawMessage, opts CustomOptions) (*cu
 	c := &customCommand{
 		name: name, path: prog, argv: cj.Command, timeout: timeout,
 		memBytes: uint64(mem) << 20, env: env, pathEnv: pathEnv,
-		scratch: scratch, baseDir: opts.BaseDir, maxOut: opts.MaxOutput, log: opts.Logger,
+		scratch: scratch, runs: runs, runAs: opts.runAs,
+		baseDir: opts.BaseDir, maxOut: opts.MaxOutput, log: opts.Logger,
 	}
 	return c, nil
+}
+
+// customShell runs the prologue that sets a RunAs program's rlimits.
+const customShell = "/bin/sh"
+
+// command builds the exec.Cmd of one call. As the node's own user it is
+// the program itself (argv[0] as written), whose rlimits run sets with
+// prlimit(2) right after it starts. As a RunAs user it is customShell
+// running a fixed prologue that lowers its own rlimits (which needs no
+// privilege) and then execs the program, in the same process, with the
+// arguments passed as positional parameters: the shell never interprets
+// them, and the program sees its absolute path as argv[0].
+func (c *customCommand) command(ctx context.Context, cpuSeconds uint64) *exec.Cmd {
+	if c.runAs == nil {
+		cmd := exec.CommandContext(ctx, c.path, c.argv[1:]...)
+		cmd.Args[0] = c.argv[0]
+		return cmd
+	}
+	prologue := fmt.Sprintf(`ulimit -c 0 && ulimit -v %d && ulimit -S -t %d && ulimit -H -t %d && exec "$0" "$@"`,
+		c.memBytes>>10, cpuSeconds, cpuSeconds+1)
+	return exec.CommandContext(ctx, customShell, append([]string{"-c", prologue, c.path}, c.argv[1:]...)...)
 }
 
 // customLookPath resolves a program the way exec.LookPath does, refusing a
@@ -168,13 +216,22 @@ func (c *customCommand) fail(format string, a ...any) error {
 	return protocol.Errorf(protocol.CodeToolExecution, "command skill %q: "+format, append([]any{c.name}, a...)...)
 }
 
-// run executes one call: a fresh scratch directory, the program in its own
-// process group with rlimits, the arguments on stdin and a JSON object on
-// stdout. Whatever happens, the whole process group is killed and the
-// scratch directory removed before run returns.
+// run executes one call: a slot of the run semaphore (or an immediate
+// CodeRateLimited refusal), a fresh scratch directory, the program in its
+// own process group with rlimits, as the RunAs user if one is set, with a
+// scrubbed environment, the arguments on stdin and a JSON object on stdout.
+// Whatever happens, the whole process group is killed and the scratch
+// directory removed before run returns and frees its slot.
 func (c *customCommand) run(ctx context.Context, args json.RawMessage) (any, error) {
 	if ctx.Err() != nil {
 		return nil, c.fail("canceled")
+	}
+	select {
+	case c.runs <- struct{}{}:
+		defer func() { <-c.runs }()
+	default:
+		return nil, protocol.Errorf(protocol.CodeRateLimited,
+			"command skill %q: too many command runs at once (limit %d); try again later", c.name, cap(c.runs))
 	}
 	dir, err := os.MkdirTemp(c.scratch, "mcpv2-call-")
 	if err != nil {
@@ -182,12 +239,20 @@ func (c *customCommand) run(ctx context.Context, args json.RawMessage) (any, err
 		return nil, c.fail("cannot create a scratch directory")
 	}
 	defer c.removeScratch(dir)
+	if c.runAs != nil {
+		if err := os.Chown(dir, int(c.runAs.uid), int(c.runAs.gid)); err != nil {
+			c.log.Warn("custom command: scratch directory not handed to the run-as user", "skill", c.name, "user", c.runAs.name, "err", err)
+			return nil, c.fail("cannot create a scratch directory")
+		}
+	}
 
 	rctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	cmd := exec.CommandContext(rctx, c.path, c.argv[1:]...)
-	cmd.Args[0] = c.argv[0]
+	cpu := uint64(math.Ceil(c.timeout.Seconds()))
+	cmd := c.command(rctx, cpu)
 	cmd.Dir = dir
+	// The environment is built from nothing: the node's own (secrets,
+	// OLDPWD, PWD and the like) never reaches the program.
 	cmd.Env = append([]string{
 		"PATH=" + c.pathEnv,
 		"HOME=" + dir,
@@ -203,7 +268,7 @@ func (c *customCommand) run(ctx context.Context, args json.RawMessage) (any, err
 	stderr := &customTailBuffer{keep: customStderrKeep}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = customWaitDelay
-	customPrepareCommand(cmd)
+	customPrepareCommand(cmd, c.runAs)
 
 	// Pdeathsig (set by customPrepareCommand) fires when the OS thread that
 	// forked the child exits, not the process: keep this goroutine on its
@@ -227,13 +292,17 @@ func (c *customCommand) run(ctx context.Context, args json.RawMessage) (any, err
 
 	// The limits apply from here on; the program has run unconstrained for
 	// the few microseconds since exec. Its input is only written once they
-	// are in place, so nothing a caller sends runs unconstrained.
-	cpu := uint64(math.Ceil(c.timeout.Seconds()))
-	if err := customApplyLimits(pid, c.memBytes, cpu); err != nil {
-		_ = customKillGroup(pid)
-		_ = cmd.Wait()
-		c.log.Warn("custom command: rlimits not applied", "skill", c.name, "err", err)
-		return nil, c.fail("cannot apply process limits")
+	// are in place, so nothing a caller sends runs unconstrained. As
+	// another user, the shell prologue set them before the program ran:
+	// prlimit(2) on another user's process needs CAP_SYS_RESOURCE, which a
+	// container's root often lacks.
+	if c.runAs == nil {
+		if err := customApplyLimits(pid, c.memBytes, cpu); err != nil {
+			_ = customKillGroup(pid)
+			_ = cmd.Wait()
+			c.log.Warn("custom command: rlimits not applied", "skill", c.name, "err", err)
+			return nil, c.fail("cannot apply process limits")
+		}
 	}
 	wrote := make(chan error, 1)
 	go func() {
@@ -360,3 +429,49 @@ func (t *customTailBuffer) Write(p []byte) (int, error) {
 
 // Bytes returns the kept tail.
 func (t *customTailBuffer) Bytes() []byte { return t.buf }
+
+// customRunAs is the user command programs run as (CustomOptions.RunAs).
+type customRunAs struct {
+	name     string
+	uid, gid uint32
+	groups   []uint32 // supplementary groups, the primary one included
+}
+
+// customLookupRunAs resolves a RunAs user by name, or by numeric uid when
+// no user has that name. It returns nil when there is nothing to switch:
+// the user is the node's own. Switching to another user needs root.
+func customLookupRunAs(name string) (*customRunAs, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		if _, perr := strconv.ParseUint(name, 10, 32); perr == nil {
+			u, err = user.LookupId(name)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("run-as %q: no such user (%v)", name, err)
+	}
+	uid, err := strconv.ParseUint(u.Uid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("run-as %q: uid %q is not numeric", name, u.Uid)
+	}
+	gid, err := strconv.ParseUint(u.Gid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("run-as %q: gid %q is not numeric", name, u.Gid)
+	}
+	euid := os.Geteuid()
+	if uint64(euid) == uid {
+		return nil, nil
+	}
+	if euid != 0 {
+		return nil, fmt.Errorf("run-as %q: switching users needs the node to run as root (it runs as uid %d)", name, euid)
+	}
+	ra := &customRunAs{name: u.Username, uid: uint32(uid), gid: uint32(gid), groups: []uint32{uint32(gid)}}
+	if ids, err := u.GroupIds(); err == nil {
+		for _, id := range ids {
+			if g, err := strconv.ParseUint(id, 10, 32); err == nil && uint32(g) != ra.gid {
+				ra.groups = append(ra.groups, uint32(g))
+			}
+		}
+	}
+	return ra, nil
+}

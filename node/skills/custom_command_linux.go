@@ -5,8 +5,11 @@ package skills
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -19,10 +22,71 @@ func customCommandSupported() error { return nil }
 // whole group can be killed), asks the kernel to kill it should this
 // thread die (Pdeathsig; the caller keeps its goroutine locked to the
 // thread until the child is reaped), and makes cancellation kill the whole
-// group rather than the leader alone.
-func customPrepareCommand(cmd *exec.Cmd) {
+// group rather than the leader alone. With ra, the program runs as that
+// user, its group and supplementary groups (set between fork and exec,
+// before Pdeathsig, which a credential change would clear).
+func customPrepareCommand(cmd *exec.Cmd, ra *customRunAs) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if ra != nil {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: ra.uid, Gid: ra.gid, Groups: ra.groups}
+	}
 	cmd.Cancel = func() error { return customKillGroup(cmd.Process.Pid) }
+}
+
+// customCanEnter checks, from the mode bits, that ra may search dir and
+// every directory above it (after resolving symlinks), so that a program
+// run as ra can be started in a directory below dir.
+func customCanEnter(dir string, ra *customRunAs) error {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return err
+	}
+	for d := real; ; d = filepath.Dir(d) {
+		if err := customAccess(d, ra, 0o1); err != nil {
+			return fmt.Errorf("user %s cannot enter %s: %w", ra.name, d, err)
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}
+
+// customCanExec checks, from the mode bits, that ra may execute prog
+// (resolved through symlinks) and search every directory above it.
+func customCanExec(prog string, ra *customRunAs) error {
+	real, err := filepath.EvalSymlinks(prog)
+	if err != nil {
+		return err
+	}
+	if err := customAccess(real, ra, 0o1); err != nil {
+		return fmt.Errorf("program %q is not executable by user %s: %w", prog, ra.name, err)
+	}
+	if err := customCanEnter(filepath.Dir(real), ra); err != nil {
+		return fmt.Errorf("program %q: %w", prog, err)
+	}
+	return nil
+}
+
+// customAccess checks that the owner, group or other bits of path that
+// apply to ra grant every bit of want (rwx as 4, 2, 1). ACLs and
+// capabilities are not consulted: this is an early, clear failure for the
+// common mistakes, the kernel has the last word at run time.
+func customAccess(path string, ra *customRunAs, want uint32) error {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return err
+	}
+	perm := st.Mode & 0o7
+	switch {
+	case st.Uid == ra.uid:
+		perm = st.Mode >> 6 & 0o7
+	case slices.Contains(ra.groups, st.Gid):
+		perm = st.Mode >> 3 & 0o7
+	}
+	if perm&want != want {
+		return fs.ErrPermission
+	}
+	return nil
 }
 
 // customKillGroup sends SIGKILL to the process group led by pid. A group

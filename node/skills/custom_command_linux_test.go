@@ -485,12 +485,12 @@ func TestCustomCommandSchemaFirst(t *testing.T) {
 	wantGone(t, readPids(t, pidfile)...)
 }
 
-// TestCustomCommandConcurrent runs calls side by side: each gets its own
-// scratch directory and its own answer.
+// TestCustomCommandConcurrent runs calls side by side, as many as the cap
+// allows: each gets its own scratch directory and its own answer.
 func TestCustomCommandConcurrent(t *testing.T) {
-	scratch := t.TempDir()
-	r := loadCustom(t, writeCustomFile(t, commandSkill("echo", "echo", nil)), CustomOptions{ScratchDir: scratch})
 	const n = 8
+	scratch := t.TempDir()
+	r := loadCustom(t, writeCustomFile(t, commandSkill("echo", "echo", nil)), CustomOptions{ScratchDir: scratch, MaxCommandRuns: n})
 	type answer struct {
 		Args json.RawMessage
 		Cwd  string

@@ -13,7 +13,11 @@ func customCommandSupported() error {
 	return errors.New(`"command" handlers need Linux (process-group and rlimit control)`)
 }
 
-func customPrepareCommand(*exec.Cmd) {}
+func customPrepareCommand(*exec.Cmd, *customRunAs) {}
+
+func customCanEnter(string, *customRunAs) error { return errors.ErrUnsupported }
+
+func customCanExec(string, *customRunAs) error { return errors.ErrUnsupported }
 
 func customKillGroup(int) error { return errors.ErrUnsupported }
 

@@ -336,7 +336,7 @@ func TestCustomBadFiles(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.command && runtime.GOOS != "linux" {
-				t.Skip("command handlers need Linux")
+				skipEnv(t, "command handlers need Linux")
 			}
 			path := ""
 			if tc.raw != "" {
