@@ -3,6 +3,7 @@ package edge
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -28,10 +29,13 @@ type Backend interface {
 	// refused != nil means the whole message was refused; its error response
 	// is in out. Handle writes the audit lines of the message.
 	Handle(ctx context.Context, c protocol.Caller, msg []byte) (out []byte, refused *protocol.Error)
-	// Forward sends a raw slot or batch message to the mesh peer peerID and
-	// returns its raw answer (nil for notifications). An error that wraps a
+	// Forward sends a raw slot or batch message from caller c to the mesh
+	// peer peerID and returns its raw answer (nil for notifications). It
+	// forwards with c's own grants (SPEC §6): a slot c may not run is
+	// answered -32009 without leaving the node, and the node's mesh session
+	// goes only with a secret holder's slots. An error that wraps a
 	// *protocol.Error is passed on to the HTTP caller as that error.
-	Forward(ctx context.Context, peerID string, msg []byte) ([]byte, error)
+	Forward(ctx context.Context, c protocol.Caller, peerID string, msg []byte) ([]byte, error)
 	// Find returns ranked cards for a skill name or tag, best first, at most
 	// limit of them. An error wrapping ErrFindUnavailable means discovery is
 	// off on this node (HTTP 501).
@@ -62,6 +66,13 @@ const (
 	// DefaultMaxBody is the request body cap in bytes (8 MiB, the mesh's
 	// message cap).
 	DefaultMaxBody = protocol.DefaultMaxMessage
+	// DefaultMaxInFlight is how many session requests are served at once.
+	DefaultMaxInFlight = 32
+	// DefaultFindRateLimit is the finds per second allowed per client IP.
+	DefaultFindRateLimit = 2
+	// DefaultGatewayRateLimit is the gateway forwards per second allowed
+	// per client IP.
+	DefaultGatewayRateLimit = 50
 	// MaxPortFallback is how many ports after Config.Port are tried when
 	// Config.PortFallback is set and the port is busy.
 	MaxPortFallback = 100
@@ -108,8 +119,34 @@ type Config struct {
 	SessionRateLimit float64
 	// MaxBody caps request bodies in bytes (default 8 MiB).
 	MaxBody int64
+	// MaxInFlight caps the session requests (POST /mcpv2, the AI endpoint,
+	// the gateway, find, faces on Mux) served at once; more are refused at
+	// once with 503 and -32005 (default 32). With MaxBody it bounds the
+	// memory that request bodies can hold.
+	MaxInFlight int
+	// FindRateLimit is the GET /mcpv2/find requests per second allowed per
+	// client IP, whatever its sessions (default 2; each find is a DHT lookup
+	// and card fetches); a negative value turns the limit off.
+	FindRateLimit float64
+	// GatewayRateLimit is the POST /mcpv2/peers/… requests per second
+	// allowed per client IP, whatever its sessions (default 50); a negative
+	// value turns the limit off.
+	GatewayRateLimit float64
 	// LLMMode is reported by the health endpoint.
 	LLMMode bool
+	// TLSCert and TLSKey are the paths of a PEM certificate (the server's
+	// first, then its chain) and of its private key. When set, the edge
+	// serves HTTPS only and PeerAddress is https://…; one without the other
+	// fails New, as does a file that is missing, unreadable, not PEM, or a
+	// key that does not match the certificate. Read once, by New.
+	TLSCert, TLSKey string
+	// TLSClientCA is the path of a PEM bundle of CA certificates. When set,
+	// the edge requires mutual TLS: every client must present a certificate
+	// signed by one of them, else the handshake fails (health answers
+	// "mtls": true). It needs TLSCert and TLSKey; a file without a
+	// certificate fails New. Sessions are unchanged: a session's subject is
+	// still the client's IP.
+	TLSClientCA string
 	// Logger receives the edge's logs (default: discard). A remote caller's
 	// mistake logs at Debug.
 	Logger *slog.Logger
@@ -131,10 +168,15 @@ type Server struct {
 	mux       *http.ServeMux
 	handler   http.Handler
 	srv       *http.Server
+	tls       *tls.Config // nil: plain HTTP
 	started   time.Time
 
-	sessLimits *limiterSet // per session nonce
-	ipLimits   *limiterSet // session issues per client IP
+	sessLimits *limiterSet   // per session nonce
+	ipLimits   *limiterSet   // session issues per client IP
+	findLimits *limiterSet   // GET /mcpv2/find per client IP
+	gwLimits   *limiterSet   // gateway forwards per client IP
+	inflight   chan struct{} // a slot per session request being served
+	anonKey    []byte        // HMAC key of anonymous sessions, derived from secret
 
 	ctx    context.Context // the base context of requests; cancelled by Close
 	cancel context.CancelFunc
@@ -179,7 +221,21 @@ func New(b Backend, cfg Config) (*Server, error) {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
 	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	if cfg.FindRateLimit == 0 {
+		cfg.FindRateLimit = DefaultFindRateLimit
+	}
+	if cfg.GatewayRateLimit == 0 {
+		cfg.GatewayRateLimit = DefaultGatewayRateLimit
+	}
 	s := &Server{b: b, cfg: cfg, log: cfg.Logger.With("component", "edge")}
+	tc, err := loadTLS(cfg, cfg.Now(), s.log)
+	if err != nil {
+		return nil, err
+	}
+	s.tls = tc
 	if len(cfg.Secret) == 0 {
 		s.secret = make([]byte, 32)
 		_, _ = rand.Read(s.secret)
@@ -208,6 +264,10 @@ func New(b Backend, cfg Config) (*Server, error) {
 
 	s.sessLimits = newLimiterSet(cfg.RateLimit)
 	s.ipLimits = newLimiterSet(cfg.SessionRateLimit)
+	s.findLimits = newLimiterSet(cfg.FindRateLimit)
+	s.gwLimits = newLimiterSet(cfg.GatewayRateLimit)
+	s.inflight = make(chan struct{}, cfg.MaxInFlight)
+	s.anonKey = anonymousKey(s.secret)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mux = http.NewServeMux()
 	s.routes()
@@ -224,9 +284,10 @@ func New(b Backend, cfg Config) (*Server, error) {
 		MaxHeaderBytes:    64 << 10,
 		BaseContext:       func(net.Listener) context.Context { return s.ctx },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		TLSConfig:         tc, // the handshake is bounded by ReadHeaderTimeout
 	}
 	s.started = cfg.Now()
-	s.log.Info("HTTP edge bound", "addr", ln.Addr().String(), "peer_address", s.PeerAddress())
+	s.log.Info("HTTP edge bound", "addr", ln.Addr().String(), "peer_address", s.PeerAddress(), "tls", s.TLS(), "mtls", s.MTLS())
 	return s, nil
 }
 
@@ -239,7 +300,7 @@ func (s *Server) Start() error {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("HTTP edge stopped", "err", err)
 		}
 	}()
@@ -253,10 +314,19 @@ func (s *Server) Serve() error {
 	if err := s.markServing(); err != nil {
 		return err
 	}
-	if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := s.serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("edge: serve: %w", err)
 	}
 	return nil
+}
+
+// serve serves HTTPS when TLS is configured (the certificates are already
+// in srv.TLSConfig), else plain HTTP.
+func (s *Server) serve() error {
+	if s.tls != nil {
+		return s.srv.ServeTLS(s.ln, "", "")
+	}
+	return s.srv.Serve(s.ln)
 }
 
 func (s *Server) markServing() error {
@@ -320,9 +390,28 @@ func (s *Server) Addr() *net.TCPAddr { return s.ln.Addr().(*net.TCPAddr) }
 func (s *Server) BoundPort() int { return s.port }
 
 // PeerAddress returns the edge's advertised address,
-// "mcpv2://ip:port/mcpv2", with Config.PublicIP or else the bind address.
+// "mcpv2://ip:port/mcpv2" (plain HTTP) or "https://ip:port/mcpv2" (TLS),
+// with Config.PublicIP or else the bind address.
 func (s *Server) PeerAddress() string {
-	return "mcpv2://" + net.JoinHostPort(s.advertise, strconv.Itoa(s.port)) + "/mcpv2"
+	return s.scheme() + "://" + net.JoinHostPort(s.advertise, strconv.Itoa(s.port)) + "/mcpv2"
+}
+
+// TLS reports whether the edge serves HTTPS (Config.TLSCert and TLSKey).
+func (s *Server) TLS() bool { return s.tls != nil }
+
+// MTLS reports whether the edge requires client certificates
+// (Config.TLSClientCA): the agent card's capabilities.mtls.
+func (s *Server) MTLS() bool {
+	return s.tls != nil && s.tls.ClientAuth == tls.RequireAndVerifyClientCert
+}
+
+// scheme is the scheme of the edge's addresses: mcpv2 (plain HTTP, the
+// seed's form) or https.
+func (s *Server) scheme() string {
+	if s.tls != nil {
+		return "https"
+	}
+	return "mcpv2"
 }
 
 // DemoSessionAddress returns an edge address with a freshly minted session
@@ -334,6 +423,9 @@ func (s *Server) DemoSessionAddress() string {
 	host, subject := s.demoHost()
 	tok, _ := protocol.MintToken(s.secret, subject, s.cfg.Now(), s.cfg.SessionTTL)
 	a := protocol.Address{Kind: protocol.AddrHTTP, Host: host, Port: s.port, SessionID: tok}
+	if s.tls != nil {
+		a.URL = "https://" + net.JoinHostPort(host, strconv.Itoa(s.port)) + "/mcpv2"
+	}
 	return a.String()
 }
 
