@@ -30,11 +30,11 @@ func TestMDNS(t *testing.T) {
 		return
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("skipped: mDNS needs a multicast interface; this test creates one in a network namespace (ip netns), which needs root")
+		skipEnv(t, "skipped: mDNS needs a multicast interface; this test creates one in a network namespace (ip netns), which needs root")
 	}
 	ip, err := exec.LookPath("ip")
 	if err != nil {
-		t.Skip("skipped: the ip command (iproute2) is needed to create a network namespace")
+		skipEnv(t, "skipped: the ip command (iproute2) is needed to create a network namespace")
 	}
 	ns := fmt.Sprintf("mcpv2-mdns-%d", os.Getpid())
 	run := func(args ...string) {

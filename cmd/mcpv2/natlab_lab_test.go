@@ -62,15 +62,15 @@ type natLab struct {
 func natlabTools(t *testing.T) (ipBin, nftBin string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("skipped: the NAT lab builds network namespaces and nftables NAT: it needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN); CI runs it as root")
+		skipEnv(t, "skipped: the NAT lab builds network namespaces and nftables NAT: it needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN); CI runs it as root")
 	}
 	ipBin, err := exec.LookPath("ip")
 	if err != nil {
-		t.Skipf("skipped: iproute2's ip is not installed (apt-get install -y iproute2; CI's .ci/run installs it): %v", err)
+		skipEnv(t, "skipped: iproute2's ip is not installed (apt-get install -y iproute2; CI's .ci/run installs it): %v", err)
 	}
 	nftBin, err = exec.LookPath("nft")
 	if err != nil {
-		t.Skipf("skipped: nftables' nft is not installed (apt-get install -y nftables; CI's .ci/run installs it): %v", err)
+		skipEnv(t, "skipped: nftables' nft is not installed (apt-get install -y nftables; CI's .ci/run installs it): %v", err)
 	}
 	return ipBin, nftBin
 }
@@ -152,7 +152,7 @@ func newNATLab(t *testing.T, ipBin, nftBin, tag string, symmetric bool) *natLab 
 	for i, r := range natlabRoles {
 		if err := natlabCmd("", ipBin, "netns", "add", l.ns[r]); err != nil {
 			if i == 0 && (strings.Contains(err.Error(), "Operation not permitted") || strings.Contains(err.Error(), "Permission denied")) {
-				t.Skipf("skipped: the kernel refuses to create a network namespace here (no CAP_SYS_ADMIN in this container?): %v", err)
+				skipEnv(t, "skipped: the kernel refuses to create a network namespace here (no CAP_SYS_ADMIN in this container?): %v", err)
 			}
 			t.Fatal(err)
 		}
@@ -190,7 +190,7 @@ func newNATLab(t *testing.T, ipBin, nftBin, tag string, symmetric bool) *natLab 
 		}
 		if err := natlabCmd(natlabRules(symmetric), ipBin, "netns", "exec", l.ns[p.router], nftBin, "-f", "-"); err != nil {
 			if strings.Contains(err.Error(), "Operation not supported") || strings.Contains(err.Error(), "No such file or directory") {
-				t.Skipf("skipped: this kernel has no nftables NAT (nf_tables, nft_masq, nf_conntrack): %v", err)
+				skipEnv(t, "skipped: this kernel has no nftables NAT (nf_tables, nft_masq, nf_conntrack): %v", err)
 			}
 			t.Fatal(err)
 		}

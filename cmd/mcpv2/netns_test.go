@@ -43,7 +43,7 @@ const (
 func TestNetnsEdgeE2E(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {
-		t.Skip("skipped: creating network namespaces needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN); run as root, as CI does")
+		skipEnv(t, "skipped: creating network namespaces needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN); run as root, as CI does")
 	}
 	ipBin, err := exec.LookPath("ip")
 	if err != nil {
@@ -69,7 +69,7 @@ func TestNetnsEdgeE2E(t *testing.T) {
 	}
 	if err := ipc("netns", "add", nsA); err != nil {
 		if isPermissionError(err) {
-			t.Skipf("skipped: the kernel refuses to create a network namespace here (no CAP_SYS_ADMIN in this container?): %v", err)
+			skipEnv(t, "skipped: the kernel refuses to create a network namespace here (no CAP_SYS_ADMIN in this container?): %v", err)
 		}
 		t.Fatal(err)
 	}
