@@ -50,6 +50,33 @@ type Config struct {
 	MaxFile int64
 	// FilesDir overrides <DataDir>/files (MCPV2_FILE_STORE).
 	FilesDir string
+	// MaxPartial caps the total bytes of one sender's unfinished blob
+	// uploads, each counted at its declared size; a new upload that does
+	// not fit drops that sender's oldest ones, and the sender is told
+	// (default store.DefaultMaxPartial, 256 MiB; negative: no cap).
+	MaxPartial int64
+	// PartialTTL is how long an unfinished upload is kept without a write;
+	// a goroutine of the node sweeps older ones while it runs (default
+	// store.DefaultPartialTTL, 24 h).
+	PartialTTL time.Duration
+	// MaxStore is the quota on the files directory in bytes (committed
+	// files and unfinished uploads); a write over it is refused with
+	// -32004 (default store.DefaultMaxStore, 10 GiB; negative: none).
+	MaxStore int64
+	// AuditMaxBytes is the size at which audit.jsonl is rotated (default
+	// store.DefaultAuditMaxBytes, 64 MiB; negative: never).
+	AuditMaxBytes int64
+	// AuditKeep is how many rotated audit logs are kept, audit.jsonl.1 the
+	// newest (default store.DefaultAuditKeep, 5; negative: none).
+	AuditKeep int
+	// MaxConversations caps the LLM-mode conversations kept; the least
+	// recently used are dropped (default store.DefaultMaxConversations,
+	// 10000; negative: no cap).
+	MaxConversations int
+	// ConversationTTL is how long a conversation is kept after its last
+	// turn; the node's sweeper drops older ones (default
+	// store.DefaultConversationTTL, 30 days; negative: forever).
+	ConversationTTL time.Duration
 	// LLM is the backend of ask and process_instructions (default local).
 	LLM llm.Backend
 	// LLMMode keeps per-conversation history across turns and restarts.
@@ -65,10 +92,20 @@ type Config struct {
 	// SkillsFile holds custom skills (default <DataDir>/custom_skills.json,
 	// which may be missing; an explicitly named file must exist).
 	SkillsFile string
+	// MaxCommandRuns caps the command-skill calls that run at once; one
+	// more is refused with -32005 (default skills.DefaultMaxCommandRuns).
+	MaxCommandRuns int
+	// RunAs is the user (name or uid) command skills run as; it needs the
+	// node to run as root. Empty: the node's own user. Checked when the
+	// skills file loads: an unknown user fails New.
+	RunAs string
 	// RateLimit is calls per second per caller (default 200; negative: none).
 	RateLimit float64
 	// HTTPEndpoint is the edge's address for the card, if the edge runs.
 	HTTPEndpoint string
+	// MTLS is the card's capabilities.mtls: the edge requires client
+	// certificates (mutual TLS).
+	MTLS bool
 	// Logger receives the node's logs (default: discard).
 	Logger *slog.Logger
 	// Mesh turns on the DHT, mDNS and NAT traversal; nil runs without them
@@ -97,7 +134,7 @@ type Node struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // stream handlers in flight; Add only under closeMu
-	bg     sync.WaitGroup // the mesh goroutine
+	bg     sync.WaitGroup // the mesh goroutine and the sweeper
 
 	disc      *discovery.Discovery // nil without Config.Mesh
 	republish chan struct{}        // CardChanged → the mesh goroutine
@@ -105,7 +142,7 @@ type Node struct {
 	closeMu sync.Mutex
 	closed  bool
 
-	cardMu  sync.Mutex // guards cardSeq and cfg.HTTPEndpoint
+	cardMu  sync.Mutex // guards cardSeq, cfg.HTTPEndpoint and cfg.MTLS
 	cardSeq uint64
 
 	*Client
@@ -174,13 +211,14 @@ func New(cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: identity: %w", err)
 	}
-	sopts := []store.Option{store.WithMaxFileSize(cfg.MaxFile)}
+	sopts := append([]store.Option{store.WithMaxFileSize(cfg.MaxFile)}, storeLimits(&cfg)...)
 	if cfg.FilesDir != "" {
 		sopts = append(sopts, store.WithFilesDir(cfg.FilesDir))
 	}
 	if n.store, err = store.Open(cfg.DataDir, sopts...); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	n.startSweeper(sweepEvery(cfg.PartialTTL, cfg.ConversationTTL))
 
 	n.reg = skills.NewRegistry(n.log)
 	skills.RegisterStandard(n.reg, skills.Deps{
@@ -191,7 +229,7 @@ func New(cfg Config) (_ *Node, err error) {
 	})
 	if _, statErr := os.Stat(cfg.SkillsFile); statErr == nil || skillsMust {
 		if _, err = skills.LoadCustomFile(cfg.SkillsFile, n.reg, skills.CustomOptions{
-			ScratchDir: filepath.Join(cfg.DataDir, "scratch"), Logger: n.log,
+			Logger: n.log, MaxCommandRuns: cfg.MaxCommandRuns, RunAs: cfg.RunAs, // scratch: under os.TempDir, outside DataDir
 		}); err != nil {
 			return nil, fmt.Errorf("node: %w", err)
 		}
@@ -321,6 +359,15 @@ func (n *Node) SetHTTPEndpoint(addr string) {
 	n.CardChanged()
 }
 
+// SetMTLS records in the agent card (capabilities.mtls) whether the edge
+// requires client certificates.
+func (n *Node) SetMTLS(on bool) {
+	n.cardMu.Lock()
+	n.cfg.MTLS = on
+	n.cardMu.Unlock()
+	n.CardChanged()
+}
+
 // Card returns the node's current agent card. Its seq grows whenever it is
 // built at a later millisecond, so republished cards always supersede.
 func (n *Node) Card() protocol.AgentCard {
@@ -348,7 +395,7 @@ func (n *Node) Card() protocol.AgentCard {
 		Skills:           n.reg.List(),
 		Capabilities: protocol.Capabilities{
 			LLMMode: n.cfg.LLMMode, Providers: slices.Clone(protocol.Providers),
-			MaxBatch: protocol.MaxBatchSize, MTLS: false,
+			MaxBatch: protocol.MaxBatchSize, MTLS: n.cfg.MTLS,
 		},
 		Endpoints: protocol.Endpoints{HTTP: n.cfg.HTTPEndpoint},
 		Seq:       seq,

@@ -12,6 +12,8 @@ import (
 	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/node"
 	"github.com/mcpv2/mcpv2/node/llm"
+	"github.com/mcpv2/mcpv2/node/skills"
+	"github.com/mcpv2/mcpv2/node/store"
 	"github.com/mcpv2/mcpv2/transport"
 )
 
@@ -19,7 +21,7 @@ func nodeCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "node",
 		Usage: "run a peer (mesh always; HTTP edge with --port)",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			dataDirFlag, secretFlag, logLevelFlag, maxMessageFlag, bootstrapFlag, routableFlag, noNATFlag,
 			&cli.StringFlag{Name: "dht-mode", EnvVars: []string{"MCPV2_DHT_MODE"}, Value: "auto", Usage: "DHT mode: auto (server when publicly reachable, or when no --bootstrap is given), server or client"},
 			&cli.BoolFlag{Name: "no-mdns", EnvVars: []string{"MCPV2_NO_MDNS"}, Usage: "do not look for peers on the local network"},
@@ -47,8 +49,27 @@ func nodeCommand() *cli.Command {
 			&cli.StringFlag{Name: "llm-model", EnvVars: []string{"MCPV2_LLM_MODEL"}, Usage: "backend model name"},
 			&cli.StringFlag{Name: "policy", EnvVars: []string{"MCPV2_POLICY"}, Usage: "policy file granting skills per PeerID (default <data-dir>/policy.json)"},
 			&cli.StringFlag{Name: "skills", EnvVars: []string{"MCPV2_SKILLS"}, Usage: "custom skills file (default <data-dir>/custom_skills.json)"},
+			&cli.IntFlag{Name: "max-command-runs", EnvVars: []string{"MCPV2_MAX_COMMAND_RUNS"}, Value: skills.DefaultMaxCommandRuns,
+				Usage: "command-skill calls that run at once; more are refused with -32005 (0: the default)"},
+			&cli.StringFlag{Name: "run-as", EnvVars: []string{"MCPV2_RUN_AS"},
+				Usage: "user (name or uid) that command skills run as; needs the node to run as root"},
 			&cli.StringFlag{Name: "file-store", EnvVars: []string{"MCPV2_FILE_STORE"}, Usage: "directory of the file skills (default <data-dir>/files)"},
 			&cli.Int64Flag{Name: "max-file", EnvVars: []string{"MCPV2_MAX_FILE"}, Value: 64 << 20, Usage: "largest stored file in bytes"},
+			// Disk bounds (docs/spec.md §2, §3); 0 turns a cap off.
+			&cli.Int64Flag{Name: "max-partial", EnvVars: []string{"MCPV2_MAX_PARTIAL"}, Value: store.DefaultMaxPartial,
+				Usage: "bytes of one sender's unfinished uploads; a new one drops the sender's oldest (0: no cap)"},
+			&cli.DurationFlag{Name: "partial-ttl", EnvVars: []string{"MCPV2_PARTIAL_TTL"}, Value: store.DefaultPartialTTL,
+				Usage: "unfinished uploads untouched this long are removed while the node runs"},
+			&cli.Int64Flag{Name: "max-store", EnvVars: []string{"MCPV2_MAX_STORE"}, Value: store.DefaultMaxStore,
+				Usage: "quota in bytes on the files directory, unfinished uploads included; writes over it get -32004 (0: none)"},
+			&cli.Int64Flag{Name: "audit-max-bytes", EnvVars: []string{"MCPV2_AUDIT_MAX_BYTES"}, Value: store.DefaultAuditMaxBytes,
+				Usage: "rotate audit.jsonl at this size (0: never)"},
+			&cli.IntFlag{Name: "audit-keep", EnvVars: []string{"MCPV2_AUDIT_KEEP"}, Value: store.DefaultAuditKeep,
+				Usage: "rotated audit logs kept (audit.jsonl.1 is the newest)"},
+			&cli.IntFlag{Name: "max-conversations", EnvVars: []string{"MCPV2_MAX_CONVERSATIONS"}, Value: store.DefaultMaxConversations,
+				Usage: "LLM-mode conversations kept; the least recently used go first (0: no cap)"},
+			&cli.DurationFlag{Name: "conversation-ttl", EnvVars: []string{"MCPV2_CONVERSATION_TTL"}, Value: store.DefaultConversationTTL,
+				Usage: "drop a conversation this long after its last turn (0: never)"},
 			&cli.Float64Flag{Name: "rate-limit", EnvVars: []string{"MCPV2_RATE_LIMIT"}, Value: 200, Usage: "calls per second per caller (0: unlimited)"},
 			// The HTTP edge (SPEC §5), on with --port.
 			&cli.IntFlag{Name: "port", EnvVars: []string{"MCPV2_PORT"}, Usage: "serve the HTTP edge on this TCP port (0: off)"},
@@ -59,7 +80,10 @@ func nodeCommand() *cli.Command {
 			&cli.DurationFlag{Name: "session-ttl", EnvVars: []string{"MCPV2_SESSION_TTL"}, Value: edge.DefaultSessionTTL, Usage: "lifetime of edge sessions"},
 			&cli.IntFlag{Name: "clock-skew", EnvVars: []string{"MCPV2_CLOCK_SKEW"}, Value: 300, Usage: "seconds a session may be issued in the future"},
 			&cli.Float64Flag{Name: "session-rate-limit", EnvVars: []string{"MCPV2_SESSION_RATE_LIMIT"}, Value: edge.DefaultSessionRateLimit, Usage: "edge sessions issued per second per IP"},
-		},
+			&cli.Float64Flag{Name: "find-rate-limit", EnvVars: []string{"MCPV2_FIND_RATE_LIMIT"}, Value: edge.DefaultFindRateLimit, Usage: "GET /mcpv2/find requests per second per client IP, whatever its sessions (negative: none)"},
+			&cli.Float64Flag{Name: "gateway-rate-limit", EnvVars: []string{"MCPV2_GATEWAY_RATE_LIMIT"}, Value: edge.DefaultGatewayRateLimit, Usage: "gateway (POST /mcpv2/peers/…) requests per second per client IP, whatever its sessions (negative: none)"},
+			&cli.IntFlag{Name: "max-inflight", EnvVars: []string{"MCPV2_MAX_INFLIGHT"}, Value: edge.DefaultMaxInFlight, Usage: "edge session requests served at once; more are refused with 503"},
+		}, tlsFlags...),
 		Action: runNode,
 	}
 }
@@ -70,6 +94,9 @@ func runNode(c *cli.Context) error {
 		return err
 	}
 	if err := applyRoutable(c); err != nil {
+		return err
+	}
+	if err := checkTLSFlags(c); err != nil {
 		return err
 	}
 	dir, err := dataDir(c)
@@ -105,6 +132,10 @@ func runNode(c *cli.Context) error {
 		MaxMessage: c.Int("max-message"), MaxFile: c.Int64("max-file"), FilesDir: c.String("file-store"),
 		LLM: backend, LLMMode: c.Bool("llm-mode"), Secret: []byte(c.String("secret")),
 		PolicyFile: c.String("policy"), SkillsFile: c.String("skills"), RateLimit: rl,
+		MaxCommandRuns: c.Int("max-command-runs"), RunAs: c.String("run-as"),
+		MaxPartial: noneIfZero(c.Int64("max-partial")), PartialTTL: c.Duration("partial-ttl"), MaxStore: noneIfZero(c.Int64("max-store")),
+		AuditMaxBytes: noneIfZero(c.Int64("audit-max-bytes")), AuditKeep: noneIfZero(c.Int("audit-keep")),
+		MaxConversations: noneIfZero(c.Int("max-conversations")), ConversationTTL: noneIfZero(c.Duration("conversation-ttl")),
 		ClockSkew: time.Duration(c.Int("clock-skew")) * time.Second,
 		Logger:    log,
 	})
@@ -119,7 +150,9 @@ func runNode(c *cli.Context) error {
 			Secret: []byte(c.String("secret")), SessionTTL: c.Duration("session-ttl"),
 			ClockSkew: time.Duration(c.Int("clock-skew")) * time.Second, RateLimit: rl,
 			SessionRateLimit: c.Float64("session-rate-limit"), MaxBody: int64(c.Int("max-message")),
+			FindRateLimit: c.Float64("find-rate-limit"), GatewayRateLimit: c.Float64("gateway-rate-limit"), MaxInFlight: c.Int("max-inflight"),
 			LLMMode: c.Bool("llm-mode"), Logger: log,
+			TLSCert: c.String("tls-cert"), TLSKey: c.String("tls-key"), TLSClientCA: c.String("tls-client-ca"),
 		})
 		if err == nil {
 			err = srv.Start()
@@ -128,6 +161,7 @@ func runNode(c *cli.Context) error {
 			return errors.Join(err, n.Close())
 		}
 		n.SetHTTPEndpoint(srv.PeerAddress())
+		n.SetMTLS(srv.MTLS())
 	}
 	fmt.Fprintf(c.App.Writer, "MCPV2_PEER_ID=%s\n", n.ID())
 	for _, a := range n.P2PAddrs() {
@@ -170,3 +204,12 @@ func llmBackend(c *cli.Context) (llm.Backend, error) {
 
 // identityPath is where a data dir keeps its key.
 func identityPath(dir string) string { return filepath.Join(dir, "identity.key") }
+
+// noneIfZero maps a flag's 0 ("off") to node.Config's negative ("none"),
+// since a zero Config field means the default.
+func noneIfZero[T int | int64 | time.Duration](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
+}
