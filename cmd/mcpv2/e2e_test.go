@@ -97,7 +97,14 @@ func startNode(t *testing.T, dataDir string, args ...string) *proc {
 		dataDir = t.TempDir()
 	}
 	all := append([]string{"node", "--data-dir", dataDir, "--listen", "/ip4/127.0.0.1/tcp/0", "--listen", "/ip4/127.0.0.1/udp/0/quic-v1"}, args...)
-	cmd := exec.Command(binPath, all...)
+	return startProc(t, binPath, dataDir, all...)
+}
+
+// startProc runs `bin argv…` (a node of dataDir), waits for its banner, and
+// kills it when the test ends.
+func startProc(t *testing.T, bin, dataDir string, argv ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin, argv...)
 	cmd.Env = cleanEnv()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

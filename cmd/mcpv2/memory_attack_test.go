@@ -72,15 +72,15 @@ func TestMemoryAttack(t *testing.T) {
 			send := memAttackClients(t, tc.face, tc.clients, base, p)
 
 			time.Sleep(500 * time.Millisecond) // let the start-up settle
-			memAttackResetPeak(t, p.pid)
-			before := memAttackStatus(t, p.pid, "VmRSS")
+			memAttackResetPeak(t, p.pid())
+			before := memAttackStatus(t, p.pid(), "VmRSS")
 			answers := make([]string, tc.clients)
 			var wg sync.WaitGroup
 			for i := range tc.clients {
 				wg.Go(func() { answers[i] = send[i](body) })
 			}
 			wg.Wait()
-			peak := memAttackStatus(t, p.pid, "VmHWM")
+			peak := memAttackStatus(t, p.pid(), "VmHWM")
 			growth := peak - before
 			limit := int64(memAttackFactor * memAttackBody)
 			if tc.clients > 1 {
@@ -243,8 +243,7 @@ func memAttackBinary(t *testing.T) string {
 
 // memAttackProc is a running `mcpv2 node` of a chosen binary.
 type memAttackProc struct {
-	proc
-	pid int
+	*proc
 }
 
 // memAttackStartNode runs `bin node` with args in a new data dir, as
@@ -253,40 +252,11 @@ func memAttackStartNode(t *testing.T, bin string, args ...string) *memAttackProc
 	t.Helper()
 	dataDir := t.TempDir()
 	all := append([]string{"node", "--data-dir", dataDir, "--listen", "/ip4/127.0.0.1/tcp/0"}, args...)
-	cmd := exec.Command(bin, all...)
-	cmd.Env = cleanEnv()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &memAttackProc{proc: proc{cmd: cmd, dataDir: dataDir, log: &bytes.Buffer{}, exited: make(chan struct{})}}
-	var logMu sync.Mutex
-	cmd.Stderr = &lockedWriter{mu: &logMu, w: p.log}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p.pid = cmd.Process.Pid
-	banner := make(chan struct{})
-	go func() {
-		readBanner(stdout, &p.peerID, &p.addrs, banner)
-		p.exitErr = cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.exited
-	})
-	select {
-	case <-banner:
-	case <-p.exited:
-		logMu.Lock()
-		defer logMu.Unlock()
-		t.Fatalf("node exited before its banner: %v\n%s", p.exitErr, p.log)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("no banner in 30s\n%s", p.log)
-	}
-	return p
+	return &memAttackProc{proc: startProc(t, bin, dataDir, all...)}
 }
+
+// pid is the node's process id.
+func (p *memAttackProc) pid() int { return p.cmd.Process.Pid }
 
 // memAttackResetPeak resets the process's VmHWM to its current RSS
 // (clear_refs 5, Linux 4.0+), so that the peak read afterwards is this

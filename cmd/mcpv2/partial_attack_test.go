@@ -34,12 +34,12 @@ func partialBytes(dataDir string) (int64, int) {
 	return sum, n
 }
 
-// killedSend runs `mcpv2 send` of path to addr, paced, and kills it
-// (SIGKILL) once it reports at least after bytes sent. It returns the bytes
-// reported when it was killed.
-func killedSend(t *testing.T, path, addr, client string, after int64) int64 {
+// killedSend runs `mcpv2 send` of path to addr, paced at rate (as
+// --limit-rate takes it), and kills it (SIGKILL) once it reports at least
+// after bytes sent. It returns the bytes reported when it was killed.
+func killedSend(t *testing.T, path, addr, client, rate string, after int64) int64 {
 	t.Helper()
-	cmd := exec.Command(binPath, "send", path, addr, "--limit-rate", "4M", "--data-dir", client)
+	cmd := exec.Command(binPath, "send", path, addr, "--limit-rate", rate, "--data-dir", client)
 	cmd.Env = cleanEnv()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -114,7 +114,7 @@ func TestPartialUploadAttack(t *testing.T) {
 		if err := os.Rename(path, named); err != nil {
 			t.Fatal(err)
 		}
-		sent += killedSend(t, named, addr, client, 2<<20)
+		sent += killedSend(t, named, addr, client, "4M", 2<<20)
 	}
 	held, files := partialBytes(dir)
 	t.Logf("%d interrupted uploads sent %d bytes; the node holds %d bytes in %d partial uploads; peak %d", uploads, sent, held, files, peak.Load())

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,7 +8,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -132,34 +130,7 @@ func TestSendKilledMidTransferResumes(t *testing.T) {
 			b := receiver(t, client)
 			addr := b.addrOfKind(t, kind)
 
-			cmd := exec.Command(binPath, "send", path, addr, "--limit-rate", "16M", "--data-dir", client)
-			cmd.Env = cleanEnv()
-			stderr, err := cmd.StderrPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			killed := make(chan int64, 1)
-			go func() {
-				sc := bufio.NewScanner(stderr)
-				var last int64
-				for sc.Scan() {
-					var sent, total int64
-					if n, _ := fmt.Sscanf(sc.Text(), "sent %d of %d", &sent, &total); n == 2 && sent >= 8<<20 && last == 0 {
-						last = sent
-						_ = cmd.Process.Kill()
-						killed <- sent
-					}
-				}
-				close(killed)
-			}()
-			sent, ok := <-killed
-			_ = cmd.Wait()
-			if !ok {
-				t.Fatal("send finished or failed before it could be killed")
-			}
+			sent := killedSend(t, path, addr, client, "16M", 8<<20)
 			t.Logf("killed after %d bytes sent", sent)
 
 			// Nothing visible: not by list_files, not in the directory.
