@@ -242,7 +242,7 @@ func (n *Client) send(ctx context.Context, pid peer.ID, msg []byte, want []json.
 		if err != nil {
 			return nil, nil, fmt.Errorf("node: open stream to %s: %w", pid, err)
 		}
-		out, sent, err := exchange(ctx, ps, msg, len(want) > 0)
+		out, sent, reusable, err := exchange(ctx, ps, msg, len(want) > 0)
 		if err == nil && len(want) == 0 {
 			_ = ps.s.Close()
 			return nil, nil, nil
@@ -253,7 +253,11 @@ func (n *Client) send(ctx context.Context, pid peer.ID, msg []byte, want []json.
 				err = matchIDs(resps, want)
 			}
 			if err == nil {
-				n.pool.put(pid, ps)
+				if reusable {
+					n.pool.put(pid, ps)
+				} else {
+					_ = ps.s.Reset()
+				}
 				return out, resps, nil
 			}
 			_ = ps.s.Reset()
@@ -323,24 +327,26 @@ func (n *Client) wireID() json.RawMessage {
 }
 
 // exchange writes msg and reads one reply frame on ps. sent reports whether
-// msg was written fully.
-func exchange(ctx context.Context, ps *pooledStream, msg []byte, wantReply bool) (out []byte, sent bool, err error) {
+// msg was written fully. reusable is false when ctx ended during the
+// exchange: its hook then sets (or is about to set) a past deadline on the
+// stream, which must not reach the next call through the pool.
+func exchange(ctx context.Context, ps *pooledStream, msg []byte, wantReply bool) (out []byte, sent, reusable bool, err error) {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = ps.s.SetDeadline(dl)
 	}
 	stop := context.AfterFunc(ctx, func() { _ = ps.s.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
 	if err := transport.WriteFrame(ps.s, msg); err != nil {
-		return nil, false, ctxErr(ctx, err)
+		stop()
+		return nil, false, false, ctxErr(ctx, err)
 	}
-	if !wantReply {
-		return nil, true, nil
+	if wantReply {
+		out, err = ps.fr.ReadFrame()
 	}
-	out, err = ps.fr.ReadFrame()
+	reusable = stop() // false: the hook ran, or is running
 	if err != nil {
-		return nil, true, ctxErr(ctx, err)
+		return nil, true, false, ctxErr(ctx, err)
 	}
-	return out, true, nil
+	return out, true, reusable, nil
 }
 
 func ctxErr(ctx context.Context, err error) error {

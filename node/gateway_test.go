@@ -1,11 +1,13 @@
 package node
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcpv2/mcpv2/protocol"
 )
@@ -262,4 +264,39 @@ func decodeBatch(t *testing.T, out []byte, n int) []protocol.Response {
 		t.Fatalf("want a batch of %d answers: %s (%v)", n, out, err)
 	}
 	return rs
+}
+
+// TestCancelledCallNeverPoisonsThePool: a call whose context ends just as
+// its answer arrives used to put its stream back in the pool while the
+// context's hook was setting a past deadline on it; the next call on that
+// stream (another user's, through the gateway) then failed with "deadline
+// reached". Calls with a fresh context must never fail.
+func TestCancelledCallNeverPoisonsThePool(t *testing.T) {
+	a := newTestNode(t, nil)
+	b := newTestNode(t, func(c *Config) { c.RateLimit = -1 })
+	addr := addrOf(t, b)
+	if _, err := a.Connect(ctxT(t), addr); err != nil {
+		t.Fatal(err)
+	}
+	// Find how long a call takes, so the short deadlines land around it.
+	start := time.Now()
+	for range 20 {
+		if _, err := a.CallMethod(ctxT(t), addr, protocol.MethodToolsList, CallOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rtt := time.Since(start) / 20
+	failed := 0
+	for i := range 1500 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%40)*rtt/20)
+		_, _ = a.CallMethod(ctx, addr, protocol.MethodToolsList, CallOptions{})
+		cancel()
+		if _, err := a.CallMethod(ctxT(t), addr, protocol.MethodToolsList, CallOptions{}); err != nil {
+			failed++
+			t.Errorf("call %d with a fresh context: %v", i, err)
+			if failed > 3 {
+				t.FailNow()
+			}
+		}
+	}
 }
