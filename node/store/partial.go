@@ -67,7 +67,6 @@ type Partial struct {
 	done bool // set once Commit, Close or Discard has released the file
 
 	dropped []DroppedUpload // the sender's older uploads dropped to admit this one
-	credit  int64           // the size of the file the commit replaces, as admitted
 }
 
 // DroppedUpload is an unfinished upload removed to make room for a newer one
@@ -238,10 +237,12 @@ func (f *Files) OpenPartial(ctx context.Context, owner, name string, size int64,
 	case f.maxPartial > 0 && size > f.maxPartial:
 		return nil, f.errorf(op, name, "%w", &QuotaError{Quota: QuotaPartial, Limit: f.maxPartial, Need: size})
 	}
-	var credit int64 // the file a commit would replace
-	if st, err := f.lstatRegular(op, name); err == nil {
-		credit = st.Size()
-	} else if !errors.Is(err, ErrNotFound) {
+	// The target must be a regular file or missing (a symlink is refused).
+	// No credit for the file a commit would replace (unlike Write): an
+	// upload may stop half-way and be kept for a resume while that file
+	// stays, and both must fit the quota then. So replacing a file by a
+	// blob upload needs room for both until the commit.
+	if _, err := f.lstatRegular(op, name); err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
 	part := PartName(owner, name, size, sha256hex)
@@ -260,7 +261,7 @@ func (f *Files) OpenPartial(ctx context.Context, owner, name string, size int64,
 	if st, err := f.root.Lstat(part); err == nil && !st.Mode().IsRegular() {
 		return nil, f.errorf(op, name, "partial file is not a regular file: %w", ErrInvalidName)
 	}
-	dropped, reserved, err := f.admitPartial(owner, part, name, size, credit, lock)
+	dropped, reserved, err := f.admitPartial(owner, part, name, size, lock)
 	if err != nil {
 		return nil, f.errorf(op, name, "%w", err)
 	}
@@ -305,7 +306,7 @@ func (f *Files) OpenPartial(ctx context.Context, owner, name string, size int64,
 	if off+reserved != size { // the file changed between admission and open
 		f.release(off + reserved - size)
 	}
-	return &Partial{f: f, name: name, part: part, size: size, want: sha256hex, file: file, h: h, off: off, lock: lock, dropped: dropped, credit: credit}, nil
+	return &Partial{f: f, name: name, part: part, size: size, want: sha256hex, file: file, h: h, off: off, lock: lock, dropped: dropped}, nil
 }
 
 // admitPartial applies the quotas to the upload whose lock the caller holds:
@@ -314,7 +315,7 @@ func (f *Files) OpenPartial(ctx context.Context, owner, name string, size int64,
 // directory's quota. It returns the dropped uploads and the bytes reserved
 // (size minus the bytes kept, or all of size when the kept file is longer
 // than size and will be truncated: the caller releases what it truncates).
-func (f *Files) admitPartial(owner, part, name string, size, credit int64, lock *partLock) (dropped []DroppedUpload, reserved int64, err error) {
+func (f *Files) admitPartial(owner, part, name string, size int64, lock *partLock) (dropped []DroppedUpload, reserved int64, err error) {
 	f.partMu.Lock()
 	defer f.partMu.Unlock()
 	if f.maxPartial > 0 {
@@ -327,7 +328,7 @@ func (f *Files) admitPartial(owner, part, name string, size, credit int64, lock 
 		have = st.Size()
 	}
 	reserved = size - have
-	if err := f.reserve(reserved, credit); err != nil {
+	if err := f.reserve(reserved, 0); err != nil {
 		return dropped, 0, err
 	}
 	partLocks.mu.Lock()
@@ -519,7 +520,7 @@ func (p *Partial) Commit() (_ FileInfo, err error) {
 	if _, err = p.f.lstatRegular(op, p.name); err != nil && !errors.Is(err, ErrNotFound) {
 		return FileInfo{}, err
 	}
-	if err = p.f.renameCounted(p.part, p.name, p.credit, p.size); err != nil {
+	if err = p.f.renameCounted(p.part, p.name, 0, p.size); err != nil {
 		keep = true // a quota refusal too: the bytes stay, for a retry once there is room
 		return FileInfo{}, p.f.errorf(op, p.name, "%w", scrub(err))
 	}

@@ -167,14 +167,19 @@ func TestMaxStorePartials(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantUsage(t, f, 900)
+	// An upload replacing a file gets no credit for it: it may be kept
+	// half-way while the file stays, so both must fit.
+	_, err = f.OpenPartial(context.Background(), "peerA", "a", 450, sumHex(bytes.Repeat([]byte{3}, 450)))
+	wantQuota(t, err, QuotaStore, 1000, "store: open partial \"a\"")
+	wantUsage(t, f, 900)
 	// A commit replacing a file frees the old one's bytes.
-	d3 := bytes.Repeat([]byte{3}, 450)
-	p = openPartialT(t, f, "peerA", "a", d3) // replaces a (500): fits by the credit
+	d3 := bytes.Repeat([]byte{3}, 100)
+	p = openPartialT(t, f, "peerA", "a", d3) // beside a (500): 1000 of 1000
 	p.Write(d3)
 	if _, err := p.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	wantUsage(t, f, 850)
+	wantUsage(t, f, 500)
 	// A discard gives everything back.
 	d4 := bytes.Repeat([]byte{4}, 100)
 	p = openPartialT(t, f, "peerA", "p4", d4)
@@ -182,7 +187,7 @@ func TestMaxStorePartials(t *testing.T) {
 	if err := p.Discard(); err != nil {
 		t.Fatal(err)
 	}
-	wantUsage(t, f, 850)
+	wantUsage(t, f, 500)
 }
 
 // Concurrent writers never take the directory over the quota, and the
