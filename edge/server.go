@@ -441,11 +441,8 @@ func (s *Server) demoHost() (host, subject string) {
 		}
 	}
 	host, subject = dst.String(), dst.String()
-	if c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(dst, uint16(s.port)))); err == nil {
-		if la, ok := c.LocalAddr().(*net.UDPAddr); ok {
-			subject = la.AddrPort().Addr().Unmap().String()
-		}
-		_ = c.Close()
+	if ip, err := sourceIP(context.Background(), netip.AddrPortFrom(dst, uint16(s.port)).String()); err == nil {
+		subject = ip
 	}
 	return host, subject
 }

@@ -60,6 +60,12 @@ func (s *session) CallMethod(ctx context.Context, addr protocol.Address, method 
 	return s.client.CallMethod(ctx, addr, method, node.CallOptions{})
 }
 
+// newEdgeClient is a client command's HTTP edge client: a secret holder
+// with --secret (SPEC §6), else it takes anonymous sessions.
+func newEdgeClient(c *cli.Context) *edge.Client {
+	return edge.NewClient(nil, edge.WithSecret([]byte(c.String("secret"))))
+}
+
 // openSession prepares a client command for the mesh: see openSessionFor.
 func openSession(c *cli.Context) (*session, error) { return openSessionFor(c, true) }
 
@@ -67,7 +73,7 @@ func openSession(c *cli.Context) (*session, error) { return openSessionFor(c, tr
 // the libp2p host (and with --bootstrap the DHT) when mesh is true.
 func openSessionFor(c *cli.Context, mesh bool) (*session, error) {
 	if !mesh {
-		return &session{edge: edge.NewClient(nil, edge.WithSecret([]byte(c.String("secret"))))}, nil
+		return &session{edge: newEdgeClient(c)}, nil
 	}
 	dir, err := dataDir(c)
 	if err != nil {
@@ -109,7 +115,7 @@ func openSessionFor(c *cli.Context, mesh bool) (*session, error) {
 		return nil, err
 	}
 	s := &session{host: h, client: node.NewClient(h, node.ClientConfig{Secret: []byte(c.String("secret")), MaxMessage: c.Int("max-message")}),
-		edge: edge.NewClient(nil, edge.WithSecret([]byte(c.String("secret"))))}
+		edge: newEdgeClient(c)}
 	if len(boot) > 0 {
 		d, err := discovery.New(h, discovery.WithBootstrap(boot...), discovery.WithMode(discovery.ModeClient), discovery.WithMDNS(false), discovery.WithLogger(log))
 		if err != nil {

@@ -18,7 +18,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/node"
 	"github.com/mcpv2/mcpv2/protocol"
 )
@@ -219,7 +218,7 @@ func sendViaEdge(c *cli.Context, path string, addr protocol.Address) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Context, timeout)
 	defer cancel()
-	ec := edge.NewClient(nil, edge.WithSecret([]byte(c.String("secret"))))
+	ec := newEdgeClient(c)
 	defer ec.Close()
 	res, err := ec.CallSkill(ctx, addr, "upload_file", args, "")
 	if err != nil {

@@ -88,7 +88,7 @@ func (sh *shell) edgeClientFor(secret string) *edge.Client {
 func (sh *shell) edgeClient(addr protocol.Address) *edge.Client {
 	secret := ""
 	for _, p := range sh.peers {
-		if pa, err := protocol.ParseAddress(p.address); err == nil && pa.Port == addr.Port && (pa.Host == addr.Host || p.port == addr.Port) {
+		if p.port == addr.Port { // the shell's peers run here, one per port, whatever host name reaches them
 			secret = p.secret
 		}
 	}
