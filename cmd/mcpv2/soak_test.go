@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
@@ -22,7 +23,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -210,29 +210,25 @@ func (s *soakRun) run() {
 	var wg sync.WaitGroup
 	sampleCtx, stopSampling := context.WithCancel(context.Background())
 	defer stopSampling()
-	wg.Add(1)
-	go func() { defer wg.Done(); s.sample(sampleCtx) }()
+	wg.Go(func() { s.sample(sampleCtx) })
 	var workers sync.WaitGroup
 	for i := range soakMeshWorkers {
 		w, err := newSoakMeshWorker(s, i)
 		if err != nil {
 			t.Fatal(err)
 		}
-		workers.Add(1)
-		go func() { defer workers.Done(); w.run(ctx) }()
+		workers.Go(func() { w.run(ctx) })
 	}
 	for i := range soakEdgeWorkers {
 		w := newSoakEdgeWorker(s, i)
-		workers.Add(1)
-		go func() { defer workers.Done(); w.run(ctx) }()
+		workers.Go(func() { w.run(ctx) })
 	}
 	for i := range soakBlobWorkers {
 		w, err := newSoakBlobWorker(s, i)
 		if err != nil {
 			t.Fatal(err)
 		}
-		workers.Add(1)
-		go func() { defer workers.Done(); w.run(ctx) }()
+		workers.Go(func() { w.run(ctx) })
 	}
 	t.Logf("soak: %v of traffic from %d clients (%d mesh, %d edge, %d blob) against %s; restarts at %v and %v",
 		s.dur, soakMeshWorkers+soakEdgeWorkers+soakBlobWorkers, soakMeshWorkers, soakEdgeWorkers, soakBlobWorkers,
@@ -1652,13 +1648,8 @@ func (s *soakRun) report() {
 	s.mu.Unlock()
 
 	b.WriteString("## Calls by kind\n\n| face and kind | ok | JSON-RPC error | cut by the injector | transport error (restart) |\n|---|---:|---:|---:|---:|\n")
-	var keys []string
-	for k := range st.calls {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var total soakCount
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(st.calls)) {
 		c := st.calls[k]
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d |\n", k, c.ok, c.rpcErr, c.cut, c.transport)
 		total.ok, total.rpcErr, total.cut, total.transport = total.ok+c.ok, total.rpcErr+c.rpcErr, total.cut+c.cut, total.transport+c.transport
@@ -1666,21 +1657,11 @@ func (s *soakRun) report() {
 	fmt.Fprintf(&b, "| **total** | %d | %d | %d | %d |\n\n", total.ok, total.rpcErr, total.cut, total.transport)
 
 	b.WriteString("## Errors by code\n\n| code | count |\n|---:|---:|\n")
-	var codes []int
-	for c := range st.codes {
-		codes = append(codes, c)
-	}
-	sort.Ints(codes)
-	for _, c := range codes {
+	for _, c := range slices.Sorted(maps.Keys(st.codes)) {
 		fmt.Fprintf(&b, "| %d | %d |\n", c, st.codes[c])
 	}
 	b.WriteString("\n## Injected client faults\n\n| fault | count |\n|---|---:|\n")
-	var fk []string
-	for k := range st.faults {
-		fk = append(fk, k)
-	}
-	sort.Strings(fk)
-	for _, k := range fk {
+	for _, k := range slices.Sorted(maps.Keys(st.faults)) {
 		fmt.Fprintf(&b, "| %s | %d |\n", k, st.faults[k])
 	}
 
