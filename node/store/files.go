@@ -88,26 +88,37 @@ func openFiles(dir string, c filesConfig) (*Files, error) {
 	if err := f.removeStale(); err != nil {
 		return nil, errors.Join(err, root.Close())
 	}
-	if err := f.scanUsage(); err != nil {
-		return nil, errors.Join(fmt.Errorf("store: open files dir: %w", scrub(err)), root.Close())
-	}
 	return f, nil
 }
 
-// removeStale removes temp files left by a process killed mid-write.
+// removeStale removes temp files left by a process killed mid-write, and
+// sets the quota count from the sizes of the regular files that remain, in
+// the same pass over the directory. openFiles calls it once, before the
+// Files is shared.
 func (f *Files) removeStale() error {
 	names, err := f.readDir()
 	if err != nil {
 		return fmt.Errorf("store: open files dir: %w", err)
 	}
 	var errs []error
+	var total int64
 	for _, name := range names {
 		if strings.HasPrefix(name, tempPrefix) {
 			if err := f.root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, fmt.Errorf("store: remove stale temp file %s: %w", quote(name), scrub(err)))
 			}
+			continue
+		}
+		st, err := f.root.Lstat(name)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			errs = append(errs, fmt.Errorf("store: open files dir: %w", scrub(err)))
+		case st.Mode().IsRegular():
+			total += st.Size()
 		}
 	}
+	f.used = total
 	return errors.Join(errs...)
 }
 

@@ -258,10 +258,16 @@ func (f *Files) OpenPartial(ctx context.Context, owner, name string, size int64,
 	if f.closed.Load() {
 		return nil, f.errorf(op, name, "%w", fs.ErrClosed)
 	}
-	if st, err := f.root.Lstat(part); err == nil && !st.Mode().IsRegular() {
-		return nil, f.errorf(op, name, "partial file is not a regular file: %w", ErrInvalidName)
+	var have int64 // the bytes kept from an earlier transfer, as far as admission counts them
+	if st, err := f.root.Lstat(part); err == nil {
+		if !st.Mode().IsRegular() {
+			return nil, f.errorf(op, name, "partial file is not a regular file: %w", ErrInvalidName)
+		}
+		if st.Size() <= size { // a longer one is truncated below
+			have = st.Size()
+		}
 	}
-	dropped, reserved, err := f.admitPartial(owner, part, name, size, lock)
+	dropped, reserved, err := f.admitPartial(owner, part, name, size, have, lock)
 	if err != nil {
 		return nil, f.errorf(op, name, "%w", err)
 	}
@@ -312,20 +318,17 @@ func (f *Files) OpenPartial(ctx context.Context, owner, name string, size int64,
 // admitPartial applies the quotas to the upload whose lock the caller holds:
 // it drops owner's oldest partial uploads not open until size fits within
 // the per-sender cap, and reserves the bytes still to come against the
-// directory's quota. It returns the dropped uploads and the bytes reserved
-// (size minus the bytes kept, or all of size when the kept file is longer
-// than size and will be truncated: the caller releases what it truncates).
-func (f *Files) admitPartial(owner, part, name string, size int64, lock *partLock) (dropped []DroppedUpload, reserved int64, err error) {
+// directory's quota. have is the size of the kept partial file (0 when it
+// is missing, or longer than size and will be truncated: the caller
+// releases what it truncates). It returns the dropped uploads and the bytes
+// reserved, size minus have.
+func (f *Files) admitPartial(owner, part, name string, size, have int64, lock *partLock) (dropped []DroppedUpload, reserved int64, err error) {
 	f.partMu.Lock()
 	defer f.partMu.Unlock()
 	if f.maxPartial > 0 {
 		if dropped, err = f.makeRoom(owner, part, size); err != nil {
 			return dropped, 0, err
 		}
-	}
-	var have int64
-	if st, err := f.root.Lstat(part); err == nil && st.Mode().IsRegular() && st.Size() <= size {
-		have = st.Size()
 	}
 	reserved = size - have
 	if err := f.reserve(reserved, 0); err != nil {

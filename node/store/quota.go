@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 
 	"github.com/mcpv2/mcpv2/protocol"
 )
@@ -159,32 +158,6 @@ func (f *Files) removeCounted(name string) (int64, error) {
 		return st.Size(), nil
 	}
 	return 0, nil
-}
-
-// scanUsage sets the count from the directory: the sizes of its regular
-// files. Open calls it once, before the Files is shared.
-func (f *Files) scanUsage() error {
-	names, err := f.readDir()
-	if err != nil {
-		return err
-	}
-	var total int64
-	for _, name := range names {
-		st, err := f.root.Lstat(name)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if st.Mode().IsRegular() {
-			total += st.Size()
-		}
-	}
-	f.qmu.Lock()
-	f.used = total
-	f.qmu.Unlock()
-	return nil
 }
 
 // quotaGate is the first writer of Files.Write's copy: it reserves each
