@@ -22,7 +22,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -255,6 +257,25 @@ func validate(req Request) error {
 	return nil
 }
 
+// SameOrigin reports whether a and b have the same scheme, host and port
+// (case-insensitive, a scheme's default port made explicit): the test of
+// every redirect that may carry a credential, here and in the http custom
+// skills.
+func SameOrigin(a, b *url.URL) bool { return origin(a) == origin(b) }
+
+func origin(u *url.URL) string {
+	scheme, port := strings.ToLower(u.Scheme), u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
 // sameHostRedirects returns a copy of c that refuses to follow a redirect
 // away from the original request's scheme and host, so that an API key sent
 // in a custom header never reaches another server. Other redirects go to c's
@@ -263,7 +284,7 @@ func sameHostRedirects(c *http.Client) *http.Client {
 	cc := *c
 	next := c.CheckRedirect
 	cc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if o := via[0].URL; req.URL.Scheme != o.Scheme || req.URL.Host != o.Host {
+		if o := via[0].URL; !SameOrigin(o, req.URL) {
 			return fmt.Errorf("refusing redirect from %s://%s to %s://%s", o.Scheme, o.Host, req.URL.Scheme, req.URL.Host)
 		}
 		if next != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/mcpv2/mcpv2/node/llm"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -924,23 +925,8 @@ func customCheckRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) > customMaxRedirects {
 		return &customRedirectError{reason: fmt.Sprintf("stopped after %d redirects", customMaxRedirects), to: req.URL.Redacted()}
 	}
-	if from, to := customOrigin(via[0].URL), customOrigin(req.URL); from != to {
+	if !llm.SameOrigin(via[0].URL, req.URL) {
 		return &customRedirectError{reason: "redirect to another host refused (redirects are followed only within the same scheme and host)", to: req.URL.Redacted()}
 	}
 	return nil
-}
-
-// customOrigin is scheme://host:port of u, lower-cased, with the scheme's
-// default port made explicit.
-func customOrigin(u *url.URL) string {
-	scheme, port := strings.ToLower(u.Scheme), u.Port()
-	if port == "" {
-		switch scheme {
-		case "http":
-			port = "80"
-		case "https":
-			port = "443"
-		}
-	}
-	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }

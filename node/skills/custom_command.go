@@ -67,8 +67,10 @@ type customCommand struct {
 
 // newCustomCommand builds a command handler. The program is resolved with
 // exec.LookPath now (a program that cannot be found fails the load); a
-// relative path with a slash is taken relative to opts.BaseDir. No shell is
-// involved at any point: argv is executed as given.
+// relative path with a slash is taken relative to opts.BaseDir. argv is
+// executed as given: no shell interprets it (with RunAs, customShell only
+// runs a fixed prologue; see command). opts must come from prepare, which
+// builds the run semaphore the file's command skills share.
 func newCustomCommand(name string, raw json.RawMessage, opts CustomOptions) (*customCommand, error) {
 	var cj customCommandJSON
 	if err := customDecodeStrict(raw, &cj); err != nil {
@@ -147,10 +149,6 @@ func newCustomCommand(name string, raw json.RawMessage, opts CustomOptions) (*cu
 			return nil, fmt.Errorf("run-as needs %s to set the program's rlimits: %w", customShell, err)
 		}
 	}
-	runs := opts.runs
-	if runs == nil { // opts not prepared (tests): a semaphore of its own
-		runs = make(chan struct{}, DefaultMaxCommandRuns)
-	}
 	pathEnv := os.Getenv("PATH")
 	if pathEnv == "" {
 		pathEnv = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -158,7 +156,7 @@ func newCustomCommand(name string, raw json.RawMessage, opts CustomOptions) (*cu
 	c := &customCommand{
 		name: name, path: prog, argv: cj.Command, timeout: timeout,
 		memBytes: uint64(mem) << 20, env: env, pathEnv: pathEnv,
-		scratch: scratch, runs: runs, runAs: opts.runAs,
+		scratch: scratch, runs: opts.runs, runAs: opts.runAs,
 		baseDir: opts.BaseDir, maxOut: opts.MaxOutput, log: opts.Logger,
 	}
 	return c, nil
