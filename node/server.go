@@ -69,41 +69,81 @@ func (n *Node) handleRPC(s network.Stream) {
 	defer stop()
 
 	caller := Caller{ID: s.Conn().RemotePeer().String(), Via: "mesh", Remote: s.Conn().RemoteMultiaddr().String(), Kind: protocol.CallerPeer}
-	rd := n.startFrameReader(s)
-	defer rd.close() // after the Reset or Close below: it unblocks the reader
+	fr := transport.NewFrameReader(s, n.maxMsg)
+	_ = s.SetReadDeadline(time.Now().Add(idleTimeout))
 	for {
-		f := <-rd.frames
-		if f.err != nil {
-			s.Scope().ReleaseMemory(f.size) // reserved, but the payload was not read
-		}
-		switch {
-		case f.err == nil:
-		case errors.Is(f.err, io.EOF):
-			_ = s.Close()
-			return
-		case errors.Is(f.err, transport.ErrFrameTooLarge):
-			n.refuseFrame(s, caller, protocol.Errorf(protocol.CodeInvalidRequest, "invalid request: message exceeds the %d-byte cap", n.maxMsg))
-			return
-		case errors.Is(f.err, transport.ErrReserveRefused):
-			n.log.Debug("rpc: memory for request refused", "peer", caller.ID, "err", f.err)
-			n.refuseFrame(s, caller, protocol.Errorf(protocol.CodeInternal, "resource limit: this peer is too busy for a %d-byte request", f.declared))
-			return
-		default:
-			n.log.Debug("rpc: read", "peer", caller.ID, "err", f.err)
-			_ = s.Reset()
+		size := 0 // the frame's declared length, reserved unless refused
+		msg, err := fr.ReadFrameReserve(func(k int) error {
+			size = k
+			return s.Scope().ReserveMemory(k, network.ReservationPriorityMedium)
+		})
+		if err != nil {
+			if !errors.Is(err, transport.ErrReserveRefused) {
+				s.Scope().ReleaseMemory(size) // reserved (or 0), but the payload was not read
+			}
+			n.endRPC(s, caller, err, size)
 			return
 		}
-		out, _ := n.Handle(f.ctx, caller, f.msg)
-		f.msg = nil
-		err := n.writeResponse(s, caller, out)
-		s.Scope().ReleaseMemory(f.size)
+		_ = s.SetReadDeadline(time.Time{}) // a request may run longer than idleTimeout
+		ctx, cancel := context.WithCancel(n.ctx)
+		watched := watchReset(fr, cancel)
+		out, _ := n.Handle(ctx, caller, msg)
+		err = n.writeResponse(s, caller, out)
+		s.Scope().ReleaseMemory(size)
 		if err != nil {
 			n.log.Debug("rpc: write", "peer", caller.ID, "err", err)
-			_ = s.Reset()
+			_ = s.Reset() // also ends the watch
+		} else {
+			_ = s.SetReadDeadline(time.Now().Add(idleTimeout))
+		}
+		werr := <-watched
+		cancel()
+		switch {
+		case err != nil:
+			return
+		case werr != nil:
+			n.endRPC(s, caller, werr, 0)
 			return
 		}
-		_ = s.SetReadDeadline(time.Now().Add(idleTimeout))
-		rd.done <- struct{}{}
+	}
+}
+
+// watchReset watches the stream under fr while a request runs, so that a
+// caller that resets it cancels the request: on a reset (or a failure, but
+// not a clean half-close) it calls cancel. It reads one byte ahead at most
+// and consumes nothing: the returned channel yields [transport.FrameReader.Wait]'s
+// result once the next frame has begun to arrive (nil), the stream has
+// ended, or the read deadline the handler sets after answering has passed.
+// fr must not be read before that, and the handler must receive it before
+// returning. The caller sends its next request only after the answer, so
+// one stream holds one request in memory at a time.
+func watchReset(fr *transport.FrameReader, cancel context.CancelFunc) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		err := fr.Wait()
+		if err != nil && !errors.Is(err, io.EOF) {
+			cancel()
+		}
+		done <- err
+	}()
+	return done
+}
+
+// endRPC ends the stream after err from reading it: a clean end is closed,
+// a frame over the cap or whose declared length the scope refused is
+// answered with one error (refuseFrame), anything else resets.
+func (n *Node) endRPC(s network.Stream, c Caller, err error, declared int) {
+	switch {
+	case errors.Is(err, io.EOF):
+		_ = s.Close()
+	case errors.Is(err, transport.ErrFrameTooLarge):
+		n.refuseFrame(s, c, protocol.Errorf(protocol.CodeInvalidRequest, "invalid request: message exceeds the %d-byte cap", n.maxMsg))
+	case errors.Is(err, transport.ErrReserveRefused):
+		n.log.Debug("rpc: memory for request refused", "peer", c.ID, "err", err)
+		n.refuseFrame(s, c, protocol.Errorf(protocol.CodeInternal, "resource limit: this peer is too busy for a %d-byte request", declared))
+	default:
+		n.log.Debug("rpc: read", "peer", c.ID, "err", err)
+		_ = s.Reset()
 	}
 }
 
@@ -124,108 +164,6 @@ func (n *Node) writeResponse(s network.Stream, c Caller, out []byte) error {
 	}
 	_ = s.SetWriteDeadline(time.Now().Add(writeTimeout))
 	return transport.WriteFrame(s, out)
-}
-
-// rpcFrame is one frame read from a stream, or the error that ended it.
-type rpcFrame struct {
-	msg []byte
-	// size is the memory reserved for msg in the stream's scope; the
-	// handler releases it (also with an error, when the payload was
-	// reserved but not read).
-	size int
-	// declared is the frame's declared length, once its prefix was read.
-	declared int
-	// ctx is the request's context, cancelled when the caller resets the
-	// stream while the request runs, or when the node closes.
-	ctx context.Context
-	err error
-}
-
-// frameReader owns the goroutine that reads a stream's frames for
-// handleRPC. After handing over a frame it keeps reading the stream, one
-// byte ahead at most, so that a reset while the request runs cancels the
-// request's context; it reads the next frame only once the handler is done
-// with the last, so a stream holds one request in memory at a time.
-type frameReader struct {
-	frames chan rpcFrame // to the handler; after an error, nothing more
-	done   chan struct{} // from the handler: the last frame is answered
-	quit   chan struct{} // closed by close: the handler has returned
-	exited chan struct{} // closed when the goroutine has returned
-}
-
-func (n *Node) startFrameReader(s network.Stream) *frameReader {
-	rd := &frameReader{
-		frames: make(chan rpcFrame),
-		done:   make(chan struct{}, 1),
-		quit:   make(chan struct{}),
-		exited: make(chan struct{}),
-	}
-	go rd.run(n.ctx, s, transport.NewFrameReader(s, n.maxMsg))
-	return rd
-}
-
-// close stops the goroutine and waits for it. The handler has reset or
-// closed the stream first, so a read in progress returns.
-func (rd *frameReader) close() {
-	close(rd.quit)
-	<-rd.exited
-}
-
-func (rd *frameReader) run(parent context.Context, s network.Stream, fr *transport.FrameReader) {
-	defer close(rd.exited)
-	_ = s.SetReadDeadline(time.Now().Add(idleTimeout))
-	for {
-		size, declared := 0, 0
-		msg, err := fr.ReadFrameReserve(func(k int) error {
-			declared = k
-			if err := s.Scope().ReserveMemory(k, network.ReservationPriorityMedium); err != nil {
-				return err
-			}
-			size = k
-			return nil
-		})
-		if err != nil {
-			rd.send(s, rpcFrame{size: size, declared: declared, err: err})
-			return
-		}
-		_ = s.SetReadDeadline(time.Time{}) // a request may run longer than idleTimeout
-		ctx, cancel := context.WithCancel(parent)
-		if !rd.send(s, rpcFrame{msg: msg, size: size, ctx: ctx}) {
-			cancel()
-			return
-		}
-		msg = nil
-		// Watch the stream while the request runs. The caller sends its
-		// next request only after the answer, so this usually returns only
-		// then, or at the idle deadline the handler sets after answering.
-		werr := fr.Wait()
-		if werr != nil && !errors.Is(werr, io.EOF) {
-			cancel() // reset (or failed) while the request may still run
-		}
-		select {
-		case <-rd.done:
-		case <-rd.quit:
-			cancel()
-			return
-		}
-		cancel()
-		if werr != nil {
-			rd.send(s, rpcFrame{err: werr})
-			return
-		}
-	}
-}
-
-// send hands f to the handler; false when the handler has returned, in
-// which case f's reservation is released here.
-func (rd *frameReader) send(s network.Stream, f rpcFrame) bool {
-	select {
-	case rd.frames <- f:
-		return true
-	case <-rd.quit:
-		s.Scope().ReleaseMemory(f.size)
-		return false
-	}
 }
 
 // refuseFrame answers a frame the node will not read (over the cap, or its
