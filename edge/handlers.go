@@ -210,12 +210,12 @@ func (s *Server) ReadBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 				chunks, c = append(chunks, c), make([]byte, 0, min(2*cap(c), 64<<10))
 			}
 		}
-		if err == io.EOF {
+		if err == io.EOF { // joined only when the body is taken, not refused
 			err = nil
-		}
-		body = make([]byte, 0, n)
-		for _, c := range append(chunks, c) {
-			body = append(body, c...)
+			body = make([]byte, 0, n)
+			for _, c := range append(chunks, c) {
+				body = append(body, c...)
+			}
 		}
 	}
 	if err != nil {

@@ -94,12 +94,18 @@ func ParseRequest(data []byte) (Request, *Error) {
 	if sh.tooDeep {
 		return Request{}, Errorf(CodeInvalidRequest, "invalid request: the message nests deeper than %d levels of arrays and objects", MaxNestingDepth)
 	}
-	if !json.Valid(data) || !utf8.Valid(data) {
-		return Request{}, Errorf(CodeParseError, "parse error: the message is not valid JSON")
+	// A lone slot is validated by its own decoding (parseSlot), not by a
+	// separate pass over it first.
+	if !utf8.Valid(data) || (len(data) == 0 || data[0] != '{') && !json.Valid(data) {
+		return Request{}, errNotJSON()
 	}
 	switch data[0] {
 	case '{':
-		return Request{Slots: []Slot{parseSlot(data)}}, nil
+		s := parseSlot(data)
+		if s.Err != nil && s.Err.Code == CodeParseError {
+			return Request{}, s.Err
+		}
+		return Request{Slots: []Slot{s}}, nil
 	case '[':
 		n := sh.slots()
 		if n == 0 {
@@ -142,19 +148,8 @@ type shape struct {
 // not validate, and stops as soon as the depth passes MaxNestingDepth.
 func (sh *shape) scan(data []byte) {
 	depth := 0
-	inString, escaped := false, false
-	for i, c := range data {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
+	for i := 0; i < len(data); i++ {
+		c := data[i]
 		switch c {
 		case ' ', '\t', '\r', '\n':
 			continue
@@ -175,7 +170,7 @@ func (sh *shape) scan(data []byte) {
 		}
 		switch c {
 		case '"':
-			inString = true
+			i = skipString(data, i) - 1
 		case '[', '{':
 			depth++
 			if depth > MaxNestingDepth {
@@ -195,13 +190,18 @@ func (sh *shape) slots() int {
 }
 
 // parseSlot decodes and checks one slot; problems go to Slot.Err. raw is
-// valid JSON, trimmed, and is not retained.
+// trimmed and is not retained. It is valid JSON unless it is the whole
+// message, a lone slot: then invalid JSON sets Err to a -32700 parse error
+// for the message as a whole.
 func parseSlot(raw []byte) Slot {
 	var s Slot
 	if len(raw) == 0 || raw[0] != '{' {
 		return Slot{ID: nullID, Err: Errorf(CodeInvalidRequest, "invalid request: a slot must be a JSON object")}
 	}
 	if err := json.Unmarshal(raw, &s); err != nil {
+		if _, ok := err.(*json.SyntaxError); ok {
+			return Slot{Err: errNotJSON()}
+		}
 		// Keep the id when it can be read, so the caller can match the error.
 		return Slot{ID: exactID(raw), Err: Errorf(CodeInvalidRequest, "invalid request: %s", jsonErrorText(err))}
 	}
@@ -393,6 +393,11 @@ func validID(id json.RawMessage) bool {
 		return true
 	}
 	return false
+}
+
+// errNotJSON refuses a message that is not valid JSON (or not UTF-8).
+func errNotJSON() *Error {
+	return Errorf(CodeParseError, "parse error: the message is not valid JSON")
 }
 
 // jsonErrorText turns a decoding error into a short text that names the field
