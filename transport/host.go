@@ -4,6 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/libp2p/go-libp2p"
@@ -249,6 +255,23 @@ func WithLibp2pOptions(opts ...libp2p.Option) Option {
 	}
 }
 
+// CheckOptions applies opts to a fresh configuration, as NewHost does
+// first, and returns the error of the first option that refuses its
+// arguments (a bad reachability, a negative limit); it starts nothing. A
+// program checks its flags with it before it starts anything.
+func CheckOptions(opts ...Option) error {
+	c := &hostConfig{}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // validate checks the configuration once all options are applied.
 func (c *hostConfig) validate() error {
 	if c.key == nil {
@@ -295,6 +318,11 @@ func NewHost(opts ...Option) (host.Host, error) {
 		}
 	}
 	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("transport: new host: %w", err)
+	}
+	// A port that another host holds with SO_REUSEPORT would be shared
+	// silently by libp2p's TCP listener: probe it plainly first.
+	if err := CheckListenAddrs(c.listenAddrs...); err != nil {
 		return nil, fmt.Errorf("transport: new host: %w", err)
 	}
 
@@ -371,6 +399,263 @@ func NewHost(opts ...Option) (host.Host, error) {
 		errs = append(errs, rm.Close(), cm.Close())
 		return nil, errors.Join(errs...)
 	}
+	// libp2p fails only when no listen address at all can be bound; a host
+	// that lost one (its QUIC port taken, say) would run on, half deaf.
+	if err := c.checkBound(sw); err != nil {
+		return nil, errors.Join(fmt.Errorf("transport: new host: %w", err), h.Close())
+	}
+	relay, err := c.presumePrivate(h)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("transport: new host: %w", err), h.Close())
+	}
+	if relay != nil {
+		c.logger.Debug("transport: every address of ours is private and a relay is public: behind NAT, reserving a relay slot now (AutoNAT may correct it)", "relay", relay)
+	}
 	c.logger.Debug("transport: host started", "peer", h.ID(), "addrs", h.Addrs())
 	return h, nil
+}
+
+// ErrPortInUse is matched (errors.Is) by the error of [NewHost] and
+// [CheckListenAddrs] when a listen address's port is held by another
+// socket: another process, or another host of this one.
+var ErrPortInUse = errors.New("port in use")
+
+// listenError reports listen addresses that cannot be bound, in one
+// sentence per port or address. It matches ErrPortInUse when a port is held.
+type listenError struct {
+	msg   string
+	inUse bool
+}
+
+func (e *listenError) Error() string { return e.msg }
+
+// Is reports whether target is ErrPortInUse and a port was held.
+func (e *listenError) Is(target error) bool { return e.inUse && target == ErrPortInUse }
+
+// sockAddr is the socket of a TCP or UDP listen multiaddr.
+type sockAddr struct {
+	tcp  bool
+	ip   netip.Addr
+	port int
+}
+
+// network is the Go network name of s ("tcp4", "udp6", …): with IPv6 the
+// socket is IPv6-only, as libp2p's are, so that a probe of [::] does not
+// collide with 0.0.0.0.
+func (s sockAddr) network() string {
+	n := "udp"
+	if s.tcp {
+		n = "tcp"
+	}
+	if s.ip.Is4() {
+		return n + "4"
+	}
+	return n + "6"
+}
+
+// sockOf returns the socket of an /ip4 or /ip6 address followed by /tcp or
+// /udp; ok is false for any other address (DNS, circuit, memory …).
+func sockOf(a ma.Multiaddr) (s sockAddr, ok bool) {
+	if len(a) < 2 {
+		return s, false
+	}
+	switch a[0].Code() {
+	case ma.P_IP4, ma.P_IP6:
+	default:
+		return s, false
+	}
+	ip, err := netip.ParseAddr(a[0].Value())
+	if err != nil {
+		return s, false
+	}
+	switch a[1].Code() {
+	case ma.P_TCP:
+		s.tcp = true
+	case ma.P_UDP:
+	default:
+		return s, false
+	}
+	port, err := strconv.Atoi(a[1].Value())
+	if err != nil {
+		return s, false
+	}
+	return sockAddr{tcp: s.tcp, ip: ip.Unmap(), port: port}, true
+}
+
+// CheckListenAddrs binds for a moment the socket of every TCP or UDP
+// address in addrs that names a port (not 0), and reports the ones that
+// cannot be bound: a port held by another process (wrapping [ErrPortInUse]),
+// an IP that is not this machine's, a privileged port. The probe binds
+// without SO_REUSEPORT, so it fails where another libp2p host listens with
+// it, whereas libp2p's own TCP listener would share the port in silence and
+// split the incoming connections between the two hosts. A wildcard address
+// of a family this machine lacks (no IPv6) is not an error: libp2p skips it
+// too. Other addresses (port 0, DNS, circuit) are not probed. Safe for
+// concurrent use; nothing stays bound.
+func CheckListenAddrs(addrs ...ma.Multiaddr) error {
+	var fails []listenFailure
+	for _, a := range addrs {
+		s, ok := sockOf(a)
+		if !ok || s.port == 0 {
+			continue
+		}
+		if err := probe(s); err != nil {
+			if f, skip := classifyListen(a, s, true, err); !skip {
+				fails = append(fails, f)
+			}
+		}
+	}
+	return joinListenFailures(fails)
+}
+
+// probe binds s plainly (Go sets SO_REUSEADDR on TCP listeners, which
+// tolerates TIME_WAIT but never a listening socket) and closes it at once.
+func probe(s sockAddr) error {
+	addr := netip.AddrPortFrom(s.ip, uint16(s.port)).String()
+	if s.tcp {
+		ln, err := net.Listen(s.network(), addr)
+		if err != nil {
+			return err
+		}
+		return ln.Close()
+	}
+	pc, err := net.ListenPacket(s.network(), addr)
+	if err != nil {
+		return err
+	}
+	return pc.Close()
+}
+
+// listenFailure is one address that could not be bound, and why.
+type listenFailure struct {
+	addr  ma.Multiaddr
+	sock  sockAddr // valid when hasSock
+	has   bool
+	inUse bool
+	err   error
+}
+
+// classifyListen says why a could not be bound; skip reports a wildcard
+// address of a family this machine does not have, which is no error.
+func classifyListen(a ma.Multiaddr, s sockAddr, hasSock bool, err error) (f listenFailure, skip bool) {
+	f = listenFailure{addr: a, sock: s, has: hasSock, err: err}
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		f.inUse = true
+	case hasSock && s.ip.IsUnspecified() && (errors.Is(err, syscall.EAFNOSUPPORT) || errors.Is(err, syscall.EADDRNOTAVAIL) || errors.Is(err, syscall.EPROTONOSUPPORT)):
+		return f, true
+	}
+	return f, false
+}
+
+// joinListenFailures makes one error of fails: "port 4001 is in use (TCP,
+// UDP) by another process" once per held port (naming the IP when it is
+// not a wildcard), then one clause per other failure; nil for none.
+func joinListenFailures(fails []listenFailure) error {
+	if len(fails) == 0 {
+		return nil
+	}
+	type portKey struct {
+		ip   string // "" for a wildcard
+		port int
+	}
+	var (
+		order  []portKey
+		protos = map[portKey][]string{}
+		others []string
+		inUse  bool
+	)
+	for _, f := range fails {
+		if !f.inUse || !f.has {
+			switch {
+			case f.inUse:
+				others = append(others, fmt.Sprintf("cannot listen on %s: its port is in use by another process", f.addr))
+			case errors.Is(f.err, syscall.EADDRNOTAVAIL):
+				others = append(others, fmt.Sprintf("cannot listen on %s: %s is not an address of this machine", f.addr, f.sock.ip))
+			case errors.Is(f.err, syscall.EACCES):
+				others = append(others, fmt.Sprintf("cannot listen on %s: permission denied (ports below 1024 need privileges)", f.addr))
+			default:
+				others = append(others, fmt.Sprintf("cannot listen on %s: %v", f.addr, f.err))
+			}
+			inUse = inUse || f.inUse
+			continue
+		}
+		inUse = true
+		k := portKey{port: f.sock.port}
+		if !f.sock.ip.IsUnspecified() {
+			k.ip = f.sock.ip.String()
+		}
+		p := "UDP"
+		if f.sock.tcp {
+			p = "TCP"
+		}
+		if _, ok := protos[k]; !ok {
+			order = append(order, k)
+		}
+		if !slices.Contains(protos[k], p) {
+			protos[k] = append(protos[k], p)
+		}
+	}
+	var parts []string
+	for _, k := range order {
+		on := ""
+		if k.ip != "" {
+			on = " on " + k.ip
+		}
+		ps := protos[k]
+		slices.Sort(ps) // TCP before UDP
+		parts = append(parts, fmt.Sprintf("port %d%s is in use (%s) by another process", k.port, on, strings.Join(ps, ", ")))
+	}
+	return &listenError{msg: strings.Join(append(parts, others...), "; "), inUse: inUse}
+}
+
+// checkBound compares the listen addresses asked for with those the swarm
+// bound, and fails naming each one that is missing: libp2p itself fails
+// only when none could be bound. A missing address is tried once more
+// alone, which both gives its error and closes the race with a port that
+// was freed meanwhile.
+func (c *hostConfig) checkBound(sw *swarm.Swarm) error {
+	if sw == nil || len(c.listenAddrs) == 0 {
+		return nil
+	}
+	var fails []listenFailure
+	for _, a := range c.listenAddrs {
+		if slices.ContainsFunc(sw.ListenAddresses(), func(b ma.Multiaddr) bool { return listenMatches(a, b) }) {
+			continue
+		}
+		err := sw.AddListenAddr(a)
+		if err == nil {
+			continue
+		}
+		s, ok := sockOf(a)
+		f, skip := classifyListen(a, s, ok, err)
+		if skip {
+			c.logger.Debug("transport: not listening on an address of a family this machine lacks", "addr", a, "err", err)
+			continue
+		}
+		fails = append(fails, f)
+	}
+	return joinListenFailures(fails)
+}
+
+// listenMatches reports whether the bound listen address got serves the
+// requested one want: the same components, except that port 0 in want
+// matches any port.
+func listenMatches(want, got ma.Multiaddr) bool {
+	if len(want) != len(got) {
+		return false
+	}
+	for i := range want {
+		w, g := want[i], got[i]
+		if w.Code() != g.Code() {
+			return false
+		}
+		if w.Value() == g.Value() {
+			continue
+		}
+		if (w.Code() != ma.P_TCP && w.Code() != ma.P_UDP) || w.Value() != "0" {
+			return false
+		}
+	}
+	return true
 }

@@ -319,25 +319,100 @@ func TestNewHostRefusesBadConfig(t *testing.T) {
 }
 
 // TestNewHostFailedStartLeavesNothingRunning makes the host fail while
-// starting (its only listen address is taken) and checks that no goroutine
-// is left behind.
+// starting (its only listen address is not this machine's, with port 0, so
+// that no probe catches it before libp2p starts) and checks that no
+// goroutine is left behind.
 func TestNewHostFailedStartLeavesNothingRunning(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	busy, err := ma.NewMultiaddr("/ip4/127.0.0.1/tcp/" + portOf(l.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := NewHost(WithIdentity(newKey(t)), WithListenAddrs(busy))
+	h, err := NewHost(WithIdentity(newKey(t)), WithListenAddrs(ma.StringCast("/ip4/198.51.100.77/tcp/0")))
 	if err == nil {
 		h.Close()
-		t.Fatal("NewHost succeeded on a busy port")
+		t.Fatal("NewHost succeeded on an address of no interface")
 	}
 	t.Logf("NewHost: %v", err)
 	goleak.VerifyNone(t)
+}
+
+// TestNewHostRefusesBusyPort: a port held by another socket fails NewHost
+// with ErrPortInUse and a message naming the port and the protocol, and
+// leaves nothing running. The TCP case is held by another libp2p host,
+// whose SO_REUSEPORT listener libp2p would otherwise share in silence.
+func TestNewHostRefusesBusyPort(t *testing.T) {
+	other := newTestHost(t, "/ip4/127.0.0.1/tcp/0")
+	tcpPort := ""
+	for _, a := range other.Network().ListenAddresses() {
+		if v, err := a.ValueForProtocol(ma.P_TCP); err == nil {
+			tcpPort = v
+		}
+	}
+	udp, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	udpPort := portOf(udp.LocalAddr())
+	for _, tc := range []struct {
+		name   string
+		listen []string
+		want   string
+	}{
+		{"tcp held by a reuseport host", []string{"/ip4/127.0.0.1/tcp/" + tcpPort}, "port " + tcpPort + " on 127.0.0.1 is in use (TCP) by another process"},
+		{"udp held", []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/" + udpPort + "/quic-v1"}, "port " + udpPort + " on 127.0.0.1 is in use (UDP) by another process"},
+		{"both", []string{"/ip4/127.0.0.1/tcp/" + tcpPort, "/ip4/127.0.0.1/udp/" + tcpPort + "/quic-v1", "/ip4/127.0.0.1/udp/" + udpPort + "/quic-v1"},
+			"port " + tcpPort + " on 127.0.0.1 is in use (TCP) by another process; port " + udpPort + " on 127.0.0.1 is in use (UDP) by another process"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var addrs []ma.Multiaddr
+			for _, a := range tc.listen {
+				addrs = append(addrs, ma.StringCast(a))
+			}
+			h, err := NewHost(WithIdentity(newKey(t)), WithListenAddrs(addrs...))
+			if err == nil {
+				h.Close()
+				t.Fatalf("NewHost on %v succeeded", tc.listen)
+			}
+			if !errors.Is(err, ErrPortInUse) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %q (ErrPortInUse: %v), want it to contain %q", err, errors.Is(err, ErrPortInUse), tc.want)
+			}
+			if err := CheckListenAddrs(addrs...); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("CheckListenAddrs = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	// The holder keeps working: a fresh host still connects to it.
+	connect(t, newTestHost(t, ""), other)
+}
+
+// TestNewHostFailsWhenAnyAddressIsNotBound: libp2p starts when one listen
+// address of several is bound; NewHost fails naming the one that is not,
+// and closes the host.
+func TestNewHostFailsWhenAnyAddressIsNotBound(t *testing.T) {
+	h, err := NewHost(WithIdentity(newKey(t)), WithListenAddrs(ma.StringCast("/ip4/127.0.0.1/tcp/0"), ma.StringCast("/ip4/198.51.100.77/udp/0/quic-v1")))
+	if err == nil {
+		h.Close()
+		t.Fatal("NewHost succeeded with an address of no interface")
+	}
+	want := "cannot listen on /ip4/198.51.100.77/udp/0/quic-v1: 198.51.100.77 is not an address of this machine"
+	if !strings.Contains(err.Error(), want) || errors.Is(err, ErrPortInUse) {
+		t.Fatalf("err = %q, want %q", err, want)
+	}
+	goleak.VerifyNone(t)
+	// Port 0 and a bound address match; the other components must be equal.
+	for _, tc := range []struct {
+		want, got string
+		ok        bool
+	}{
+		{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/tcp/4242", true},
+		{"/ip4/0.0.0.0/udp/0/quic-v1", "/ip4/0.0.0.0/udp/4242/quic-v1", true},
+		{"/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/tcp/4001", true},
+		{"/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/tcp/4002", false},
+		{"/ip4/0.0.0.0/udp/0/quic-v1", "/ip4/0.0.0.0/tcp/4242", false},
+		{"/ip4/0.0.0.0/tcp/0", "/ip6/::/tcp/4242", false},
+		{"/ip4/127.0.0.1/tcp/0", "/ip4/0.0.0.0/tcp/4242", false},
+	} {
+		if got := listenMatches(ma.StringCast(tc.want), ma.StringCast(tc.got)); got != tc.ok {
+			t.Errorf("listenMatches(%s, %s) = %v, want %v", tc.want, tc.got, got, tc.ok)
+		}
+	}
 }
 
 func portOf(a net.Addr) string {

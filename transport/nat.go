@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"context"
 	"fmt"
 	"math/big"
 	"net"
@@ -9,11 +10,17 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
+	"github.com/libp2p/go-libp2p/p2p/host/eventbus"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
+	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
 	"github.com/libp2p/go-libp2p/x/rate"
+	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
 )
 
@@ -73,6 +80,7 @@ func WithRelayService(limits RelayLimits) Option {
 		res.MaxReservations = l.Reservations
 		c.extra = append(c.extra, libp2p.EnableRelayService(relayv2.WithResources(res)), libp2p.EnableNATService(), libp2p.ForceReachabilityPublic())
 		c.connRate = true
+		c.forcedReachability = true
 		return nil
 	}
 }
@@ -83,25 +91,53 @@ func WithRelayService(limits RelayLimits) Option {
 // when there are any. New connections per IP address are rate limited less
 // strictly than by go-libp2p's default, and not at all from the IP
 // addresses of staticRelays (see natConfig).
+//
+// A host whose own addresses are all private while a static relay is at a
+// public address must be behind NAT: it starts as private (see
+// presumePrivate) instead of waiting for AutoNAT, which takes 15 s to a
+// minute, so it reserves a relay slot in its first second. AutoNAT still
+// runs and corrects it: found public, the reservation is dropped.
+// [WithReachability] "private" or "public" overrides both.
 func WithNATTraversal(staticRelays []peer.AddrInfo) Option {
 	return func(c *hostConfig) error {
-		c.connRate = true
-		for _, ai := range staticRelays {
-			for _, a := range ai.Addrs {
-				if ip, err := manet.ToIP(a); err == nil {
-					if addr, ok := netip.AddrFromSlice(ip); ok {
-						addr = addr.Unmap()
-						c.relayPrefixes = append(c.relayPrefixes, netip.PrefixFrom(addr, addr.BitLen()))
-					}
-				}
-			}
-		}
+		c.relaxFor(staticRelays)
+		c.staticRelays = slices.Clone(staticRelays)
 		c.extra = append(c.extra, libp2p.EnableAutoNATv2(), libp2p.NATPortMap(), libp2p.EnableHolePunching())
 		if len(staticRelays) > 0 {
 			c.extra = append(c.extra, libp2p.EnableAutoRelayWithStaticRelays(staticRelays,
 				autorelay.WithBootDelay(0), autorelay.WithMinInterval(5*time.Second)))
 		}
 		return nil
+	}
+}
+
+// WithHolePunching is what a client behind NAT needs to reach a peer
+// behind another NAT directly: DCUtR hole punching (the public address it
+// needs comes from identify with the bootstrap peers), and the relaxed
+// connection rates of WithNATTraversal towards bootstrapPeers. A client is
+// not dialled by others, so it gets none of a node's reachability
+// machinery: no relay reservation, no AutoNAT, no port mapping.
+func WithHolePunching(bootstrapPeers []peer.AddrInfo) Option {
+	return func(c *hostConfig) error {
+		c.relaxFor(bootstrapPeers)
+		c.extra = append(c.extra, libp2p.EnableHolePunching())
+		return nil
+	}
+}
+
+// relaxFor relaxes the rate of new connections per IP address, and lifts
+// it for the addresses of peers (see natConfig).
+func (c *hostConfig) relaxFor(peers []peer.AddrInfo) {
+	c.connRate = true
+	for _, ai := range peers {
+		for _, a := range ai.Addrs {
+			if ip, err := manet.ToIP(a); err == nil {
+				if addr, ok := netip.AddrFromSlice(ip); ok {
+					addr = addr.Unmap()
+					c.relayPrefixes = append(c.relayPrefixes, netip.PrefixFrom(addr, addr.BitLen()))
+				}
+			}
+		}
 	}
 }
 
@@ -124,6 +160,13 @@ const (
 type natConfig struct {
 	// connRate relaxes the rate of new connections per IP address.
 	connRate bool
+	// staticRelays are WithNATTraversal's relays: with them the host may
+	// start as private (presumePrivate).
+	staticRelays []peer.AddrInfo
+	// forcedReachability is set when an option fixed the reachability
+	// (WithReachability "private"/"public", WithRelayService): AutoNAT's
+	// answer is then final, and nothing is presumed.
+	forcedReachability bool
 	// relayPrefixes are the addresses of the static relays (one-address
 	// prefixes): no rate limit, relayedConnsPerRelay connections at once.
 	relayPrefixes []netip.Prefix
@@ -160,18 +203,21 @@ func (n natConfig) rcmgrOptions() []rcmgr.Option {
 	}
 }
 
-// WithReachability skips AutoNAT's detection of the host's reachability:
-// "private" (behind NAT: reserve a slot on the static relays at once, not
-// after AutoNAT's first failed probe, 15 s or more) or "public"; "" and
-// "auto" leave it to AutoNAT.
+// WithReachability fixes the host's reachability instead of AutoNAT:
+// "private" (behind NAT: reserve a slot on the static relays at once and
+// keep it) or "public"; "" and "auto" leave it to AutoNAT, which a host of
+// WithNATTraversal starts from private when its addresses say it is behind
+// NAT (see presumePrivate).
 func WithReachability(r string) Option {
 	return func(c *hostConfig) error {
 		switch r {
 		case "", "auto":
 		case "private":
 			c.extra = append(c.extra, libp2p.ForceReachabilityPrivate())
+			c.forcedReachability = true
 		case "public":
 			c.extra = append(c.extra, libp2p.ForceReachabilityPublic())
+			c.forcedReachability = true
 		default:
 			return fmt.Errorf("transport: reachability %q: want auto, public or private", r)
 		}
@@ -245,4 +291,120 @@ func halves(n *net.IPNet, bits int) (*net.IPNet, *net.IPNet) {
 	v.SetBit(v, bits-ones-1, 1)
 	b := v.FillBytes(make([]byte, len(ip)))
 	return &net.IPNet{IP: ip, Mask: mask}, &net.IPNet{IP: net.IP(b), Mask: mask}
+}
+
+// presumePrivate starts h as private when natConfig's addresses say it is
+// behind NAT: every address h listens on is private (or loopback) and some
+// static relay is at a public address, so that relay can only be reached
+// through a NAT. AutoNAT v1 starts from "unknown" and, with a 15 s boot
+// delay and several failed dial-backs to go, takes 15 s to a minute to say
+// "private"; until then AutoRelay reserves nothing and the host cannot be
+// reached. This emits the private reachability on the event bus at once,
+// which starts AutoRelay's reservation on the static relays (boot delay 0)
+// and keeps the DHT in client mode. AutoNAT keeps probing and emits its own
+// verdict when it has one: public stops AutoRelay and drops the
+// reservation. It returns the public relay address that decided, or nil.
+func (n natConfig) presumePrivate(h host.Host) (ma.Multiaddr, error) {
+	if n.forcedReachability || len(n.staticRelays) == 0 {
+		return nil, nil
+	}
+	own, err := h.Network().InterfaceListenAddresses()
+	if err != nil {
+		return nil, fmt.Errorf("transport: the host's addresses: %w", err)
+	}
+	relay := behindNAT(own, n.staticRelays)
+	if relay == nil {
+		return nil, nil
+	}
+	em, err := h.EventBus().Emitter(new(event.EvtLocalReachabilityChanged), eventbus.Stateful)
+	if err != nil {
+		return nil, fmt.Errorf("transport: presume private reachability: %w", err)
+	}
+	defer em.Close()
+	if err := em.Emit(event.EvtLocalReachabilityChanged{Reachability: network.ReachabilityPrivate}); err != nil {
+		return nil, fmt.Errorf("transport: presume private reachability: %w", err)
+	}
+	return relay, nil
+}
+
+// behindNAT returns a public address of relays when every one of own is
+// private, and nil otherwise (a public address of our own, no address, or
+// only private relays: on the same private network as us, no NAT between).
+func behindNAT(own []ma.Multiaddr, relays []peer.AddrInfo) ma.Multiaddr {
+	if len(own) == 0 || slices.ContainsFunc(own, manet.IsPublicAddr) {
+		return nil
+	}
+	for _, ai := range relays {
+		for _, a := range ai.Addrs {
+			if manet.IsPublicAddr(a) {
+				return a
+			}
+		}
+	}
+	return nil
+}
+
+// HolePunchReady reports whether h serves DCUtR. go-libp2p serves it only
+// once the host knows a public address of its own (its listen address, or
+// the one identify's peers observe behind NAT); a peer behind NAT starts
+// hole punching once, when our relayed connection arrives, and that fails
+// while we do not serve DCUtR.
+func HolePunchReady(h host.Host) bool {
+	return slices.Contains(h.Mux().Protocols(), holepunch.Protocol)
+}
+
+// WaitHolePunchReady waits until h serves DCUtR (see [HolePunchReady]) or
+// ctx ends, on the event bus's protocol updates; it reports whether it does.
+func WaitHolePunchReady(ctx context.Context, h host.Host) bool {
+	sub, err := h.EventBus().Subscribe(new(event.EvtLocalProtocolsUpdated))
+	if err != nil {
+		return HolePunchReady(h)
+	}
+	defer sub.Close()
+	for !HolePunchReady(h) {
+		select {
+		case <-ctx.Done():
+			return false
+		case _, ok := <-sub.Out():
+			if !ok {
+				return HolePunchReady(h)
+			}
+		}
+	}
+	return true
+}
+
+// WaitDirect waits until h has a direct (not relayed) connection to p, or
+// ctx ends, on the event bus's connectedness changes, and returns that
+// connection, nil when there is none. It returns at once when one is open.
+func WaitDirect(ctx context.Context, h host.Host, p peer.ID) network.Conn {
+	sub, err := h.EventBus().Subscribe(new(event.EvtPeerConnectednessChanged))
+	if err != nil {
+		return DirectConn(h, p)
+	}
+	defer sub.Close()
+	for {
+		if c := DirectConn(h, p); c != nil {
+			return c
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-sub.Out():
+			if !ok {
+				return DirectConn(h, p)
+			}
+		}
+	}
+}
+
+// DirectConn returns an open direct (not limited, not relayed) connection
+// of h to p, nil when there is none.
+func DirectConn(h host.Host, p peer.ID) network.Conn {
+	for _, c := range h.Network().ConnsToPeer(p) {
+		if !c.Stat().Limited && !c.IsClosed() {
+			return c
+		}
+	}
+	return nil
 }

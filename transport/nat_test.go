@@ -1,9 +1,13 @@
 package transport
 
 import (
+	"context"
 	"net"
 	"testing"
+	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
 )
@@ -60,5 +64,77 @@ func TestAllowRoutable(t *testing.T) {
 		if err := AllowRoutable([]string{bad}); err == nil {
 			t.Errorf("%s was accepted", bad)
 		}
+	}
+}
+
+func TestBehindNAT(t *testing.T) {
+	m := func(ss ...string) []ma.Multiaddr {
+		var out []ma.Multiaddr
+		for _, s := range ss {
+			out = append(out, ma.StringCast(s))
+		}
+		return out
+	}
+	relay := func(ss ...string) []peer.AddrInfo { return []peer.AddrInfo{{Addrs: m(ss...)}} }
+	for _, c := range []struct {
+		name   string
+		own    []ma.Multiaddr
+		relays []peer.AddrInfo
+		want   string
+	}{
+		{"private node, public relay", m("/ip4/10.78.2.2/tcp/4001", "/ip4/127.0.0.1/tcp/4001"), relay("/ip4/10.0.0.9/tcp/4001", "/ip4/11.77.0.10/udp/4001/quic-v1"), "/ip4/11.77.0.10/udp/4001/quic-v1"},
+		{"public address of our own", m("/ip4/10.78.2.2/tcp/4001", "/ip4/11.77.0.22/tcp/4001"), relay("/ip4/11.77.0.10/tcp/4001"), ""},
+		{"relay on our private network", m("/ip4/192.168.1.5/tcp/4001"), relay("/ip4/192.168.1.1/tcp/4001"), ""},
+		{"loopback mesh", m("/ip4/127.0.0.1/tcp/4001"), relay("/ip4/127.0.0.1/tcp/4002"), ""},
+		{"no address", nil, relay("/ip4/11.77.0.10/tcp/4001"), ""},
+		{"no relay", m("/ip4/10.78.2.2/tcp/4001"), nil, ""},
+		{"public IPv6 of our own", m("/ip4/10.78.2.2/tcp/4001", "/ip6/2001:4860::1/tcp/4001"), relay("/ip4/11.77.0.10/tcp/4001"), ""},
+	} {
+		got := behindNAT(c.own, c.relays)
+		if (got == nil && c.want != "") || (got != nil && got.String() != c.want) {
+			t.Errorf("%s: behindNAT = %v, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// TestWaitDirect: WaitDirect returns a direct connection that opens while
+// it waits (on the event bus, not by polling), at once when one is open,
+// and nil when ctx ends first; WaitHolePunchReady reports false for a
+// host that never learns a public address.
+func TestWaitDirect(t *testing.T) {
+	a := newTestHost(t, "/ip4/127.0.0.1/tcp/0")
+	b := newTestHost(t, "/ip4/127.0.0.1/tcp/0")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if c := WaitDirect(ctx, a, b.ID()); c != nil {
+		t.Fatalf("WaitDirect with no connection returned %v", c)
+	}
+
+	got := make(chan network.Conn, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		got <- WaitDirect(ctx, a, b.ID())
+	}()
+	time.Sleep(100 * time.Millisecond)
+	connect(t, a, b)
+	select {
+	case c := <-got:
+		if c == nil || c.RemotePeer() != b.ID() {
+			t.Fatalf("WaitDirect returned %v, want the connection to b", c)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("WaitDirect did not return after the connection opened")
+	}
+	start := time.Now()
+	if c := WaitDirect(context.Background(), a, b.ID()); c == nil || time.Since(start) > time.Second {
+		t.Fatalf("WaitDirect with a direct connection open: %v after %v, want it at once", c, time.Since(start))
+	}
+
+	ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if HolePunchReady(a) || WaitHolePunchReady(ctx, a) {
+		t.Fatal("a loopback host without hole punching reports DCUtR ready")
 	}
 }
