@@ -32,7 +32,7 @@ const (
 	DefaultSendAttempts = 5
 	// DefaultDirectWait is how long SendFile waits for a direct connection
 	// when the only one to the receiver is a limited (relayed) one.
-	DefaultDirectWait = 5 * time.Second
+	DefaultDirectWait = 10 * time.Second
 	// blobOpenTimeout bounds opening a stream and its protocol negotiation.
 	blobOpenTimeout = 30 * time.Second
 	// blobOffsetTimeout bounds waiting for the receiver's offset: it may wait
@@ -41,8 +41,14 @@ const (
 	// blobCommitTimeout bounds waiting for the final answer after the last
 	// byte: the receiver fsyncs and renames.
 	blobCommitTimeout = 2 * time.Minute
-	// blobBackoff and blobMaxBackoff shape the pause between attempts.
-	blobBackoff, blobMaxBackoff = 250 * time.Millisecond, 5 * time.Second
+	// blobBackoff and blobMaxBackoff shape the pause between attempts: it
+	// doubles with each failure in a row, so the DefaultSendAttempts
+	// failures before giving up span 7.5 s. That outlasts a hole punch in
+	// progress (its dial times out after 5 s): the peer behind a relay tries
+	// one on every new relayed connection, and while its dial to us is
+	// pending our own dials to that peer fail ("connection failed"), as
+	// the NAT lab shows behind symmetric NAT, where the punch cannot work.
+	blobBackoff, blobMaxBackoff = 500 * time.Millisecond, 5 * time.Second
 )
 
 // SendOptions adjust SendFile. The zero value is the default of every field.
@@ -145,11 +151,10 @@ func (n *Client) SendFile(ctx context.Context, addr protocol.Address, path strin
 		}
 	}
 	lctx := network.WithAllowLimitedConn(ctx, "mcpv2 blob")
-	pid, err := n.Connect(lctx, addr)
+	pid, err := n.connect(lctx, addr, o.DirectWait)
 	if err != nil {
 		return store.FileInfo{}, err
 	}
-	n.waitDirect(ctx, pid, o.DirectWait)
 
 	var lim *rate.Limiter
 	if o.RateLimit > 0 {
@@ -356,41 +361,4 @@ func hashFile(ctx context.Context, f *os.File, size int64) (string, error) {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// waitDirect waits up to d for a connection to pid that is not limited,
-// when all of them are limited (relayed). It returns at once when there is
-// a direct connection or none at all.
-func (n *Client) waitDirect(ctx context.Context, pid peer.ID, d time.Duration) {
-	if d <= 0 || n.hasDirect(pid) {
-		return
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-			return
-		case <-tick.C:
-			if n.hasDirect(pid) {
-				return
-			}
-		}
-	}
-}
-
-// hasDirect reports whether pid has a connection that is not limited, or no
-// connection at all (nothing to wait for).
-func (n *Client) hasDirect(pid peer.ID) bool {
-	conns := n.host.Network().ConnsToPeer(pid)
-	for _, c := range conns {
-		if !c.Stat().Limited {
-			return true
-		}
-	}
-	return len(conns) == 0
 }

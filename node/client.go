@@ -112,7 +112,7 @@ type PeerRouter interface {
 
 // Client calls mesh peers over /mcpv2/rpc/1.0.0, reusing streams and
 // connections. A Node embeds one; the CLI's client commands use one alone.
-// It is safe for concurrent use; mu guards router.
+// It is safe for concurrent use; mu guards router and noDirect.
 //
 // A pooled stream never carries two calls' answers: a stream goes back to
 // the pool only after a request whose answer was read in full and matched
@@ -125,10 +125,25 @@ type Client struct {
 	now    func() time.Time
 	maxMsg int
 	ids    atomic.Uint64 // the last wire id handed out
+	// waitDirect is ClientConfig.WaitDirect.
+	waitDirect time.Duration
 
 	mu     sync.Mutex
 	router PeerRouter
+	// noDirect holds when a wait for a direct connection to a peer last
+	// came to nothing (symmetric NAT, a firewall): calls to it do not wait
+	// again for punchRetry, so a relayed peer costs the wait once, not on
+	// every call or every relay circuit of a long transfer.
+	noDirect map[peer.ID]time.Time
 }
+
+const (
+	// punchRetry is how long after a fruitless wait calls to that peer go
+	// through the relay without waiting for a direct connection again.
+	punchRetry = 5 * time.Minute
+	// maxNoDirect bounds Client.noDirect; past it the map starts over.
+	maxNoDirect = 1024
+)
 
 // ClientConfig configures a Client; zero fields take the stated defaults.
 type ClientConfig struct {
@@ -138,6 +153,13 @@ type ClientConfig struct {
 	MaxMessage int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// WaitDirect, when positive, is how long Connect waits for a direct
+	// connection to a peer that it reached only through a relay, before the
+	// call's first byte: the peer starts hole punching (DCUtR) when the
+	// relayed connection arrives, and an upgrade takes well under a second
+	// where it works. It waits once per relayed connection, and not at all
+	// when the peer is already reached directly. Zero or negative: never.
+	WaitDirect time.Duration
 }
 
 // NewClient returns a client that calls peers from h. Closing the client
@@ -149,7 +171,7 @@ func NewClient(h host.Host, cfg ClientConfig) *Client {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Client{host: h, pool: newStreamPool(h), secret: cfg.Secret, now: cfg.Now, maxMsg: cfg.MaxMessage}
+	return &Client{host: h, pool: newStreamPool(h), secret: cfg.Secret, now: cfg.Now, maxMsg: cfg.MaxMessage, waitDirect: cfg.WaitDirect}
 }
 
 // Close closes the client's idle streams.
@@ -163,8 +185,14 @@ func (n *Client) SetRouter(r PeerRouter) {
 }
 
 // Connect makes sure the node is connected to the mesh peer at addr and
-// returns its PeerID.
+// returns its PeerID. Reached through a relay only, it first waits up to
+// ClientConfig.WaitDirect for a direct connection.
 func (n *Client) Connect(ctx context.Context, addr protocol.Address) (peer.ID, error) {
+	return n.connect(ctx, addr, n.waitDirect)
+}
+
+// connect is Connect with wait in place of ClientConfig.WaitDirect.
+func (n *Client) connect(ctx context.Context, addr protocol.Address, wait time.Duration) (peer.ID, error) {
 	if addr.Kind != protocol.AddrMesh {
 		return "", fmt.Errorf("node: %s is not a mesh address", addr)
 	}
@@ -175,8 +203,12 @@ func (n *Client) Connect(ctx context.Context, addr protocol.Address) (peer.ID, e
 	if pid == n.host.ID() {
 		return "", errors.New("node: that address is this node itself")
 	}
-	if n.host.Network().Connectedness(pid) == network.Connected {
+	switch n.host.Network().Connectedness(pid) {
+	case network.Connected:
 		return pid, nil // the hot path of repeated calls: nothing to learn
+	case network.Limited:
+		n.upgrade(ctx, pid, wait)
+		return pid, nil
 	}
 	if addr.Multiaddr != "" {
 		m, err := ma.NewMultiaddr(addr.Multiaddr)
@@ -202,10 +234,69 @@ func (n *Client) Connect(ctx context.Context, addr protocol.Address) (peer.ID, e
 		}
 		n.host.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.TempAddrTTL)
 	}
+	ready := transport.HolePunchReady(n.host)
 	if err := n.host.Connect(ctx, peer.AddrInfo{ID: pid}); err != nil {
 		return "", fmt.Errorf("node: connect to %s: %w", pid, err)
 	}
+	if !ready && wait > 0 && n.host.Network().Connectedness(pid) == network.Limited {
+		n.redialReady(ctx, pid, wait)
+	}
+	n.upgrade(ctx, pid, wait)
 	return pid, nil
+}
+
+// redialReady handles a relayed connection that this client opened before
+// it served DCUtR (a node that just started, before identify told it its
+// public address): the peer tried to punch a hole once, when the
+// connection arrived, and failed. It waits up to wait for hole punching to
+// be ready, then replaces that connection, which carries no call yet, with
+// a new one, on whose arrival the peer punches again.
+func (n *Client) redialReady(ctx context.Context, pid peer.ID, wait time.Duration) {
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if !transport.WaitHolePunchReady(wctx, n.host) {
+		return
+	}
+	for _, c := range n.host.Network().ConnsToPeer(pid) {
+		if c.Stat().Limited {
+			_ = c.Close()
+		}
+	}
+	// A failed redial is the call's to report: its stream dials again.
+	_ = n.host.Connect(ctx, peer.AddrInfo{ID: pid})
+}
+
+// upgrade waits up to wait for a direct connection to pid when the host
+// reaches it only through a relay: the peer starts hole punching when a
+// relayed connection arrives. The call goes on either way, over the direct
+// connection when one came, else through the relay; after a wait that came
+// to nothing, calls to pid do not wait again for punchRetry.
+func (n *Client) upgrade(ctx context.Context, pid peer.ID, wait time.Duration) {
+	if wait <= 0 || n.host.Network().Connectedness(pid) != network.Limited {
+		return
+	}
+	n.mu.Lock()
+	last, failed := n.noDirect[pid]
+	n.mu.Unlock()
+	if failed && n.now().Sub(last) < punchRetry {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	direct := transport.WaitDirect(wctx, n.host, pid) != nil
+	if !direct && ctx.Err() != nil {
+		return // the call ended, not the wait: nothing learnt
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case direct:
+		delete(n.noDirect, pid)
+	case n.noDirect == nil || len(n.noDirect) >= maxNoDirect:
+		n.noDirect = map[peer.ID]time.Time{pid: n.now()}
+	default:
+		n.noDirect[pid] = n.now()
+	}
 }
 
 // ErrOutOfStep is wrapped when a peer's answer does not carry the ids of

@@ -162,15 +162,19 @@ func (n *Node) grant(c Caller, session, skill string) *protocol.Error {
 			return nil
 		}
 		return &protocol.Error{Code: protocol.CodeNotPermitted,
-			Message: fmt.Sprintf("not permitted: peer %s is not granted skill %q; the node's operator can grant it in the policy file ({\"grants\": {\"%s\": [\"%s\"]}}), or both sides can share a --secret", c.ID, skill, c.ID, skill),
-			Data:    map[string]string{"skill": skill, "caller": c.Kind.String()}}
+			Message: fmt.Sprintf("not permitted: peer %s is not granted skill %q. To allow it, either run both sides with the same --secret, "+
+				"or grant the caller's PeerID (`mcpv2 id` prints it) in this node's policy file (policy.json in its data dir, or its --policy) and restart it: "+
+				"{\"grants\": {\"%s\": [\"%s\"]}}", c.ID, skill, c.ID, skill),
+			Data: map[string]string{"skill": skill, "caller": c.Kind.String()}}
 	default:
 		if n.policy.Allows(protocol.PolicyHTTP, skill) {
 			return nil
 		}
 		return &protocol.Error{Code: protocol.CodeNotPermitted,
-			Message: fmt.Sprintf("not permitted: an anonymous session may not run skill %q; call with a session minted with the node's --secret, or the node's operator can grant it to every HTTP caller in the policy file ({\"grants\": {\"http\": [\"%s\"]}})", skill, skill),
-			Data:    map[string]string{"skill": skill, "caller": c.Kind.String()}}
+			Message: fmt.Sprintf("not permitted: an anonymous HTTP session may not run skill %q. To allow it, either call with a session minted with the node's --secret "+
+				"(mcpv2 call|send … --secret S does that), or grant it to every HTTP caller in this node's policy file (policy.json in its data dir, or its --policy) and restart it: "+
+				"{\"grants\": {\"http\": [\"%s\"]}}", skill, skill),
+			Data: map[string]string{"skill": skill, "caller": c.Kind.String()}}
 	}
 }
 

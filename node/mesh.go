@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/event"
@@ -43,24 +44,65 @@ type MeshConfig struct {
 	Reachability string
 	// Republish is how often the card is put again (default 30 min).
 	Republish time.Duration
+	// WaitDirect is how long a call waits for a direct connection to a peer
+	// reached only through a relay (ClientConfig.WaitDirect): default
+	// DefaultWaitDirect with NAT traversal, negative never.
+	WaitDirect time.Duration
+}
+
+// DefaultWaitDirect is how long a call waits for hole punching to turn a
+// relayed connection into a direct one before its first byte, by default.
+const DefaultWaitDirect = 2 * time.Second
+
+// waitDirect is the ClientConfig.WaitDirect of a node with mesh m.
+func (m *MeshConfig) waitDirect() time.Duration {
+	switch {
+	case m == nil || m.NoNAT || m.WaitDirect < 0:
+		return 0
+	case m.WaitDirect == 0:
+		return DefaultWaitDirect
+	}
+	return m.WaitDirect
 }
 
 // ParseBootstrap parses bootstrap multiaddrs into peer infos, merging
-// addresses of the same peer.
+// addresses of the same peer. An address that is not a multiaddr with a
+// /p2p/ PeerID (an HTTP edge address, a bare PeerID) is refused with an
+// example of the right form.
 func ParseBootstrap(addrs []string) ([]peer.AddrInfo, error) {
+	const example = "bootstrap peers are libp2p multiaddrs that end in the peer's PeerID, e.g. /ip4/1.2.3.4/tcp/4001/p2p/12D3KooW… (the MCPV2_P2P_ADDRESS lines a node prints)"
 	var mas []ma.Multiaddr
 	for _, s := range addrs {
+		if scheme, _, ok := strings.Cut(s, "://"); ok {
+			return nil, fmt.Errorf("bootstrap address %q is a URL (%s://), not a multiaddr: %s; an HTTP edge cannot be a bootstrap peer", s, scheme, example)
+		}
 		m, err := ma.NewMultiaddr(s)
 		if err != nil {
-			return nil, fmt.Errorf("bootstrap address %q: %w", s, err)
+			return nil, fmt.Errorf("bootstrap address %q is not a multiaddr (%v): %s", s, err, example)
+		}
+		if _, err := peer.AddrInfoFromP2pAddr(m); err != nil {
+			return nil, fmt.Errorf("bootstrap address %q has no /p2p/<PeerID>: %s", s, example)
 		}
 		mas = append(mas, m)
 	}
 	infos, err := peer.AddrInfosFromP2pAddrs(mas...)
 	if err != nil {
-		return nil, fmt.Errorf("bootstrap addresses: %w (each needs /p2p/<PeerID>)", err)
+		return nil, fmt.Errorf("bootstrap addresses: %w: %s", err, example)
 	}
 	return infos, nil
+}
+
+// Check reports what New would refuse in m, starting nothing: the
+// bootstrap addresses, the DHT mode and the reachability (refused even when
+// NoNAT leaves it unused).
+func (m *MeshConfig) Check() error {
+	if _, err := ParseBootstrap(m.Bootstrap); err != nil {
+		return err
+	}
+	if _, err := parseMode(m.Mode); err != nil {
+		return err
+	}
+	return transport.CheckOptions(transport.WithReachability(m.Reachability))
 }
 
 // meshHostOptions are the transport options a MeshConfig adds.

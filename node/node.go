@@ -274,7 +274,7 @@ func New(cfg Config) (_ *Node, err error) {
 	if n.host, err = transport.NewHost(hopts...); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	n.Client = NewClient(n.host, ClientConfig{Secret: cfg.Secret, MaxMessage: cfg.MaxMessage, Now: cfg.Now})
+	n.Client = NewClient(n.host, ClientConfig{Secret: cfg.Secret, MaxMessage: cfg.MaxMessage, Now: cfg.Now, WaitDirect: cfg.Mesh.waitDirect()})
 	n.host.SetStreamHandler(libp2pproto.ID(protocol.RPCProtocolID), n.handleRPC)
 	n.host.SetStreamHandler(libp2pproto.ID(protocol.BlobProtocolID), n.handleBlob)
 	if cfg.Mesh != nil {
@@ -282,7 +282,7 @@ func New(cfg Config) (_ *Node, err error) {
 			return nil, fmt.Errorf("node: %w", err)
 		}
 	}
-	n.log.Info("node started", "peer_id", pid.String(), "addrs", n.host.Addrs())
+	n.log.Debug("node started", "peer_id", pid.String(), "addrs", n.host.Addrs())
 	return n, nil
 }
 

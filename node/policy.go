@@ -91,3 +91,37 @@ func (p *Policy) Allows(who, skill string) bool {
 	}
 	return false
 }
+
+// AccessSummary says in one line who may run what on the node, from its
+// policy and secret, for its "ready" log line: e.g. "open to everyone:
+// ping, tools/list, agent/card; HTTP sessions also: translate_history;
+// PeerIDs granted skills: 2 (policy /data/policy.json); secret holders
+// (--secret): every skill". Safe for concurrent use.
+func (n *Node) AccessSummary() string {
+	everyone := []string{"tools/list", "agent/card"}
+	if g := n.policy.grants["*"]; slices.Contains(g, "*") {
+		everyone = append([]string{"every skill"}, everyone...)
+	} else {
+		everyone = append(slices.Concat(openByDefault, g), everyone...)
+	}
+	parts := []string{"open to everyone: " + strings.Join(everyone, ", ")}
+	if g := n.policy.grants[protocol.PolicyHTTP]; len(g) > 0 {
+		if slices.Contains(g, "*") {
+			g = []string{"every skill"}
+		}
+		parts = append(parts, "HTTP sessions also: "+strings.Join(g, ", "))
+	}
+	peers := 0
+	for k := range n.policy.grants {
+		if k != "*" && k != protocol.PolicyHTTP {
+			peers++
+		}
+	}
+	parts = append(parts, fmt.Sprintf("PeerIDs granted skills: %d (policy %s)", peers, n.cfg.PolicyFile))
+	if len(n.secret) > 0 {
+		parts = append(parts, "secret holders (--secret): every skill")
+	} else {
+		parts = append(parts, "no --secret: no mesh secret holders")
+	}
+	return strings.Join(parts, "; ")
+}
