@@ -274,6 +274,9 @@ type Discovery struct {
 	// announcement reached no DHT peer and is retried soon.
 	lastAnnounce time.Time
 	pending      bool
+	// saidNoPeer: "no DHT peer yet" was logged at Info since the last
+	// announcement that reached a peer; the retries log it at Debug.
+	saidNoPeer bool
 }
 
 // New builds the discovery of host h: a DHT speaking /mcpv2/kad/1.0.0 with
@@ -511,12 +514,24 @@ func (d *Discovery) waitRoutingTable(ctx context.Context, limit time.Duration) {
 	}
 }
 
+// joining waits, within bootstrapRTWait, for the first routing-table entry
+// when the table is empty and bootstrap peers are configured: a node asked
+// to find something in its first moments (a gateway call right after
+// start) is still joining the mesh, and kad-dht fails a lookup on an empty
+// table at once ("failed to find any peer in table").
+func (d *Discovery) joining(ctx context.Context) {
+	if len(d.cfg.bootstrap) > 0 && d.kad.RoutingTable().Size() == 0 {
+		d.waitRoutingTable(ctx, bootstrapRTWait)
+	}
+}
+
 // FindPeer finds the addresses of peer id through the DHT (peer routing).
 // It answers at once for a connected peer.
 func (d *Discovery) FindPeer(ctx context.Context, id peer.ID) (peer.AddrInfo, error) {
 	if d.isClosed() {
 		return peer.AddrInfo{}, fmt.Errorf("discovery: find peer: %w", net.ErrClosed)
 	}
+	d.joining(ctx)
 	ai, err := d.kad.FindPeer(ctx, id)
 	if err != nil {
 		return peer.AddrInfo{}, fmt.Errorf("discovery: find peer %s: %w", id, err)
@@ -654,6 +669,9 @@ func (d *Discovery) announce(ctx context.Context, card protocol.AgentCard, env [
 	defer func() {
 		d.mu.Lock()
 		d.lastAnnounce, d.pending = time.Now(), pending
+		if err == nil && !pending {
+			d.saidNoPeer = false
+		}
 		d.mu.Unlock()
 	}()
 	key := CardKey(d.h.ID())
@@ -661,7 +679,7 @@ func (d *Discovery) announce(ctx context.Context, card protocol.AgentCard, env [
 	if err := d.kad.PutValue(ctx, key, env); err != nil {
 		if errors.Is(err, kb.ErrLookupFailure) {
 			pending = true
-			d.log.Info("discovery: card stored locally; no DHT peer yet, will retry", "seq", card.Seq)
+			d.sayNoPeer(ctx, card.Seq)
 			// Provide stores the host as a provider locally before it looks
 			// for peers, so local finds work meanwhile.
 			for _, c := range cids {
@@ -699,10 +717,28 @@ func (d *Discovery) announce(ctx context.Context, card protocol.AgentCard, env [
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		pending = errors.Is(err, kb.ErrLookupFailure)
+		if !slices.ContainsFunc(errs, func(e error) bool { return !errors.Is(e, kb.ErrLookupFailure) }) {
+			// The routing table emptied since the put: the same "no peer".
+			d.sayNoPeer(ctx, card.Seq)
+			return nil
+		}
 		return fmt.Errorf("discovery: publish: provide: %w", err)
 	}
 	d.log.Debug("discovery: card published", "seq", card.Seq, "cids", len(cids))
 	return nil
+}
+
+// sayNoPeer logs that the card reached no DHT peer: at Info the first time
+// since an announcement last reached one, then at Debug, so that a node
+// alone on its network says it once, not at every retry.
+func (d *Discovery) sayNoPeer(ctx context.Context, seq uint64) {
+	d.mu.Lock()
+	lvl := slog.LevelDebug
+	if !d.saidNoPeer {
+		lvl, d.saidNoPeer = slog.LevelInfo, true
+	}
+	d.mu.Unlock()
+	d.log.Log(ctx, lvl, "discovery: card stored locally; no DHT peer yet, will retry (further retries log at debug level)", "seq", seq)
 }
 
 // cardCIDs returns the provider CIDs of a card: one per distinct skill name

@@ -77,6 +77,7 @@ func (d *Discovery) Find(ctx context.Context, query string, limit int) ([]protoc
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	d.joining(ctx)
 
 	providers := d.findProviders(ctx, SkillCID(query), TagCID(query))
 	self := d.h.ID()

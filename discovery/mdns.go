@@ -31,7 +31,8 @@ func (d *Discovery) startMDNS() {
 	svc := mdns.NewMdnsService(d.h, d.cfg.mdnsService, mdnsNotifee{d})
 	if err := svc.Start(); err != nil {
 		_ = svc.Close()
-		d.log.Warn("discovery: mdns off: cannot start", "err", err)
+		// No multicast interface (offline, a container): nothing to fix.
+		d.log.Info("discovery: no peer search on the local network (mDNS): no interface for it", "err", err)
 		return
 	}
 	d.mdns = svc
