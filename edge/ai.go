@@ -327,10 +327,26 @@ type openaiMessage struct {
 	ToolCalls  []struct {
 		ID       string `json:"id"`
 		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
+			Name string `json:"name"`
+			// Arguments is the API's JSON string, or a JSON object as the
+			// seed accepts them (see toolArguments).
+			Arguments json.RawMessage `json:"arguments"`
 		} `json:"function"`
 	} `json:"tool_calls"`
+}
+
+// toolArguments is the text of an OpenAI tool call's arguments: the
+// string's content, or the compacted JSON of anything else.
+func toolArguments(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return string(raw)
+	}
+	return buf.String()
 }
 
 // readOpenAI turns a history in OpenAI form into a chat: system messages to
@@ -358,7 +374,7 @@ func readOpenAI(history json.RawMessage) (*chat, error) {
 				parts = append(parts, "[refused: "+m.Refusal+"]")
 			}
 			for _, tc := range m.ToolCalls {
-				parts = append(parts, fmt.Sprintf("[called tool %s with %s]", tc.Function.Name, tc.Function.Arguments))
+				parts = append(parts, fmt.Sprintf("[called tool %s with %s]", tc.Function.Name, toolArguments(tc.Function.Arguments)))
 			}
 			text = strings.Join(parts, " ")
 		case "tool", "function":

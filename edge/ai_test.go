@@ -186,6 +186,18 @@ func TestAIVariants(t *testing.T) {
 			  {"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}}]},
 			  {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"sunny, 21C"}]}]}`,
 			"Current message:\nWhat is the weather in Paris?\n\nAfter it:\nassistant: [called tool get_weather with {\"city\":\"Paris\"}]\ntool: [result of toolu_1] sunny, 21C", ""},
+		{"openai tool call arguments as a string (the API's form)", "openai",
+			`{"model":"m","messages":[
+			  {"role":"user","content":"What is the weather in Paris?"},
+			  {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},
+			  {"role":"tool","tool_call_id":"call_1","content":"sunny, 21C"}]}`,
+			"Current message:\nWhat is the weather in Paris?\n\nAfter it:\nassistant: [called tool get_weather with {\"city\":\"Paris\"}]\ntool: [result of call_1] sunny, 21C", ""},
+		{"openai tool call arguments as an object (as the seed accepts)", "openai",
+			`{"model":"m","messages":[
+			  {"role":"user","content":"What is the weather in Paris?"},
+			  {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":{"city": "Paris"}}}]},
+			  {"role":"tool","tool_call_id":"call_1","content":"sunny, 21C"}]}`,
+			"Current message:\nWhat is the weather in Paris?\n\nAfter it:\nassistant: [called tool get_weather with {\"city\":\"Paris\"}]\ntool: [result of call_1] sunny, 21C", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

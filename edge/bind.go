@@ -17,6 +17,10 @@ import (
 type bindPlan struct {
 	bind      netip.Addr // may be unspecified (every interface)
 	advertise string     // host part of PeerAddress
+	// loopback: bind is a detected address (neither --bind-host nor
+	// --public-ip), so the edge also serves 127.0.0.1 on the same port, for
+	// the tools of this machine.
+	loopback bool
 }
 
 // planBind decides the bind and advertised addresses of SPEC §5 and checks
@@ -61,9 +65,9 @@ func planBind(cfg Config, log *slog.Logger) (bindPlan, error) {
 			a = netip.MustParseAddr("127.0.0.1")
 			log.Warn("no non-loopback address found on this machine: the HTTP edge listens on 127.0.0.1 only (set --public-ip or --bind-host)")
 		} else {
-			log.Info("HTTP edge binds to the detected address of this machine", "addr", a.String())
+			log.Debug("HTTP edge binds to the detected address of this machine, and to 127.0.0.1", "addr", a.String())
 		}
-		p.bind = a
+		p.bind, p.loopback = a, ok
 	}
 
 	switch {

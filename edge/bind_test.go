@@ -1,7 +1,9 @@
 package edge
 
 import (
+	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -243,4 +245,157 @@ func TestDemoAddressOnSpecificIP(t *testing.T) {
 	if _, err := c.CallSkill(t.Context(), demo, "ping", nil, ""); err != nil {
 		t.Errorf("demo address does not work from this host: %v", err)
 	}
+}
+
+// lanAddr returns the address the edge binds by default, skipping t when
+// the machine has no non-loopback address (the edge then binds loopback
+// only, and serves nothing beside it).
+func lanAddr(t *testing.T) netip.Addr {
+	t.Helper()
+	local, err := localAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ok := pickPublic(local)
+	if !ok {
+		skipEnv(t, "no non-loopback address on this machine: the edge binds 127.0.0.1 only")
+	}
+	return a
+}
+
+// TestDefaultBindAlsoServesLoopback: bound by default to a detected
+// address, the edge also serves 127.0.0.1 on the same port, sessions
+// included (a token minted for 127.0.0.1 is good there); both close.
+func TestDefaultBindAlsoServesLoopback(t *testing.T) {
+	lan := lanAddr(t)
+	s, err := New(&fakeBackend{}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(s.BoundPort())
+	wantURLs := []string{"http://" + net.JoinHostPort(lan.String(), port) + "/mcpv2", "http://127.0.0.1:" + port + "/mcpv2"}
+	if got := s.URLs(); strings.Join(got, " ") != strings.Join(wantURLs, " ") {
+		t.Fatalf("URLs = %v, want %v", got, wantURLs)
+	}
+	if !strings.Contains(s.PeerAddress(), lan.String()) {
+		t.Fatalf("PeerAddress = %q, want the detected address %s", s.PeerAddress(), lan)
+	}
+	resp, err := http.Get("http://127.0.0.1:" + port + "/mcpv2/health")
+	if err != nil {
+		t.Fatalf("health over loopback: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("health over loopback: %s", resp.Status)
+	}
+	c := NewClient(nil)
+	defer c.Close()
+	for _, host := range []string{"127.0.0.1", lan.String()} {
+		addr, err := protocol.ParseAddress("mcpv2://" + net.JoinHostPort(host, port) + "/mcpv2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.CallSkill(t.Context(), addr, "ping", nil, ""); err != nil {
+			t.Errorf("ping with an anonymous session over %s: %v", host, err)
+		}
+	}
+	c.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, host := range []string{"127.0.0.1", lan.String()} {
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+		if err != nil {
+			t.Fatalf("port %s on %s still taken after Close: %v", port, host, err)
+		}
+		ln.Close()
+	}
+
+	// An explicit --bind-host or --public-ip: that address only.
+	for _, cfg := range []Config{{BindHost: lan.String()}, {PublicIP: lan.String()}} {
+		s, err := New(&fakeBackend{}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.URLs(); len(got) != 1 {
+			t.Errorf("%+v: URLs = %v, want the bound address only", cfg, got)
+		}
+		if ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(s.BoundPort())); err != nil {
+			t.Errorf("%+v: 127.0.0.1 is taken too: %v", cfg, err)
+		} else {
+			ln.Close()
+		}
+		s.Close()
+	}
+}
+
+// TestLoopbackBusyWarns: when the port is taken on 127.0.0.1 only, the edge
+// says so and serves the detected address.
+func TestLoopbackBusyWarns(t *testing.T) {
+	lan := lanAddr(t)
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	port := held.Addr().(*net.TCPAddr).Port
+	var logs strings.Builder
+	s, err := New(&fakeBackend{}, Config{Port: port, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatalf("New with 127.0.0.1:%d taken: %v", port, err)
+	}
+	defer s.Close()
+	if got := s.URLs(); len(got) != 1 || !strings.Contains(got[0], lan.String()) {
+		t.Errorf("URLs = %v, want the detected address only", got)
+	}
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "127.0.0.1 is not served") {
+		t.Errorf("no warning in %q", logs.String())
+	}
+}
+
+// TestCheck: Check refuses what New refuses, with the same message, and
+// leaves nothing bound.
+func TestCheck(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	busyPort := busy.Addr().(*net.TCPAddr).Port
+	for _, cfg := range []Config{
+		{PublicIP: "not-an-ip"}, {BindHost: "nope"}, {PublicIP: "203.0.113.10"}, {Port: 70000},
+		{BindHost: "127.0.0.1", Port: busyPort}, {TLSCert: "/nonexistent/cert.pem", TLSKey: "/nonexistent/key.pem"},
+	} {
+		cerr := Check(cfg)
+		s, nerr := New(&fakeBackend{}, cfg)
+		if nerr == nil {
+			s.Close()
+			t.Fatalf("New(%+v) succeeded", cfg)
+		}
+		if cerr == nil || cerr.Error() != nerr.Error() {
+			t.Errorf("Check(%+v) = %v, New says %v", cfg, cerr, nerr)
+		}
+	}
+	free := freeTCPPort(t)
+	if err := Check(Config{BindHost: "127.0.0.1", Port: free}); err != nil {
+		t.Fatalf("Check of a free port: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(free))
+	if err != nil {
+		t.Fatalf("Check left port %d bound: %v", free, err)
+	}
+	ln.Close()
+}
+
+func freeTCPPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }

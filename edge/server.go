@@ -83,8 +83,9 @@ const (
 // Config configures a Server. The zero value of each field selects its
 // default; Config is read once by New and not kept by reference.
 type Config struct {
-	// Port is the TCP port to listen on; 0 picks a free port (for tests).
-	// The port is strict: a busy port fails New unless PortFallback is set.
+	// Port is the TCP port to listen on; 0 picks a free port (BoundPort
+	// says which). The port is strict: a busy port fails New unless
+	// PortFallback is set.
 	Port int
 	// PublicIP is the address advertised in PeerAddress and the agent card.
 	// When BindHost is empty the edge also binds to it, so it must then be
@@ -94,7 +95,11 @@ type Config struct {
 	// listens on every interface; only an explicit BindHost does that.
 	// Empty: PublicIP, else the detected public address of a local
 	// interface (a global unicast IPv4 preferred; loopback only when the
-	// machine has nothing else, which is logged).
+	// machine has nothing else, which is logged). With neither BindHost
+	// nor PublicIP set and a detected address, the edge also serves
+	// 127.0.0.1 on the same port, so that the tools of this machine reach
+	// it there; when that port is busy on loopback a warning is logged and
+	// the edge serves the detected address only.
 	BindHost string
 	// PortFallback tries the next ports (at most MaxPortFallback of them)
 	// when Port is busy.
@@ -162,8 +167,9 @@ type Server struct {
 	log       *slog.Logger
 	secret    []byte
 	ln        net.Listener
-	bindIP    netip.Addr // the listener's IP; unspecified for "every interface"
-	advertise string     // the host of PeerAddress
+	loopback  net.Listener // 127.0.0.1 beside a detected bind address; nil if none
+	bindIP    netip.Addr   // the listener's IP; unspecified for "every interface"
+	advertise string       // the host of PeerAddress
 	port      int
 	mux       *http.ServeMux
 	handler   http.Handler
@@ -180,7 +186,7 @@ type Server struct {
 
 	ctx    context.Context // the base context of requests; cancelled by Close
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // the Start goroutine
+	wg     sync.WaitGroup // the Start goroutines, and Serve's loopback one
 
 	mu      sync.Mutex // guards serving and closed
 	serving bool
@@ -194,41 +200,8 @@ func New(b Backend, cfg Config) (*Server, error) {
 	if b == nil {
 		return nil, errors.New("edge: new: nil Backend")
 	}
-	if cfg.Port < 0 || cfg.Port > 65535 {
-		return nil, fmt.Errorf("edge: new: port %d out of range 0-65535", cfg.Port)
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.SessionTTL <= 0 {
-		cfg.SessionTTL = DefaultSessionTTL
-	}
-	if cfg.SessionTTL < time.Second {
-		return nil, fmt.Errorf("edge: new: session TTL %v is shorter than a second", cfg.SessionTTL)
-	}
-	if cfg.ClockSkew <= 0 {
-		cfg.ClockSkew = protocol.DefaultClockSkew
-	}
-	if cfg.RateLimit == 0 {
-		cfg.RateLimit = DefaultRateLimit
-	}
-	if cfg.SessionRateLimit == 0 {
-		cfg.SessionRateLimit = DefaultSessionRateLimit
-	}
-	if cfg.MaxBody <= 0 {
-		cfg.MaxBody = DefaultMaxBody
-	}
-	if cfg.MaxInFlight <= 0 {
-		cfg.MaxInFlight = DefaultMaxInFlight
-	}
-	if cfg.FindRateLimit == 0 {
-		cfg.FindRateLimit = DefaultFindRateLimit
-	}
-	if cfg.GatewayRateLimit == 0 {
-		cfg.GatewayRateLimit = DefaultGatewayRateLimit
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
 	}
 	s := &Server{b: b, cfg: cfg, log: cfg.Logger.With("component", "edge")}
 	tc, err := loadTLS(cfg, cfg.Now(), s.log)
@@ -256,9 +229,17 @@ func New(b Backend, cfg Config) (*Server, error) {
 	s.bindIP = plan.bind
 	s.advertise = plan.advertise
 	s.port = ln.Addr().(*net.TCPAddr).Port
+	if plan.loopback {
+		lb, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)))
+		if err != nil {
+			s.log.Warn("HTTP edge: 127.0.0.1 is not served: its port is taken there; the edge serves only the detected address", "port", s.port, "addr", plan.bind.String(), "err", err)
+		} else {
+			s.loopback = lb
+		}
+	}
 	if cfg.PortFile != "" {
 		if err := writePortFile(cfg.PortFile, s.port); err != nil {
-			return nil, errors.Join(err, ln.Close())
+			return nil, errors.Join(err, s.closeListeners())
 		}
 	}
 
@@ -287,8 +268,85 @@ func New(b Backend, cfg Config) (*Server, error) {
 		TLSConfig:         tc, // the handshake is bounded by ReadHeaderTimeout
 	}
 	s.started = cfg.Now()
-	s.log.Info("HTTP edge bound", "addr", ln.Addr().String(), "peer_address", s.PeerAddress(), "tls", s.TLS(), "mtls", s.MTLS())
+	s.log.Debug("HTTP edge bound", "addr", ln.Addr().String(), "loopback", s.loopback != nil, "peer_address", s.PeerAddress(), "tls", s.TLS(), "mtls", s.MTLS())
 	return s, nil
+}
+
+// setDefaults fills cfg's zero fields with the defaults and refuses the
+// values that New cannot use.
+func (cfg *Config) setDefaults() error {
+	if cfg.Port < 0 || cfg.Port > 65535 {
+		return fmt.Errorf("edge: new: port %d out of range 0-65535", cfg.Port)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = DefaultSessionTTL
+	}
+	if cfg.SessionTTL < time.Second {
+		return fmt.Errorf("edge: new: session TTL %v is shorter than a second", cfg.SessionTTL)
+	}
+	if cfg.ClockSkew <= 0 {
+		cfg.ClockSkew = protocol.DefaultClockSkew
+	}
+	if cfg.RateLimit == 0 {
+		cfg.RateLimit = DefaultRateLimit
+	}
+	if cfg.SessionRateLimit == 0 {
+		cfg.SessionRateLimit = DefaultSessionRateLimit
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	if cfg.FindRateLimit == 0 {
+		cfg.FindRateLimit = DefaultFindRateLimit
+	}
+	if cfg.GatewayRateLimit == 0 {
+		cfg.GatewayRateLimit = DefaultGatewayRateLimit
+	}
+	return nil
+}
+
+// Check reports what New would refuse in cfg, with New's messages, and
+// starts nothing: the port range, the session TTL, the TLS files,
+// PublicIP and BindHost (IP addresses of this machine), and a busy Port
+// (bound for a moment and closed; with PortFallback, that no port of the
+// range is free). A program checks its flags with it before it starts
+// anything else; New checks again. Nothing is logged. Safe for concurrent
+// use.
+func Check(cfg Config) error {
+	cfg.Logger = nil
+	if err := cfg.setDefaults(); err != nil {
+		return err
+	}
+	if _, err := loadTLS(cfg, cfg.Now(), cfg.Logger); err != nil {
+		return err
+	}
+	plan, err := planBind(cfg, cfg.Logger)
+	if err != nil {
+		return err
+	}
+	ln, err := listen(plan.bind, cfg.Port, cfg.PortFallback, cfg.Logger)
+	if err != nil {
+		return err
+	}
+	return ln.Close()
+}
+
+// closeListeners closes the listeners of a Server that never served.
+func (s *Server) closeListeners() error {
+	var errs []error
+	if s.loopback != nil {
+		errs = append(errs, s.loopback.Close())
+	}
+	return errors.Join(append(errs, s.ln.Close())...)
 }
 
 // Start serves in a goroutine owned by the Server until Close. It fails if
@@ -297,14 +355,24 @@ func (s *Server) Start() error {
 	if err := s.markServing(); err != nil {
 		return err
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if err := s.serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("HTTP edge stopped", "err", err)
-		}
-	}()
+	for _, ln := range s.listeners() {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if err := s.serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.log.Error("HTTP edge stopped", "addr", ln.Addr().String(), "err", err)
+			}
+		}()
+	}
 	return nil
+}
+
+// listeners are the Server's listeners, the main one first.
+func (s *Server) listeners() []net.Listener {
+	if s.loopback != nil {
+		return []net.Listener{s.ln, s.loopback}
+	}
+	return []net.Listener{s.ln}
 }
 
 // Serve serves on the calling goroutine and returns when Close is called
@@ -314,19 +382,28 @@ func (s *Server) Serve() error {
 	if err := s.markServing(); err != nil {
 		return err
 	}
-	if err := s.serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if s.loopback != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if err := s.serve(s.loopback); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.log.Error("HTTP edge stopped on loopback", "addr", s.loopback.Addr().String(), "err", err)
+			}
+		}()
+	}
+	if err := s.serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("edge: serve: %w", err)
 	}
 	return nil
 }
 
-// serve serves HTTPS when TLS is configured (the certificates are already
-// in srv.TLSConfig), else plain HTTP.
-func (s *Server) serve() error {
+// serve serves ln with HTTPS when TLS is configured (the certificates are
+// already in srv.TLSConfig), else plain HTTP.
+func (s *Server) serve(ln net.Listener) error {
 	if s.tls != nil {
-		return s.srv.ServeTLS(s.ln, "", "")
+		return s.srv.ServeTLS(ln, "", "")
 	}
-	return s.srv.Serve(s.ln)
+	return s.srv.Serve(ln)
 }
 
 func (s *Server) markServing() error {
@@ -362,8 +439,10 @@ func (s *Server) Close() error {
 		s.log.Warn("HTTP edge: requests still running after the shutdown grace; closing their connections", "grace", shutdownGrace)
 		err = s.srv.Close()
 	}
-	if cerr := s.ln.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) && err == nil {
-		err = cerr
+	for _, ln := range s.listeners() {
+		if cerr := ln.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) && err == nil {
+			err = cerr
+		}
 	}
 	s.wg.Wait()
 	if err != nil {
@@ -383,8 +462,23 @@ func (s *Server) Mux() *http.ServeMux { return s.mux }
 // it with httptest.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Addr returns the listener's address.
+// Addr returns the main listener's address (not the loopback one).
 func (s *Server) Addr() *net.TCPAddr { return s.ln.Addr().(*net.TCPAddr) }
+
+// URLs returns the base URLs the edge serves, http(s)://host:port/mcpv2:
+// the advertised address first, then http(s)://127.0.0.1:port/mcpv2 when
+// the edge also serves loopback (see Config.BindHost).
+func (s *Server) URLs() []string {
+	scheme := "http"
+	if s.tls != nil {
+		scheme = "https"
+	}
+	out := []string{scheme + "://" + net.JoinHostPort(s.advertise, strconv.Itoa(s.port)) + "/mcpv2"}
+	if s.loopback != nil {
+		out = append(out, scheme+"://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))+"/mcpv2")
+	}
+	return out
+}
 
 // BoundPort returns the TCP port the edge listens on.
 func (s *Server) BoundPort() int { return s.port }
