@@ -376,7 +376,7 @@ func (c openaiCodec) toolCall(raw json.RawMessage, where string) (*part, error) 
 	if p.name, err = needID(fn, "name", w); err != nil {
 		return nil, err
 	}
-	if p.args, err = needStr(fn, "arguments", w); err != nil {
+	if p.args, err = c.arguments(fn, w); err != nil {
 		return nil, err
 	}
 	ex := unknownFields(o, openaiToolCallKeys)
@@ -388,6 +388,25 @@ func (c openaiCodec) toolCall(raw json.RawMessage, where string) (*part, error) 
 	}
 	p.extra = p.extra.with(c.dialect, ex)
 	return p, nil
+}
+
+// arguments reads a tool call's arguments: the API's JSON string, kept as it
+// is, or a JSON object, as the seed and some clients send them, read as its
+// compacted text. An object is the normal form's string on the way out, so
+// every format round-trips to what Translate(h, openai, openai) writes.
+func (c openaiCodec) arguments(fn jobj, where string) (string, error) {
+	raw, ok := fn["arguments"]
+	if !ok {
+		return "", bad(where, "missing %q", "arguments")
+	}
+	switch t := jsonType(raw); t {
+	case "string":
+		return needStr(fn, "arguments", where)
+	case "object":
+		return string(compact(raw)), nil
+	default:
+		return "", bad(where, "%q must be a JSON string or object, not %s", "arguments", t)
+	}
 }
 
 // toolMessage decodes a role "tool" message into a tool result.

@@ -274,6 +274,101 @@ func TestArguments(t *testing.T) {
 	}
 }
 
+// TestArgumentsObject: OpenAI and DeepSeek tool-call arguments given as a
+// JSON object, as the seed accepted them, are read as the compacted object:
+// OpenAI and DeepSeek write them back as the API's string, Claude and Gemini
+// as the object, and every way back ends at that same normal form.
+func TestArgumentsObject(t *testing.T) {
+	const obj = `{"city": "Paris",  "days": [1, 2], "opts": {"unit": "C", "note": "\u00e9<>&"}}`
+	var want any
+	if err := json.Unmarshal([]byte(obj), &want); err != nil {
+		t.Fatal(err)
+	}
+	compacted := string(compact([]byte(obj)))
+	for _, from := range []string{"openai", "deepseek"} {
+		in := `[{"role":"user","content":"weather?"},` +
+			`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"weather","arguments":` + obj + `}}]},` +
+			`{"role":"tool","tool_call_id":"c1","content":"sunny"}]`
+		norm, err := Translate(json.RawMessage(in), from, from)
+		if err != nil {
+			t.Fatalf("%s→%s: %v", from, from, err)
+		}
+		for _, to := range Providers() {
+			out, err := Translate(json.RawMessage(in), from, to)
+			if err != nil {
+				t.Fatalf("%s→%s: %v", from, to, err)
+			}
+			if bytes.Contains(out, []byte(`"`+sideKey+`"`)) {
+				t.Errorf("%s→%s wrote a side field for object arguments:\n%s", from, to, out)
+			}
+			var got any
+			switch to {
+			case "openai", "deepseek":
+				var msgs []struct {
+					ToolCalls []struct {
+						Function struct {
+							Arguments json.RawMessage `json:"arguments"`
+						} `json:"function"`
+					} `json:"tool_calls"`
+				}
+				if err := json.Unmarshal(out, &msgs); err != nil || len(msgs) < 2 || len(msgs[1].ToolCalls) != 1 {
+					t.Fatalf("%s→%s: %s (%v)", from, to, out, err)
+				}
+				var s string
+				if err := json.Unmarshal(msgs[1].ToolCalls[0].Function.Arguments, &s); err != nil {
+					t.Fatalf("%s→%s: arguments %s are not the API's JSON string", from, to, msgs[1].ToolCalls[0].Function.Arguments)
+				}
+				if s != compacted {
+					t.Errorf("%s→%s: arguments %q, want %q", from, to, s, compacted)
+				}
+				if err := json.Unmarshal([]byte(s), &got); err != nil {
+					t.Fatal(err)
+				}
+			case "claude":
+				var msgs []json.RawMessage
+				var call struct {
+					Content []struct {
+						Input json.RawMessage `json:"input"`
+					} `json:"content"`
+				}
+				if err := json.Unmarshal(out, &msgs); err != nil || len(msgs) < 2 {
+					t.Fatalf("%s→%s: %s (%v)", from, to, out, err)
+				}
+				if err := json.Unmarshal(msgs[1], &call); err != nil || len(call.Content) != 1 {
+					t.Fatalf("%s→%s: %s (%v)", from, to, out, err)
+				}
+				if err := json.Unmarshal(call.Content[0].Input, &got); err != nil {
+					t.Fatal(err)
+				}
+			case "gemini":
+				var msgs []struct {
+					Parts []struct {
+						FunctionCall struct {
+							Args json.RawMessage `json:"args"`
+						} `json:"functionCall"`
+					} `json:"parts"`
+				}
+				if err := json.Unmarshal(out, &msgs); err != nil || len(msgs) < 2 || len(msgs[1].Parts) != 1 {
+					t.Fatalf("%s→%s: %s (%v)", from, to, out, err)
+				}
+				if err := json.Unmarshal(msgs[1].Parts[0].FunctionCall.Args, &got); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s→%s: arguments %v, want %v\n%s", from, to, got, want, out)
+			}
+			back, err := Translate(out, to, from)
+			if err != nil {
+				t.Fatalf("%s→%s→%s: %v", from, to, from, err)
+			}
+			if !bytes.Equal(back, norm) {
+				t.Errorf("%s→%s→%s:\n%s\nwant the normal form\n%s", from, to, from, back, norm)
+			}
+		}
+	}
+}
+
 // TestGeminiIDs: calls and responses without ids get made-up ids that the
 // other formats carry and that the way back drops; responses match calls of
 // the same name in order.
@@ -352,7 +447,10 @@ func TestErrors(t *testing.T) {
 		{"gemini unknown call id", "gemini", "claude", `[{"role":"user","parts":[{"functionResponse":{"id":"nope","name":"f","response":{}}}]}]`, ErrInvalidHistory, `functionResponse id "nope" matches no earlier functionCall`},
 		{"gemini unmatched name", "gemini", "claude", `[{"role":"model","parts":[{"functionCall":{"name":"f"}}]},{"role":"user","parts":[{"functionResponse":{"name":"f","response":{}}},{"functionResponse":{"name":"f","response":{}}}]}]`, ErrInvalidHistory, `message 1: part 1: functionResponse "f" answers no earlier functionCall`},
 		{"call after result", "openai", "claude", `[{"role":"tool","tool_call_id":"c","content":"x"},{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}]`, ErrInvalidHistory, `tool result for "c"`},
-		{"openai arguments not string", "openai", "claude", `[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":{}}}]}]`, ErrInvalidHistory, `message 0: tool_calls[0]: function: "arguments" must be a string, not object`},
+		{"openai arguments array", "openai", "claude", `[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":[1]}}]}]`, ErrInvalidHistory, `message 0: tool_calls[0]: function: "arguments" must be a JSON string or object, not array`},
+		{"deepseek arguments number", "deepseek", "openai", `[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":1}}]}]`, ErrInvalidHistory, `"arguments" must be a JSON string or object, not number`},
+		{"openai arguments null", "openai", "gemini", `[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":null}}]}]`, ErrInvalidHistory, `"arguments" must be a JSON string or object, not null`},
+		{"openai arguments missing", "openai", "gemini", `[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f"}}]}]`, ErrInvalidHistory, `function: missing "arguments"`},
 		{"too many messages", "openai", "claude", many(MaxMessages+1, `{"role":"user","content":"a"}`), ErrInvalidHistory, "10001 messages, more than the limit of 10000"},
 		{"too many blocks", "claude", "openai", `[{"role":"user","content":` + many(MaxParts+1, `{"type":"text","text":"a"}`) + `}]`, ErrInvalidHistory, "message 0: 1001 content blocks, more than the limit of 1000"},
 		{"too many parts", "gemini", "openai", `[{"role":"user","parts":` + many(MaxParts+1, `{"text":"a"}`) + `}]`, ErrInvalidHistory, "1001 parts, more than the limit of 1000"},
