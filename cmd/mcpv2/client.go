@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
 	"github.com/urfave/cli/v2"
@@ -28,8 +28,8 @@ import (
 var clientFlags = []cli.Flag{dataDirFlag, secretFlag, bootstrapFlag, logLevelFlag, maxMessageFlag, timeoutFlag, routableFlag, noNATFlag,
 	&cli.StringSliceFlag{Name: "listen", EnvVars: []string{"MCPV2_CLIENT_LISTEN"},
 		Usage: "addresses this client listens on while it runs (default none, or any port on every interface with --bootstrap, so that hole punching can reach it)"},
-	&cli.DurationFlag{Name: "wait-direct", EnvVars: []string{"MCPV2_WAIT_DIRECT"},
-		Usage: "before dialing, wait up to this long until hole punching is ready (this client's public address observed); after connecting through a relay, wait up to this long for a direct connection before calling"},
+	&cli.DurationFlag{Name: "wait-direct", EnvVars: []string{"MCPV2_WAIT_DIRECT"}, DefaultText: "2s; send: 10s",
+		Usage: "when the peer is reached through a relay, wait up to this long for hole punching to make a direct connection before the first byte (0: never wait); with --bootstrap peers across a NAT, first wait as long for this client's public address to be observed"},
 }
 
 // session is a client command's connection to the mesh: a host with the
@@ -40,8 +40,10 @@ type session struct {
 	disc   *discovery.Discovery // nil without --bootstrap
 	edge   *edge.Client         // for HTTP edge addresses
 	// joined is when the session joined the mesh, before waiting for hole
-	// punching to be ready (zero without --wait-direct).
+	// punching to be ready.
 	joined time.Time
+	// wait is the command's --wait-direct (0: off).
+	wait time.Duration
 }
 
 // CallSkill runs skill on addr, over the mesh or through an HTTP edge.
@@ -108,14 +110,15 @@ func openSessionFor(c *cli.Context, mesh bool) (*session, error) {
 	}
 	hopts := []transport.Option{transport.WithIdentity(key), transport.WithListenAddrs(addrs...), transport.WithLogger(log)}
 	if len(boot) > 0 && !c.Bool("no-nat") {
-		hopts = append(hopts, transport.WithNATTraversal(boot))
+		hopts = append(hopts, transport.WithHolePunching(boot))
 	}
 	h, err := transport.NewHost(hopts...)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{host: h, client: node.NewClient(h, node.ClientConfig{Secret: []byte(c.String("secret")), MaxMessage: c.Int("max-message")}),
-		edge: newEdgeClient(c)}
+	wait := waitDirectOf(c)
+	s := &session{host: h, wait: wait, edge: newEdgeClient(c),
+		client: node.NewClient(h, node.ClientConfig{Secret: []byte(c.String("secret")), MaxMessage: c.Int("max-message"), WaitDirect: wait})}
 	if len(boot) > 0 {
 		d, err := discovery.New(h, discovery.WithBootstrap(boot...), discovery.WithMode(discovery.ModeClient), discovery.WithMDNS(false), discovery.WithLogger(log))
 		if err != nil {
@@ -133,9 +136,12 @@ func openSessionFor(c *cli.Context, mesh bool) (*session, error) {
 		if err := d.Bootstrap(ctx); err != nil {
 			return nil, errors.Join(fmt.Errorf("join the mesh: %w", err), s.Close())
 		}
-		if wait := c.Duration("wait-direct"); wait > 0 && !c.Bool("no-nat") {
-			s.joined = time.Now()
-			if !waitHolePunchReady(c.Context, h, wait) {
+		s.joined = time.Now()
+		if wait > 0 && acrossNAT(h, boot) {
+			ctx, cancel := context.WithTimeout(c.Context, wait)
+			ready := transport.WaitHolePunchReady(ctx, h)
+			cancel()
+			if !ready {
 				log.Info("hole punching is not ready: no public address of this client observed yet; a relayed connection may stay relayed", "waited", wait)
 			}
 		}
@@ -143,26 +149,35 @@ func openSessionFor(c *cli.Context, mesh bool) (*session, error) {
 	return s, nil
 }
 
-// waitHolePunchReady waits up to d until h serves DCUtR, which go-libp2p
-// starts only once the host knows a public address of its own (identify
-// with the bootstrap peers reports the address they see). A peer behind NAT
-// starts hole punching once, when a relayed connection from us arrives:
-// dialed before then, the connection stays relayed.
-func waitHolePunchReady(ctx context.Context, h host.Host, d time.Duration) bool {
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !slices.Contains(h.Mux().Protocols(), holepunch.Protocol) {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-deadline.C:
-			return false
-		case <-tick.C:
+// waitDirectOf is the command's --wait-direct: by default
+// node.DefaultDirectWait for send (bulk data gains most from a direct
+// path), node.DefaultWaitDirect for the other commands, 0 with --no-nat.
+func waitDirectOf(c *cli.Context) time.Duration {
+	switch {
+	case c.Bool("no-nat"):
+		return 0
+	case c.IsSet("wait-direct"):
+		return max(c.Duration("wait-direct"), 0)
+	case c.Command.Name == "send":
+		return node.DefaultDirectWait
+	}
+	return node.DefaultWaitDirect
+}
+
+// acrossNAT reports whether h reaches a bootstrap peer at a public address
+// from a private one of its own: then a peer behind another NAT is reached
+// through a relay first, and hole punching needs this client's public
+// address, which identify with that bootstrap peer reports. Without such a
+// peer (a LAN, loopback, a public client) there is nothing to wait for.
+func acrossNAT(h host.Host, boot []peer.AddrInfo) bool {
+	for _, ai := range boot {
+		for _, conn := range h.Network().ConnsToPeer(ai.ID) {
+			if manet.IsPublicAddr(conn.RemoteMultiaddr()) && !manet.IsPublicAddr(conn.LocalMultiaddr()) {
+				return true
+			}
 		}
 	}
-	return true
+	return false
 }
 
 func (s *session) Close() error {
@@ -170,12 +185,49 @@ func (s *session) Close() error {
 	if s.host == nil {
 		return nil
 	}
+	s.settle()
 	s.client.Close()
 	var errs []error
 	if s.disc != nil {
 		errs = append(errs, s.disc.Close())
 	}
 	return errors.Join(append(errs, s.host.Close())...)
+}
+
+// Before a client leaves (see settle).
+const (
+	// settleYoung is the age below which a relayed connection may still
+	// have a hole punch under way.
+	settleYoung = 2 * time.Second
+	// settleWait bounds the wait for those punches to end.
+	settleWait = time.Second
+)
+
+// settle waits, at most settleWait, for the hole punches that this
+// client's recent relayed connections started. A peer behind NAT punches
+// towards us when our relayed connection arrives (a find's reachability
+// dial, say); a process that leaves in the middle leaves the peer's attempt
+// pending until its dial times out (5 s), and until then the peer punches
+// for no other connection of this identity ("another hole punching attempt
+// to this peer is active"): the next command's call stays relayed. A punch
+// that works takes well under a second.
+func (s *session) settle() {
+	if s.wait <= 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), settleWait)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, p := range s.host.Network().Peers() {
+		if s.host.Network().Connectedness(p) != network.Limited {
+			continue
+		}
+		if !slices.ContainsFunc(s.host.Network().ConnsToPeer(p), func(c network.Conn) bool { return time.Since(c.Stat().Opened) < settleYoung }) {
+			continue
+		}
+		wg.Go(func() { transport.WaitDirect(ctx, s.host, p) })
+	}
+	wg.Wait()
 }
 
 // withSession parses ADDR (the first argument), opens a session and runs fn
@@ -199,18 +251,20 @@ func withSession(c *cli.Context, fn func(ctx context.Context, s *session, addr p
 	}
 	ctx, cancel := context.WithTimeout(c.Context, timeout)
 	defer cancel()
-	if wait := c.Duration("wait-direct"); wait > 0 && addr.Kind == protocol.AddrMesh {
-		if err := waitDirect(ctx, c, s, addr, wait); err != nil {
+	if addr.Kind == protocol.AddrMesh {
+		if err := s.connect(ctx, c, addr); err != nil {
 			return err
 		}
 	}
 	return fn(ctx, s, addr)
 }
 
-// waitDirect connects to addr and waits up to wait for a direct (not
-// relayed) connection, reporting on stderr how the peer is reached and after
-// how long.
-func waitDirect(ctx context.Context, c *cli.Context, s *session, addr protocol.Address, wait time.Duration) error {
+// connect connects to the mesh peer at addr, waiting up to --wait-direct
+// for a direct connection when the peer is reached through a relay
+// (node.ClientConfig.WaitDirect), and says on stderr how the peer is
+// reached when a relay was involved: direct after how long, counted from
+// joining the mesh, or through the relay.
+func (s *session) connect(ctx context.Context, c *cli.Context, addr protocol.Address) error {
 	start := time.Now()
 	if !s.joined.IsZero() {
 		start = s.joined // count the wait for hole punching to be ready
@@ -219,24 +273,16 @@ func waitDirect(ctx context.Context, c *cli.Context, s *session, addr protocol.A
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(wait)
-	for {
-		for _, conn := range s.host.Network().ConnsToPeer(pid) {
-			if !conn.Stat().Limited {
-				fmt.Fprintf(c.App.ErrWriter, "mcpv2: direct connection to %s via %s after %.3fs\n", pid, conn.RemoteMultiaddr(), time.Since(start).Seconds())
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			fmt.Fprintf(c.App.ErrWriter, "mcpv2: no direct connection to %s after %s; going on through the relay\n", pid, wait)
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+	conns := s.host.Network().ConnsToPeer(pid)
+	if !slices.ContainsFunc(conns, func(c network.Conn) bool { return c.Stat().Limited }) {
+		return nil // direct from the start: nothing to say
 	}
+	if conn := transport.DirectConn(s.host, pid); conn != nil {
+		fmt.Fprintf(c.App.ErrWriter, "mcpv2: direct connection to %s via %s after %.3fs\n", pid, conn.RemoteMultiaddr(), time.Since(start).Seconds())
+	} else {
+		fmt.Fprintf(c.App.ErrWriter, "mcpv2: no direct connection to %s after %s; going on through the relay\n", pid, s.wait)
+	}
+	return nil
 }
 
 func callCommand() *cli.Command {

@@ -33,7 +33,7 @@ func sendCommand() *cli.Command {
 			"Prints the stored file as JSON ({\"filename\",\"size\",\"sha256\"}) and progress on stderr. An interrupted\n" +
 			"send resumes where the receiver stopped when it is run again. --timeout bounds the whole transfer\n" +
 			"(default: none; a transfer stalled for 30 s counts as broken and is retried). Over a relayed connection\n" +
-			"it first waits --wait-direct (default 5s) for a direct one, then proceeds within the relay's limits.",
+			"it first waits --wait-direct (default 10s) for a direct one, then proceeds within the relay's limits.",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "name", EnvVars: []string{"MCPV2_SEND_NAME"}, Usage: "store the file under this name (default: FILE's base name)"},
 			&cli.StringFlag{Name: "limit-rate", EnvVars: []string{"MCPV2_LIMIT_RATE"}, Usage: "cap the sending rate, in bytes per second (suffixes K, M, G: powers of 1024)"},
@@ -75,13 +75,12 @@ func runSend(c *cli.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	// Bulk data waits briefly for a direct connection by default (SendFile's
-	// default); --wait-direct sets how long, 0 not at all.
-	var direct time.Duration
-	if c.IsSet("wait-direct") {
-		if direct = c.Duration("wait-direct"); direct <= 0 {
-			direct = -1
-		}
+	if err := s.connect(ctx, c, addr); err != nil {
+		return err
+	}
+	direct := s.wait
+	if direct <= 0 {
+		direct = -1 // SendFile's "never"
 	}
 	pr := &progressPrinter{w: c.App.ErrWriter, quiet: c.Bool("quiet")}
 	info, err := s.client.SendFile(ctx, addr, path, node.SendOptions{

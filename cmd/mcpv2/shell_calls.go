@@ -113,12 +113,11 @@ func (sh *shell) meshClient(addr protocol.Address) (*node.Client, error) {
 		}
 		sh.mesh = s
 	}
-	secret := sh.cfg.Secret
+	secret := sh.meshSecret(addr)
 	for _, p := range sh.peers {
 		if p.peerID != addr.PeerID {
 			continue
 		}
-		secret = p.secret
 		if pid, err := peer.Decode(p.peerID); err == nil {
 			for _, s := range p.p2p {
 				if m, err := ma.NewMultiaddr(s); err == nil {
@@ -131,13 +130,42 @@ func (sh *shell) meshClient(addr protocol.Address) (*node.Client, error) {
 	}
 	cl := sh.meshClients[secret]
 	if cl == nil {
-		cl = node.NewClient(sh.mesh.host, node.ClientConfig{Secret: []byte(secret), MaxMessage: sh.cfg.MaxMessage})
+		cl = node.NewClient(sh.mesh.host, node.ClientConfig{Secret: []byte(secret), MaxMessage: sh.cfg.MaxMessage, WaitDirect: sh.mesh.wait})
 		if sh.mesh.disc != nil {
 			cl.SetRouter(sh.mesh.disc)
 		}
 		sh.meshClients[secret] = cl
 	}
 	return cl, nil
+}
+
+// meshSecret is the secret that the shell calls the mesh peer at addr with:
+// a peer this shell started, its own; any other, the shell's --secret, or
+// none when the shell made its secret up (no other peer knows it).
+func (sh *shell) meshSecret(addr protocol.Address) string {
+	for _, p := range sh.peers {
+		if p.peerID == addr.PeerID {
+			return p.secret
+		}
+	}
+	if sh.secretGenerated {
+		return ""
+	}
+	return sh.cfg.Secret
+}
+
+// secretHint says that the secrets differ when a mesh peer refused the
+// session that the shell's secret minted (-32001), or a skill to a caller
+// that presented one (-32009); "" otherwise.
+func (sh *shell) secretHint(err error, addr protocol.Address) string {
+	var pe *protocol.Error
+	if addr.Kind != protocol.AddrMesh || !errors.As(err, &pe) || sh.meshSecret(addr) == "" ||
+		(pe.Code != protocol.CodeInvalidSession && pe.Code != protocol.CodeNotPermitted) {
+		return ""
+	}
+	return "The secrets differ: this shell called with its --secret and the peer refused it (the peer runs with another --secret, or none). " +
+		"Start the shell with the peer's secret (mcpv2 shell --secret S), or without --secret to call it as a plain peer: " +
+		"it may then run ping and what its policy.json grants this shell's PeerID (mcpv2 id --data-dir " + sh.cfg.DataDir + " prints it)."
 }
 
 // call runs skill on addr, over the mesh or through the edge, under the
@@ -254,6 +282,9 @@ func (sh *shell) connectTo(ctx context.Context, a shellArgs) error {
 	res, refreshed, err := sh.call(ctx, addr, "ping", map[string]any{"payload": "ConnectTo"}, "")
 	rtt := time.Since(start)
 	if err != nil {
+		if hint := sh.secretHint(err, addr); hint != "" {
+			return fmt.Errorf("%s\n%s", describeCallErr(err, addr), hint)
+		}
 		return errors.New(describeCallErr(err, addr))
 	}
 	var pong struct {
