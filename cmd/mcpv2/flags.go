@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/urfave/cli/v2"
 
@@ -47,10 +49,39 @@ func dataDir(c *cli.Context) (string, error) {
 // logger builds the stderr logger of --log-level.
 func logger(c *cli.Context) (*slog.Logger, error) {
 	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+	if err := lvl.UnmarshalText([]byte(seedLogLevel(c.String("log-level")))); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", c.String("log-level"))
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})), nil
+	l := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	if b, ok := c.App.Metadata[stdLogKey].(*stdLogBridge); ok {
+		b.logger.Store(l)
+	}
+	return l, nil
+}
+
+// stdLogKey is the cli.App.Metadata key of the stdLogBridge that main
+// installs.
+const stdLogKey = "mcpv2/stdlog"
+
+// stdLogBridge is the output of the std log package, which some libraries
+// write to (the mDNS library's "[zeroconf] no suitable IPv4 interface"):
+// each line goes to the command's logger at Debug, so that it shows with
+// --log-level debug only. Until the command has built its logger the lines
+// go to fallback as they are. Safe for concurrent use.
+type stdLogBridge struct {
+	logger   atomic.Pointer[slog.Logger]
+	fallback io.Writer
+}
+
+// Write logs one line of the log package (it writes each message with a
+// single Write).
+func (b *stdLogBridge) Write(p []byte) (int, error) {
+	l := b.logger.Load()
+	if l == nil {
+		return b.fallback.Write(p)
+	}
+	l.Debug(strings.TrimRight(string(p), "\n"), "from", "go log")
+	return len(p), nil
 }
 
 // applyRoutable makes --routable-cidr ranges public for go-libp2p; it must

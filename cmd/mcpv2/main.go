@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"os"
 	"os/signal"
 	"syscall"
@@ -17,7 +18,16 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	app := newApp()
+	app := withEnvCheck(newApp())
+	// The std log package is process-wide: its lines (library noise) go
+	// through the command's structured logger at Debug.
+	bridge := &stdLogBridge{fallback: os.Stderr}
+	log.SetFlags(0)
+	log.SetOutput(bridge)
+	if app.Metadata == nil {
+		app.Metadata = map[string]any{}
+	}
+	app.Metadata[stdLogKey] = bridge
 	err := app.RunContext(ctx, interspersed(app, os.Args))
 	stop()
 	if err != nil {

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
+	ma "github.com/multiformats/go-multiaddr"
 	"github.com/urfave/cli/v2"
 
 	"github.com/mcpv2/mcpv2/edge"
@@ -72,13 +74,15 @@ func nodeCommand() *cli.Command {
 				Usage: "drop a conversation this long after its last turn (0: never)"},
 			&cli.Float64Flag{Name: "rate-limit", EnvVars: []string{"MCPV2_RATE_LIMIT"}, Value: 200, Usage: "calls per second per caller (0: unlimited)"},
 			// The HTTP edge (SPEC §5), on with --port.
-			&cli.IntFlag{Name: "port", EnvVars: []string{"MCPV2_PORT"}, Usage: "serve the HTTP edge on this TCP port (0: off)"},
+			&cli.IntFlag{Name: "port", EnvVars: []string{"MCPV2_PORT"}, Usage: "serve the HTTP edge on this TCP port (0: any free port, printed as MCPV2_BOUND_PORT); without --port there is no edge"},
 			&cli.StringFlag{Name: "public-ip", EnvVars: []string{"MCPV2_PUBLIC_IP"}, Usage: "the edge's public address: bound to, and advertised"},
 			&cli.StringFlag{Name: "bind-host", EnvVars: []string{"MCPV2_BIND_HOST"}, Usage: "bind the edge here instead (0.0.0.0: every interface)"},
 			&cli.BoolFlag{Name: "port-fallback", EnvVars: []string{"MCPV2_PORT_FALLBACK"}, Usage: "if --port is busy, take the next free one"},
 			&cli.StringFlag{Name: "port-file", EnvVars: []string{"MCPV2_PORT_FILE"}, Usage: "write the edge's bound port to this file"},
-			&cli.DurationFlag{Name: "session-ttl", EnvVars: []string{"MCPV2_SESSION_TTL"}, Value: edge.DefaultSessionTTL, Usage: "lifetime of edge sessions"},
-			&cli.IntFlag{Name: "clock-skew", EnvVars: []string{"MCPV2_CLOCK_SKEW"}, Value: 300, Usage: "seconds a session may be issued in the future"},
+			&cli.GenericFlag{Name: "session-ttl", EnvVars: []string{"MCPV2_SESSION_TTL", "MCPV2_SESSION_TIMEOUT"}, Value: sessionTTLValue(),
+				Usage: "lifetime of edge sessions: whole seconds (3600) or a Go duration (1h); MCPV2_SESSION_TIMEOUT is the seed's name"},
+			&cli.GenericFlag{Name: "clock-skew", EnvVars: []string{"MCPV2_CLOCK_SKEW"}, Value: clockSkewValue(),
+				Usage: "how far in the future a session may be issued: whole seconds (300) or a Go duration (5m)"},
 			&cli.Float64Flag{Name: "session-rate-limit", EnvVars: []string{"MCPV2_SESSION_RATE_LIMIT"}, Value: edge.DefaultSessionRateLimit, Usage: "edge sessions issued per second per IP"},
 			&cli.Float64Flag{Name: "find-rate-limit", EnvVars: []string{"MCPV2_FIND_RATE_LIMIT"}, Value: edge.DefaultFindRateLimit, Usage: "GET /mcpv2/find requests per second per client IP, whatever its sessions (negative: none)"},
 			&cli.Float64Flag{Name: "gateway-rate-limit", EnvVars: []string{"MCPV2_GATEWAY_RATE_LIMIT"}, Value: edge.DefaultGatewayRateLimit, Usage: "gateway (POST /mcpv2/peers/…) requests per second per client IP, whatever its sessions (negative: none)"},
@@ -107,11 +111,9 @@ func runNode(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	listen := c.StringSlice("listen")
-	if len(listen) == 0 {
-		for _, a := range transport.DefaultListenAddrs(c.Int("p2p-port")) {
-			listen = append(listen, a.String())
-		}
+	listen, err := nodeListen(c)
+	if err != nil {
+		return err
 	}
 	rl := c.Float64("rate-limit")
 	if rl == 0 {
@@ -125,9 +127,25 @@ func runNode(c *cli.Context) error {
 			RelayLimits: transport.RelayLimits{Duration: c.Duration("relay-max-duration"), Data: c.Int64("relay-max-data"), Circuits: c.Int("relay-max-circuits")},
 		}
 	}
+	var ecfg *edge.Config
+	if c.IsSet("port") {
+		ecfg = &edge.Config{
+			Port: c.Int("port"), PublicIP: c.String("public-ip"), BindHost: c.String("bind-host"),
+			PortFallback: c.Bool("port-fallback"), PortFile: c.String("port-file"),
+			Secret: []byte(c.String("secret")), SessionTTL: secondsOf(c, "session-ttl"),
+			ClockSkew: secondsOf(c, "clock-skew"), RateLimit: rl,
+			SessionRateLimit: c.Float64("session-rate-limit"), MaxBody: int64(c.Int("max-message")),
+			FindRateLimit: c.Float64("find-rate-limit"), GatewayRateLimit: c.Float64("gateway-rate-limit"), MaxInFlight: c.Int("max-inflight"),
+			LLMMode: c.Bool("llm-mode"), Logger: log,
+			TLSCert: c.String("tls-cert"), TLSKey: c.String("tls-key"), TLSClientCA: c.String("tls-client-ca"),
+		}
+	}
+	if err := checkNode(c, listen, mesh, ecfg); err != nil {
+		return err
+	}
 	n, err := node.New(node.Config{
 		Mesh:    mesh,
-		DataDir: dir, ListenAddrs: splitList(listen),
+		DataDir: dir, ListenAddrs: listen,
 		Name: c.String("name"), Description: c.String("description"),
 		MaxMessage: c.Int("max-message"), MaxFile: c.Int64("max-file"), FilesDir: c.String("file-store"),
 		LLM: backend, LLMMode: c.Bool("llm-mode"), Secret: []byte(c.String("secret")),
@@ -136,24 +154,15 @@ func runNode(c *cli.Context) error {
 		MaxPartial: noneIfZero(c.Int64("max-partial")), PartialTTL: c.Duration("partial-ttl"), MaxStore: noneIfZero(c.Int64("max-store")),
 		AuditMaxBytes: noneIfZero(c.Int64("audit-max-bytes")), AuditKeep: noneIfZero(c.Int("audit-keep")),
 		MaxConversations: noneIfZero(c.Int("max-conversations")), ConversationTTL: noneIfZero(c.Duration("conversation-ttl")),
-		ClockSkew: time.Duration(c.Int("clock-skew")) * time.Second,
+		ClockSkew: secondsOf(c, "clock-skew"),
 		Logger:    log,
 	})
 	if err != nil {
-		return err
+		return portHint(c, err)
 	}
 	var srv *edge.Server
-	if c.Int("port") > 0 {
-		srv, err = edge.New(n, edge.Config{
-			Port: c.Int("port"), PublicIP: c.String("public-ip"), BindHost: c.String("bind-host"),
-			PortFallback: c.Bool("port-fallback"), PortFile: c.String("port-file"),
-			Secret: []byte(c.String("secret")), SessionTTL: c.Duration("session-ttl"),
-			ClockSkew: time.Duration(c.Int("clock-skew")) * time.Second, RateLimit: rl,
-			SessionRateLimit: c.Float64("session-rate-limit"), MaxBody: int64(c.Int("max-message")),
-			FindRateLimit: c.Float64("find-rate-limit"), GatewayRateLimit: c.Float64("gateway-rate-limit"), MaxInFlight: c.Int("max-inflight"),
-			LLMMode: c.Bool("llm-mode"), Logger: log,
-			TLSCert: c.String("tls-cert"), TLSKey: c.String("tls-key"), TLSClientCA: c.String("tls-client-ca"),
-		})
+	if ecfg != nil {
+		srv, err = edge.New(n, *ecfg)
 		if err == nil {
 			err = srv.Start()
 		}
@@ -176,6 +185,18 @@ func runNode(c *cli.Context) error {
 	if f, ok := c.App.Writer.(*os.File); ok {
 		_ = f.Sync()
 	}
+	var listening []string
+	for _, a := range n.Host().Network().ListenAddresses() {
+		if _, err := a.ValueForProtocol(ma.P_CIRCUIT); err != nil { // the relay transport's pseudo-listener
+			listening = append(listening, a.String())
+		}
+	}
+	slices.Sort(listening)
+	ready := []any{"peer_id", n.ID().String(), "listen", listening}
+	if srv != nil {
+		ready = append(ready, "edge", srv.URLs())
+	}
+	log.Info("ready", append(ready, "access", n.AccessSummary())...)
 	<-c.Context.Done()
 	log.Info("shutting down")
 	var errs []error
@@ -183,6 +204,101 @@ func runNode(c *cli.Context) error {
 		errs = append(errs, srv.Close())
 	}
 	return errors.Join(append(errs, n.Close())...)
+}
+
+// nodeListen returns the multiaddrs the node listens on: --listen, or else
+// the default TCP and QUIC-v1 addresses on --p2p-port.
+func nodeListen(c *cli.Context) ([]string, error) {
+	if l := splitList(c.StringSlice("listen")); len(l) > 0 {
+		return l, nil
+	}
+	port := c.Int("p2p-port")
+	if port < 0 || port > 65535 {
+		return nil, fmt.Errorf("--p2p-port %d is not a port: give 1-65535, or 0 for any free port", port)
+	}
+	var out []string
+	for _, a := range transport.DefaultListenAddrs(port) {
+		out = append(out, a.String())
+	}
+	return out, nil
+}
+
+// edgeOnlyFlags configure the HTTP edge, which runs only with --port.
+var edgeOnlyFlags = []string{"public-ip", "bind-host", "port-fallback", "port-file"}
+
+// nonNegativeFlags are the numeric flags of `mcpv2 node` where a negative
+// value means nothing (0 is "off" or "the default", as each usage says).
+var nonNegativeFlags = []string{
+	"max-message", "max-file", "max-partial", "partial-ttl", "max-store", "audit-max-bytes", "audit-keep",
+	"max-conversations", "conversation-ttl", "rate-limit", "max-command-runs", "max-inflight",
+	"relay-max-duration", "relay-max-data", "relay-max-circuits",
+}
+
+// checkNode validates what the flags of `mcpv2 node` ask for before
+// anything starts (the checks that node.New and edge.New would make only
+// once the mesh is up): numbers in range, the edge's flags without --port,
+// the listen multiaddrs and their ports, the mesh's bootstrap addresses and
+// DHT mode, and the edge's addresses, TLS files and port. It calls the same
+// parse functions as the constructors, so a refusal reads the same.
+func checkNode(c *cli.Context, listen []string, mesh *node.MeshConfig, ecfg *edge.Config) error {
+	if ecfg == nil {
+		for _, f := range edgeOnlyFlags {
+			if c.IsSet(f) {
+				return fmt.Errorf("--%s configures the HTTP edge, which runs only with --port: add --port 8000 (or --port 0 for any free port)", f)
+			}
+		}
+	} else if p := c.Int("port"); p < 0 || p > 65535 {
+		return fmt.Errorf("--port %d is not a TCP port: give 1-65535, or 0 for any free port", p)
+	}
+	for _, f := range nonNegativeFlags {
+		neg := false
+		switch v := c.Value(f).(type) {
+		case int:
+			neg = v < 0
+		case int64:
+			neg = v < 0
+		case float64:
+			neg = v < 0
+		case time.Duration:
+			neg = v < 0
+		}
+		if neg {
+			return fmt.Errorf("--%s %v is negative: give 0 or more (mcpv2 node --help says what 0 means)", f, c.Value(f))
+		}
+	}
+	addrs := make([]ma.Multiaddr, 0, len(listen))
+	for _, l := range listen {
+		a, err := ma.NewMultiaddr(l)
+		if err != nil {
+			return fmt.Errorf("--listen %q is not a multiaddr (%v): give e.g. /ip4/0.0.0.0/tcp/4001 or /ip4/0.0.0.0/udp/4001/quic-v1", l, err)
+		}
+		addrs = append(addrs, a)
+	}
+	if err := transport.CheckListenAddrs(addrs...); err != nil {
+		return portHint(c, err)
+	}
+	if mesh != nil {
+		if err := mesh.Check(); err != nil {
+			return err
+		}
+	}
+	if ecfg != nil {
+		if err := edge.Check(*ecfg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// portHint adds to an error about a busy P2P port how to choose another.
+func portHint(c *cli.Context, err error) error {
+	if !errors.Is(err, transport.ErrPortInUse) {
+		return err
+	}
+	if c.IsSet("listen") {
+		return fmt.Errorf("%w: pick other ports in --listen, or port 0 for any free port", err)
+	}
+	return fmt.Errorf("%w: pick another with --p2p-port N, or --p2p-port 0 for any free port", err)
 }
 
 // llmBackend builds the backend of --llm/--llm-url/--llm-model; the key comes

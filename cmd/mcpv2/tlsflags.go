@@ -25,7 +25,7 @@ func checkTLSFlags(c *cli.Context) error {
 	switch {
 	case c.Bool("enable-mtls") && c.String("tls-client-ca") == "":
 		return errors.New("--enable-mtls needs --tls-client-ca FILE (the CAs whose client certificates are accepted), and --tls-cert and --tls-key")
-	case anyTLS && c.Int("port") <= 0:
+	case anyTLS && !c.IsSet("port"):
 		return errors.New("--tls-cert, --tls-key, --tls-client-ca and --enable-mtls configure the HTTP edge: add --port")
 	}
 	return nil
