@@ -20,9 +20,9 @@ import (
 // The NAT lab's topology (docs/natlab.md): six network namespaces of one
 // run, named natlabPrefix<pid>-<tag>-<role>.
 //
-//	relay 10.77.0.10/16 ─┐
-//	natA wan 10.77.0.21 ─┼─ inet (a bridge: the "internet", 10.77.0.0/16)
-//	natB wan 10.77.0.22 ─┘
+//	relay 11.77.0.10/16 ─┐
+//	natA wan 11.77.0.21 ─┼─ inet (a bridge: the "internet", 11.77.0.0/16)
+//	natB wan 11.77.0.22 ─┘
 //	natA lan 10.78.1.1/24 ── peerA 10.78.1.2 (default route via natA)
 //	natB lan 10.78.2.1/24 ── peerB 10.78.2.2 (default route via natB)
 //
@@ -34,12 +34,15 @@ import (
 // natlabPrefix starts the name of every namespace of the lab.
 const natlabPrefix = "m2nat-"
 
-// Addresses of the lab.
+// Addresses of the lab. The "internet" is a public range, as it is for a
+// user: nothing needs --routable-cidr, and a node sees at once that its
+// private addresses sit behind a NAT from the public relay. No packet
+// leaves the namespaces (they have no route to anything else), so the
+// range's real owner never sees one.
 const (
-	natlabRelayIP = "10.77.0.10"
-	natlabWAN     = "10.77.0.0/16" // the "internet": --routable-cidr
-	natlabAWan    = "10.77.0.21"
-	natlabBWan    = "10.77.0.22"
+	natlabRelayIP = "11.77.0.10"
+	natlabAWan    = "11.77.0.21"
+	natlabBWan    = "11.77.0.22"
 	natlabALan    = "10.78.1.1"
 	natlabBLan    = "10.78.2.1"
 	natlabAIP     = "10.78.1.2"
@@ -71,6 +74,9 @@ func natlabTools(t *testing.T) (ipBin, nftBin string) {
 	nftBin, err = exec.LookPath("nft")
 	if err != nil {
 		skipEnv(t, "skipped: nftables' nft is not installed (apt-get install -y nftables; CI's .ci/run installs it): %v", err)
+	}
+	if _, err := exec.LookPath("curl"); err != nil {
+		skipEnv(t, "skipped: curl (the gateway trial's HTTP client inside a namespace) is not installed (apt-get install -y curl; CI's .ci/run installs it): %v", err)
 	}
 	return ipBin, nftBin
 }
@@ -253,7 +259,9 @@ type natProc struct {
 	addrs   []string
 	dataDir string
 	started time.Time
-	exited  chan struct{}
+	// bannerAt is when the node had printed its banner.
+	bannerAt time.Time
+	exited   chan struct{}
 
 	mu     sync.Mutex
 	stderr bytes.Buffer
@@ -318,6 +326,7 @@ func (l *natLab) startNode(role, name, dataDir string, args ...string) *natProc 
 	l.t.Cleanup(p.stop)
 	select {
 	case <-banner:
+		p.bannerAt = time.Now()
 	case <-p.exited:
 		l.t.Fatalf("%s exited before its banner:\n%s", name, p.logTail(40))
 	case <-time.After(30 * time.Second):
@@ -341,9 +350,16 @@ func (r natRun) String() string {
 // run runs `mcpv2 args…` in the namespace of role, killed after timeout.
 func (l *natLab) run(role string, timeout time.Duration, args ...string) natRun {
 	l.t.Helper()
+	return l.exec(role, timeout, binPath, args...)
+}
+
+// exec runs the program bin with args in the namespace of role, killed
+// after timeout.
+func (l *natLab) exec(role string, timeout time.Duration, bin string, args ...string) natRun {
+	l.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, l.ip, append([]string{"netns", "exec", l.ns[role], binPath}, args...)...)
+	cmd := exec.CommandContext(ctx, l.ip, append([]string{"netns", "exec", l.ns[role], bin}, args...)...)
 	cmd.Env = natlabEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = 5 * time.Second

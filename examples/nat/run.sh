@@ -9,9 +9,9 @@
 # It builds the topology of the NAT lab test (cmd/mcpv2/natlab_test.go,
 # docs/natlab.md) in network namespaces, with the same commands:
 #
-#   relay 10.77.0.10/16 ─┐
-#   natA wan 10.77.0.21 ─┼─ inet (a bridge: the "internet", 10.77.0.0/16)
-#   natB wan 10.77.0.22 ─┘
+#   relay 11.77.0.10/16 ─┐
+#   natA wan 11.77.0.21 ─┼─ inet (a bridge: the "internet", 11.77.0.0/16)
+#   natB wan 11.77.0.22 ─┘
 #   natA lan 10.78.1.1/24 ── peerA 10.78.1.2: alice (skill greet, tag demo)
 #   natB lan 10.78.2.1/24 ── peerB 10.78.2.2: bob   (skill chess, tag games)
 #
@@ -23,8 +23,8 @@ set -euo pipefail
 TRANSPORT=${TRANSPORT:-tcp}
 SYMMETRIC=${SYMMETRIC:-0}
 case $TRANSPORT in
-tcp) KIND=/tcp/ LISTEN=/ip4/0.0.0.0/tcp/0 ;;
-quic) KIND=/quic-v1 LISTEN=/ip4/0.0.0.0/udp/0/quic-v1 ;;
+tcp) KIND=/tcp/ ;;
+quic) KIND=/quic-v1 ;;
 *) echo "TRANSPORT must be tcp or quic" >&2; exit 2 ;;
 esac
 [ "$(id -u)" = 0 ] || { echo "run.sh: needs root (network namespaces, nftables)" >&2; exit 1; }
@@ -73,9 +73,9 @@ plug() { # plug ROLE DEV PORT ADDR
 	ip -n "$(ns "$1")" addr add "$4/16" dev "$2"
 	ip -n "$(ns "$1")" link set dev "$2" up
 }
-plug relay eth0 to-relay 10.77.0.10
-plug natA wan to-natA 10.77.0.21
-plug natB wan to-natB 10.77.0.22
+plug relay eth0 to-relay 11.77.0.10
+plug natA wan to-natA 11.77.0.21
+plug natB wan to-natB 11.77.0.22
 MASQ=masquerade
 [ "$SYMMETRIC" = 1 ] && MASQ="masquerade random"
 router() { # router ROUTER PEER GATEWAY PEER_ADDR
@@ -126,9 +126,9 @@ start() {
 }
 banner() { sed -n "s/^$2=//p" "$WORK/$1.out"; }
 
-echo "== relay node (10.77.0.10): circuit relay, AutoNAT server, DHT server"
-start relay relay --relay-service --no-mdns --routable-cidr 10.77.0.0/16 \
-	--listen /ip4/10.77.0.10/tcp/4001 --listen /ip4/10.77.0.10/udp/4001/quic-v1
+echo "== relay node (11.77.0.10): circuit relay, AutoNAT server, DHT server"
+start relay relay --relay-service \
+	--listen /ip4/11.77.0.10/tcp/4001 --listen /ip4/11.77.0.10/udp/4001/quic-v1
 RELAY=$(banner relay MCPV2_P2P_ADDRESS | grep -F -- "$KIND" | head -1)
 echo "   $RELAY"
 
@@ -142,11 +142,10 @@ cat >"$WORK/alice.json" <<'EOF'
  "input_schema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]},
  "handler":{"type":"template","template":"Hello, {{.name}}, from alice"}}]}
 EOF
-# Both agents: behind NAT (--reachability private: reserve a relay slot at
-# once instead of waiting for AutoNAT), the lab's range routable, a shared
-# --secret that grants each other every skill.
-AGENT=(--bootstrap "$RELAY" --reachability private --routable-cidr 10.77.0.0/16 --no-mdns
-	--listen /ip4/0.0.0.0/tcp/4001 --listen /ip4/0.0.0.0/udp/4001/quic-v1 --secret lab-secret)
+# Both agents as a user starts one: only the bootstrap peer (behind NAT,
+# they see that at once and reserve a relay slot), and a shared --secret
+# that grants each other every skill.
+AGENT=(--bootstrap "$RELAY" --secret lab-secret)
 echo "== bob in peerB (10.78.2.2, behind natB), alice in peerA (10.78.1.2, behind natA)"
 start peerB bob --name bob --skills "$WORK/bob.json" "${AGENT[@]}"
 start peerA alice --name alice --skills "$WORK/alice.json" "${AGENT[@]}"
@@ -159,8 +158,7 @@ echo "   alice $ALICE"
 client() {
 	local role=$1 name=$2
 	shift 2
-	nsx "$role" "$BIN" "$@" --data-dir "$WORK/$name" --bootstrap "$RELAY" \
-		--routable-cidr 10.77.0.0/16 --listen "$LISTEN" --secret lab-secret
+	nsx "$role" "$BIN" "$@" --data-dir "$WORK/$name" --bootstrap "$RELAY" --secret lab-secret
 }
 
 echo "== waiting until the agents are found with a relay address"
@@ -171,20 +169,16 @@ for _ in $(seq 60); do
 	fi
 	sleep 0.5
 done
-sleep 1 # DCUtR is served once a node has seen its own public address (checked after 250 ms, 750 ms, …)
-
-WAIT=20s
-[ "$SYMMETRIC" = 1 ] && WAIT=3s
 echo
 echo "== from peerA: mcpv2 find games"
 client peerA alice-cli find games
 echo
-echo "== from peerA: mcpv2 call <bob> chess '{\"move\":\"e4\"}' --wait-direct $WAIT"
-client peerA alice-cli call "$BOB" chess '{"move":"e4"}' --wait-direct "$WAIT"
+echo "== from peerA: mcpv2 call <bob> chess '{\"move\":\"e4\"}'"
+client peerA alice-cli call "$BOB" chess '{"move":"e4"}'
 echo
 echo "== from peerA: mcpv2 send (16 MiB) <bob>"
 head -c $((16 << 20)) /dev/urandom >"$WORK/payload.bin"
-client peerA alice-cli send "$WORK/payload.bin" "$BOB" --name payload.bin --quiet --wait-direct "$WAIT"
+client peerA alice-cli send "$WORK/payload.bin" "$BOB" --name payload.bin --quiet
 want=$(sha256sum "$WORK/payload.bin" | cut -d' ' -f1)
 got=$(sha256sum "$WORK/bob/files/payload.bin" | cut -d' ' -f1)
 echo "   sha256 sent $want"
@@ -192,7 +186,7 @@ echo "   sha256 at bob $got $([ "$want" = "$got" ] && echo "(match)" || echo "(M
 echo
 echo "== from peerB: mcpv2 find demo, then call <alice> greet"
 client peerB bob-cli find demo
-client peerB bob-cli call "$ALICE" greet '{"name":"bob"}' --wait-direct "$WAIT"
+client peerB bob-cli call "$ALICE" greet '{"name":"bob"}'
 echo
 echo "== how each call reached its agent (the agents' audit logs: remote address)"
 for a in bob alice; do
