@@ -266,6 +266,16 @@ func (n *Client) redialReady(ctx context.Context, pid peer.ID, wait time.Duratio
 	_ = n.host.Connect(ctx, peer.AddrInfo{ID: pid})
 }
 
+// WaitedInVain reports whether a wait for a direct connection to pid came
+// to nothing within the last punchRetry: hole punching does not work
+// towards that peer from here (symmetric NAT, a firewall).
+func (n *Client) WaitedInVain(pid peer.ID) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	last, ok := n.noDirect[pid]
+	return ok && n.now().Sub(last) < punchRetry
+}
+
 // upgrade waits up to wait for a direct connection to pid when the host
 // reaches it only through a relay: the peer starts hole punching when a
 // relayed connection arrives. The call goes on either way, over the direct
@@ -275,10 +285,7 @@ func (n *Client) upgrade(ctx context.Context, pid peer.ID, wait time.Duration) {
 	if wait <= 0 || n.host.Network().Connectedness(pid) != network.Limited {
 		return
 	}
-	n.mu.Lock()
-	last, failed := n.noDirect[pid]
-	n.mu.Unlock()
-	if failed && n.now().Sub(last) < punchRetry {
+	if n.WaitedInVain(pid) {
 		return
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
