@@ -379,3 +379,37 @@ func TestLibraryLogNoiseIsDebug(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitDirectAlreadyDirect: a client whose connection is direct from the
+// start (a loopback mesh: no NAT between it and its bootstrap peer) does
+// not wait --wait-direct at all and prints nothing about the path; before,
+// `--wait-direct 20s` waited its whole time for a public address that a
+// client on the same network never gets.
+func TestWaitDirectAlreadyDirect(t *testing.T) {
+	n := startNode(t, "", "--no-mdns")
+	var addr string
+	for _, a := range n.addrs {
+		if strings.Contains(a, "/tcp/") {
+			addr = a
+		}
+	}
+	for _, args := range [][]string{
+		{"call", n.peerID, "ping", "--bootstrap", addr, "--wait-direct", "20s"},
+		{"call", addr, "ping", "--wait-direct", "20s"},
+	} {
+		start := time.Now()
+		out, errs, code := run(t, append(args, "--data-dir", t.TempDir())...)
+		took := time.Since(start)
+		if code != 0 || !strings.Contains(out, `"pong":true`) {
+			t.Fatalf("%v: exit %d\nstdout: %s\nstderr: %s", args, code, out, errs)
+		}
+		// A process start is about a second under -race; the wait it must
+		// not do is 20 s.
+		if took > 10*time.Second {
+			t.Errorf("%v took %v: a direct connection must not wait --wait-direct", args, took)
+		}
+		if strings.Contains(errs, "direct connection") || strings.Contains(errs, "through the relay") {
+			t.Errorf("%v: a connection direct from the start needs no word about its path; stderr:\n%s", args, errs)
+		}
+	}
+}

@@ -33,7 +33,7 @@ func nodeCommand() *cli.Command {
 			&cli.DurationFlag{Name: "relay-max-duration", EnvVars: []string{"MCPV2_RELAY_MAX_DURATION"}, Value: transport.DefaultRelayDuration,
 				Usage: "end a relayed connection after this long"},
 			&cli.StringFlag{Name: "reachability", EnvVars: []string{"MCPV2_REACHABILITY"}, Value: "auto",
-				Usage: "auto (AutoNAT finds out), or private: behind NAT, reserve a slot on the --bootstrap relays at once; or public"},
+				Usage: "auto: AutoNAT finds out, starting from private when every address of this node is private and a --bootstrap peer is public (behind NAT: a relay slot at once); private: always keep a relay slot; public: never"},
 			&cli.Int64Flag{Name: "relay-max-data", EnvVars: []string{"MCPV2_RELAY_MAX_DATA"}, Value: transport.DefaultRelayData,
 				Usage: "end a relayed connection after this many bytes either way"},
 			&cli.IntFlag{Name: "relay-max-circuits", EnvVars: []string{"MCPV2_RELAY_MAX_CIRCUITS"}, Value: transport.DefaultRelayCircuits,
