@@ -90,8 +90,9 @@ func NewFrameReader(r io.Reader, maxSize int) *FrameReader {
 	return &FrameReader{r: br, max: maxSize}
 }
 
-// ReadFrame reads the next frame and returns its payload in a new slice that
-// the caller owns. A zero-length frame returns an empty, non-nil slice.
+// ReadFrame reads the next frame and returns its payload in a slice that the
+// caller owns (and may give back with [ReleaseFrame]). A zero-length frame
+// returns an empty, non-nil slice.
 //
 // It returns io.EOF only when the stream ends cleanly between frames, and
 // io.ErrUnexpectedEOF when it ends inside a length prefix or a payload. A
@@ -190,13 +191,46 @@ func (fr *FrameReader) readLength() (int, error) {
 	return int(n), nil // n <= fr.max, an int
 }
 
-// readExact reads a payload of size bytes into one allocation.
+// pooledMax is the largest payload read into a buffer from the pool, whose
+// capacity is the next power of two; a larger one is allocated at exactly
+// its length, which is what ReadFrameReserve's caller accounted for.
+const pooledMax = 16 << 10
+
+// readExact reads a payload of size bytes into one buffer, from the pool
+// when it is small.
 func (fr *FrameReader) readExact(size int) ([]byte, error) {
-	buf := make([]byte, size)
+	var buf []byte
+	switch {
+	case size == 0:
+		return []byte{}, nil
+	case size <= pooledMax:
+		buf = pool.Get(size)
+	default:
+		buf = make([]byte, size)
+	}
 	if _, err := io.ReadFull(fr.r, buf); err != nil {
+		ReleaseFrame(buf)
 		return nil, fr.payloadErr(err, size)
 	}
 	return buf, nil
+}
+
+// ReleaseFrame gives the payload of a frame (from ReadFrame or
+// ReadFrameReserve) back for reuse by later frames, once nothing refers to
+// it any more: a server that has answered a request, a client that has
+// decoded an answer. Releasing is optional; a payload never released is
+// garbage collected like any slice. buf must not be used afterwards.
+func ReleaseFrame(buf []byte) {
+	if cap(buf) <= 2*pooledMax { // a large one is not worth pinning
+		pool.Put(buf)
+	}
+}
+
+// GetBuffer returns a buffer of length 0 and capacity at least size from
+// the pool frames are read into, for a message that ReleaseFrame gives
+// back once written.
+func GetBuffer(size int) []byte {
+	return pool.Get(size)[:0]
 }
 
 // payloadErr turns a short read of a declared payload into the error
