@@ -78,7 +78,7 @@ func FuzzParseRequestAlloc(f *testing.F) {
 		req, perr := ParseRequest(data)
 		runtime.ReadMemStats(&after)
 		n := after.TotalAlloc - before.TotalAlloc
-		if limit := uint64(allocFactor*len(data) + allocSlack); n > limit {
+		if limit := allocLimit(len(data)); n > limit {
 			t.Fatalf("allocated %d bytes for a %d-byte message (limit %d)", n, len(data), limit)
 		}
 		if perr == nil && (len(req.Slots) == 0 || len(req.Slots) > MaxBatchSize) {

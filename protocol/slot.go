@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"unicode/utf8"
 )
 
 // Method names of the slot protocol (SPEC §2).
@@ -96,7 +95,7 @@ func ParseRequest(data []byte) (Request, *Error) {
 	}
 	// A lone slot is validated by its own decoding (parseSlot), not by a
 	// separate pass over it first.
-	if !utf8.Valid(data) || (len(data) == 0 || data[0] != '{') && !json.Valid(data) {
+	if len(data) == 0 || data[0] != '{' && !ValidJSON(data) {
 		return Request{}, errNotJSON()
 	}
 	switch data[0] {
@@ -198,12 +197,12 @@ func parseSlot(raw []byte) Slot {
 	if len(raw) == 0 || raw[0] != '{' {
 		return Slot{ID: nullID, Err: Errorf(CodeInvalidRequest, "invalid request: a slot must be a JSON object")}
 	}
-	if err := json.Unmarshal(raw, &s); err != nil {
-		if _, ok := err.(*json.SyntaxError); ok {
+	if err := Unmarshal(raw, &s); err != nil {
+		if isSyntaxError(err) {
 			return Slot{Err: errNotJSON()}
 		}
 		// Keep the id when it can be read, so the caller can match the error.
-		return Slot{ID: exactID(raw), Err: Errorf(CodeInvalidRequest, "invalid request: %s", jsonErrorText(err))}
+		return Slot{ID: exactID(raw), Err: Errorf(CodeInvalidRequest, "invalid request: %s", JSONErrorText(err))}
 	}
 	variant := caseVariant(raw)
 	switch {
@@ -332,14 +331,28 @@ func skipSpace(b []byte, i int) int {
 }
 
 // skipString returns the index after the string that starts at b[i] == '"'.
+// It jumps to the next quote with bytes.IndexByte (vectorised) and looks
+// for backslashes only before it: a payload string is passed over at
+// memory speed, not byte by byte. Every byte is searched once for a quote
+// and at most once for a backslash, so escapes cannot make it quadratic.
 func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
+	for i++; i < len(b); {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return len(b)
 		}
+		end := i + q
+		j := i
+		for {
+			e := bytes.IndexByte(b[j:end], '\\')
+			if e < 0 {
+				return end + 1
+			}
+			if j += e + 2; j > end { // the backslash escaped the quote at end
+				break
+			}
+		}
+		i = j
 	}
 	return len(b)
 }
@@ -400,26 +413,121 @@ func errNotJSON() *Error {
 	return Errorf(CodeParseError, "parse error: the message is not valid JSON")
 }
 
-// jsonErrorText turns a decoding error into a short text that names the field
-// without Go type names.
-func jsonErrorText(err error) string {
-	if te, ok := err.(*json.UnmarshalTypeError); ok {
-		return fmt.Sprintf("field %q has the wrong type (%s)", te.Field, te.Value)
-	}
-	return err.Error()
-}
-
 // EncodeResponses encodes the responses of a request: an object for a single
 // slot, an array for a batch. It returns nil (send nothing) when there is no
-// response, as for a notification or a batch of notifications.
+// response, as for a notification or a batch of notifications. It is
+// AppendResponses to a new slice.
 func EncodeResponses(isBatch bool, resps []Response) ([]byte, error) {
 	if len(resps) == 0 {
 		return nil, nil
 	}
-	if !isBatch {
-		return json.Marshal(resps[0])
+	return AppendResponses(make([]byte, 0, responsesSize(resps)), isBatch, resps)
+}
+
+// AppendResponses appends the encoding of resps to dst, as EncodeResponses
+// does, and returns the extended slice (dst unchanged when resps is empty).
+//
+// Ids and results are written as they are, not re-scanned: each ID must be a
+// JSON id (a slot's from ParseRequest, or nil for null) and each Result one
+// valid JSON value (nil for null). Every result a node sends is made valid
+// where it is made: encoding/json output, a custom skill's checked output,
+// or a peer's answer decoded by ParseResponses. Only the rare Error is
+// encoded here.
+func AppendResponses(dst []byte, isBatch bool, resps []Response) ([]byte, error) {
+	if len(resps) == 0 {
+		return dst, nil
 	}
-	return json.Marshal(resps)
+	if !isBatch {
+		return appendResponse(dst, &resps[0])
+	}
+	dst = append(dst, '[')
+	for i := range resps {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = appendResponse(dst, &resps[i]); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, ']'), nil
+}
+
+// responsesSize is the encoded size of resps without their errors, for one
+// allocation in the common case.
+func responsesSize(resps []Response) int {
+	n := 2
+	for i := range resps {
+		n += len(`{"jsonrpc":"2.0","id":,"result":},`) + len(resps[i].ID) + len(resps[i].Result)
+	}
+	return n
+}
+
+func appendResponse(dst []byte, r *Response) ([]byte, error) {
+	id := r.ID
+	if len(id) == 0 {
+		id = nullID
+	}
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = append(dst, id...)
+	switch {
+	case r.Error != nil:
+		b, err := json.Marshal(r.Error)
+		if err != nil {
+			return nil, fmt.Errorf("protocol: encode error response: %w", err)
+		}
+		dst = append(dst, `,"error":`...)
+		dst = append(dst, b...)
+	case len(r.Result) == 0:
+		dst = append(dst, `,"result":null`...)
+	default:
+		dst = append(dst, `,"result":`...)
+		dst = append(dst, r.Result...)
+	}
+	return append(dst, '}'), nil
+}
+
+// ParseCallParams reads the params of a tools/call slot: an object with a
+// string "name" and an optional "arguments". params must be valid JSON, as
+// the params of every slot from ParseRequest are (absent params read as
+// {}); they are walked in place, not decoded again. Member names match
+// exactly (JSON-RPC and MCP names are case-sensitive), the last of a
+// repeated member wins, and Arguments is a sub-slice of params. A name that
+// is missing, empty or not a string is an error.
+func ParseCallParams(params json.RawMessage) (CallParams, *Error) {
+	var p CallParams
+	bad := func() (CallParams, *Error) {
+		return CallParams{}, Errorf(CodeInvalidParams, `invalid params: tools/call needs {"name","arguments"}`)
+	}
+	params = trimJSONSpace(params)
+	if len(params) == 0 {
+		return bad()
+	}
+	if params[0] != '{' {
+		return bad()
+	}
+	var name []byte
+	eachMember(params, func(key, val []byte) bool {
+		switch string(key) {
+		case "name":
+			name = val
+		case "arguments":
+			p.Arguments = val
+		}
+		return true
+	})
+	if len(name) < 2 || name[0] != '"' {
+		return bad()
+	}
+	if bytes.IndexByte(name, '\\') < 0 {
+		p.Name = string(name[1 : len(name)-1])
+	} else if json.Unmarshal(name, &p.Name) != nil {
+		return bad()
+	}
+	if p.Name == "" {
+		return bad()
+	}
+	return p, nil
 }
 
 // ParseResponses decodes a response message (object or array) into responses.
@@ -430,13 +538,13 @@ func ParseResponses(data []byte) ([]Response, error) {
 	}
 	if data[0] == '[' {
 		var rs []Response
-		if err := json.Unmarshal(data, &rs); err != nil {
+		if err := Unmarshal(data, &rs); err != nil {
 			return nil, fmt.Errorf("protocol: decode response batch: %w", err)
 		}
 		return rs, nil
 	}
 	var r Response
-	if err := json.Unmarshal(data, &r); err != nil {
+	if err := Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("protocol: decode response: %w", err)
 	}
 	return []Response{r}, nil

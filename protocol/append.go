@@ -1,0 +1,88 @@
+package protocol
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// The hot path writes its few fixed JSON shapes (a slot, a response, an
+// audit line) by appending to one buffer: encoding/json would reflect over
+// the struct and re-scan every json.RawMessage member (params, results) to
+// compact it, a pass over each payload for nothing, since those members are
+// valid JSON where they are made. Tests hold each shape equal to
+// encoding/json's output.
+
+// AppendJSONString appends s as a JSON string, byte for byte what
+// encoding/json writes. Plain printable ASCII, which PeerIDs, multiaddrs,
+// method and skill names almost always are, is quoted as is; anything else
+// goes through encoding/json, escapes and all.
+func AppendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// AppendSlot appends the encoding of s: the members encoding/json writes for
+// a Slot, in the same order. s.ID and s.Params are written as they are and
+// must be valid JSON (or empty, and then left out); [Slot.Check] is for
+// slots whose params come from outside.
+func AppendSlot(b []byte, s *Slot) []byte {
+	b = append(b, `{"jsonrpc":`...)
+	b = AppendJSONString(b, s.JSONRPC)
+	if len(s.ID) > 0 {
+		b = append(b, `,"id":`...)
+		b = append(b, s.ID...)
+	}
+	b = append(b, `,"method":`...)
+	b = AppendJSONString(b, s.Method)
+	if len(s.Params) > 0 {
+		b = append(b, `,"params":`...)
+		b = append(b, s.Params...)
+	}
+	if c := s.Context; c != nil {
+		b = append(b, `,"context":{`...)
+		if c.Provider != "" {
+			b = append(b, `"provider":`...)
+			b = AppendJSONString(b, c.Provider)
+		}
+		if c.Session != "" {
+			if c.Provider != "" {
+				b = append(b, ',')
+			}
+			b = append(b, `"session":`...)
+			b = AppendJSONString(b, c.Session)
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+// Check reports a slot whose id or params are not valid JSON, which
+// AppendSlot would write as they are.
+func (s *Slot) Check() error {
+	if len(s.ID) > 0 && (!validID(s.ID) || !ValidJSON(s.ID)) {
+		return fmt.Errorf("protocol: slot id %.40s is not a JSON string, number or null", s.ID)
+	}
+	if len(s.Params) > 0 && !ValidJSON(s.Params) {
+		return fmt.Errorf("protocol: the params of %q are not valid JSON", s.Method)
+	}
+	return nil
+}
+
+// AppendCallParams appends tools/call params {"name":name,"arguments":args};
+// args must be valid JSON (or empty, and then left out).
+func AppendCallParams(b []byte, name string, args json.RawMessage) []byte {
+	b = append(b, `{"name":`...)
+	b = AppendJSONString(b, name)
+	if len(args) > 0 {
+		b = append(b, `,"arguments":`...)
+		b = append(b, args...)
+	}
+	return append(b, '}')
+}
