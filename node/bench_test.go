@@ -3,6 +3,8 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -13,27 +15,41 @@ import (
 )
 
 // The mesh call is measured against the floor under it: a raw libp2p stream
-// that echoes the same framed bytes between the same two hosts. Run both in
-// one go for a ratio (docs/benchmarks.md):
+// that echoes the same framed bytes between the same two hosts, with the
+// same payloads (16 B, 1 KiB, 64 KiB). Run both in one go for a ratio; the
+// full side-by-side table (other processes, QUIC, concurrency, CPU) is
+// `go run ./bench` (docs/benchmarks.md):
 //
 //	go test -run '^$' -bench 'MeshCall|RawStreamEcho' -benchtime 3s ./node/
 
 const echoProto = "/mcpv2-bench/echo/1.0.0"
 
+// benchPayloads are the ping payload sizes of the call benchmarks.
+var benchPayloads = []int{16, 1 << 10, 64 << 10}
+
+// pingArgs returns ping arguments carrying a payload of size bytes.
+func pingArgs(size int) json.RawMessage {
+	return json.RawMessage(`{"payload":"` + strings.Repeat("x", size) + `"}`)
+}
+
 func BenchmarkMeshCall(b *testing.B) {
 	a, srv := pair(b, func(c *Config) { c.RateLimit = -1 })
 	addr := addrOf(b, srv)
 	ctx := context.Background()
-	args := json.RawMessage(`{"payload":"hello"}`)
-	if _, err := a.CallSkill(ctx, addr, "ping", args, CallOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := a.CallSkill(ctx, addr, "ping", args, CallOptions{}); err != nil {
-			b.Fatal(err)
-		}
+	for _, size := range benchPayloads {
+		b.Run(fmt.Sprintf("payload=%d", size), func(b *testing.B) {
+			args := pingArgs(size)
+			if _, err := a.CallSkill(ctx, addr, "ping", args, CallOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				if _, err := a.CallSkill(ctx, addr, "ping", args, CallOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
@@ -61,18 +77,22 @@ func BenchmarkRawStreamEcho(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	// The same bytes a ping call sends.
-	msg, _ := json.Marshal(protocol.Slot{JSONRPC: "2.0", ID: json.RawMessage("1"), Method: protocol.MethodToolsCall,
-		Params: json.RawMessage(`{"name":"ping","arguments":{"payload":"hello"}}`)})
 	fr := transport.NewFrameReader(s, 1<<20)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		if err := transport.WriteFrame(s, msg); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := fr.ReadFrame(); err != nil {
-			b.Fatal(err)
-		}
+	for _, size := range benchPayloads {
+		b.Run(fmt.Sprintf("payload=%d", size), func(b *testing.B) {
+			// The same bytes a ping call sends.
+			params, _ := json.Marshal(protocol.CallParams{Name: "ping", Arguments: pingArgs(size)})
+			msg, _ := json.Marshal(protocol.Slot{JSONRPC: "2.0", ID: json.RawMessage("1"), Method: protocol.MethodToolsCall, Params: params})
+			b.ReportAllocs()
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				if err := transport.WriteFrame(s, msg); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := fr.ReadFrame(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -127,6 +127,11 @@ type Client struct {
 	ids    atomic.Uint64 // the last wire id handed out
 	// waitDirect is ClientConfig.WaitDirect.
 	waitDirect time.Duration
+	// session is the mesh session token calls carry while it is fresh
+	// (meshSession); nil until the first call with a secret.
+	session atomic.Pointer[mintedSession]
+	// lastPeer is the PeerID decodePeer decoded last.
+	lastPeer atomic.Pointer[decodedPeer]
 
 	mu     sync.Mutex
 	router PeerRouter
@@ -174,6 +179,38 @@ func NewClient(h host.Host, cfg ClientConfig) *Client {
 	return &Client{host: h, pool: newStreamPool(h), secret: cfg.Secret, now: cfg.Now, maxMsg: cfg.MaxMessage, waitDirect: cfg.WaitDirect}
 }
 
+// Mesh sessions a Client mints for its calls (SPEC §6).
+const (
+	// sessionTTL is the lifetime of a minted session.
+	sessionTTL = 5 * time.Minute
+	// sessionReuse is how long one minted session serves new calls; the
+	// rest of its lifetime covers a call that runs long.
+	sessionReuse = time.Minute
+)
+
+// mintedSession is a session token and the time it was minted at.
+type mintedSession struct {
+	token  string
+	issued time.Time
+}
+
+// MeshSession returns the mesh session token a call carries ("" without a
+// secret): one minted for sessionTTL and reused by the calls of its first
+// sessionReuse, so a burst of calls mints (and the peer verifies the
+// freshness of) one token rather than one each.
+func (n *Client) MeshSession() string {
+	if len(n.secret) == 0 {
+		return ""
+	}
+	now := n.now()
+	if m := n.session.Load(); m != nil && !now.Before(m.issued) && now.Sub(m.issued) < sessionReuse {
+		return m.token
+	}
+	tok, _ := protocol.MintToken(n.secret, n.host.ID().String(), now, sessionTTL)
+	n.session.Store(&mintedSession{token: tok, issued: now})
+	return tok
+}
+
 // Close closes the client's idle streams.
 func (n *Client) Close() { n.pool.closeAll() }
 
@@ -191,12 +228,32 @@ func (n *Client) Connect(ctx context.Context, addr protocol.Address) (peer.ID, e
 	return n.connect(ctx, addr, n.waitDirect)
 }
 
+// decodePeer is peer.Decode with the last answer kept: calls in a row to
+// one peer parse its PeerID (base58, multihash) once.
+func (n *Client) decodePeer(s string) (peer.ID, error) {
+	if last := n.lastPeer.Load(); last != nil && last.text == s {
+		return last.id, nil
+	}
+	pid, err := peer.Decode(s)
+	if err != nil {
+		return "", err
+	}
+	n.lastPeer.Store(&decodedPeer{text: s, id: pid})
+	return pid, nil
+}
+
+// decodedPeer is a PeerID in text and decoded.
+type decodedPeer struct {
+	text string
+	id   peer.ID
+}
+
 // connect is Connect with wait in place of ClientConfig.WaitDirect.
 func (n *Client) connect(ctx context.Context, addr protocol.Address, wait time.Duration) (peer.ID, error) {
 	if addr.Kind != protocol.AddrMesh {
 		return "", fmt.Errorf("node: %s is not a mesh address", addr)
 	}
-	pid, err := peer.Decode(addr.PeerID)
+	pid, err := n.decodePeer(addr.PeerID)
 	if err != nil {
 		return "", fmt.Errorf("node: %w %q: %v", protocol.ErrBadAddress, addr.PeerID, err)
 	}
@@ -469,6 +526,16 @@ type CallOptions struct {
 // each slot carries a mesh session. On the wire each slot with an id gets
 // one unique to this call. Call does not keep slots.
 func (n *Client) Call(ctx context.Context, addr protocol.Address, slots []protocol.Slot, batch bool, o CallOptions) ([]protocol.Response, error) {
+	for i := range slots {
+		if err := slots[i].Check(); err != nil {
+			return nil, fmt.Errorf("node: call: %w", err)
+		}
+	}
+	return n.call(ctx, addr, slots, batch, o)
+}
+
+// call is Call for slots whose ids and params are known to be valid JSON.
+func (n *Client) call(ctx context.Context, addr protocol.Address, slots []protocol.Slot, batch bool, o CallOptions) ([]protocol.Response, error) {
 	if len(slots) == 0 {
 		return nil, errors.New("node: call: no slots")
 	}
@@ -479,8 +546,8 @@ func (n *Client) Call(ctx context.Context, addr protocol.Address, slots []protoc
 	if err != nil {
 		return nil, err
 	}
-	if o.Session == "" && len(n.secret) > 0 {
-		o.Session, _ = protocol.MintToken(n.secret, n.host.ID().String(), n.now(), 5*time.Minute)
+	if o.Session == "" {
+		o.Session = n.MeshSession()
 	}
 	slots = slices.Clone(slots)
 	var orig, want []json.RawMessage // callers' ids, wire ids
@@ -508,16 +575,26 @@ func (n *Client) Call(ctx context.Context, addr protocol.Address, slots []protoc
 			}
 		}
 	}
-	var msg []byte
+	size := 0
+	for i := range slots {
+		size += len(slots[i].Params) + len(slots[i].Method) + 128
+	}
+	msg := transport.GetBuffer(size)
+	defer func() { transport.ReleaseFrame(msg) }()
 	if batch {
-		msg, err = json.Marshal(slots)
-	} else {
-		msg, err = json.Marshal(slots[0])
+		msg = append(msg, '[')
 	}
-	if err != nil {
-		return nil, fmt.Errorf("node: call: encode: %w", err)
+	for i := range slots {
+		if i > 0 {
+			msg = append(msg, ',')
+		}
+		msg = protocol.AppendSlot(msg, &slots[i])
 	}
-	_, resps, err := n.send(ctx, pid, msg, want)
+	if batch {
+		msg = append(msg, ']')
+	}
+	out, resps, err := n.send(ctx, pid, msg, want)
+	transport.ReleaseFrame(out) // resps hold copies
 	if err != nil || len(want) == 0 {
 		return nil, err
 	}
@@ -532,10 +609,10 @@ func (n *Client) Call(ctx context.Context, addr protocol.Address, slots []protoc
 // CallSkill runs one tools/call of skill with args on the peer at addr and
 // returns the result; a refusal by the peer is returned as its *protocol.Error.
 func (n *Client) CallSkill(ctx context.Context, addr protocol.Address, skill string, args json.RawMessage, o CallOptions) (json.RawMessage, error) {
-	params, err := json.Marshal(protocol.CallParams{Name: skill, Arguments: args})
-	if err != nil {
-		return nil, fmt.Errorf("node: call: arguments are not JSON: %w", err)
+	if len(args) > 0 && !protocol.ValidJSON(args) {
+		return nil, fmt.Errorf("node: call %s: the arguments are not valid JSON", skill)
 	}
+	params := protocol.AppendCallParams(make([]byte, 0, len(args)+len(skill)+32), skill, args)
 	return n.callOne(ctx, addr, protocol.MethodToolsCall, params, o)
 }
 
@@ -545,7 +622,7 @@ func (n *Client) CallMethod(ctx context.Context, addr protocol.Address, method s
 }
 
 func (n *Client) callOne(ctx context.Context, addr protocol.Address, method string, params json.RawMessage, o CallOptions) (json.RawMessage, error) {
-	resps, err := n.Call(ctx, addr, []protocol.Slot{{ID: json.RawMessage("1"), Method: method, Params: params}}, false, o)
+	resps, err := n.call(ctx, addr, []protocol.Slot{{ID: json.RawMessage("1"), Method: method, Params: params}}, false, o)
 	if err != nil {
 		return nil, err
 	}

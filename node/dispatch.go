@@ -25,6 +25,13 @@ const maxConcurrentSlots = 8
 // refused is that error and out is its one error response. Every face of the
 // node (mesh, HTTP edge, MCP) enters here. Safe for concurrent use.
 func (n *Node) Handle(ctx context.Context, c Caller, msg []byte) (out []byte, refused *protocol.Error) {
+	return n.AppendHandle(ctx, c, msg, nil)
+}
+
+// AppendHandle is Handle appending the response to dst: a face that writes
+// responses from a buffer of its own (transport.GetBuffer) passes it here.
+// out is nil when nothing is to be sent. Neither msg nor dst is kept.
+func (n *Node) AppendHandle(ctx context.Context, c Caller, msg, dst []byte) (out []byte, refused *protocol.Error) {
 	start := time.Now()
 	req, perr := protocol.ParseRequest(msg)
 	if perr == nil {
@@ -36,19 +43,44 @@ func (n *Node) Handle(ctx context.Context, c Caller, msg []byte) (out []byte, re
 	}
 	if perr != nil {
 		n.audit(c, "", "", perr, start)
-		b, _ := json.Marshal(protocol.ErrorResponse(nil, perr))
+		b, _ := protocol.AppendResponses(dst, false, []protocol.Response{protocol.ErrorResponse(nil, perr)})
 		return b, perr
 	}
 
-	resps := make([]*protocol.Response, len(req.Slots))
+	var list []protocol.Response
+	if len(req.Slots) == 1 {
+		// A lone slot runs inline: no goroutine, no stack to grow.
+		if r := n.runSlot(ctx, c, &req.Slots[0]); r != nil {
+			list = []protocol.Response{*r}
+		}
+	} else {
+		list = n.runBatch(ctx, c, req.Slots)
+	}
+	if len(list) == 0 {
+		return nil, nil
+	}
+	b, err := protocol.AppendResponses(dst, req.IsBatch, list)
+	if err != nil {
+		n.log.Error("encode responses", "err", err)
+		perr := protocol.Errorf(protocol.CodeInternal, "internal error")
+		b, _ = protocol.AppendResponses(dst, false, []protocol.Response{protocol.ErrorResponse(nil, perr)})
+		return b, perr
+	}
+	return b, nil
+}
+
+// runBatch runs the slots of a batch, at most maxConcurrentSlots at once,
+// and returns their responses in slot order (none for notifications).
+func (n *Node) runBatch(ctx context.Context, c Caller, slots []protocol.Slot) []protocol.Response {
+	resps := make([]*protocol.Response, len(slots))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, maxConcurrentSlots)
-	for i := range req.Slots {
+	for i := range slots {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			resps[i] = n.runSlot(ctx, c, &req.Slots[i])
+			resps[i] = n.runSlot(ctx, c, &slots[i])
 		}()
 	}
 	wg.Wait()
@@ -58,14 +90,7 @@ func (n *Node) Handle(ctx context.Context, c Caller, msg []byte) (out []byte, re
 			list = append(list, *r)
 		}
 	}
-	b, err := protocol.EncodeResponses(req.IsBatch, list)
-	if err != nil {
-		n.log.Error("encode responses", "err", err)
-		perr := protocol.Errorf(protocol.CodeInternal, "internal error")
-		b, _ = json.Marshal(protocol.ErrorResponse(nil, perr))
-		return b, perr
-	}
-	return b, nil
+	return list
 }
 
 // runSlot runs one slot and returns its response, nil for a notification.
@@ -107,8 +132,7 @@ func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot) (resp *p
 		result, perr = marshalResult(n.Card())
 	case protocol.MethodToolsCall:
 		var p protocol.CallParams
-		if err := json.Unmarshal(orEmpty(s.Params), &p); err != nil || p.Name == "" {
-			perr = protocol.Errorf(protocol.CodeInvalidParams, "invalid params: tools/call needs {\"name\",\"arguments\"}")
+		if p, perr = protocol.ParseCallParams(s.Params); perr != nil {
 			return
 		}
 		skill = p.Name
@@ -197,11 +221,4 @@ func marshalResult(v any) (json.RawMessage, *protocol.Error) {
 		return nil, protocol.Errorf(protocol.CodeInternal, "internal error")
 	}
 	return b, nil
-}
-
-func orEmpty(b json.RawMessage) json.RawMessage {
-	if len(b) == 0 {
-		return json.RawMessage("{}")
-	}
-	return b
 }

@@ -48,8 +48,8 @@ func (n *Node) Forward(ctx context.Context, c Caller, peerID string, msg []byte)
 		}
 	}
 	var session string
-	if c.Kind == protocol.CallerSecretHolder && len(n.secret) > 0 {
-		session, _ = protocol.MintToken(n.secret, n.host.ID().String(), n.now(), 5*time.Minute)
+	if c.Kind == protocol.CallerSecretHolder {
+		session = n.MeshSession()
 	}
 	local := make([]*protocol.Response, len(req.Slots)) // answered here
 	remote := make([]bool, len(req.Slots))              // forwarded, an answer expected
@@ -141,8 +141,8 @@ func callName(s *protocol.Slot) string {
 	if s.Err != nil || s.Method != protocol.MethodToolsCall {
 		return ""
 	}
-	var p protocol.CallParams
-	if json.Unmarshal(orEmpty(s.Params), &p) != nil {
+	p, perr := protocol.ParseCallParams(s.Params)
+	if perr != nil {
 		return ""
 	}
 	return p.Name

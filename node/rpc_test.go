@@ -121,7 +121,13 @@ func TestNotificationsOnlyGetNoReply(t *testing.T) {
 	if _, err := a.Send(ctxT(t), pid, []byte(msg), false); err != nil {
 		t.Fatal(err)
 	}
-	// The same stream answers the next request, so the notifications got no frame.
+	// Send does not wait for notifications to run, and the next call goes
+	// on a stream of its own, which may overtake them: wait for both.
+	for deadline := time.Now().Add(10 * time.Second); runs.Load() < 2; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the notifications ran %d times, want 2", runs.Load())
+		}
+	}
 	out, err := a.Send(ctxT(t), pid, []byte(slotJSON(9, "count", "{}")), true)
 	if err != nil {
 		t.Fatal(err)

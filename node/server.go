@@ -21,8 +21,17 @@ const (
 	idleTimeout = 60 * time.Second
 	// writeTimeout bounds writing one response.
 	writeTimeout = 30 * time.Second
-	// streamReserve is the memory reserved for a stream's buffers.
+	// streamReserve is the memory reserved for a stream as it opens: its
+	// read buffer and one request and one response of up to smallMessage
+	// bytes each. Only a larger message reserves its own size, so a call of
+	// ordinary size costs the resource manager nothing per frame.
 	streamReserve = 64 << 10
+	// smallMessage is the largest request or response that rides on the
+	// stream's reservation.
+	smallMessage = 16 << 10
+	// responseBuffer is the capacity a response starts with; a larger one
+	// grows as it is written.
+	responseBuffer = 4 << 10
 	// drainTimeout bounds how long an oversized frame is drained so that
 	// the caller can read the error before the stream is reset.
 	drainTimeout = 2 * time.Second
@@ -43,9 +52,10 @@ func (n *Node) track() bool {
 // handleRPC serves one /mcpv2/rpc/1.0.0 stream: any number of request frames,
 // each answered in order. It follows go-libp2p's handler order: service
 // scope, memory reservation, deadlines, capped reads; Close on success, Reset
-// on error. Each frame's declared length is reserved in the stream's scope
-// before it is read, and each response's size before it is written; both
-// are released once the response is out. A request runs with a context that
+// on error. A frame's declared length over smallMessage is reserved in the
+// stream's scope before it is read, and a response over it before it is
+// written; both are released once the response is out. Smaller ones are
+// covered by streamReserve. A request runs with a context that
 // is cancelled when the caller resets the stream (a clean half-close is not
 // a cancellation: the caller still reads the answer).
 func (n *Node) handleRPC(s network.Stream) {
@@ -74,6 +84,9 @@ func (n *Node) handleRPC(s network.Stream) {
 	for {
 		size := 0 // the frame's declared length, reserved unless refused
 		msg, err := fr.ReadFrameReserve(func(k int) error {
+			if k <= smallMessage {
+				return nil
+			}
 			size = k
 			return s.Scope().ReserveMemory(k, network.ReservationPriorityMedium)
 		})
@@ -87,8 +100,10 @@ func (n *Node) handleRPC(s network.Stream) {
 		_ = s.SetReadDeadline(time.Time{}) // a request may run longer than idleTimeout
 		ctx, cancel := context.WithCancel(n.ctx)
 		watched := watchReset(fr, cancel)
-		out, _ := n.Handle(ctx, caller, msg)
+		out, _ := n.AppendHandle(ctx, caller, msg, transport.GetBuffer(responseBuffer))
+		transport.ReleaseFrame(msg)
 		err = n.writeResponse(s, caller, out)
+		transport.ReleaseFrame(out)
 		s.Scope().ReleaseMemory(size)
 		if err != nil {
 			n.log.Debug("rpc: write", "peer", caller.ID, "err", err)
@@ -154,13 +169,15 @@ func (n *Node) writeResponse(s network.Stream, c Caller, out []byte) error {
 	if out == nil {
 		return nil
 	}
-	if err := s.Scope().ReserveMemory(len(out), network.ReservationPriorityMedium); err != nil {
-		n.log.Debug("rpc: memory for response refused", "peer", c.ID, "size", len(out), "err", err)
-		perr := protocol.Errorf(protocol.CodeInternal, "resource limit: this peer is too busy to send a %d-byte response", len(out))
-		n.audit(c, "", "", perr, time.Now())
-		out, _ = json.Marshal(protocol.ErrorResponse(nil, perr))
-	} else {
-		defer s.Scope().ReleaseMemory(len(out))
+	if len(out) > smallMessage { // smaller ones ride on streamReserve
+		if err := s.Scope().ReserveMemory(len(out), network.ReservationPriorityMedium); err != nil {
+			n.log.Debug("rpc: memory for response refused", "peer", c.ID, "size", len(out), "err", err)
+			perr := protocol.Errorf(protocol.CodeInternal, "resource limit: this peer is too busy to send a %d-byte response", len(out))
+			n.audit(c, "", "", perr, time.Now())
+			out, _ = json.Marshal(protocol.ErrorResponse(nil, perr))
+		} else {
+			defer s.Scope().ReleaseMemory(len(out))
+		}
 	}
 	_ = s.SetWriteDeadline(time.Now().Add(writeTimeout))
 	return transport.WriteFrame(s, out)

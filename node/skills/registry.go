@@ -76,7 +76,7 @@ func Add[In, Out any](r *Registry, name, description string, tags []string, fn f
 	}
 	h := func(ctx context.Context, args json.RawMessage) (any, error) {
 		var in In
-		if err := json.Unmarshal(args, &in); err != nil {
+		if err := protocol.Unmarshal(args, &in); err != nil {
 			return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for %s: %v", name, err)
 		}
 		return fn(ctx, in)
@@ -165,7 +165,7 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 		args = json.RawMessage("{}")
 	}
 	var inst any
-	if err := json.Unmarshal(args, &inst); err != nil {
+	if err := protocol.Unmarshal(args, &inst); err != nil {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for %s: arguments are not JSON", name)
 	}
 	if err := e.schema.Validate(inst); err != nil {
@@ -181,6 +181,12 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 		return nil, protocol.Errorf(protocol.CodeSkillExecution, "skill %s failed", name)
 	}
 	if raw, ok := out.(json.RawMessage); ok {
+		// Responses carry results as they are (protocol.AppendResponses):
+		// a raw result must be valid JSON here.
+		if !protocol.ValidJSON(raw) {
+			r.log.Warn("skill result is not valid JSON", "skill", name)
+			return nil, protocol.Errorf(protocol.CodeInternal, "skill %s returned an unencodable result", name)
+		}
 		return raw, nil
 	}
 	raw, err := json.Marshal(out)

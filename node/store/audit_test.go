@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestAuditConcurrentWriters(t *testing.T) {
@@ -256,6 +257,37 @@ func TestAuditRotationEdges(t *testing.T) {
 		lines := auditLines(t, filepath.Join(dir, "audit.jsonl"))
 		if fmt.Sprint(names) != fmt.Sprint(c.files) || len(lines) != c.currentLines || lines[len(lines)-1] != 19 {
 			t.Errorf("max %d keep %d: files %v, current lines %v", c.max, c.keep, names, lines)
+		}
+	}
+}
+
+// TestAuditLineIsJSONMarshal holds the hand-built audit line equal to what
+// encoding/json makes of the record, for plain and hostile field values.
+func TestAuditLineIsJSONMarshal(t *testing.T) {
+	odd := []string{"", "12D3KooWplain", "ip:127.0.0.1", "/ip4/1.2.3.4/tcp/4001", `quo"te`, `back\slash`,
+		"<script>&amp;", "new\nline\ttab\x00nul\x1f", "ünïcødé ✓", "\u2028\u2029", string([]byte{0xff, 0xfe}), "\x7f"}
+	durations := []float64{0, 0.001, 1.5, 123456.789, 1e-7, 3e21, 0.1 + 0.2}
+	i := 0
+	for _, a := range odd {
+		for _, b := range odd {
+			d := durations[i%len(durations)]
+			i++
+			rec := AuditRecord{Time: time.Date(2026, 12, 1, 16, 0, 0, i*1000, time.UTC), Caller: a, Via: b, Auth: a, Method: b,
+				Skill: a, Outcome: b, Code: -32000 - i%10, DurationMS: d, Remote: b}
+			if i%3 == 0 {
+				rec.Code, rec.Via, rec.Skill = 0, "", ""
+			}
+			want, err := json.Marshal(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := rec.appendLine(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want)+"\n" {
+				t.Fatalf("record %+v:\n got %s\nwant %s", rec, got, want)
+			}
 		}
 	}
 }
