@@ -27,8 +27,10 @@ import (
 type Handler func(ctx context.Context, args json.RawMessage) (any, error)
 
 type entry struct {
-	desc    protocol.SkillDescriptor
-	schema  *jsonschema.Resolved
+	desc   protocol.SkillDescriptor
+	schema *jsonschema.Resolved
+	// quick, when set, accepts most valid arguments without schema.
+	quick   *quickSchema
 	handler Handler
 }
 
@@ -115,7 +117,7 @@ func (r *Registry) AddRaw(d protocol.SkillDescriptor, h Handler) error {
 	if _, ok := r.byName[d.Name]; ok {
 		return fmt.Errorf("%w %q", ErrDuplicate, d.Name)
 	}
-	r.byName[d.Name] = &entry{desc: d, schema: rs, handler: h}
+	r.byName[d.Name] = &entry{desc: d, schema: rs, quick: newQuickSchema(d.InputSchema), handler: h}
 	r.order = append(r.order, d.Name)
 	return nil
 }
@@ -168,7 +170,9 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 	if err := protocol.Unmarshal(args, &inst); err != nil {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for %s: arguments are not JSON", name)
 	}
-	if err := e.schema.Validate(inst); err != nil {
+	if e.quick != nil && e.quick.accepts(inst) {
+		// valid beyond doubt
+	} else if err := e.schema.Validate(inst); err != nil {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for %s: %v", name, err)
 	}
 	out, err := e.handler(ctx, args)
