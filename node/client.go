@@ -24,10 +24,14 @@ import (
 	"github.com/mcpv2/mcpv2/transport"
 )
 
-// Client-side stream reuse.
+// Client-side streams.
 const (
-	// maxIdlePerPeer is how many idle RPC streams are kept per peer.
-	maxIdlePerPeer = 4
+	// maxStreamsPerPeer bounds the RPC streams open to one peer, in use and
+	// idle together; more calls at once wait for one of them. It stays
+	// below the 64 a node accepts from one peer (node.go), so that streams
+	// this client has closed but the peer has not yet reaped never take it
+	// over its cap, which it would answer with resets.
+	maxStreamsPerPeer = 48
 	// idleKeep is how long an idle stream is reused; below the server's 60 s
 	// idle timeout so that a reused stream is never one the server closed.
 	idleKeep = 45 * time.Second
@@ -40,64 +44,136 @@ type pooledStream struct {
 	last time.Time
 }
 
-// streamPool keeps idle client streams per peer so that consecutive calls
-// reuse one stream (and its connection). mu guards idle and closed.
+// peerStreams are the client's streams to one peer.
+type peerStreams struct {
+	idle []*pooledStream
+	// open counts the streams to the peer, idle and in use.
+	open int
+	// wake is closed (and replaced) when a stream goes back to idle or is
+	// gone, to wake the calls waiting for one.
+	wake chan struct{}
+}
+
+// streamPool keeps the client's streams per peer: consecutive calls reuse
+// an idle stream (and its connection), at most maxStreamsPerPeer are open
+// to a peer, and a call beyond that waits for one. mu guards peers and
+// closed.
 type streamPool struct {
 	h      host.Host
 	mu     sync.Mutex
-	idle   map[peer.ID][]*pooledStream
+	peers  map[peer.ID]*peerStreams
 	closed bool
 }
 
 func newStreamPool(h host.Host) *streamPool {
-	return &streamPool{h: h, idle: map[peer.ID][]*pooledStream{}}
+	return &streamPool{h: h, peers: map[peer.ID]*peerStreams{}}
 }
 
-// get returns an idle stream to pid (reused true) or opens a new one.
+// get returns an idle stream to pid (reused true) or opens a new one,
+// waiting while maxStreamsPerPeer are in use. The stream goes back with put
+// or away with discard.
 func (p *streamPool) get(ctx context.Context, pid peer.ID, maxMsg int) (*pooledStream, bool, error) {
-	p.mu.Lock()
-	now := time.Now()
-	for list := p.idle[pid]; len(list) > 0; list = p.idle[pid] {
-		ps := list[len(list)-1]
-		p.idle[pid] = list[:len(list)-1]
-		if now.Sub(ps.last) < idleKeep {
-			p.mu.Unlock()
-			return ps, true, nil
+	for {
+		p.mu.Lock()
+		ps := p.peers[pid]
+		if ps == nil {
+			ps = &peerStreams{wake: make(chan struct{})}
+			p.peers[pid] = ps
 		}
-		_ = ps.s.Close()
+		now := time.Now()
+		for len(ps.idle) > 0 {
+			s := ps.idle[len(ps.idle)-1]
+			ps.idle = ps.idle[:len(ps.idle)-1]
+			if now.Sub(s.last) < idleKeep {
+				p.mu.Unlock()
+				return s, true, nil
+			}
+			_ = s.s.Close()
+			ps.open--
+		}
+		if ps.open < maxStreamsPerPeer {
+			ps.open++
+			p.mu.Unlock()
+			s, err := p.h.NewStream(network.WithAllowLimitedConn(ctx, "mcpv2 rpc"), pid, libp2pproto.ID(protocol.RPCProtocolID))
+			if err != nil {
+				p.gone(pid)
+				return nil, false, err
+			}
+			return &pooledStream{s: s, fr: transport.NewFrameReader(s, maxMsg)}, false, nil
+		}
+		wake := ps.wake
+		p.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return nil, false, fmt.Errorf("waiting for one of the %d streams in use: %w", maxStreamsPerPeer, ctx.Err())
+		}
 	}
-	p.mu.Unlock()
-	s, err := p.h.NewStream(network.WithAllowLimitedConn(ctx, "mcpv2 rpc"), pid, libp2pproto.ID(protocol.RPCProtocolID))
-	if err != nil {
-		return nil, false, err
-	}
-	return &pooledStream{s: s, fr: transport.NewFrameReader(s, maxMsg)}, false, nil
 }
 
-// put returns a healthy stream to the pool, or closes it when the pool is full.
-func (p *streamPool) put(pid peer.ID, ps *pooledStream) {
-	ps.last = time.Now()
-	_ = ps.s.SetDeadline(time.Time{})
+// put returns a healthy stream to the pool (closes it once the pool is
+// closed).
+func (p *streamPool) put(pid peer.ID, s *pooledStream) {
+	s.last = time.Now()
+	_ = s.s.SetDeadline(time.Time{})
 	p.mu.Lock()
-	if !p.closed && len(p.idle[pid]) < maxIdlePerPeer {
-		p.idle[pid] = append(p.idle[pid], ps)
+	if ps := p.peers[pid]; !p.closed && ps != nil {
+		ps.idle = append(ps.idle, s)
+		ps.signal()
 		p.mu.Unlock()
 		return
 	}
 	p.mu.Unlock()
-	_ = ps.s.Close()
+	p.discard(pid, s, false)
+}
+
+// discard ends a stream from get that does not go back: reset after a
+// failure, else closed.
+func (p *streamPool) discard(pid peer.ID, s *pooledStream, reset bool) {
+	if reset {
+		_ = s.s.Reset()
+	} else {
+		_ = s.s.Close()
+	}
+	p.gone(pid)
+}
+
+// gone uncounts a stream to pid that is no more.
+func (p *streamPool) gone(pid peer.ID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ps := p.peers[pid]
+	if ps == nil {
+		return
+	}
+	ps.open--
+	ps.signal()
+	if ps.open <= 0 && len(ps.idle) == 0 {
+		delete(p.peers, pid) // the map holds only peers with streams
+	}
+}
+
+// signal wakes the calls waiting for a stream; under streamPool.mu.
+func (ps *peerStreams) signal() {
+	close(ps.wake)
+	ps.wake = make(chan struct{})
 }
 
 func (p *streamPool) closeAll() {
 	p.mu.Lock()
 	p.closed = true
-	idle := p.idle
-	p.idle = map[peer.ID][]*pooledStream{}
-	p.mu.Unlock()
-	for _, list := range idle {
-		for _, ps := range list {
-			_ = ps.s.Close()
+	var idle []*pooledStream
+	for pid, ps := range p.peers {
+		idle = append(idle, ps.idle...)
+		ps.open -= len(ps.idle)
+		ps.idle = nil
+		if ps.open <= 0 {
+			delete(p.peers, pid)
 		}
+	}
+	p.mu.Unlock()
+	for _, s := range idle {
+		_ = s.s.Close()
 	}
 }
 
@@ -399,7 +475,7 @@ func (n *Client) send(ctx context.Context, pid peer.ID, msg []byte, want []json.
 		}
 		out, sent, reusable, err := exchange(ctx, ps, msg, len(want) > 0)
 		if err == nil && len(want) == 0 {
-			_ = ps.s.Close()
+			n.pool.discard(pid, ps, false)
 			return nil, nil, nil
 		}
 		if err == nil {
@@ -411,14 +487,14 @@ func (n *Client) send(ctx context.Context, pid peer.ID, msg []byte, want []json.
 				if reusable {
 					n.pool.put(pid, ps)
 				} else {
-					_ = ps.s.Reset()
+					n.pool.discard(pid, ps, true)
 				}
 				return out, resps, nil
 			}
-			_ = ps.s.Reset()
+			n.pool.discard(pid, ps, true)
 			return nil, nil, fmt.Errorf("node: call %s: %w", pid, err)
 		}
-		_ = ps.s.Reset()
+		n.pool.discard(pid, ps, true)
 		if reused && attempt == 0 && (!sent || errors.Is(err, io.EOF)) {
 			continue
 		}

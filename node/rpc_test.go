@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -180,5 +181,40 @@ func TestStreamReuse(t *testing.T) {
 	}
 	if n := len(conns[0].GetStreams()); n > 1 {
 		t.Fatalf("%d streams open after sequential calls, want 1 reused", n)
+	}
+}
+
+// TestManyCallsInFlightToOnePeer: more calls at once than a node accepts
+// streams from one peer (64) all succeed: the client keeps at most
+// maxStreamsPerPeer streams open to a peer and the rest wait for one,
+// instead of opening streams the peer resets. With 4 idle streams kept
+// and no bound, 64 in flight got "stream reset (remote): 0x1002".
+func TestManyCallsInFlightToOnePeer(t *testing.T) {
+	a, b := pair(t, func(c *Config) { c.RateLimit = -1 })
+	addr := addrOf(t, b)
+	args := json.RawMessage(`{"payload":"` + strings.Repeat("x", 1024) + `"}`)
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	for range 200 {
+		wg.Go(func() {
+			for range 5 {
+				if _, err := a.CallSkill(ctxT(t), addr, "ping", args, CallOptions{}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	a.pool.mu.Lock()
+	defer a.pool.mu.Unlock()
+	for pid, ps := range a.pool.peers {
+		if ps.open > maxStreamsPerPeer || len(ps.idle) > ps.open {
+			t.Fatalf("peer %s: %d streams open, %d idle (at most %d)", pid, ps.open, len(ps.idle), maxStreamsPerPeer)
+		}
 	}
 }
