@@ -242,7 +242,7 @@ var (
 func caseVariant(raw []byte) string {
 	var ctx []byte
 	variant := ""
-	eachMember(raw, func(key, val []byte) bool {
+	EachMember(raw, func(key, val []byte) bool {
 		if variant = foldedKey(key, slotMembers); variant != "" {
 			return false
 		}
@@ -254,7 +254,7 @@ func caseVariant(raw []byte) string {
 	if variant != "" || len(ctx) == 0 || ctx[0] != '{' {
 		return variant
 	}
-	eachMember(ctx, func(key, _ []byte) bool {
+	EachMember(ctx, func(key, _ []byte) bool {
 		variant = foldedKey(key, contextMembers)
 		return variant == ""
 	})
@@ -266,7 +266,7 @@ func caseVariant(raw []byte) string {
 func exactID(raw []byte) json.RawMessage {
 	var id []byte
 	if len(raw) > 0 && raw[0] == '{' {
-		eachMember(raw, func(key, val []byte) bool {
+		EachMember(raw, func(key, val []byte) bool {
 			if string(key) == "id" {
 				id = val // the last one, as the decoder takes
 			}
@@ -290,11 +290,13 @@ func foldedKey(key []byte, names []string) string {
 	return ""
 }
 
-// eachMember calls f with the name (unescaped) and the raw value of each
+// EachMember calls f with the name (unescaped) and the raw value of each
 // member of the JSON object obj, in order, until f returns false. obj must
-// be valid JSON; on anything else it stops early and never panics. A name
-// without escapes is passed in place; only an escaped one is decoded.
-func eachMember(obj []byte, f func(key, val []byte) bool) {
+// be valid JSON (a slot's params or arguments are); on anything else it
+// stops early and never panics. A name without escapes is passed in place;
+// only an escaped one is decoded. It reports whether it walked obj to its
+// closing brace with f saying true to every member.
+func EachMember(obj []byte, f func(key, val []byte) bool) (complete bool) {
 	i := skipSpace(obj, 1)
 	for i < len(obj) && obj[i] == '"' {
 		end := skipString(obj, i)
@@ -302,25 +304,26 @@ func eachMember(obj []byte, f func(key, val []byte) bool) {
 		if bytes.IndexByte(key, '\\') >= 0 {
 			var k string
 			if json.Unmarshal(obj[i:end], &k) != nil {
-				return
+				return false
 			}
 			key = []byte(k)
 		}
 		i = skipSpace(obj, end)
 		if i >= len(obj) || obj[i] != ':' {
-			return
+			return false
 		}
 		vs := skipSpace(obj, i+1)
 		ve := skipValue(obj, vs)
-		if !f(key, obj[vs:ve]) {
-			return
+		if ve == vs || !f(key, obj[vs:ve]) {
+			return false
 		}
 		i = skipSpace(obj, ve)
 		if i >= len(obj) || obj[i] != ',' {
-			return
+			break
 		}
 		i = skipSpace(obj, i+1)
 	}
+	return i == len(obj)-1 && obj[i] == '}'
 }
 
 func skipSpace(b []byte, i int) int {
@@ -507,7 +510,7 @@ func ParseCallParams(params json.RawMessage) (CallParams, *Error) {
 		return bad()
 	}
 	var name []byte
-	eachMember(params, func(key, val []byte) bool {
+	EachMember(params, func(key, val []byte) bool {
 		switch string(key) {
 		case "name":
 			name = val

@@ -1,8 +1,11 @@
 package skills
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
+
+	"github.com/mcpv2/mcpv2/protocol"
 )
 
 // quickSchema is a shortcut past jsonschema-go for the plain object
@@ -140,6 +143,115 @@ func (q *quickSchema) accepts(inst any) bool {
 		}
 	}
 	return true
+}
+
+// acceptsRaw is accepts on the arguments as they came, JSON text that is
+// not decoded first: the members are walked in place and each value's type
+// read from its first byte, so valid arguments cost no decoding beyond the
+// skill's own. A member name that repeats is checked every time (the
+// decoded value keeps the last). False means "ask the library".
+func (q *quickSchema) acceptsRaw(args []byte) bool {
+	args = bytes.TrimSpace(args)
+	if len(args) < 2 || args[0] != '{' {
+		return false
+	}
+	need := len(q.required)
+	var seen uint64 // bit i: required[i] was present; need <= 64 below
+	if need > 64 {
+		return false
+	}
+	ok := protocol.EachMember(args, func(key, val []byte) bool {
+		for i, r := range q.required {
+			if string(key) == r {
+				seen |= 1 << i
+			}
+		}
+		t, known := q.props[string(key)]
+		if !known {
+			return !q.closed
+		}
+		return t == 0 || t.hasRaw(val)
+	})
+	return ok && seen == 1<<need-1
+}
+
+// hasRaw reports that the JSON text v is surely one of the types of t,
+// from its first byte (and, for a number, its characters).
+func (t jsonTypes) hasRaw(v []byte) bool {
+	switch v[0] {
+	case 'n':
+		return t&typeNull != 0 && string(v) == "null"
+	case 't':
+		return t&typeBoolean != 0 && string(v) == "true"
+	case 'f':
+		return t&typeBoolean != 0 && string(v) == "false"
+	case '"':
+		return t&typeString != 0
+	case '{':
+		return t&typeObject != 0
+	case '[':
+		return t&typeArray != 0
+	}
+	if !isNumber(v) {
+		return false
+	}
+	if t&typeNumber != 0 {
+		return true
+	}
+	// An integer beyond doubt: digits only, well inside float64's exact
+	// range (15 digits < 2^53).
+	digits := bytes.TrimPrefix(v, []byte("-"))
+	if t&typeInteger == 0 || len(digits) == 0 || len(digits) > 15 {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// isNumber reports that v is a JSON number (RFC 8259 §6).
+func isNumber(v []byte) bool {
+	i := 0
+	if i < len(v) && v[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(v) && v[i] == '0':
+		i++
+	case i < len(v) && v[i] >= '1' && v[i] <= '9':
+		for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(v) && v[i] == '.' {
+		i++
+		start := i
+		for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return false
+		}
+	}
+	if i < len(v) && (v[i] == 'e' || v[i] == 'E') {
+		i++
+		if i < len(v) && (v[i] == '+' || v[i] == '-') {
+			i++
+		}
+		start := i
+		for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return false
+		}
+	}
+	return i == len(v)
 }
 
 // has reports that v is surely of one of the types of t.

@@ -48,7 +48,9 @@ func quickSchemas(t testing.TB) (quick []*quickSchema, lib []*jsonschema.Resolve
 func FuzzQuickSchema(f *testing.F) {
 	for _, s := range []string{`{}`, `{"a":1}`, `{"a":1.5}`, `{"a":1e300}`, `{"a":-0}`, `{"a":1,"b":null,"c":[1]}`,
 		`{"a":1,"x":2}`, `{"n":1,"t":true,"o":{},"l":[]}`, `{"n":"1","t":true}`, `{"i":9007199254740993}`,
-		`{"payload":"x"}`, `{"query":"q","model":5}`, `[]`, `null`, `"s"`, `{"A":1}`} {
+		`{"payload":"x"}`, `{"query":"q","model":5}`, `[]`, `null`, `"s"`, `{"A":1}`, `{"a":1,"a":"x"}`, `{"a":1,"a":2.5}`,
+		` { "a" : 1 , "b" : "\u0041" } `, `{"\u0061":1}`, `{"a":-0.0e+1}`, `{"a":123456789012345}`, `{"a":1234567890123456}`,
+		`{"n":1,"t":false,"o":[],"l":{}}`, `{"b":nul}`} {
 		f.Add([]byte(s))
 	}
 	quick, lib := quickSchemas(f)
@@ -61,6 +63,11 @@ func FuzzQuickSchema(f *testing.F) {
 			if q.accepts(inst) {
 				if err := lib[i].Validate(inst); err != nil {
 					t.Fatalf("schema %d: quick accepts %s, jsonschema-go refuses: %v", i, data, err)
+				}
+			}
+			if q.acceptsRaw(data) {
+				if err := lib[i].Validate(inst); err != nil {
+					t.Fatalf("schema %d: quick accepts the text %s, jsonschema-go refuses: %v", i, data, err)
 				}
 			}
 		}
@@ -92,6 +99,9 @@ func TestQuickSchemaCovers(t *testing.T) {
 		}
 		if got := q.accepts(v); got != want {
 			t.Errorf("accepts(%s) = %v, want %v", in, got, want)
+		}
+		if got := q.acceptsRaw([]byte(in)); got != want {
+			t.Errorf("acceptsRaw(%s) = %v, want %v", in, got, want)
 		}
 	}
 }

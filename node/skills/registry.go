@@ -151,8 +151,10 @@ func (r *Registry) Names() []string {
 	return slices.Clone(r.order)
 }
 
-// Call validates args against the named skill's schema and runs it. Missing
-// or null args are an empty object. Errors are always *protocol.Error:
+// Call validates args against the named skill's schema and runs it. args
+// must be one valid JSON value, as a slot's arguments are once ParseRequest
+// has decoded the slot (the node's dispatch is the caller); missing or null
+// args are an empty object. Errors are always *protocol.Error:
 // CodeSkillNotFound, CodeInvalidParams, the handler's own, or
 // CodeSkillExecution.
 func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
@@ -166,14 +168,16 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
 		args = json.RawMessage("{}")
 	}
-	var inst any
-	if err := protocol.Unmarshal(args, &inst); err != nil {
-		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for %s: arguments are not JSON", name)
-	}
-	if e.quick != nil && e.quick.accepts(inst) {
-		// valid beyond doubt
-	} else if err := e.schema.Validate(inst); err != nil {
-		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for %s: %v", name, err)
+	if e.quick == nil || !e.quick.acceptsRaw(args) {
+		var inst any
+		if err := protocol.Unmarshal(args, &inst); err != nil {
+			return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for %s: arguments are not JSON", name)
+		}
+		if e.quick == nil || !e.quick.accepts(inst) {
+			if err := e.schema.Validate(inst); err != nil {
+				return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for %s: %v", name, err)
+			}
+		}
 	}
 	out, err := e.handler(ctx, args)
 	if err != nil {
