@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -93,6 +94,30 @@ func BenchmarkRawStreamEcho(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkMeshCallParallel is BenchmarkMeshCall with 64 calls in flight
+// (b.SetParallelism 32 on 2 cores), where per-call CPU shows rather than
+// round-trip latency.
+func BenchmarkMeshCallParallel(b *testing.B) {
+	a, srv := pair(b, func(c *Config) { c.RateLimit = -1 })
+	addr := addrOf(b, srv)
+	ctx := context.Background()
+	for _, size := range benchPayloads[:2] {
+		b.Run(fmt.Sprintf("payload=%d", size), func(b *testing.B) {
+			args := pingArgs(size)
+			b.ReportAllocs()
+			b.SetParallelism(64 / max(1, runtime.GOMAXPROCS(0)))
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := a.CallSkill(ctx, addr, "ping", args, CallOptions{}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
 		})
 	}
 }

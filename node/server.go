@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -80,6 +81,8 @@ func (n *Node) handleRPC(s network.Stream) {
 
 	caller := Caller{ID: s.Conn().RemotePeer().String(), Via: "mesh", Remote: s.Conn().RemoteMultiaddr().String(), Kind: protocol.CallerPeer}
 	fr := transport.NewFrameReader(s, n.maxMsg)
+	watch := newLateWatch(s, fr)
+	defer watch.disarm()
 	_ = s.SetReadDeadline(time.Now().Add(idleTimeout))
 	for {
 		size := 0 // the frame's declared length, reserved unless refused
@@ -97,10 +100,10 @@ func (n *Node) handleRPC(s network.Stream) {
 			n.endRPC(s, caller, err, size)
 			return
 		}
-		_ = s.SetReadDeadline(time.Time{}) // a request may run longer than idleTimeout
 		ctx, cancel := context.WithCancel(n.ctx)
-		watched := watchReset(fr, cancel)
+		watch.arm(cancel)
 		out, _ := n.AppendHandle(ctx, caller, msg, transport.GetBuffer(responseBuffer))
+		watched := watch.disarm()
 		transport.ReleaseFrame(msg)
 		err = n.writeResponse(s, caller, out)
 		transport.ReleaseFrame(out)
@@ -111,7 +114,10 @@ func (n *Node) handleRPC(s network.Stream) {
 		} else {
 			_ = s.SetReadDeadline(time.Now().Add(idleTimeout))
 		}
-		werr := <-watched
+		var werr error
+		if watched != nil {
+			werr = <-watched
+		}
 		cancel()
 		switch {
 		case err != nil:
@@ -121,6 +127,66 @@ func (n *Node) handleRPC(s network.Stream) {
 			return
 		}
 	}
+}
+
+// watchDelay is how long a request runs before its stream is watched for
+// a reset (lateWatch).
+const watchDelay = 10 * time.Millisecond
+
+// lateWatch starts watchReset for a request only once it has run for
+// watchDelay. Most calls are answered sooner, and then cost neither a
+// goroutine nor the hand-off from it to the handler when the next request
+// arrives; a caller that resets its stream still cancels a request that
+// runs longer, at most watchDelay late. One lateWatch serves a stream's
+// requests in turn; mu guards cancel, armed and watched.
+type lateWatch struct {
+	s     network.Stream
+	fr    *transport.FrameReader
+	timer *time.Timer
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	armed   bool
+	watched <-chan error
+}
+
+func newLateWatch(s network.Stream, fr *transport.FrameReader) *lateWatch {
+	w := &lateWatch{s: s, fr: fr}
+	w.timer = time.AfterFunc(time.Hour, w.start)
+	w.timer.Stop()
+	return w
+}
+
+// arm starts the delay for a request that cancel cancels.
+func (w *lateWatch) arm(cancel context.CancelFunc) {
+	w.mu.Lock()
+	w.cancel, w.armed, w.watched = cancel, true, nil
+	w.mu.Unlock()
+	w.timer.Reset(watchDelay)
+}
+
+// start runs when the delay is over: the request is still running, so its
+// stream is watched from now on. A timer from an earlier request that
+// fires late finds the current request's cancel, or nothing armed.
+func (w *lateWatch) start() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.armed || w.watched != nil {
+		return
+	}
+	_ = w.s.SetReadDeadline(time.Time{}) // a request may run longer than idleTimeout
+	w.watched = watchReset(w.fr, w.cancel)
+}
+
+// disarm ends the delay once the request has its answer and returns the
+// watch's channel if the watch started (its result must then be received
+// before fr is read again), else nil.
+func (w *lateWatch) disarm() <-chan error {
+	w.timer.Stop()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.armed = false
+	return w.watched
 }
 
 // watchReset watches the stream under fr while a request runs, so that a
