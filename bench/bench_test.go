@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/mcpv2/mcpv2/node"
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// TestMain runs a role when the test binary is started as a bench child
+// (the roles re-execute os.Executable, which here is the test binary).
+func TestMain(m *testing.M) {
+	if role := os.Getenv(roleEnv); role != "" {
+		os.Exit(runRole(role, os.Args[1:]))
+	}
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(goleak.IgnoreAnyFunction("github.com/ipfs/go-log/v2/writer.(*MirrorWriter).logRoutine")); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// TestRowsWork runs the quick path of a few rows for real: the echo,
+// net/http and MCP children of this program, a mesh call to an in-process
+// node (the binary's build is left to `go run ./bench --quick` in CI), and
+// the heap row.
+func TestRowsWork(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	log := slog.New(slog.DiscardHandler)
+	e, err := newEnv(config{rounds: 1, quick: true}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	p := plan{rounds: 1, latMin: 16, warm: time.Millisecond}
+
+	// The mesh side: an in-process node, 16 warm calls of 1 KiB.
+	srv, err := node.New(node.Config{DataDir: t.TempDir(), ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, RateLimit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	addr := tcpAddrOf(t, srv)
+	mc, err := newMeshClient(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.Close()
+	var mesh, echo []time.Duration
+	err = alternate(ctx, 1,
+		func(int) error {
+			mesh, err = latencyRound(ctx, p, meshCall(mc.Client, addr, judgedPayload))
+			return err
+		},
+		func(int) error {
+			echo, err = echoLatency(ctx, e, p)
+			return err
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, lat := range map[string][]time.Duration{"mesh": mesh, "echo": echo} {
+		if len(lat) < p.latMin || slices.Min(lat) <= 0 {
+			t.Errorf("%s: %d latencies, min %v; want at least %d, all positive", name, len(lat), slices.Min(lat), p.latMin)
+		}
+	}
+	// A wrong answer is caught, not timed.
+	check := pingCheck(4)
+	for _, res := range []string{`{"pong":true,"payload":"xxx"}`, `{"pong":false,"payload":"xxxx"}`, `{"pong":true}`} {
+		if err := check([]byte(res)); err == nil {
+			t.Errorf("the ping check passed %s for a 4-byte payload", res)
+		}
+	}
+	if err := check([]byte(`{"pong":true,"peer_id":"x","payload":"xxxx"}`)); err != nil {
+		t.Error(err)
+	}
+
+	// The HTTP baselines answer what the edge rows send, and the MCP
+	// answer is checked to be a result.
+	for _, mk := range []func(context.Context, *env) (*httpSide, error){httpEchoSide, mcpSide} {
+		s, err := mk(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _, err := throughputRound(ctx, 4, 0, 2, s.call)
+		s.Close()
+		if err != nil || n != 8 {
+			t.Fatalf("%s: %d calls, %v; want 8 calls", s.url, n, err)
+		}
+	}
+	x := strings.Repeat("x", judgedPayload)
+	for _, a := range []string{
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"no"}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"` + x + `"}],"isError":true}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"` + x[1:] + `"}]}}`,
+	} {
+		if err := checkMCPAnswer(200, []byte(a)); err == nil {
+			t.Errorf("the MCP check passed %.80s…", a)
+		}
+	}
+	if err := checkMCPAnswer(200, []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"`+x+`"}]}}`)); err != nil {
+		t.Error(err)
+	}
+
+	// The heap row, short.
+	h, err := measureHeap(ctx, filepath.Join(e.dir, "heap"), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.at10 == 0 || h.at100 == 0 || h.allocs <= 0 || h.calls != 100 {
+		t.Errorf("heap row: %+v; want both heap readings and allocations per call", h)
+	}
+}
+
+// echoLatency times p.latMin echoes of the 1 KiB ping request on the echo
+// child.
+func echoLatency(ctx context.Context, e *env, p plan) ([]time.Duration, error) {
+	r, err := e.role(ctx, "echo")
+	if err != nil {
+		return nil, err
+	}
+	h, err := bareHost(false)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	a, err := r.info.addrOf("/tcp/")
+	if err != nil {
+		return nil, err
+	}
+	pid, err := dialAddr(ctx, h, a)
+	if err != nil {
+		return nil, err
+	}
+	ss, err := openEchoStreams(ctx, h, pid, 1)
+	if err != nil {
+		return nil, err
+	}
+	defer closeEchoStreams(ss)
+	msg, err := pingRequest(judgedPayload)
+	if err != nil {
+		return nil, err
+	}
+	return latencyRound(ctx, p, echoCall(ss, msg))
+}
+
+func tcpAddrOf(t *testing.T, n *node.Node) protocol.Address {
+	t.Helper()
+	for _, s := range n.P2PAddrs() {
+		if strings.Contains(s, "/tcp/") {
+			a, err := protocol.ParseAddress(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return a
+		}
+	}
+	t.Fatalf("no TCP address in %v", n.P2PAddrs())
+	return protocol.Address{}
+}
+
+func TestAlternateOrder(t *testing.T) {
+	var got []string
+	side := func(name string) func(int) error {
+		return func(int) error { got = append(got, name); return nil }
+	}
+	if err := alternate(context.Background(), 3, side("A"), side("B")); err != nil {
+		t.Fatal(err)
+	}
+	if want := "ABBAAB"; strings.Join(got, "") != want {
+		t.Errorf("order %s, want %s", strings.Join(got, ""), want)
+	}
+	got = nil
+	if err := alternate(context.Background(), 2, side("A"), side("B"), side("C")); err != nil {
+		t.Fatal(err)
+	}
+	if want := "ABCCBA"; strings.Join(got, "") != want {
+		t.Errorf("order %s, want %s", strings.Join(got, ""), want)
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	xs := make([]float64, 100)
+	for i := range xs {
+		xs[i] = float64(100 - i) // 100 … 1
+	}
+	if m, p := median(xs), quantile(xs, 0.99); m != 50 || p != 99 {
+		t.Errorf("median %v, p99 %v; want 50, 99", m, p)
+	}
+	if !math.IsNaN(median([]float64{})) {
+		t.Error("the median of nothing is not NaN")
+	}
+}
+
+func TestFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		rounds  int
+		wantErr string
+	}{
+		{nil, 5, ""},
+		{[]string{"--quick"}, 2, ""},
+		{[]string{"--quick", "--rounds", "3"}, 3, ""},
+		{[]string{"--rounds", "0"}, 0, "--rounds 0"},
+		{[]string{"--rows", "("}, 0, "not a regular expression"},
+		{[]string{"extra"}, 0, "unexpected argument"},
+	} {
+		c, err := parseFlags(tc.args, io.Discard)
+		switch {
+		case tc.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%v: err %v, want one containing %q", tc.args, err, tc.wantErr)
+			}
+		case err != nil:
+			t.Errorf("%v: %v", tc.args, err)
+		case c.rounds != tc.rounds:
+			t.Errorf("%v: rounds %d, want %d", tc.args, c.rounds, tc.rounds)
+		}
+	}
+	c, err := parseFlags([]string{"--rows", "^(1|12) "}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sel []int
+	for r := 1; r <= 12; r++ {
+		if c.selected(r) {
+			sel = append(sel, r)
+		}
+	}
+	if !slices.Equal(sel, []int{1, 12}) {
+		t.Errorf("--rows '^(1|12) ' selects %v, want [1 12]", sel)
+	}
+}
+
+func TestTable(t *testing.T) {
+	ok := line{row: 1, payload: "1 KiB", aMed: "10 µs", bMed: "8 µs", ratio: 1.25, target: "≤ 1.3×"}
+	ok.judge(true, ok.ratio <= 1.3)
+	miss := line{row: 3, payload: "1 KiB", ratio: 0.5, target: "≥ 0.8×"}
+	miss.judge(true, miss.ratio >= 0.8)
+	lines := []line{ok, miss, failedLine(7, fmt.Errorf("edge | down\nhard"))}
+	var b bytes.Buffer
+	writeTable(&b, lines, false)
+	out := b.String()
+	for _, want := range []string{
+		"| 1 warm call, TCP, 1 in flight | 1 KiB | 10 µs | — | — | 8 µs | — | 1.25× | ≤ 1.3× | meets |",
+		"| 0.50× | ≥ 0.8× | MISS |",
+		"FAILED: edge / down hard |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the table lacks %q:\n%s", want, out)
+		}
+	}
+	b.Reset()
+	writeTable(&b, lines, true)
+	if strings.Contains(b.String(), "MISS") || !strings.Contains(b.String(), "| works |") || !strings.Contains(b.String(), "FAILED") {
+		t.Errorf("a quick table judges targets or hides a failure:\n%s", b.String())
+	}
+}

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/mcpv2/mcpv2/node"
+	"github.com/mcpv2/mcpv2/protocol"
+	"github.com/mcpv2/mcpv2/transport"
+)
+
+// env is what the groups of a run share: a temp dir, the child processes,
+// the mcpv2 binary and the long-lived servers, each started on first use.
+// It is used by one goroutine at a time (the run's).
+type env struct {
+	cfg   config
+	log   *slog.Logger
+	dir   string
+	procs children
+
+	bin string // the mcpv2 binary, once built or given
+
+	// sendKey is the identity of `mcpv2 send`'s data dir (sendDir) and
+	// adminKey the bench's own granted client; the node's policy grants
+	// both every skill.
+	sendDir  string
+	sendKey  crypto.PrivKey
+	adminKey crypto.PrivKey
+
+	node      *nodeProc
+	roleProcs map[string]*roleProc
+}
+
+// nodeProc is the running `mcpv2 node` child that the call, edge and send
+// rows share.
+type nodeProc struct {
+	*child
+	tcp, quic protocol.Address // its loopback mesh addresses
+	tcpAddr   string           // the TCP one as a multiaddr with /p2p/
+	edge      string           // its edge's host:port
+}
+
+// roleProc is a running role child and what its ready line said.
+type roleProc struct {
+	*child
+	info readyInfo
+}
+
+// newEnv makes the run's temp dir and identities; nothing runs yet.
+func newEnv(cfg config, log *slog.Logger) (*env, error) {
+	dir, err := os.MkdirTemp("", "mcpv2-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("make a temp dir: %w", err)
+	}
+	e := &env{cfg: cfg, log: log, dir: dir, bin: cfg.mcpv2, roleProcs: map[string]*roleProc{}}
+	e.sendDir = filepath.Join(dir, "sender")
+	if err := os.MkdirAll(e.sendDir, 0o700); err != nil {
+		return nil, errors.Join(err, e.Close())
+	}
+	// The CLI's identity file of a data dir (cmd/mcpv2 identityPath).
+	if e.sendKey, err = transport.LoadOrCreateIdentity(filepath.Join(e.sendDir, "identity.key")); err != nil {
+		return nil, errors.Join(err, e.Close())
+	}
+	if e.adminKey, _, err = crypto.GenerateEd25519Key(rand.Reader); err != nil {
+		return nil, errors.Join(err, e.Close())
+	}
+	return e, nil
+}
+
+// Close kills the children and removes the temp dir.
+func (e *env) Close() error {
+	e.procs.closeAll()
+	return os.RemoveAll(e.dir)
+}
+
+// binary returns the mcpv2 binary, building it on first use from the
+// module that holds the working directory.
+func (e *env) binary(ctx context.Context) (string, error) {
+	if e.bin != "" {
+		return e.bin, nil
+	}
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	gomod := strings.TrimSpace(string(out))
+	if err != nil || gomod == "" || gomod == os.DevNull {
+		return "", fmt.Errorf("find the mcpv2 module to build ./cmd/mcpv2 (run the bench inside it, or give --mcpv2 PATH): go env GOMOD: %q %v", gomod, err)
+	}
+	bin := filepath.Join(e.dir, "mcpv2")
+	e.log.Info("building mcpv2", "out", bin)
+	bctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(bctx, "go", "build", "-o", bin, "./cmd/mcpv2")
+	cmd.Dir = filepath.Dir(gomod)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/mcpv2: %w\n%s", err, out)
+	}
+	e.bin = bin
+	return bin, nil
+}
+
+// nodeArgs are the flags of every `mcpv2 node` of the bench: loopback only,
+// no mDNS or NAT traversal, no rate limit.
+func nodeArgs(dataDir string) []string {
+	return []string{"node", "--data-dir", dataDir, "--no-mdns", "--no-nat",
+		"--listen", "/ip4/127.0.0.1/tcp/0", "--listen", "/ip4/127.0.0.1/udp/0/quic-v1",
+		"--rate-limit", "0", "--log-level", "warn"}
+}
+
+// startNode starts `mcpv2 node` with args (from nodeArgs) and waits for its
+// banner.
+func (e *env) startNode(ctx context.Context, name string, args []string) (*child, error) {
+	bin, err := e.binary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return e.procs.start(ctx, name, append([]string{bin}, args...), nil,
+		func(l string) bool { return strings.HasPrefix(l, "MCPV2_DATA_DIR=") })
+}
+
+// mcpv2Node returns the shared node, started on first use: mesh and edge,
+// the send row's file limits lifted, a policy granting the bench's clients.
+func (e *env) mcpv2Node(ctx context.Context) (*nodeProc, error) {
+	if e.node != nil {
+		return e.node, e.node.alive()
+	}
+	dir := filepath.Join(e.dir, "node")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	grants := map[string][]string{}
+	for _, k := range []crypto.PrivKey{e.sendKey, e.adminKey} {
+		id, err := peer.IDFromPrivateKey(k)
+		if err != nil {
+			return nil, err
+		}
+		grants[id.String()] = []string{"*"}
+	}
+	pol, err := json.Marshal(map[string]any{"grants": grants})
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "policy.json"), pol, 0o600); err != nil {
+		return nil, err
+	}
+	args := append(nodeArgs(dir), "--port", "0", "--public-ip", "127.0.0.1", "--max-inflight", "64",
+		"--max-file", "1073741824", "--max-partial", "0", "--max-store", "0")
+	c, err := e.startNode(ctx, "the mcpv2 node", args)
+	if err != nil {
+		return nil, err
+	}
+	n := &nodeProc{child: c}
+	for _, a := range c.values("MCPV2_P2P_ADDRESS") {
+		pa, err := protocol.ParseAddress(a)
+		if err != nil {
+			return nil, fmt.Errorf("the node's address %q: %w", a, err)
+		}
+		switch {
+		case containsProto(a, "/tcp/"):
+			n.tcp, n.tcpAddr = pa, a
+		case containsProto(a, "/quic-v1"):
+			n.quic = pa
+		}
+	}
+	port := c.value("MCPV2_BOUND_PORT")
+	if n.tcpAddr == "" || n.quic.PeerID == "" || port == "" {
+		return nil, fmt.Errorf("%w: the node's banner lacks a TCP or QUIC address or MCPV2_BOUND_PORT: %q", errNotReady, c.lines)
+	}
+	n.edge = "127.0.0.1:" + port
+	e.node = n
+	return n, nil
+}
+
+// role returns the shared child of role (args none), started on first use.
+func (e *env) role(ctx context.Context, role string, args ...string) (*roleProc, error) {
+	if r := e.roleProcs[role]; r != nil {
+		return r, r.alive()
+	}
+	r := &roleProc{}
+	c, err := e.procs.startRole(ctx, role, &r.info, args...)
+	if err != nil {
+		return nil, err
+	}
+	r.child = c
+	e.roleProcs[role] = r
+	return r, nil
+}
+
+// meshClient is the mesh side's client: node.NewClient on a
+// transport.NewHost that listens nowhere, as the CLI's client commands.
+type meshClient struct {
+	h host.Host
+	*node.Client
+}
+
+// newMeshClient builds a mesh client with key, or a fresh identity when
+// key is nil.
+func newMeshClient(key crypto.PrivKey) (*meshClient, error) {
+	if key == nil {
+		var err error
+		if key, _, err = crypto.GenerateEd25519Key(rand.Reader); err != nil {
+			return nil, err
+		}
+	}
+	h, err := transport.NewHost(transport.WithIdentity(key), transport.WithListenAddrs(),
+		transport.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		return nil, err
+	}
+	return &meshClient{h: h, Client: node.NewClient(h, node.ClientConfig{})}, nil
+}
+
+// Close closes the client's streams and its host.
+func (m *meshClient) Close() error {
+	m.Client.Close()
+	return m.h.Close()
+}
+
+// containsProto reports whether the multiaddr string a has the component
+// proto ("/tcp/", "/quic-v1").
+func containsProto(a, proto string) bool { return strings.Contains(a, proto) }

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/mcpv2/mcpv2/node"
+)
+
+// Row 10: `mcpv2 send` of a large file, the whole CLI process timed, into
+// a `mcpv2 node`'s file store, against the same file copied by a child
+// process over one raw libp2p stream (and over plain TCP) into a receiver
+// child that writes and fsyncs it.
+
+// sendTimeout bounds one transfer.
+const sendTimeout = 10 * time.Minute
+
+// runSend measures row 10.
+func runSend(ctx context.Context, e *env, p plan) ([]line, error) {
+	n, err := e.mcpv2Node(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bin, err := e.binary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(e.dir, "send.bin")
+	sum, err := writeRandomFile(file, p.sendSize)
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(file)
+	copyDir, tcpDir := filepath.Join(e.dir, "copyrecv"), filepath.Join(e.dir, "tcprecv")
+	for _, d := range []string{copyDir, tcpDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	copyR, err := e.role(ctx, "copyrecv", copyDir)
+	if err != nil {
+		return nil, err
+	}
+	copyAddr, err := copyR.info.addrOf("/tcp/")
+	if err != nil {
+		return nil, err
+	}
+	tcpR, err := e.role(ctx, "tcprecv", tcpDir)
+	if err != nil {
+		return nil, err
+	}
+	admin, err := newMeshClient(e.adminKey)
+	if err != nil {
+		return nil, err
+	}
+	defer admin.Close()
+
+	mbps := func(d time.Duration) float64 { return float64(p.sendSize) / 1e6 / d.Seconds() }
+	sent := 0
+	mcpv2Send := func() (time.Duration, error) {
+		sent++
+		name := fmt.Sprintf("bench-%d.bin", sent)
+		took, out, err := runProc(ctx, sendTimeout, []string{bin, "send", file, n.tcpAddr, "--name", name,
+			"--quiet", "--no-nat", "--data-dir", e.sendDir}, nil)
+		if err != nil {
+			return 0, err
+		}
+		var info struct {
+			Filename string `json:"filename"`
+			Size     int64  `json:"size"`
+			SHA256   string `json:"sha256"`
+		}
+		if err := json.Unmarshal(out, &info); err != nil || info.Size != p.sendSize || info.SHA256 != sum {
+			return 0, fmt.Errorf("mcpv2 send printed %q, want a %d-byte file with sha256 %s (%v)", clip(string(out)), p.sendSize, sum, err)
+		}
+		// Keep the disk as it was: the node's store would fill up.
+		dctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if _, err := admin.CallSkill(dctx, n.tcp, "delete_file", json.RawMessage(fmt.Sprintf(`{"filename":%q}`, info.Filename)), node.CallOptions{}); err != nil {
+			return 0, fmt.Errorf("delete the sent file %s: %w", info.Filename, err)
+		}
+		return took, nil
+	}
+	roleSend := func(role, addr, dir string) func() (time.Duration, error) {
+		return func() (time.Duration, error) {
+			took, _, err := runProc(ctx, sendTimeout, []string{self, file, addr}, []string{roleEnv + "=" + role})
+			if err != nil {
+				return 0, err
+			}
+			return took, checkReceived(dir, p.sendSize)
+		}
+	}
+	sides := []func() (time.Duration, error){mcpv2Send, roleSend("copysend", copyAddr, copyDir), roleSend("tcpsend", tcpR.info.Addr, tcpDir)}
+	for _, s := range sides { // warm-up: binaries, page cache, the node's store
+		if _, err := s(); err != nil {
+			return nil, err
+		}
+	}
+	var rates [3][]float64
+	fns := make([]func(int) error, len(sides))
+	for i, s := range sides {
+		fns[i] = func(int) error {
+			d, err := s()
+			if err != nil {
+				return err
+			}
+			rates[i] = append(rates[i], mbps(d))
+			return nil
+		}
+	}
+	if err := alternate(ctx, p.rounds, fns...); err != nil {
+		return nil, err
+	}
+	a, b, c := median(rates[0]), median(rates[1]), median(rates[2])
+	size := sizeText(p.sendSize)
+	l1 := line{row: 10, payload: size, baseline: "raw libp2p stream copy (child process)",
+		aMed: fmt.Sprintf("%.0f MB/s", a), bMed: fmt.Sprintf("%.0f MB/s", b), ratio: a / b, target: "≥ 0.95×"}
+	l1.judge(true, l1.ratio >= 0.95)
+	l2 := line{row: 10, payload: size, baseline: "raw TCP copy to disk (child process)",
+		aMed: l1.aMed, bMed: fmt.Sprintf("%.0f MB/s", c), ratio: a / c, target: "(info)"}
+	l2.judge(false, false)
+	e.log.Info("measured", "row", 10, "mcpv2", l1.aMed, "libp2p copy", l1.bMed, "tcp copy", l2.bMed)
+	return []line{l1, l2}, nil
+}
+
+// writeRandomFile writes size random bytes to path and returns their
+// sha256 in hex.
+func writeRandomFile(path string, size int64) (string, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	w := bufio.NewWriterSize(io.MultiWriter(f, h), 1<<20)
+	var seed [32]byte
+	r := rand.NewChaCha8(seed)
+	buf := make([]byte, 1<<20)
+	for left := size; left > 0; left -= int64(len(buf)) {
+		b := buf[:min(int64(len(buf)), left)]
+		_, _ = r.Read(b)
+		if _, err := w.Write(b); err != nil {
+			f.Close()
+			return "", err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// checkReceived checks that dir holds exactly one file of size bytes, the
+// receiver's copy, and removes it.
+func checkReceived(dir string, size int64) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var errs error
+	if len(ents) != 1 {
+		errs = fmt.Errorf("the receiver's dir %s holds %d files, want 1", dir, len(ents))
+	}
+	for _, ent := range ents {
+		path := filepath.Join(dir, ent.Name())
+		if fi, err := os.Stat(path); err == nil && errs == nil && fi.Size() != size {
+			errs = fmt.Errorf("the receiver wrote %d bytes, want %d", fi.Size(), size)
+		}
+		_ = os.Remove(path)
+	}
+	return errs
+}

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// line is one line of the table: a row of the issue at one payload.
+type line struct {
+	row      int
+	payload  string
+	baseline string // what the mcpv2 side is measured against
+	// a and b are the mcpv2 and baseline cells: median and p99 (p99 empty
+	// where a row has none).
+	aMed, aP99, bMed, bP99 string
+	// ratio is mcpv2 over baseline (NaN: none); ratioText overrides its
+	// formatting.
+	ratio     float64
+	ratioText string
+	target    string
+	// verdict is "meets", "MISS", "—" (not judged) or "FAILED: …".
+	verdict string
+}
+
+// judge sets l's verdict from ok, or "—" when the line is not judged.
+func (l *line) judge(judged, ok bool) {
+	switch {
+	case !judged:
+		l.verdict = "—"
+	case ok:
+		l.verdict = "meets"
+	default:
+		l.verdict = "MISS"
+	}
+}
+
+// failedLine is the line of a row whose measurement failed.
+func failedLine(row int, err error) line {
+	msg := strings.ReplaceAll(err.Error(), "\n", " ")
+	msg = strings.ReplaceAll(msg, "|", "/")
+	if len(msg) > 200 {
+		msg = msg[:200] + "…"
+	}
+	return line{row: row, ratio: math.NaN(), verdict: "FAILED: " + msg}
+}
+
+// writeTable prints the lines as a markdown table. In a quick run the
+// verdicts say only whether the row worked.
+func writeTable(w io.Writer, lines []line, quick bool) {
+	fmt.Fprintln(w, "| row | payload | mcpv2 median | mcpv2 p99 | baseline | baseline median | baseline p99 | ratio | target | result |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	for _, l := range lines {
+		ratio := l.ratioText
+		if ratio == "" {
+			ratio = fmtRatio(l.ratio)
+		}
+		verdict := l.verdict
+		if quick && !strings.HasPrefix(verdict, "FAILED") {
+			verdict = "works"
+		}
+		fmt.Fprintf(w, "| %d %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			l.row, rowNames[l.row], dash(l.payload), dash(l.aMed), dash(l.aP99), dash(l.baseline), dash(l.bMed), dash(l.bP99), ratio, dash(l.target), verdict)
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+// header is the run's preamble: the machine, the toolchain, the command.
+func header(c config) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# mcpv2 bench (issue 10)\n\n")
+	fmt.Fprintf(&b, "- command: `go run ./bench%s`\n", argText(c.args))
+	fmt.Fprintf(&b, "- date: %s\n", time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "- NumCPU %d, GOMAXPROCS %d, %s %s/%s\n", runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(&b, "- CPU: %s\n", cpuModel())
+	fmt.Fprintf(&b, "- load average at start: %s\n", loadAvg())
+	quick := ""
+	if c.quick {
+		quick = "; --quick: tiny counts, targets not judged"
+	}
+	fmt.Fprintf(&b, "- rounds per pair: %d, sides alternated A,B,B,A,…%s\n", c.rounds, quick)
+	return b.String()
+}
+
+func argText(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	q := make([]string, len(args))
+	for i, a := range args {
+		if strings.ContainsAny(a, " '\"|()*?[]$\\") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		q[i] = a
+	}
+	return " " + strings.Join(q, " ")
+}
+
+// notes explains how the table was measured, under it.
+func notes(p plan, lines []line) string {
+	rows := map[int]bool{}
+	for _, l := range lines {
+		rows[l.row] = true
+	}
+	var b strings.Builder
+	b.WriteString("Notes:\n\n")
+	b.WriteString("- ratio = mcpv2 / baseline, of medians. Latency and CPU: lower is better; throughput: higher is better. Only the issue's own lines (1 KiB unless the row says otherwise) are judged; the other payloads are for information.\n")
+	b.WriteString("- latency rows: every call timed; median and p99 over all rounds of a side. Throughput rows: calls/s per round, median over rounds. Each side warms up before each round.\n")
+	b.WriteString("- mcpv2 side: the real binary, `mcpv2 node --no-mdns --no-nat --listen /ip4/127.0.0.1/tcp/0 --listen /ip4/127.0.0.1/udp/0/quic-v1 --rate-limit 0 --port 0 --public-ip 127.0.0.1 --max-inflight 64` (plus `--max-file 1GiB --max-partial 0 --max-store 0` for the send row); no --secret: `ping` is open to every caller (SPEC §6), and a policy.json grants the bench's client PeerIDs every skill (for send and delete_file). The mesh client is `node.NewClient` on a `transport.NewHost` that listens nowhere, as the CLI's.\n")
+	b.WriteString("- baselines are this program in a child role, on bare `libp2p.New` hosts with the same transports (TCP, QUIC-v1), security (Noise, TLS) and muxer (yamux) as `transport.NewHost`; the echo gets the same request bytes the mesh client sends, as one frame (`transport.WriteFrame`) on a reused stream (64 streams at 64 in flight).\n")
+	if rows[4] || rows[5] {
+		b.WriteString("- CPU per call: the server child's utime+stime (/proc/<pid>/stat, 10 ms ticks) over the measured window of the 64-in-flight rounds, divided by the calls; median over rounds. Row 5 is the 1 KiB figure minus the 16 B one; it meets when mcpv2's payload cost is at most twice the echo's, or within 10 µs of it.\n")
+	}
+	if rows[6] {
+		b.WriteString("- cold: each call on a fresh client host (new key), timed from before the dial to the answer; the host's construction is not timed.\n")
+	}
+	if rows[7] || rows[8] || rows[9] {
+		b.WriteString("- edge rows: 50 client goroutines, keep-alive, one session from GET /mcpv2/session, edge `--rate-limit 0 --max-inflight 64`. MCP side: go-sdk v1.8.0 `NewStreamableHTTPHandler` with Stateless and JSONResponse, one `ping` tool returning its payload as text; the client POSTs `tools/call` with `Accept: application/json, text/event-stream` and `MCP-Protocol-Version: 2025-11-25`, and every answer is checked to be a result. Row 9 counts slots/s (10 per request) against the MCP side's calls/s (MCP has no batches).\n")
+	}
+	if rows[10] {
+		fmt.Fprintf(&b, "- send: a %s file of random bytes, in the page cache; mcpv2: `mcpv2 send FILE /ip4/127.0.0.1/tcp/…/p2p/… --quiet --no-nat` as a process, timed from start to exit, the node writing into its file store; the baselines are child processes too (a fresh bare host, one stream, 256 KiB writes, close, wait for the receiver's ack after its fsync; raw TCP the same over a plain socket). MB = 10^6 bytes.\n", sizeText(p.sendSize))
+	}
+	if rows[11] {
+		fmt.Fprintf(&b, "- idle RSS: VmRSS after %s idle, started side by side; mcpv2 node with the flags above but no edge; baseline: a bare host with kad-dht in server mode, no bootstrap peers; median over rounds.\n", p.idle)
+	}
+	if rows[12] {
+		fmt.Fprintf(&b, "- heap: `node.New` server (RateLimit -1) and a `node.NewClient` in this one process, %d warm 1 KiB ping calls with 4 in flight; HeapInuse after runtime.GC() at 10%% and 100%% of the calls; allocations = MemStats.Mallocs between the two, over the calls between them (client and server together). Growth meets at ≤ 1 MiB.\n", p.heapCalls)
+	}
+	return b.String()
+}
+
+// --- statistics and formatting
+
+// quantile returns the q-quantile (0 < q ≤ 1) of xs by nearest rank; xs is
+// sorted in place. NaN for none.
+func quantile[T ~int64 | ~float64](xs []T, q float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(xs)
+	i := int(math.Ceil(q*float64(len(xs)))) - 1
+	return float64(xs[max(0, min(i, len(xs)-1))])
+}
+
+func median[T ~int64 | ~float64](xs []T) float64 { return quantile(xs, 0.5) }
+
+func fmtRatio(r float64) string {
+	if math.IsNaN(r) || math.IsInf(r, 0) {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f×", r)
+}
+
+// fmtDur formats nanoseconds as µs, ms or s.
+func fmtDur(ns float64) string {
+	switch {
+	case math.IsNaN(ns):
+		return "—"
+	case ns < 1e6:
+		return fmt.Sprintf("%.0f µs", ns/1e3)
+	case ns < 1e9:
+		return fmt.Sprintf("%.2f ms", ns/1e6)
+	}
+	return fmt.Sprintf("%.2f s", ns/1e9)
+}
+
+// fmtMicros formats a CPU time in µs, with a sign when signed is set.
+func fmtMicros(us float64, signed bool) string {
+	if signed {
+		return fmt.Sprintf("%+.1f µs", us)
+	}
+	return fmt.Sprintf("%.1f µs", us)
+}
+
+// fmtRate formats a rate per second.
+func fmtRate(r float64, unit string) string {
+	if r >= 1000 {
+		return fmt.Sprintf("%.2fk %s/s", r/1000, unit)
+	}
+	return fmt.Sprintf("%.0f %s/s", r, unit)
+}
+
+// sizeText formats a byte count in KiB, MiB or B.
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// fmtMiB formats bytes as MiB with one decimal.
+func fmtMiB(n float64) string { return fmt.Sprintf("%.1f MiB", n/(1<<20)) }
