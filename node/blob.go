@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	pool "github.com/libp2p/go-buffer-pool"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
 	libp2pproto "github.com/libp2p/go-libp2p/core/protocol"
 	msmux "github.com/multiformats/go-multistream"
 	"golang.org/x/time/rate"
@@ -59,9 +61,11 @@ type SendOptions struct {
 	// Session is a mesh session token for the receiver (SPEC §6); empty
 	// means one is minted for each attempt when the client has a secret.
 	Session string
-	// SHA256, when set, is declared as the content's hash instead of hashing
-	// the file first: the caller vouches for it, and a wrong one makes the
-	// receiver discard the upload with a hash mismatch.
+	// SHA256, when set, is declared as the content's hash (in the header,
+	// and in 1.1.0's trailer) and SendFile does not hash the file at all:
+	// the caller vouches for it, and a wrong one makes the receiver discard
+	// the upload with a hash mismatch. Unset, SendFile hashes the file as it
+	// sends it (1.1.0), or first (a receiver that serves only 1.0.0).
 	SHA256 string
 	// Progress, when set, is called from SendFile's goroutine at the start
 	// of each attempt, after each chunk written, and when an attempt fails
@@ -97,6 +101,12 @@ type SendProgress struct {
 	// this one (its cap on one sender's unfinished uploads); they start
 	// from zero if sent again.
 	Dropped []store.DroppedUpload
+	// Discarded, when above zero, says that the receiver held this many
+	// bytes under the same name and size that are not the start of this
+	// file (an interrupted upload of other content, or a stored file of the
+	// same size): SendFile told it to start over, and the same attempt goes
+	// on from zero. Offset and Sent are 0 in that report.
+	Discarded int64
 }
 
 // sendError marks a failure that another attempt cannot fix.
@@ -105,10 +115,27 @@ type sendError struct{ err error }
 func (e *sendError) Error() string { return e.err.Error() }
 func (e *sendError) Unwrap() error { return e.err }
 
+// Signals of sendAttempt to SendFile, which act on them at once: neither
+// counts as a failed attempt.
+var (
+	// errNeedHash: the peer speaks only 1.0.0, whose header needs the hash.
+	errNeedHash = errors.New("the receiver needs the hash up front (blob 1.0.0)")
+	// errRestart: the receiver's kept bytes are not the start of the file.
+	errRestart = errors.New("the receiver holds other content under this name and size")
+)
+
+// blobProtocols are the blob protocols a sender offers, preferred first.
+var blobProtocols = []libp2pproto.ID{protocol.BlobProtocolID11, libp2pproto.ID(protocol.BlobProtocolID)}
+
 // SendFile sends the file at path to the mesh peer at addr over
-// /mcpv2/blob/1.0.0 and returns the stored file as the receiver reports it.
-// It hashes the file first, then streams its raw bytes; the receiver commits
-// the file atomically only when the hash matches. A broken stream is retried
+// /mcpv2/blob/1.1.0, or 1.0.0 when the peer serves only that, and returns
+// the stored file as the receiver reports it. Over 1.1.0 it streams the
+// file's raw bytes at once, hashing them as they go, and ends with the hash;
+// over 1.0.0 it hashes the file first. The receiver commits the file
+// atomically only when the hash matches. Resuming over 1.1.0, it first
+// checks that the bytes the receiver holds are the start of this file (by
+// their hash) and has the receiver start over when they are not (reported
+// as SendProgress.Discarded). A broken stream is retried
 // with backoff, each attempt resuming at the receiver's offset, until
 // MaxAttempts attempts in a row make no progress; the receiver keeps what it
 // got, so a later SendFile of the same file resumes too. Streams may use a
@@ -145,15 +172,26 @@ func (n *Client) SendFile(ctx context.Context, addr protocol.Address, path strin
 	if err := store.ValidateName(h.Name); err != nil {
 		return store.FileInfo{}, fmt.Errorf("node: blob: %w", err)
 	}
-	if h.SHA256 == "" {
-		if h.SHA256, err = hashFile(ctx, f, h.Size); err != nil {
-			return store.FileInfo{}, fmt.Errorf("node: blob: hash %s: %w", path, err)
-		}
+	if h.SHA256 != "" && !store.ValidSHA256(h.SHA256) {
+		return store.FileInfo{}, fmt.Errorf("node: blob: SendOptions.SHA256 %.80q is not 64 lowercase hex digits", h.SHA256)
 	}
 	lctx := network.WithAllowLimitedConn(ctx, "mcpv2 blob")
 	pid, err := n.connect(lctx, addr, o.DirectWait)
 	if err != nil {
 		return store.FileInfo{}, err
+	}
+	hashFirst := func() error { // for a peer that speaks only 1.0.0
+		sum, err := hashFile(ctx, f, h.Size)
+		if err != nil {
+			return fmt.Errorf("node: blob: hash %s: %w", path, err)
+		}
+		h.SHA256 = sum
+		return nil
+	}
+	if h.SHA256 == "" && knownOnly10(n.host.Peerstore(), pid) {
+		if err := hashFirst(); err != nil {
+			return store.FileInfo{}, err
+		}
 	}
 
 	var lim *rate.Limiter
@@ -161,9 +199,10 @@ func (n *Client) SendFile(ctx context.Context, addr protocol.Address, path strin
 		burst := int(min(max(o.RateLimit/8, 4<<10), blobBuffer))
 		lim = rate.NewLimiter(rate.Limit(o.RateLimit), burst)
 	}
-	best, failures := int64(-1), 0
+	best, failures, restart := int64(-1), 0, false
 	for attempt := 1; ; attempt++ {
 		hdr := h
+		hdr.Restart, restart = restart, false
 		if hdr.Session == "" && len(n.secret) > 0 { // a fresh token per attempt
 			hdr.Session, _ = protocol.MintToken(n.secret, n.host.ID().String(), n.now(), 5*time.Minute)
 		}
@@ -174,6 +213,18 @@ func (n *Client) SendFile(ctx context.Context, addr protocol.Address, path strin
 		var pe *protocol.Error
 		var se *sendError
 		switch {
+		case errors.Is(err, errNeedHash) && h.SHA256 == "":
+			if err := hashFirst(); err != nil {
+				return store.FileInfo{}, err
+			}
+			attempt-- // the same attempt, now with the hash
+			continue
+		case errors.Is(err, errRestart) && !hdr.Restart:
+			restart = true
+			attempt--
+			continue
+		case errors.Is(err, errRestart):
+			return store.FileInfo{}, fmt.Errorf("node: blob: send %q to %s: %w, even after it was told to start over", h.Name, pid, err)
 		case errors.As(err, &pe):
 			return store.FileInfo{}, pe
 		case ctx.Err() != nil:
@@ -203,17 +254,28 @@ func (n *Client) SendFile(ctx context.Context, addr protocol.Address, path strin
 	}
 }
 
-// sendAttempt runs one stream of a transfer. off is the receiver's offset at
-// its start, -1 when it did not get that far.
+// knownOnly10 reports whether identify has told ps that pid serves blob
+// 1.0.0 and not 1.1.0: then the hash is needed before the first stream.
+func knownOnly10(ps peerstore.Peerstore, pid peer.ID) bool {
+	got, err := ps.SupportsProtocols(pid, blobProtocols...)
+	return err == nil && len(got) == 1 && got[0] == blobProtocols[1]
+}
+
+// sendAttempt runs one stream of a transfer, over 1.1.0 or, when the peer
+// serves only that, 1.0.0 (whose header needs h.SHA256: without it the
+// stream is reset and errNeedHash returned). off is the receiver's offset at
+// its start, -1 when it did not get that far. errRestart means the
+// receiver's kept bytes are not the start of f: the stream was reset before
+// any byte, and the next one must say "restart".
 func (n *Client) sendAttempt(ctx context.Context, pid peer.ID, f *os.File, h BlobHeader, attempt int, o *SendOptions, lim *rate.Limiter) (_ store.FileInfo, off int64, err error) {
 	off = -1
 	octx, cancel := context.WithTimeout(network.WithAllowLimitedConn(ctx, "mcpv2 blob"), blobOpenTimeout)
-	s, err := n.host.NewStream(octx, pid, libp2pproto.ID(protocol.BlobProtocolID))
+	s, err := n.host.NewStream(octx, pid, blobProtocols...)
 	cancel()
 	if err != nil {
 		var ns msmux.ErrNotSupported[libp2pproto.ID]
 		if errors.As(err, &ns) {
-			return store.FileInfo{}, off, &sendError{fmt.Errorf("the peer does not serve %s", protocol.BlobProtocolID)}
+			return store.FileInfo{}, off, &sendError{fmt.Errorf("the peer serves neither %s nor %s", protocol.BlobProtocolID11, protocol.BlobProtocolID)}
 		}
 		return store.FileInfo{}, off, fmt.Errorf("open stream: %w", err)
 	}
@@ -223,6 +285,13 @@ func (n *Client) sendAttempt(ctx context.Context, pid peer.ID, f *os.File, h Blo
 			_ = s.Reset()
 		}
 	}()
+	v11 := s.Protocol() == protocol.BlobProtocolID11
+	if !v11 {
+		if h.SHA256 == "" {
+			return store.FileInfo{}, off, errNeedHash
+		}
+		h.Restart = false
+	}
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()
 
@@ -252,6 +321,29 @@ func (n *Client) sendAttempt(ctx context.Context, pid peer.ID, f *os.File, h Blo
 	}
 	off = *or.Offset
 	_ = s.SetReadDeadline(time.Time{})
+
+	// 1.1.0: the trailer's hash. Declared: the caller's. Otherwise a running
+	// hash of the file, from its first byte: the receiver's prefix is checked
+	// against it, and it goes on over the bytes sent.
+	var sum hash.Hash
+	if v11 && h.SHA256 == "" {
+		if h.Restart && off > 0 {
+			return store.FileInfo{}, off, &sendError{fmt.Errorf("the receiver resumed at %d after being told to start over", off)}
+		}
+		sum = sha256.New()
+		if off > 0 || or.PrefixSHA256 != "" {
+			if err := hashPrefix(ctx, sum, f, off); err != nil {
+				return store.FileInfo{}, off, &sendError{fmt.Errorf("hash the first %d bytes of the file: %w", off, err)}
+			}
+			if got := hex.EncodeToString(sum.Sum(nil)); got != or.PrefixSHA256 {
+				// Not the start of this file: nothing is appended to it.
+				if o.Progress != nil {
+					o.Progress(SendProgress{Attempt: attempt, Size: h.Size, Dropped: or.Dropped, Discarded: off})
+				}
+				return store.FileInfo{}, off, errRestart
+			}
+		}
+	}
 	report := func(sent int64) {
 		if o.Progress != nil {
 			o.Progress(SendProgress{Attempt: attempt, Offset: off, Sent: sent, Size: h.Size})
@@ -284,7 +376,17 @@ func (n *Client) sendAttempt(ctx context.Context, pid peer.ID, f *os.File, h Blo
 		answers <- a
 	}()
 
-	werr := sendData(ctx, s, f, off, h.Size, lim, report)
+	werr := sendData(ctx, s, f, off, h.Size, sum, lim, report)
+	if werr == nil && v11 {
+		t := blobTrailer{SHA256: h.SHA256}
+		if sum != nil {
+			t.SHA256 = hex.EncodeToString(sum.Sum(nil))
+		}
+		_ = s.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if err := transport.WriteFrame(s, jsonFrame(t)); err != nil {
+			werr = fmt.Errorf("write the trailer: %w", ctxErr(ctx, err))
+		}
+	}
 	writing.Store(false)
 	if werr == nil {
 		if werr = s.CloseWrite(); werr == nil {
@@ -310,14 +412,28 @@ func (n *Client) sendAttempt(ctx context.Context, pid peer.ID, f *os.File, h Blo
 }
 
 // sendData writes bytes off..size of f to s through a pooled buffer,
-// pacing with lim (when set) and reporting the running total. Each write
-// must complete within the idle timeout, so a stalled receiver is dropped. A
-// failure to read f is a *sendError.
-func sendData(ctx context.Context, s network.Stream, f *os.File, off, size int64, lim *rate.Limiter, report func(int64)) error {
+// hashing them into sum (when set), pacing with lim (when set) and reporting
+// the running total. Each write must complete within the idle timeout, so a
+// stalled receiver is dropped. A failure to read f is a *sendError.
+func sendData(ctx context.Context, s network.Stream, f *os.File, off, size int64, sum hash.Hash, lim *rate.Limiter, report func(int64)) error {
 	buf := pool.Get(blobBuffer)
 	defer pool.Put(buf)
 	if lim != nil {
 		buf = buf[:lim.Burst()]
+	}
+	// The hash of a chunk runs beside its write to the stream, on another
+	// core when there is one; the next read waits for both.
+	var hashCh chan []byte
+	var hashed chan struct{}
+	if sum != nil {
+		hashCh, hashed = make(chan []byte), make(chan struct{}, 1)
+		go func() {
+			for c := range hashCh {
+				sum.Write(c)
+				hashed <- struct{}{}
+			}
+		}()
+		defer close(hashCh)
 	}
 	r := io.NewSectionReader(f, off, size-off)
 	for pos := off; pos < size; {
@@ -330,8 +446,15 @@ func sendData(ctx context.Context, s network.Stream, f *os.File, off, size int64
 				return ctxErr(ctx, err)
 			}
 		}
+		if sum != nil {
+			hashCh <- chunk
+		}
 		_ = s.SetWriteDeadline(time.Now().Add(blobIdleTimeout()))
-		if _, err := s.Write(chunk); err != nil {
+		_, err := s.Write(chunk)
+		if sum != nil {
+			<-hashed // the chunk's buffer is free again
+		}
+		if err != nil {
 			return fmt.Errorf("write at %d: %w", pos, ctxErr(ctx, err))
 		}
 		pos += int64(len(chunk))
@@ -344,21 +467,28 @@ func sendData(ctx context.Context, s network.Stream, f *os.File, off, size int64
 // early when ctx ends.
 func hashFile(ctx context.Context, f *os.File, size int64) (string, error) {
 	h := sha256.New()
-	buf := pool.Get(blobBuffer)
-	defer pool.Put(buf)
-	r := io.NewSectionReader(f, 0, size)
-	for {
-		if err := ctx.Err(); err != nil {
-			return "", err
-		}
-		m, err := r.Read(buf)
-		h.Write(buf[:m])
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return "", err
-		}
+	if err := hashPrefix(ctx, h, f, size); err != nil {
+		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// hashPrefix writes the first n bytes of f into h, stopping early when ctx
+// ends. A file shorter than n is an error.
+func hashPrefix(ctx context.Context, h hash.Hash, f *os.File, n int64) error {
+	buf := pool.Get(blobBuffer)
+	defer pool.Put(buf)
+	r := io.NewSectionReader(f, 0, n)
+	for pos := int64(0); pos < n; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		chunk := buf[:min(int64(len(buf)), n-pos)]
+		if _, err := io.ReadFull(r, chunk); err != nil {
+			return fmt.Errorf("read the file at %d: %w (did it change while sending?)", pos, err)
+		}
+		h.Write(chunk)
+		pos += int64(len(chunk))
+	}
+	return nil
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/mcpv2/mcpv2/transport"
 )
 
-// Stream handling constants of /mcpv2/blob/1.0.0.
+// Stream handling constants of the blob protocols (1.0.0 and 1.1.0).
 const (
 	// blobService is the resource manager service of the blob handler.
 	blobService = "mcpv2.blob"
@@ -71,8 +71,9 @@ func (r *idleReader) Read(p []byte) (int, error) {
 	return r.s.Read(p)
 }
 
-// handleBlob serves one /mcpv2/blob/1.0.0 stream: one transfer into the file
-// store (see blob_wire.go for the exchange). It follows handleRPC's order:
+// handleBlob serves one /mcpv2/blob/1.0.0 or /mcpv2/blob/1.1.0 stream (the
+// stream's protocol says which): one transfer into the file store (see
+// blob_wire.go for the exchange). It follows handleRPC's order:
 // service scope, memory reservation, deadlines, capped reads; Close on
 // success, Reset on error. Every transfer, allowed or refused, completed or
 // broken, is one audit line (method "blob", skill "upload_file").
@@ -98,13 +99,14 @@ func (n *Node) handleBlob(s network.Stream) {
 
 	start := time.Now()
 	c := Caller{ID: s.Conn().RemotePeer().String(), Via: "mesh", Remote: s.Conn().RemoteMultiaddr().String(), Kind: protocol.CallerPeer}
-	perr := n.serveBlob(s, c)
+	perr := n.serveBlob(s, c, s.Protocol() == protocol.BlobProtocolID11)
 	n.audit(c, blobAudit, blobSkill, perr, start)
 }
 
-// serveBlob runs the exchange and ends the stream; it returns the error for
-// the audit line, nil when a file was stored.
-func (n *Node) serveBlob(s network.Stream, c Caller) *protocol.Error {
+// serveBlob runs the exchange of 1.0.0, or of 1.1.0 when v11 is set, and
+// ends the stream; it returns the error for the audit line, nil when a file
+// was stored.
+func (n *Node) serveBlob(s network.Stream, c Caller, v11 bool) *protocol.Error {
 	// The whole header must arrive within one idle period; then the data may
 	// take as long as it keeps coming.
 	ir := &idleReader{s: s, idle: blobIdleTimeout(), hold: true}
@@ -120,7 +122,11 @@ func (n *Node) serveBlob(s network.Stream, c Caller) *protocol.Error {
 		_ = s.Reset()
 		return protocol.Errorf(protocol.CodeInvalidRequest, "blob: no header")
 	}
-	h, perr := DecodeBlobHeader(raw)
+	decode := DecodeBlobHeader
+	if v11 {
+		decode = DecodeBlobHeader11
+	}
+	h, perr := decode(raw)
 	if perr != nil {
 		return n.blobRefuse(s, c, perr)
 	}
@@ -137,12 +143,25 @@ func (n *Node) serveBlob(s network.Stream, c Caller) *protocol.Error {
 		return n.blobRefuse(s, c, protocol.Errorf(protocol.CodeInvalidParams,
 			"blob: %q is %d bytes, over this node's %d-byte file limit", h.Name, h.Size, files.MaxSize()))
 	}
-	if info, ok := n.blobStored(files, h); ok {
-		// Already here (say, a retry after a lost final answer): nothing to send.
-		if !n.blobWrite(s, c, jsonFrame(struct {
-			Offset int64 `json:"offset"`
-		}{h.Size})) {
+	if info, ok := n.blobStored(files, c, h); ok {
+		// Already here (say, a retry after a lost final answer): nothing to
+		// send. A 1.1.0 sender checks the hash and sends just the trailer.
+		off := blobOffset{Offset: &h.Size}
+		if v11 {
+			off.PrefixSHA256 = info.SHA256
+		}
+		if !n.blobWrite(s, c, jsonFrame(off)) {
 			return protocol.Errorf(protocol.CodeInvalidRequest, "blob: the sender went away")
+		}
+		if v11 {
+			sum, perr := readTrailer(br, "; nothing was stored")
+			if perr != nil {
+				return n.blobRefuse(s, c, perr)
+			}
+			if sum != info.SHA256 {
+				return n.blobRefuse(s, c, protocol.Errorf(protocol.CodeInvalidParams,
+					"blob: the trailer's sha256 %s is not that of the stored %q (%s), which the sender accepted; nothing was stored: %v", sum, h.Name, info.SHA256, store.ErrHashMismatch))
+			}
 		}
 		return n.blobFinish(s, c, info)
 	}
@@ -154,6 +173,12 @@ func (n *Node) serveBlob(s network.Stream, c Caller) *protocol.Error {
 		return n.blobRefuse(s, c, n.blobStoreError(c, h, "open the partial upload", err))
 	}
 	defer func() { _ = p.Close() }() // a no-op once committed or discarded
+	if h.Restart && p.Offset() > 0 {
+		n.log.Debug("blob: the sender restarts an upload whose kept bytes differ from its file", "peer", c.ID, "name", h.Name, "dropped", p.Offset())
+		if err := p.Restart(); err != nil {
+			return n.blobRefuse(s, c, n.blobStoreError(c, h, "restart the partial upload", err))
+		}
+	}
 
 	// A newer transfer of the same upload (the sender resuming on a new
 	// connection) takes over: this stream ends and lets go of the partial.
@@ -176,7 +201,11 @@ func (n *Node) serveBlob(s network.Stream, c Caller) *protocol.Error {
 		n.log.Info("blob: dropped a sender's oldest unfinished uploads to admit a new one (max-partial)",
 			"peer", c.ID, "name", h.Name, "dropped", len(d))
 	}
-	if !n.blobWrite(s, c, jsonFrame(blobOffset{Offset: &off, Dropped: p.Dropped()})) {
+	of := blobOffset{Offset: &off, Dropped: p.Dropped()}
+	if v11 && off > 0 {
+		of.PrefixSHA256 = p.PrefixSHA256()
+	}
+	if !n.blobWrite(s, c, jsonFrame(of)) {
 		return protocol.Errorf(protocol.CodeInvalidRequest, "blob: the sender went away")
 	}
 
@@ -200,7 +229,18 @@ func (n *Node) serveBlob(s network.Stream, c Caller) *protocol.Error {
 		_ = s.Reset()
 		return perr
 	}
-	info, err := p.Commit()
+	var sum string // 1.0.0: the header's alone
+	if v11 {
+		var perr *protocol.Error
+		if sum, perr = readTrailer(br, "; the partial upload is kept: send again to finish it"); perr != nil {
+			// Every byte is here: kept, a resume sends just the trailer.
+			if err := p.Close(); err != nil {
+				n.log.Error("blob: keep partial upload", "name", h.Name, "err", err)
+			}
+			return n.blobRefuse(s, c, perr)
+		}
+	}
+	info, err := p.CommitSHA256(sum)
 	if err != nil {
 		return n.blobRefuse(s, c, n.blobStoreError(c, h, "commit", err))
 	}
@@ -240,15 +280,41 @@ func receiveInto(p *store.Partial, r io.Reader, want int64) (int64, error) {
 	return got, nil
 }
 
+// readTrailer reads and decodes the trailer frame of a 1.1.0 stream. after
+// ends the message of an error: what becomes of the bytes.
+func readTrailer(r io.Reader, after string) (string, *protocol.Error) {
+	raw, err := transport.NewFrameReader(r, maxBlobTrailer).ReadFrame()
+	var perr *protocol.Error
+	switch {
+	case errors.Is(err, transport.ErrFrameTooLarge):
+		perr = protocol.Errorf(protocol.CodeInvalidRequest, "blob: the trailer exceeds the %d-byte cap", maxBlobTrailer)
+	case err != nil:
+		perr = protocol.Errorf(protocol.CodeInvalidRequest, "blob: no trailer frame (the file's sha256) after the last byte")
+	default:
+		var sum string
+		if sum, perr = DecodeBlobTrailer(raw); perr == nil {
+			return sum, nil
+		}
+	}
+	perr.Message += after
+	return "", perr
+}
+
 // blobStored returns the stored file of h's name when it already has h's
-// size and sha256.
-func (n *Node) blobStored(files *store.Files, h BlobHeader) (store.FileInfo, bool) {
+// size and sha256. Without a declared sha256 (1.1.0) it returns one of h's
+// size, for the sender to check by its hash, unless the sender asked to
+// restart or c keeps a partial upload of it (which goes first: the stored
+// file may be an older version of the same size).
+func (n *Node) blobStored(files *store.Files, c Caller, h BlobHeader) (store.FileInfo, bool) {
+	if h.Restart || (h.SHA256 == "" && files.PartialHeld(c.ID, h.Name, h.Size, "") > 0) {
+		return store.FileInfo{}, false
+	}
 	f, info, err := files.Open(h.Name)
 	if err != nil {
 		return store.FileInfo{}, false
 	}
 	_ = f.Close()
-	return info, info.Size == h.Size && info.SHA256 == h.SHA256
+	return info, info.Size == h.Size && (h.SHA256 == "" || info.SHA256 == h.SHA256)
 }
 
 // blobStoreError maps a store failure to the error sent to the caller.

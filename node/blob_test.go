@@ -73,27 +73,68 @@ func addrOfKind(t testing.TB, n *Node, kind string) protocol.Address {
 	return protocol.Address{}
 }
 
-// countingStream counts the bytes read from a stream.
+// countingStream counts the bytes read from a stream, and keeps the first
+// bytes of the stream.
 type countingStream struct {
 	network.Stream
-	n *atomic.Int64
+	n    *atomic.Int64
+	head *[]byte // guarded by blobWatch.mu, as the handler's goroutine reads
+	mu   *sync.Mutex
 }
 
 func (c countingStream) Read(p []byte) (int, error) {
 	m, err := c.Stream.Read(p)
 	c.n.Add(int64(m))
+	c.mu.Lock()
+	if k := min(m, 512-len(*c.head)); k > 0 {
+		*c.head = append(*c.head, p[:k]...)
+	}
+	c.mu.Unlock()
 	return m, err
 }
 
-// countBlobBytes makes n's blob handler count the bytes it reads (header,
-// data and all) into the returned counter.
-func countBlobBytes(n *Node) *atomic.Int64 {
-	var cnt atomic.Int64
-	n.Host().SetStreamHandler(libp2pproto.ID(protocol.BlobProtocolID), func(s network.Stream) {
-		n.handleBlob(countingStream{Stream: s, n: &cnt})
-	})
-	return &cnt
+// blobWatch records what n's blob handlers read: the bytes, and for each
+// stream its protocol and first bytes (the header frame).
+type blobWatch struct {
+	bytes atomic.Int64
+	mu    sync.Mutex
+	heads []*[]byte
+	proto []libp2pproto.ID
 }
+
+// streams returns the protocol and the first bytes of each stream so far.
+func (w *blobWatch) streams() (protos []libp2pproto.ID, heads []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, h := range w.heads {
+		protos = append(protos, w.proto[i])
+		heads = append(heads, string(*h))
+	}
+	return protos, heads
+}
+
+// watchBlob makes n's blob handlers, of the protocols given (default both),
+// record what they read.
+func watchBlob(n *Node, ids ...libp2pproto.ID) *blobWatch {
+	if len(ids) == 0 {
+		ids = blobProtocols
+	}
+	w := &blobWatch{}
+	for _, id := range ids {
+		n.Host().SetStreamHandler(id, func(s network.Stream) {
+			head := new([]byte)
+			w.mu.Lock()
+			w.heads, w.proto = append(w.heads, head), append(w.proto, s.Protocol())
+			w.mu.Unlock()
+			n.handleBlob(countingStream{Stream: s, n: &w.bytes, head: head, mu: &w.mu})
+		})
+	}
+	return w
+}
+
+// countBlobBytes makes n's blob handlers count the bytes they read (header,
+// data and all) into the returned counter.
+func countBlobBytes(n *Node) *atomic.Int64 { return &watchBlob(n).bytes }
 
 // waitBlobAudits waits for n's audit log to hold want blob lines (the
 // handler writes its line after answering) and returns them.
@@ -158,7 +199,8 @@ func TestBlobRoundTrip64MiB(t *testing.T) {
 	for _, kind := range []string{"/tcp/", "/quic-v1"} {
 		t.Run(strings.Trim(kind, "/"), func(t *testing.T) {
 			a, b := pair(t, nil)
-			wire := countBlobBytes(b)
+			w := watchBlob(b)
+			wire := &w.bytes
 			start := time.Now()
 			var calls atomic.Int64
 			info, err := a.SendFile(ctxT(t), addrOfKind(t, b, kind), path, SendOptions{Name: "big.bin",
@@ -187,6 +229,14 @@ func TestBlobRoundTrip64MiB(t *testing.T) {
 			au := waitBlobAudits(t, b, 1)
 			if len(au) != 1 || au[0]["outcome"] != "ok" || au[0]["skill"] != "upload_file" || au[0]["caller"] != a.ID().String() {
 				t.Fatalf("audit: %v", au)
+			}
+			// One 1.1.0 stream, whose header does not wait for the hash.
+			protos, heads := w.streams()
+			if len(protos) != 1 || protos[0] != protocol.BlobProtocolID11 {
+				t.Fatalf("streams of %v, want one of %s", protos, protocol.BlobProtocolID11)
+			}
+			if header, _, _ := strings.Cut(heads[0], "}"); !strings.Contains(header, `"name":"big.bin","size":67108864`) || strings.Contains(header, "sha256") {
+				t.Fatalf("header %q: want name and size, no sha256", header)
 			}
 		})
 	}
@@ -325,14 +375,20 @@ func TestBlobOverCapRefusedBeforeAnyByte(t *testing.T) {
 	}
 }
 
-// rawBlob opens a blob stream from a to b by hand.
+// rawBlob opens a blob 1.0.0 stream from a to b by hand.
 func rawBlob(t *testing.T, a, b *Node) (network.Stream, *transport.FrameReader) {
+	t.Helper()
+	return rawBlobProto(t, a, b, libp2pproto.ID(protocol.BlobProtocolID))
+}
+
+// rawBlobProto opens a blob stream of protocol id from a to b by hand.
+func rawBlobProto(t *testing.T, a, b *Node, id libp2pproto.ID) (network.Stream, *transport.FrameReader) {
 	t.Helper()
 	pid, err := a.Connect(ctxT(t), addrOf(t, b))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := a.Host().NewStream(ctxT(t), pid, libp2pproto.ID(protocol.BlobProtocolID))
+	s, err := a.Host().NewStream(ctxT(t), pid, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,10 +397,17 @@ func rawBlob(t *testing.T, a, b *Node) (network.Stream, *transport.FrameReader) 
 	return s, transport.NewFrameReader(s, maxBlobReply)
 }
 
-// rawHeader sends header bytes on a fresh stream and returns the reply.
+// rawHeader sends header bytes on a fresh 1.0.0 stream and returns the reply.
 func rawHeader(t *testing.T, a, b *Node, header []byte) blobOffset {
 	t.Helper()
-	s, fr := rawBlob(t, a, b)
+	return rawHeaderProto(t, a, b, libp2pproto.ID(protocol.BlobProtocolID), header)
+}
+
+// rawHeaderProto sends header bytes on a fresh stream of protocol id and
+// returns the reply.
+func rawHeaderProto(t *testing.T, a, b *Node, id libp2pproto.ID, header []byte) blobOffset {
+	t.Helper()
+	s, fr := rawBlobProto(t, a, b, id)
 	if err := transport.WriteFrame(s, header); err != nil {
 		t.Fatal(err)
 	}
@@ -450,8 +513,9 @@ func TestBlobStallAndTakeover(t *testing.T) {
 	}
 
 	// Stall: header, 1000 bytes, then nothing. The receiver resets.
-	s, fr := rawBlob(t, a, b)
-	if err := transport.WriteFrame(s, headerJSON("blob.bin", int64(len(data)), sum)); err != nil {
+	header := headerJSON("blob.bin", int64(len(data)), "") // 1.1.0: no hash up front
+	s, fr := rawBlobProto(t, a, b, protocol.BlobProtocolID11)
+	if err := transport.WriteFrame(s, header); err != nil {
 		t.Fatal(err)
 	}
 	if raw, err := fr.ReadFrame(); err != nil || string(raw) != `{"offset":0}` {
@@ -471,11 +535,12 @@ func TestBlobStallAndTakeover(t *testing.T) {
 	// Takeover: a stream that is still open (say its connection died
 	// unnoticed) is superseded by a newer transfer of the same upload.
 	blobIdleOverride.Store(0)
-	s, fr = rawBlob(t, a, b)
-	if err := transport.WriteFrame(s, headerJSON("blob.bin", int64(len(data)), sum)); err != nil {
+	s, fr = rawBlobProto(t, a, b, protocol.BlobProtocolID11)
+	if err := transport.WriteFrame(s, header); err != nil {
 		t.Fatal(err)
 	}
-	if raw, err := fr.ReadFrame(); err != nil || string(raw) != `{"offset":1000}` {
+	prefix := sha256.Sum256(data[:1000])
+	if raw, err := fr.ReadFrame(); err != nil || string(raw) != fmt.Sprintf(`{"offset":1000,"prefix_sha256":"%x"}`, prefix) {
 		t.Fatalf("resume offset after the stall: %q %v", raw, err)
 	}
 	if _, err := s.Write(data[1000:5000]); err != nil {
@@ -544,10 +609,11 @@ func TestBlobSendErrors(t *testing.T) {
 	if _, err := a.SendFile(ctxT(t), addrOf(t, b), t.TempDir(), SendOptions{}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Fatalf("directory: %v", err)
 	}
-	// A peer without the blob protocol: a clear error, not retries.
+	// A peer without the blob protocols: a clear error, not retries.
 	b.Host().RemoveStreamHandler(libp2pproto.ID(protocol.BlobProtocolID))
+	b.Host().RemoveStreamHandler(protocol.BlobProtocolID11)
 	start := time.Now()
-	if _, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{}); err == nil || !strings.Contains(err.Error(), "does not serve /mcpv2/blob/1.0.0") {
+	if _, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{}); err == nil || !strings.Contains(err.Error(), "serves neither /mcpv2/blob/1.1.0 nor /mcpv2/blob/1.0.0") {
 		t.Fatalf("no blob protocol: %v", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -585,12 +651,122 @@ func TestDecodeBlobHeader(t *testing.T) {
 	}
 }
 
-// FuzzBlobHeader: the header decoder never panics, and what it accepts is a
-// valid name, a non-negative size and a 64-digit lowercase hex sha256, and
-// re-encodes to a header that decodes the same.
+func TestDecodeBlobHeader11(t *testing.T) {
+	sum := strings.Repeat("0f", 32)
+	for in, want := range map[string]BlobHeader{
+		`{"name":"a.txt","size":12}`:                                   {Name: "a.txt", Size: 12},
+		`{"size":0,"name":"a","session":"tok","restart":true}`:         {Name: "a", Session: "tok", Restart: true},
+		`{"name":"a","size":1,"sha256":"` + sum + `","restart":false}`: {Name: "a", Size: 1, SHA256: sum},
+	} {
+		if h, perr := DecodeBlobHeader11([]byte(in)); perr != nil || h != want {
+			t.Errorf("%s: %+v, %v; want %+v", in, h, perr, want)
+		}
+	}
+	for _, c := range []struct {
+		in   string
+		code int
+	}{
+		{`{"name":"a","size":1,"restart":1}`, protocol.CodeInvalidRequest},
+		{`{"name":"a","size":1,"restart":"true"}`, protocol.CodeInvalidRequest},
+		{`{"name":"a","size":1,"restart":true,"restart":false}`, protocol.CodeInvalidRequest},
+		{`{"name":"a","size":1,"Restart":true}`, protocol.CodeInvalidRequest},
+		{`{"name":"a","size":1,"sha256":""}`, protocol.CodeInvalidParams},
+		{`{"name":"a","size":1,"sha256":"` + strings.ToUpper(sum) + `"}`, protocol.CodeInvalidParams},
+		{`{"name":"a"}`, protocol.CodeInvalidRequest},
+		{`{"size":1}`, protocol.CodeInvalidRequest},
+		{`{"name":"../a","size":1}`, protocol.CodeInvalidParams},
+		{`{"name":"a","size":-1}`, protocol.CodeInvalidParams},
+		{`{"name":"a","size":1,"prefix_sha256":"` + sum + `"}`, protocol.CodeInvalidRequest},
+	} {
+		if _, perr := DecodeBlobHeader11([]byte(c.in)); perr == nil || perr.Code != c.code {
+			t.Errorf("%.70s: %v, want code %d", c.in, perr, c.code)
+		}
+	}
+	// 1.0.0 knows no restart.
+	if _, perr := DecodeBlobHeader([]byte(`{"name":"a","size":1,"sha256":"` + sum + `","restart":true}`)); perr == nil || perr.Code != protocol.CodeInvalidRequest {
+		t.Errorf("1.0.0 header with restart: %v", perr)
+	}
+}
+
+func TestDecodeBlobTrailer(t *testing.T) {
+	sum := strings.Repeat("a1", 32)
+	if got, perr := DecodeBlobTrailer([]byte(`{"sha256":"` + sum + `"}`)); perr != nil || got != sum {
+		t.Fatalf("valid trailer: %q, %v", got, perr)
+	}
+	for _, c := range []struct {
+		in   string
+		code int
+	}{
+		{`{}`, protocol.CodeInvalidRequest},
+		{`{"sha256":"` + sum + `","sha256":"` + sum + `"}`, protocol.CodeInvalidRequest},
+		{`{"sha256":"` + sum + `","size":1}`, protocol.CodeInvalidRequest},
+		{`{"SHA256":"` + sum + `"}`, protocol.CodeInvalidRequest},
+		{`{"sha256":1}`, protocol.CodeInvalidRequest},
+		{`{"sha256":"` + strings.ToUpper(sum) + `"}`, protocol.CodeInvalidParams},
+		{`{"sha256":"` + sum[:62] + `"}`, protocol.CodeInvalidParams},
+		{`["` + sum + `"]`, protocol.CodeInvalidRequest},
+		{`{"sha256":"` + sum + `"}{}`, protocol.CodeParseError},
+		{"{\"sha256\":\"\xff\"}", protocol.CodeParseError},
+		{`{"sha256":"` + sum + `","pad":"` + strings.Repeat("x", maxBlobTrailer) + `"}`, protocol.CodeInvalidRequest},
+	} {
+		if _, perr := DecodeBlobTrailer([]byte(c.in)); perr == nil || perr.Code != c.code {
+			t.Errorf("%.70s: %v, want code %d", c.in, perr, c.code)
+		}
+	}
+}
+
+// FuzzBlobHeader: the header decoders (1.0.0 and 1.1.0) never panic; what
+// they accept is a valid name, a non-negative size and a 64-digit lowercase
+// hex sha256 (optional in 1.1.0), and re-encodes to a header that decodes
+// the same. What 1.0.0 accepts, 1.1.0 accepts the same.
 func FuzzBlobHeader(f *testing.F) {
+	sum := strings.Repeat("0f", 32)
+	f.Add([]byte(`{"name":"a.txt","size":12,"sha256":"` + sum + `","session":"tok"}`))
+	f.Add([]byte(`{"name":"a.txt","size":12,"restart":true}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		h, perr := DecodeBlobHeader(b)
+		for _, v11 := range []bool{false, true} {
+			h, perr := decodeBlobHeader(b, v11)
+			if perr != nil {
+				switch perr.Code {
+				case protocol.CodeParseError, protocol.CodeInvalidRequest, protocol.CodeInvalidParams:
+				default:
+					t.Fatalf("code %d for %q", perr.Code, b)
+				}
+				continue
+			}
+			if len(b) > MaxBlobHeader || !utf8.Valid(b) {
+				t.Fatalf("accepted a %d-byte header, or one that is not UTF-8: %q", len(b), b)
+			}
+			if err := store.ValidateName(h.Name); err != nil {
+				t.Fatalf("accepted name %q: %v", h.Name, err)
+			}
+			if h.Size < 0 || (h.SHA256 != "" || !v11) && !store.ValidSHA256(h.SHA256) || h.Restart && !v11 {
+				t.Fatalf("v11 %v: accepted size %d, sha256 %q, restart %v", v11, h.Size, h.SHA256, h.Restart)
+			}
+			again, err := json.Marshal(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h2, perr := decodeBlobHeader(again, v11); perr != nil || h2 != h {
+				t.Fatalf("re-encoded %s decodes to %+v, %v", again, h2, perr)
+			}
+			if !v11 {
+				if h11, perr := DecodeBlobHeader11(b); perr != nil || h11 != h {
+					t.Fatalf("1.0.0 accepts %q, 1.1.0 gives %+v, %v", b, h11, perr)
+				}
+			}
+		}
+	})
+}
+
+// FuzzBlobTrailer: the trailer decoder never panics, and what it accepts is
+// a 64-digit lowercase hex sha256 that re-encodes to a trailer that decodes
+// the same.
+func FuzzBlobTrailer(f *testing.F) {
+	f.Add([]byte(`{"sha256":"` + strings.Repeat("0f", 32) + `"}`))
+	f.Add([]byte(`{"sha256":"x"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		sum, perr := DecodeBlobTrailer(b)
 		if perr != nil {
 			switch perr.Code {
 			case protocol.CodeParseError, protocol.CodeInvalidRequest, protocol.CodeInvalidParams:
@@ -599,21 +775,11 @@ func FuzzBlobHeader(f *testing.F) {
 			}
 			return
 		}
-		if len(b) > MaxBlobHeader || !utf8.Valid(b) {
-			t.Fatalf("accepted a %d-byte header, or one that is not UTF-8: %q", len(b), b)
+		if len(b) > maxBlobTrailer || !store.ValidSHA256(sum) {
+			t.Fatalf("accepted %q as %q", b, sum)
 		}
-		if err := store.ValidateName(h.Name); err != nil {
-			t.Fatalf("accepted name %q: %v", h.Name, err)
-		}
-		if h.Size < 0 || !store.ValidSHA256(h.SHA256) {
-			t.Fatalf("accepted size %d, sha256 %q", h.Size, h.SHA256)
-		}
-		again, err := json.Marshal(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h2, perr := DecodeBlobHeader(again); perr != nil || h2 != h {
-			t.Fatalf("re-encoded %s decodes to %+v, %v", again, h2, perr)
+		if again, perr := DecodeBlobTrailer(jsonFrame(blobTrailer{SHA256: sum})); perr != nil || again != sum {
+			t.Fatalf("re-encoded %q decodes to %q, %v", sum, again, perr)
 		}
 	})
 }
@@ -769,11 +935,12 @@ func BenchmarkRawStreamCopy(b *testing.B) {
 }
 
 // BenchmarkBlobTransfer sends a file with SendFile between two loopback
-// nodes: the sender hashes the file, streams it raw, and the receiver hashes,
-// writes, fsyncs and renames it. Compare with BenchmarkRawStreamCopy.
+// nodes over blob 1.1.0: the sender streams the file raw, hashing it as it
+// goes, and sends the hash last; the receiver hashes, writes, fsyncs and
+// renames it. Compare with BenchmarkRawStreamCopy.
 //
 // The prehashed variants pass the hash in SendOptions.SHA256, so the sender
-// does not read the file twice: the difference is the sender's hashing.
+// does not hash at all: the difference is the sender's hashing.
 func BenchmarkBlobTransfer(b *testing.B) {
 	path, sum := blobFile(b, benchSize, 42)
 	for _, c := range []struct {
@@ -806,7 +973,7 @@ func TestBlobReceiverErrorMidTransfer(t *testing.T) {
 	a, b := pair(t, nil)
 	var streams atomic.Int64
 	release := make(chan struct{})
-	b.Host().SetStreamHandler(libp2pproto.ID(protocol.BlobProtocolID), func(s network.Stream) {
+	handler := func(s network.Stream) {
 		streams.Add(1)
 		defer s.Reset()
 		if _, err := transport.NewFrameReader(s, MaxBlobHeader).ReadFrame(); err != nil {
@@ -822,7 +989,10 @@ func TestBlobReceiverErrorMidTransfer(t *testing.T) {
 		case <-release:
 		case <-time.After(20 * time.Second):
 		}
-	})
+	}
+	for _, id := range blobProtocols {
+		b.Host().SetStreamHandler(id, handler)
+	}
 	defer close(release)
 	path, _ := blobFile(t, 64*mib, 14)
 	start := time.Now()
@@ -1012,5 +1182,321 @@ func TestUploadFileMaxStore(t *testing.T) {
 	}
 	if l, _ := b.Store().Files().List(); len(l) != 1 {
 		t.Fatalf("files after the refusal: %v", l)
+	}
+}
+
+// rawSend11 runs a 1.1.0 exchange from a to b by hand: header, b's offset
+// frame, then data[off:] and the trailer frame (none when nil), then a
+// half-close. It returns the offset frame and b's answer.
+func rawSend11(t *testing.T, a, b *Node, header, data, trailer []byte) (blobOffset, string) {
+	t.Helper()
+	s, fr := rawBlobProto(t, a, b, protocol.BlobProtocolID11)
+	if err := transport.WriteFrame(s, header); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := fr.ReadFrame()
+	if err != nil {
+		t.Fatalf("offset frame: %v", err)
+	}
+	var off blobOffset
+	if err := json.Unmarshal(raw, &off); err != nil {
+		t.Fatalf("offset frame %q: %v", raw, err)
+	}
+	if off.Error != nil {
+		return off, ""
+	}
+	if *off.Offset > int64(len(data)) {
+		t.Fatalf("offset %d beyond the %d bytes to send", *off.Offset, len(data))
+	}
+	if _, err := s.Write(data[*off.Offset:]); err != nil {
+		t.Fatal(err)
+	}
+	if trailer != nil {
+		if err := transport.WriteFrame(s, trailer); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = s.CloseWrite()
+	raw, err = fr.ReadFrame()
+	if err != nil {
+		t.Fatalf("answer: %v", err)
+	}
+	_ = s.Close()
+	return off, string(raw)
+}
+
+// seeded returns size pseudo-random bytes and their hex sha256.
+func seeded(size int, seed uint64) ([]byte, string) {
+	data := make([]byte, size)
+	_, _ = rand.NewChaCha8([32]byte{byte(seed), 0xb1}).Read(data)
+	sum := sha256.Sum256(data)
+	return data, hex.EncodeToString(sum[:])
+}
+
+func trailerJSON(sum string) []byte { return jsonFrame(blobTrailer{SHA256: sum}) }
+
+// A resume where the receiver's bytes are not the start of the sender's
+// file (same name and size, other content: an interrupted upload of another
+// version, or a stored file) ends with the sender's file, never a mix: the
+// sender checks prefix_sha256, reports what was discarded and restarts.
+func TestBlobResumeOtherContent(t *testing.T) {
+	const size, have = 4 * mib, mib
+	a, b := pair(t, nil)
+	w := watchBlob(b)
+	old, oldSum := seeded(size, 20)
+	pathNew, sumNew := blobFile(t, size, 21)
+
+	// An interrupted upload of the old content under the same name and size.
+	off, answer := rawSend11(t, a, b, headerJSON("same.bin", size, ""), old[:have], nil)
+	if off.Error != nil || *off.Offset != 0 || !strings.Contains(answer, "the partial upload is kept") {
+		t.Fatalf("interrupted upload: %+v %q", off, answer)
+	}
+	var mu sync.Mutex
+	var reports []SendProgress
+	record := func(p SendProgress) {
+		mu.Lock()
+		reports = append(reports, p)
+		mu.Unlock()
+	}
+	info, err := a.SendFile(ctxT(t), addrOf(t, b), pathNew, SendOptions{Name: "same.bin", Progress: record})
+	if err != nil || info.SHA256 != sumNew {
+		t.Fatalf("SendFile over another upload's bytes: %+v, %v", info, err)
+	}
+	if got := storedSHA(t, b, "same.bin"); got != sumNew {
+		t.Fatalf("stored %s, want the new file's %s (old %s)", got, sumNew, oldSum)
+	}
+	mu.Lock()
+	if len(reports) < 2 || reports[0].Discarded != have || reports[0].Attempt != 1 || reports[1].Offset != 0 || reports[1].Attempt != 1 || reports[1].Discarded != 0 {
+		t.Fatalf("reports %+v: want the %d discarded bytes, then attempt 1 from zero", reports[:min(len(reports), 3)], have)
+	}
+	reports = nil
+	mu.Unlock()
+	protos, heads := w.streams()
+	if len(heads) != 3 || !strings.Contains(heads[2], `"restart":true`) || strings.Contains(heads[1], "restart") {
+		t.Fatalf("streams %v %q: want the interrupted one, one reset after the offset, one with restart", protos, heads)
+	}
+	if h := hiddenEntries(t, b); len(h) != 0 {
+		t.Fatalf("left behind: %v", h)
+	}
+
+	// A stored file of the same name and size is offered by its hash; the
+	// old content's sender finds it differs and replaces it.
+	pathOld := filepath.Join(t.TempDir(), "same.bin")
+	if err := os.WriteFile(pathOld, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	info, err = a.SendFile(ctxT(t), addrOf(t, b), pathOld, SendOptions{Progress: record})
+	if err != nil || info.SHA256 != oldSum || storedSHA(t, b, "same.bin") != oldSum {
+		t.Fatalf("SendFile over a stored file of the same size: %+v, %v", info, err)
+	}
+	mu.Lock()
+	if len(reports) < 2 || reports[0].Discarded != size || reports[1].Offset != 0 {
+		t.Fatalf("reports %+v: want the stored file's %d bytes discarded, then from zero", reports[:min(len(reports), 3)], size)
+	}
+	mu.Unlock()
+	// One audit line per stream: the interrupted one, the two dropped after
+	// the offset frame, and the two that stored a file.
+	au := waitBlobAudits(t, b, 5)
+	outcomes := map[any]int{}
+	for _, l := range au {
+		outcomes[l["outcome"]]++
+	}
+	if len(au) != 5 || outcomes["ok"] != 2 || outcomes["error"] != 3 {
+		t.Fatalf("audit: %v", au)
+	}
+}
+
+// The trailer is the attacker's last chance: a sender whose trailer does
+// not hash what it sent is refused with -32602 and nothing is committed,
+// whether the upload was fresh, resumed, declared a hash in its header, or
+// was offered a stored file. A malformed or missing trailer after every
+// byte keeps the bytes, and a resume sends just the trailer.
+func TestBlobTrailerLies(t *testing.T) {
+	const size = mib
+	a, b := pair(t, nil)
+	data, sum := seeded(size, 30)
+	_, other := seeded(size, 31)
+	mismatch := func(what, answer string) {
+		t.Helper()
+		var r blobResult
+		if err := json.Unmarshal([]byte(answer), &r); err != nil || r.Error == nil || r.Error.Code != protocol.CodeInvalidParams || !strings.Contains(r.Error.Message, "sha256 mismatch") {
+			t.Fatalf("%s: answer %q, want -32602 sha256 mismatch", what, answer)
+		}
+		if l, _ := b.Store().Files().List(); len(l) != 0 && l[0].SHA256 != sum {
+			t.Fatalf("%s: committed %v", what, l)
+		}
+	}
+
+	// Fresh: the bytes, then another file's hash.
+	_, answer := rawSend11(t, a, b, headerJSON("lie.bin", size, ""), data, trailerJSON(other))
+	mismatch("fresh upload", answer)
+	if l, _ := b.Store().Files().List(); len(l) != 0 {
+		t.Fatalf("visible after a lying trailer: %v", l)
+	}
+	if h := hiddenEntries(t, b); len(h) != 0 {
+		t.Fatalf("the partial upload was not discarded: %v", h)
+	}
+	// The header's hash is right, the trailer's is not.
+	_, answer = rawSend11(t, a, b, headerJSON("lie.bin", size, sum), data, trailerJSON(other))
+	mismatch("declared header, lying trailer", answer)
+	// Resumed: half of it kept, then the rest and a lying trailer.
+	if _, answer := rawSend11(t, a, b, headerJSON("lie.bin", size, ""), data[:size/2], nil); !strings.Contains(answer, "kept") {
+		t.Fatalf("interrupted: %q", answer)
+	}
+	off, answer := rawSend11(t, a, b, headerJSON("lie.bin", size, ""), data, trailerJSON(other))
+	if *off.Offset != size/2 || off.PrefixSHA256 != fmt.Sprintf("%x", sha256.Sum256(data[:size/2])) {
+		t.Fatalf("resume offset %+v", off)
+	}
+	mismatch("resumed upload", answer)
+	if h := hiddenEntries(t, b); len(h) != 0 {
+		t.Fatalf("the partial upload was not discarded: %v", h)
+	}
+
+	// Malformed or missing trailers after all the bytes: refused, kept.
+	for _, c := range []struct {
+		trailer []byte
+		code    int
+	}{
+		{nil, protocol.CodeInvalidRequest},
+		{[]byte(`{"sha256":"` + strings.ToUpper(sum) + `"}`), protocol.CodeInvalidParams},
+		{[]byte(`{"sha256":"` + sum + `","size":1}`), protocol.CodeInvalidRequest},
+		{bytes.Repeat([]byte("x"), maxBlobTrailer+1), protocol.CodeInvalidRequest},
+	} {
+		_, answer := rawSend11(t, a, b, headerJSON("lie.bin", size, ""), data, c.trailer)
+		var r blobResult
+		if err := json.Unmarshal([]byte(answer), &r); err != nil || r.Error == nil || r.Error.Code != c.code {
+			t.Fatalf("trailer %.40q: answer %q, want code %d", c.trailer, answer, c.code)
+		}
+		if l, _ := b.Store().Files().List(); len(l) != 0 {
+			t.Fatalf("visible after trailer %.40q: %v", c.trailer, l)
+		}
+		if h := hiddenEntries(t, b); len(h) != 1 {
+			t.Fatalf("after trailer %.40q the partial upload is not kept: %v", c.trailer, h)
+		}
+	}
+	// All the bytes are there: the receiver offers the end with the whole
+	// hash, and the trailer alone commits.
+	off, answer = rawSend11(t, a, b, headerJSON("lie.bin", size, ""), data, trailerJSON(sum))
+	if *off.Offset != size || off.PrefixSHA256 != sum || !strings.Contains(answer, sum) {
+		t.Fatalf("trailer-only resume: %+v, %q", off, answer)
+	}
+	if storedSHA(t, b, "lie.bin") != sum || len(hiddenEntries(t, b)) != 0 {
+		t.Fatalf("after the trailer-only resume: %v", hiddenEntries(t, b))
+	}
+
+	// Offered the stored file, a lying trailer does not pass for it.
+	off, answer = rawSend11(t, a, b, headerJSON("lie.bin", size, ""), data, trailerJSON(other))
+	if *off.Offset != size || off.PrefixSHA256 != sum {
+		t.Fatalf("stored file offer: %+v", off)
+	}
+	mismatch("stored file", answer)
+	if storedSHA(t, b, "lie.bin") != sum {
+		t.Fatal("the stored file changed")
+	}
+	// One audit line per stream (written after the answer, so in any order):
+	// five mismatches, four refusals that keep the bytes, one commit.
+	au := waitBlobAudits(t, b, 10)
+	count := map[any]int{}
+	for _, l := range au {
+		count[l["code"]]++
+	}
+	if len(au) != 10 || count[float64(protocol.CodeInvalidParams)] != 5 || count[float64(protocol.CodeInvalidRequest)] != 4 || count[nil] != 1 {
+		t.Fatalf("audit: %v", au)
+	}
+}
+
+// A 1.0.0 sender (hash up front, no trailer) still works against this
+// receiver, resumes included, and gets 1.0.0's offset frame; a 1.1.0 sender
+// that declares the same hash resumes the upload a 1.0.0 sender left.
+func TestBlob10SenderAgainstNewReceiver(t *testing.T) {
+	const size = 2 * mib
+	a, b := pair(t, nil)
+	data, sum := seeded(size, 40)
+	send10 := func(name string, have int) (string, string) {
+		t.Helper()
+		s, fr := rawBlob(t, a, b)
+		if err := transport.WriteFrame(s, headerJSON(name, size, sum)); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var off blobOffset
+		if err := json.Unmarshal(raw, &off); err != nil || off.Offset == nil {
+			t.Fatalf("offset frame %q", raw)
+		}
+		if _, err := s.Write(data[*off.Offset:have]); err != nil {
+			t.Fatal(err)
+		}
+		_ = s.CloseWrite()
+		answer, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = s.Close()
+		return string(raw), string(answer)
+	}
+	if off, answer := send10("old.bin", size/4); off != `{"offset":0}` || !strings.Contains(answer, "kept") {
+		t.Fatalf("interrupted 1.0.0 upload: %s %s", off, answer)
+	}
+	off, answer := send10("old.bin", size)
+	var r blobResult
+	if off != fmt.Sprintf(`{"offset":%d}`, size/4) || json.Unmarshal([]byte(answer), &r) != nil || r != (blobResult{Filename: "old.bin", Size: size, SHA256: sum}) {
+		t.Fatalf("resumed 1.0.0 upload: %s %s", off, answer)
+	}
+	if storedSHA(t, b, "old.bin") != sum {
+		t.Fatal("stored content differs")
+	}
+
+	// A 1.0.0 sender's partial upload, resumed by SendFile with the hash.
+	if off, answer := send10("mixed.bin", size/2); off != `{"offset":0}` || !strings.Contains(answer, "kept") {
+		t.Fatalf("interrupted 1.0.0 upload: %s %s", off, answer)
+	}
+	path := filepath.Join(t.TempDir(), "mixed.bin")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var first atomic.Int64
+	first.Store(-1)
+	info, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{SHA256: sum, Progress: func(p SendProgress) { first.CompareAndSwap(-1, p.Offset) }})
+	if err != nil || info.SHA256 != sum || first.Load() != size/2 {
+		t.Fatalf("SendFile with the hash after a 1.0.0 sender: %+v, %v, started at %d", info, err, first.Load())
+	}
+	if h := hiddenEntries(t, b); len(h) != 0 {
+		t.Fatalf("left behind: %v", h)
+	}
+}
+
+// Against a receiver that serves only 1.0.0, SendFile falls back to it and
+// hashes the file first: at once when identify said so, or after a first
+// stream negotiated 1.0.0 when the peerstore did not know.
+func TestBlobFallbackTo10(t *testing.T) {
+	a, b := pair(t, nil)
+	b.Host().RemoveStreamHandler(protocol.BlobProtocolID11) // before a connects: identify tells a
+	w := watchBlob(b, libp2pproto.ID(protocol.BlobProtocolID))
+	path, sum := blobFile(t, 3*mib, 50)
+	info, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{})
+	if err != nil || info.SHA256 != sum || storedSHA(t, b, "blob.bin") != sum {
+		t.Fatalf("SendFile to a 1.0.0 receiver: %+v, %v", info, err)
+	}
+	protos, heads := w.streams()
+	if len(protos) != 1 || protos[0] != libp2pproto.ID(protocol.BlobProtocolID) || !strings.Contains(heads[0], `"sha256":"`+sum+`"`) {
+		t.Fatalf("streams %v %q: want one 1.0.0 stream declaring the hash", protos, heads)
+	}
+
+	// The peerstore does not know: the first stream negotiates 1.0.0 and is
+	// dropped before its header, the next declares the hash.
+	if err := a.Host().Peerstore().RemoveProtocols(b.ID(), blobProtocols...); err != nil {
+		t.Fatal(err)
+	}
+	path, sum = blobFile(t, 3*mib, 51)
+	info, err = a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Name: "second.bin"})
+	if err != nil || info.SHA256 != sum || storedSHA(t, b, "second.bin") != sum {
+		t.Fatalf("SendFile, protocols unknown: %+v, %v", info, err)
+	}
+	protos, heads = w.streams()
+	if len(protos) != 3 || heads[1] != "" || !strings.Contains(heads[2], `"sha256":"`+sum+`"`) {
+		t.Fatalf("streams %v %q: want a 1.0.0 stream without a header, then one declaring the hash", protos, heads)
 	}
 }

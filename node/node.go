@@ -246,6 +246,8 @@ func New(cfg Config) (_ *Node, err error) {
 		transport.WithServicePeerLimit(rpcService, 64, 64, int64(2*cfg.MaxMessage+streamReserve)),
 		transport.WithProtocolLimit(libp2pproto.ID(protocol.BlobProtocolID), 64, 64, 64*blobReserve),
 		transport.WithProtocolPeerLimit(libp2pproto.ID(protocol.BlobProtocolID), 8, 8, 8*blobReserve),
+		transport.WithProtocolLimit(protocol.BlobProtocolID11, 64, 64, 64*blobReserve),
+		transport.WithProtocolPeerLimit(protocol.BlobProtocolID11, 8, 8, 8*blobReserve),
 		transport.WithServiceLimit(blobService, 64, 64, 64*blobReserve),
 		transport.WithServicePeerLimit(blobService, 8, 8, 8*blobReserve),
 		// A stream holds one request and its reply at a time.
@@ -277,6 +279,7 @@ func New(cfg Config) (_ *Node, err error) {
 	n.Client = NewClient(n.host, ClientConfig{Secret: cfg.Secret, MaxMessage: cfg.MaxMessage, Now: cfg.Now, WaitDirect: cfg.Mesh.waitDirect()})
 	n.host.SetStreamHandler(libp2pproto.ID(protocol.RPCProtocolID), n.handleRPC)
 	n.host.SetStreamHandler(libp2pproto.ID(protocol.BlobProtocolID), n.handleBlob)
+	n.host.SetStreamHandler(protocol.BlobProtocolID11, n.handleBlob)
 	if cfg.Mesh != nil {
 		if err = n.startMesh(cfg.Mesh, boot); err != nil {
 			return nil, fmt.Errorf("node: %w", err)
@@ -313,6 +316,7 @@ func (n *Node) Close() error {
 	if n.host != nil {
 		n.host.RemoveStreamHandler(libp2pproto.ID(protocol.RPCProtocolID))
 		n.host.RemoveStreamHandler(libp2pproto.ID(protocol.BlobProtocolID))
+		n.host.RemoveStreamHandler(protocol.BlobProtocolID11)
 		if n.Client != nil {
 			n.Client.Close()
 		}

@@ -14,6 +14,10 @@ const (
 	RPCProtocolID = "/mcpv2/rpc/1.0.0"
 	// BlobProtocolID is the libp2p protocol of bulk file transfer.
 	BlobProtocolID = "/mcpv2/blob/1.0.0"
+	// BlobProtocolID11 is bulk file transfer whose sender hashes while it
+	// sends, with the hash in a trailer (docs/spec.md §0). A node serves it
+	// beside BlobProtocolID, for older senders; a sender offers it first.
+	BlobProtocolID11 = "/mcpv2/blob/1.1.0"
 	// DHTPrefix is the protocol prefix of the project's own Kademlia DHT.
 	DHTPrefix = "/mcpv2"
 	// Version is the protocol version that negotiate and agent cards name.

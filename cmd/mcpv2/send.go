@@ -28,12 +28,13 @@ const progressEvery = 250 * time.Millisecond
 func sendCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "send",
-		Usage: "upload a file into a peer's file store (blob protocol: raw bytes, resumable, committed only when the sha256 matches)",
+		Usage: "upload a file into a peer's file store (blob protocol: raw bytes hashed as they go, resumable, committed only when the sha256 matches)",
 		UsageText: "mcpv2 send FILE ADDR [--name NAME] [--limit-rate RATE]\n\n" +
 			"Prints the stored file as JSON ({\"filename\",\"size\",\"sha256\"}) and progress on stderr. An interrupted\n" +
-			"send resumes where the receiver stopped when it is run again. --timeout bounds the whole transfer\n" +
-			"(default: none; a transfer stalled for 30 s counts as broken and is retried). Over a relayed connection\n" +
-			"it first waits --wait-direct (default 10s) for a direct one, then proceeds within the relay's limits.",
+			"send resumes where the receiver stopped when it is run again, if the receiver's bytes hash the same as\n" +
+			"FILE's start (else it starts over). --timeout bounds the whole transfer (default: none; a transfer\n" +
+			"stalled for 30 s counts as broken and is retried). Over a relayed connection it first waits\n" +
+			"--wait-direct (default 10s) for a direct one, then proceeds within the relay's limits.",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "name", EnvVars: []string{"MCPV2_SEND_NAME"}, Usage: "store the file under this name (default: FILE's base name)"},
 			&cli.StringFlag{Name: "limit-rate", EnvVars: []string{"MCPV2_LIMIT_RATE"}, Usage: "cap the sending rate, in bytes per second (suffixes K, M, G: powers of 1024)"},
@@ -109,7 +110,8 @@ func runSend(c *cli.Context) error {
 
 // progressPrinter prints send's progress lines on stderr: one when an
 // attempt starts ("sending N bytes", or "resuming at OFFSET of N bytes"),
-// one at most every progressEvery while bytes go out, and one per retry.
+// one at most every progressEvery while bytes go out, one per retry, and a
+// note when the receiver's bytes were not the start of the file.
 type progressPrinter struct {
 	w       io.Writer
 	quiet   bool
@@ -130,6 +132,10 @@ func (p *progressPrinter) report(sp node.SendProgress) {
 			name = "(an upload of an earlier run)"
 		}
 		fmt.Fprintf(p.w, "note: the receiver dropped your unfinished upload %s (%d bytes received) to stay within its --max-partial; send it again to start over\n", name, d.Have)
+	}
+	if sp.Discarded > 0 { // the same attempt goes on from zero
+		fmt.Fprintf(p.w, "note: the receiver's %d bytes under this name and size are not the start of this file (another version of it); starting over\n", sp.Discarded)
+		return
 	}
 	switch {
 	case sp.Err != nil:

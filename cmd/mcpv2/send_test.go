@@ -171,6 +171,42 @@ func TestSendKilledMidTransferResumes(t *testing.T) {
 	}
 }
 
+// TestSendOverAnotherVersion kills a real `mcpv2 send` of one file, then
+// sends another file of the same name and size: the receiver's kept bytes
+// are not its start, so the second send says so, starts over instead of
+// appending, and the receiver stores the second file.
+func TestSendOverAnotherVersion(t *testing.T) {
+	const size = 16 << 20
+	client := t.TempDir()
+	b := receiver(t, client)
+	addr := b.tcpAddr(t)
+	first, _ := bigFile(t, size, 4)
+	second, sum := bigFile(t, size, 5) // also big.bin
+	sent := killedSend(t, first, addr, client, "8M", 2<<20)
+	if _, parts := filesOf(t, b); len(parts) != 1 {
+		t.Fatalf("after killing the first send (%d bytes sent): partial uploads %v", sent, parts)
+	}
+	out, errs, code := run(t, "send", second, addr, "--data-dir", client)
+	if code != 0 {
+		t.Fatalf("second send: exit %d\n%s", code, errs)
+	}
+	if !strings.Contains(errs, "are not the start of this file") || !strings.Contains(errs, "starting over") ||
+		!strings.Contains(errs, "sending 16777216 bytes (attempt 1)") || strings.Contains(errs, "resuming") {
+		t.Fatalf("second send's progress: %q", errs)
+	}
+	var r sendResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r != (sendResult{"big.bin", size, sum}) {
+		t.Fatalf("second send printed %q", out)
+	}
+	got, err := os.ReadFile(filepath.Join(b.dataDir, "files", "big.bin"))
+	if err != nil || fmt.Sprintf("%x", sha256.Sum256(got)) != sum {
+		t.Fatalf("stored file: %d bytes, %v", len(got), err)
+	}
+	if _, parts := filesOf(t, b); len(parts) != 0 {
+		t.Fatalf("partial uploads left: %v", parts)
+	}
+}
+
 func TestSendFailsClearly(t *testing.T) {
 	client := t.TempDir()
 	b := receiver(t, client)

@@ -49,17 +49,19 @@ var ErrHashMismatch = errors.New("sha256 mismatch")
 var ErrIncomplete = errors.New("upload incomplete")
 
 // Partial is one resumable upload into Files: the bytes received so far of
-// a file whose name, size and SHA-256 were declared up front. Get it from
-// Files.OpenPartial; it must end with exactly one of Commit, Close (keep the
-// bytes for a later resume) or Discard. Only one Partial of a given upload is
-// open at a time in the process (see Superseded). A Partial is not safe for
-// concurrent use, except Superseded, Name, Size and the channel it returns.
+// a file whose name and size were declared up front, and its SHA-256 either
+// up front too or only at the end (CommitSHA256). Get it from
+// Files.OpenPartial; it must end with exactly one of Commit, CommitSHA256,
+// Close (keep the bytes for a later resume) or Discard. Only one Partial of
+// a given upload is open at a time in the process (see Superseded). A
+// Partial is not safe for concurrent use, except Superseded, Name, Size and
+// the channel it returns.
 type Partial struct {
 	f    *Files
 	name string // target name
 	part string // partial file's name in the directory
 	size int64  // declared size
-	want string // declared SHA-256, lowercase hex
+	want string // declared SHA-256, lowercase hex; empty until CommitSHA256 when not declared
 	file *os.File
 	h    hash.Hash
 	off  int64
@@ -170,8 +172,11 @@ func (l *partLock) release() {
 // prefix, a tag of owner (the uploader's identity: the first 8 bytes of its
 // SHA-256 in hex, so that one sender's uploads are found by name for
 // WithMaxPartial), a dash, and the hex SHA-256 of owner, name, size and the
-// declared SHA-256, each length-prefixed. Only the same uploader sending the
-// same content under the same name resumes it.
+// declared SHA-256 (empty when none is declared), each length-prefixed. Only
+// the same uploader sending under the same name and size, and the same
+// declared SHA-256, resumes it; an upload declared without one is keyed by
+// owner, name and size alone, and whoever resumes it must check the kept
+// bytes (Partial.PrefixSHA256) against its own.
 func PartName(owner, name string, size int64, sha256hex string) string {
 	h := sha256.New()
 	var b [8]byte
@@ -206,9 +211,10 @@ func ValidSHA256(s string) bool {
 }
 
 // OpenPartial opens the upload of name (size bytes hashing to sha256hex,
-// lowercase hex) by owner, creating it or resuming the bytes kept from an
-// earlier attempt: Offset says how many, and the running hash is rebuilt
-// from them. A size over MaxSize gives an error wrapping ErrTooLarge; a bad
+// lowercase hex, or to a hash given only at the end when sha256hex is empty)
+// by owner, creating it or resuming the bytes kept from an earlier attempt:
+// Offset says how many, and the running hash is rebuilt from them
+// (PrefixSHA256). A size over MaxSize gives an error wrapping ErrTooLarge; a bad
 // name, or a name that is a symlink or directory, ErrInvalidName. When a
 // Partial of the same upload is open in this process, it is superseded (its
 // Superseded channel closes) and OpenPartial waits for it to let go, or for
@@ -232,7 +238,7 @@ func (f *Files) OpenPartial(ctx context.Context, owner, name string, size int64,
 		return nil, f.errorf(op, name, "negative size %d", size)
 	case size > f.maxSize:
 		return nil, f.errorf(op, name, "%d bytes is over the %d-byte limit: %w", size, f.maxSize, ErrTooLarge)
-	case !ValidSHA256(sha256hex):
+	case sha256hex != "" && !ValidSHA256(sha256hex):
 		return nil, f.errorf(op, name, "the declared sha256 is not 64 lowercase hex digits")
 	case f.maxPartial > 0 && size > f.maxPartial:
 		return nil, f.errorf(op, name, "%w", &QuotaError{Quota: QuotaPartial, Limit: f.maxPartial, Need: size})
@@ -435,6 +441,21 @@ func (f *Files) removePart(name string, remove func(os.FileInfo) bool) (have int
 	return have, true, nil
 }
 
+// PartialHeld returns how many bytes of owner's upload of name (size bytes,
+// declared SHA-256 sha256hex or empty: the PartName key) the store keeps,
+// without opening it: 0 when there is none, or when the kept file is longer
+// than size (OpenPartial would start it over). Safe for concurrent use.
+func (f *Files) PartialHeld(owner, name string, size int64, sha256hex string) int64 {
+	if f.check("stat partial", name) != nil {
+		return 0
+	}
+	st, err := f.root.Lstat(PartName(owner, name, size, sha256hex))
+	if err != nil || !st.Mode().IsRegular() || st.Size() > size {
+		return 0
+	}
+	return st.Size()
+}
+
 // forget drops what the store knew of the partial file part.
 func (f *Files) forget(part string) {
 	f.partMu.Lock()
@@ -451,6 +472,31 @@ func (p *Partial) Size() int64 { return p.size }
 // Offset returns how many bytes the upload holds: where the sender resumes.
 func (p *Partial) Offset() int64 { return p.off }
 
+// PrefixSHA256 returns the lowercase hex SHA-256 of the Offset bytes the
+// upload holds: what a sender resuming an upload declared without a hash
+// compares with its own first Offset bytes.
+func (p *Partial) PrefixSHA256() string { return hex.EncodeToString(p.h.Sum(nil)) }
+
+// Restart drops the bytes the upload holds and starts it again from zero
+// (Offset 0), keeping its place in the quotas: the sender found that they
+// are not the start of its file. It is an error on a finished Partial.
+func (p *Partial) Restart() error {
+	if p.done {
+		return fmt.Errorf("store: restart partial %s: %w", quote(p.name), fs.ErrClosed)
+	}
+	// The dropped bytes were counted as used; they stay reserved for the
+	// bytes to come, so the quota count does not change.
+	if err := p.file.Truncate(0); err != nil {
+		return fmt.Errorf("store: restart partial %s: %w", quote(p.name), scrub(err))
+	}
+	if _, err := p.file.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("store: restart partial %s: %w", quote(p.name), scrub(err))
+	}
+	p.h.Reset()
+	p.off = 0
+	return nil
+}
+
 // Dropped returns the same sender's older unfinished uploads that were
 // removed to make room for this one (WithMaxPartial), oldest first; nil
 // when none were.
@@ -459,6 +505,10 @@ func (p *Partial) Dropped() []DroppedUpload { return p.dropped }
 // Superseded returns a channel that is closed when another OpenPartial of
 // the same upload waits for this one: its owner should stop (Close) soon.
 func (p *Partial) Superseded() <-chan struct{} { return p.lock.superseded }
+
+// asyncHashMin is the smallest write that Partial.Write hashes on another
+// goroutine while it writes the file.
+const asyncHashMin = 64 << 10
 
 // Write appends b, hashing it. Bytes beyond the declared size are refused
 // as a whole with an error wrapping ErrTooLarge.
@@ -469,8 +519,28 @@ func (p *Partial) Write(b []byte) (int, error) {
 	if int64(len(b)) > p.size-p.off {
 		return 0, fmt.Errorf("store: write partial %s: more than the declared %d bytes: %w", quote(p.name), p.size, ErrTooLarge)
 	}
-	n, err := p.file.Write(b)
-	p.h.Write(b[:n])
+	var n int
+	var err error
+	if len(b) < asyncHashMin {
+		n, err = p.file.Write(b)
+		p.h.Write(b[:n])
+	} else {
+		// Hash beside the write, on another core when there is one. A short
+		// write is rare (a full disk): then hash again what landed.
+		done := make(chan struct{})
+		go func() {
+			p.h.Write(b)
+			close(done)
+		}()
+		n, err = p.file.Write(b)
+		<-done
+		if n < len(b) {
+			p.h.Reset()
+			if _, herr := io.Copy(p.h, io.NewSectionReader(p.file, 0, p.off+int64(n))); herr != nil && err == nil {
+				err = herr
+			}
+		}
+	}
 	p.off += int64(n)
 	if err != nil {
 		return n, fmt.Errorf("store: write partial %s: %w", quote(p.name), scrub(err))
@@ -483,8 +553,17 @@ func (p *Partial) Write(b []byte) (int, error) {
 // within the directory, fsync of the directory), replacing any file of that
 // name. On a hash mismatch the partial file is removed and the error wraps
 // ErrHashMismatch and names both hashes; an incomplete upload gives
-// ErrIncomplete and is kept. Either way the Partial is finished.
-func (p *Partial) Commit() (_ FileInfo, err error) {
+// ErrIncomplete and is kept. Either way the Partial is finished. An upload
+// opened without a declared SHA-256 commits with CommitSHA256 instead
+// (Commit gives an error wrapping ErrHashMismatch and keeps the bytes).
+func (p *Partial) Commit() (FileInfo, error) { return p.CommitSHA256("") }
+
+// CommitSHA256 is Commit with the content's SHA-256 (lowercase hex) given
+// now, as the blob protocol's trailer gives it: the upload must hash to
+// sum, and to the SHA-256 declared at OpenPartial when one was (so a sum
+// that differs from the declared one is a mismatch). An empty sum means the
+// declared one alone.
+func (p *Partial) CommitSHA256(sum string) (_ FileInfo, err error) {
 	const op = "commit"
 	if p.done {
 		return FileInfo{}, p.f.errorf(op, p.name, "%w", fs.ErrClosed)
@@ -493,10 +572,16 @@ func (p *Partial) Commit() (_ FileInfo, err error) {
 		err := p.f.errorf(op, p.name, "%d of %d bytes received: %w", p.off, p.size, ErrIncomplete)
 		return FileInfo{}, errors.Join(err, p.Close())
 	}
+	if sum == "" && p.want == "" {
+		err := p.f.errorf(op, p.name, "no sha256 was declared to check the content against: %w", ErrHashMismatch)
+		return FileInfo{}, errors.Join(err, p.Close())
+	}
 	got := hex.EncodeToString(p.h.Sum(nil))
-	if got != p.want {
-		err := p.f.errorf(op, p.name, "the received content hashes to %s, not the declared %s; the partial upload was discarded: %w", got, p.want, ErrHashMismatch)
-		return FileInfo{}, errors.Join(err, p.Discard())
+	for _, want := range []string{p.want, sum} {
+		if want != "" && got != want {
+			err := p.f.errorf(op, p.name, "the received content hashes to %s, not the declared %s; the partial upload was discarded: %w", got, want, ErrHashMismatch)
+			return FileInfo{}, errors.Join(err, p.Discard())
+		}
 	}
 	p.done = true
 	defer p.lock.release()
