@@ -42,6 +42,9 @@ type pooledStream struct {
 	s    network.Stream
 	fr   *transport.FrameReader
 	last time.Time
+	// deadline is set while the stream carries a call's deadline, which
+	// put clears.
+	deadline bool
 }
 
 // peerStreams are the client's streams to one peer.
@@ -115,7 +118,10 @@ func (p *streamPool) get(ctx context.Context, pid peer.ID, maxMsg int) (*pooledS
 // closed).
 func (p *streamPool) put(pid peer.ID, s *pooledStream) {
 	s.last = time.Now()
-	_ = s.s.SetDeadline(time.Time{})
+	if s.deadline {
+		_ = s.s.SetDeadline(time.Time{})
+		s.deadline = false
+	}
 	p.mu.Lock()
 	if ps := p.peers[pid]; !p.closed && ps != nil {
 		ps.idle = append(ps.idle, s)
@@ -564,6 +570,7 @@ func (n *Client) wireID() json.RawMessage {
 func exchange(ctx context.Context, ps *pooledStream, msg []byte, wantReply bool) (out []byte, sent, reusable bool, err error) {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = ps.s.SetDeadline(dl)
+		ps.deadline = true
 	}
 	stop := context.AfterFunc(ctx, func() { _ = ps.s.SetDeadline(time.Unix(1, 0)) })
 	if err := transport.WriteFrame(ps.s, msg); err != nil {

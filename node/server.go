@@ -83,7 +83,8 @@ func (n *Node) handleRPC(s network.Stream) {
 	fr := transport.NewFrameReader(s, n.maxMsg)
 	watch := newLateWatch(s, fr)
 	defer watch.disarm()
-	_ = s.SetReadDeadline(time.Now().Add(idleTimeout))
+	var dl deadlines
+	dl.idle(s, time.Now())
 	for {
 		size := 0 // the frame's declared length, reserved unless refused
 		msg, err := fr.ReadFrameReserve(func(k int) error {
@@ -105,14 +106,18 @@ func (n *Node) handleRPC(s network.Stream) {
 		out, _ := n.AppendHandle(ctx, caller, msg, transport.GetBuffer(responseBuffer))
 		watched := watch.disarm()
 		transport.ReleaseFrame(msg)
-		err = n.writeResponse(s, caller, out)
+		now := time.Now()
+		err = n.writeResponse(s, caller, out, &dl, now)
 		transport.ReleaseFrame(out)
 		s.Scope().ReleaseMemory(size)
 		if err != nil {
 			n.log.Debug("rpc: write", "peer", caller.ID, "err", err)
 			_ = s.Reset() // also ends the watch
 		} else {
-			_ = s.SetReadDeadline(time.Now().Add(idleTimeout))
+			if watched != nil {
+				dl.read = time.Time{} // the watch cleared the idle deadline
+			}
+			dl.idle(s, now)
 		}
 		var werr error
 		if watched != nil {
@@ -231,7 +236,7 @@ func (n *Node) endRPC(s network.Stream, c Caller, err error, declared int) {
 // writeResponse writes one response frame (nothing for nil) with its size
 // reserved in the stream's scope; when the scope refuses it, the caller
 // gets one resource-limit error instead.
-func (n *Node) writeResponse(s network.Stream, c Caller, out []byte) error {
+func (n *Node) writeResponse(s network.Stream, c Caller, out []byte, dl *deadlines, now time.Time) error {
 	if out == nil {
 		return nil
 	}
@@ -245,8 +250,37 @@ func (n *Node) writeResponse(s network.Stream, c Caller, out []byte) error {
 			defer s.Scope().ReleaseMemory(len(out))
 		}
 	}
-	_ = s.SetWriteDeadline(time.Now().Add(writeTimeout))
+	dl.writing(s, now)
 	return transport.WriteFrame(s, out)
+}
+
+// deadlineSlack is how stale a stream's deadline may get before it is
+// moved: setting one costs yamux a timer, and a call every few
+// microseconds does not need its own.
+const deadlineSlack = 5 * time.Second
+
+// deadlines remembers when a stream's read and write deadlines were last
+// set, so that each is moved at most once per deadlineSlack: the idle
+// timeout is then 55-60 s after the last answer, and a response gets
+// 25-30 s to be written.
+type deadlines struct{ read, write time.Time }
+
+// idle arms the read deadline of an idle stream, unless it was armed less
+// than deadlineSlack ago.
+func (d *deadlines) idle(s network.Stream, now time.Time) {
+	if now.Sub(d.read) >= deadlineSlack {
+		_ = s.SetReadDeadline(now.Add(idleTimeout))
+		d.read = now
+	}
+}
+
+// writing arms the write deadline of a response, unless it was armed less
+// than deadlineSlack ago.
+func (d *deadlines) writing(s network.Stream, now time.Time) {
+	if now.Sub(d.write) >= deadlineSlack {
+		_ = s.SetWriteDeadline(now.Add(writeTimeout))
+		d.write = now
+	}
 }
 
 // refuseFrame answers a frame the node will not read (over the cap, or its
