@@ -53,8 +53,9 @@ type peerStreams struct {
 	// open counts the streams to the peer, idle and in use.
 	open int
 	// wake is closed (and replaced) when a stream goes back to idle or is
-	// gone, to wake the calls waiting for one.
-	wake chan struct{}
+	// gone, to wake the calls waiting for one; waiting counts them.
+	wake    chan struct{}
+	waiting int
 }
 
 // streamPool keeps the client's streams per peer: consecutive calls reuse
@@ -105,11 +106,19 @@ func (p *streamPool) get(ctx context.Context, pid peer.ID, maxMsg int) (*pooledS
 			return &pooledStream{s: s, fr: transport.NewFrameReader(s, maxMsg)}, false, nil
 		}
 		wake := ps.wake
+		ps.waiting++
 		p.mu.Unlock()
+		var err error
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			return nil, false, fmt.Errorf("waiting for one of the %d streams in use: %w", maxStreamsPerPeer, ctx.Err())
+			err = fmt.Errorf("waiting for one of the %d streams in use: %w", maxStreamsPerPeer, ctx.Err())
+		}
+		p.mu.Lock()
+		ps.waiting--
+		p.mu.Unlock()
+		if err != nil {
+			return nil, false, err
 		}
 	}
 }
@@ -159,10 +168,13 @@ func (p *streamPool) gone(pid peer.ID) {
 	}
 }
 
-// signal wakes the calls waiting for a stream; under streamPool.mu.
+// signal wakes the calls waiting for a stream, if any; under
+// streamPool.mu.
 func (ps *peerStreams) signal() {
-	close(ps.wake)
-	ps.wake = make(chan struct{})
+	if ps.waiting > 0 {
+		close(ps.wake)
+		ps.wake = make(chan struct{})
+	}
 }
 
 func (p *streamPool) closeAll() {
