@@ -81,7 +81,13 @@ func (n *Node) handleRPC(s network.Stream) {
 
 	caller := Caller{ID: s.Conn().RemotePeer().String(), Via: "mesh", Remote: s.Conn().RemoteMultiaddr().String(), Kind: protocol.CallerPeer}
 	fr := transport.NewFrameReader(s, n.maxMsg)
-	watch := newLateWatch(s, fr)
+	// One context for the stream's requests, cancelled when the caller
+	// resets the stream (lateWatch), which ends the stream too: a context
+	// per request cost every call a registration with n.ctx, under a lock
+	// all streams share.
+	ctx, cancel := context.WithCancel(n.ctx)
+	defer cancel()
+	watch := newLateWatch(s, fr, cancel)
 	defer watch.disarm()
 	var dl deadlines
 	dl.idle(s, time.Now())
@@ -101,8 +107,7 @@ func (n *Node) handleRPC(s network.Stream) {
 			n.endRPC(s, caller, err, size)
 			return
 		}
-		ctx, cancel := context.WithCancel(n.ctx)
-		watch.arm(cancel)
+		watch.arm()
 		out, _ := n.AppendHandle(ctx, caller, msg, transport.GetBuffer(responseBuffer))
 		watched := watch.disarm()
 		transport.ReleaseFrame(msg)
@@ -123,7 +128,6 @@ func (n *Node) handleRPC(s network.Stream) {
 		if watched != nil {
 			werr = <-watched
 		}
-		cancel()
 		switch {
 		case err != nil:
 			return
@@ -143,36 +147,37 @@ const watchDelay = 10 * time.Millisecond
 // goroutine nor the hand-off from it to the handler when the next request
 // arrives; a caller that resets its stream still cancels a request that
 // runs longer, at most watchDelay late. One lateWatch serves a stream's
-// requests in turn; mu guards cancel, armed and watched.
+// requests in turn; cancel cancels the stream's context (a reset ends the
+// stream); mu guards armed and watched.
 type lateWatch struct {
-	s     network.Stream
-	fr    *transport.FrameReader
-	timer *time.Timer
+	s      network.Stream
+	fr     *transport.FrameReader
+	cancel context.CancelFunc
+	timer  *time.Timer
 
 	mu      sync.Mutex
-	cancel  context.CancelFunc
 	armed   bool
 	watched <-chan error
 }
 
-func newLateWatch(s network.Stream, fr *transport.FrameReader) *lateWatch {
-	w := &lateWatch{s: s, fr: fr}
+func newLateWatch(s network.Stream, fr *transport.FrameReader, cancel context.CancelFunc) *lateWatch {
+	w := &lateWatch{s: s, fr: fr, cancel: cancel}
 	w.timer = time.AfterFunc(time.Hour, w.start)
 	w.timer.Stop()
 	return w
 }
 
-// arm starts the delay for a request that cancel cancels.
-func (w *lateWatch) arm(cancel context.CancelFunc) {
+// arm starts the delay for the request about to run.
+func (w *lateWatch) arm() {
 	w.mu.Lock()
-	w.cancel, w.armed, w.watched = cancel, true, nil
+	w.armed, w.watched = true, nil
 	w.mu.Unlock()
 	w.timer.Reset(watchDelay)
 }
 
 // start runs when the delay is over: the request is still running, so its
 // stream is watched from now on. A timer from an earlier request that
-// fires late finds the current request's cancel, or nothing armed.
+// fires late finds the current request, or nothing armed.
 func (w *lateWatch) start() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
