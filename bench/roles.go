@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,14 +75,16 @@ func (r readyInfo) addrOf(proto string) (string, error) {
 
 // roles maps a role name to its main; args are the child's arguments.
 var roles = map[string]func(ctx context.Context, args []string) error{
-	"echo":     roleEcho,
-	"copyrecv": roleCopyRecv,
-	"copysend": roleCopySend,
-	"tcprecv":  roleTCPRecv,
-	"tcpsend":  roleTCPSend,
-	"httpecho": roleHTTPEcho,
-	"mcp":      roleMCP,
-	"dht":      roleDHT,
+	"echo":        roleEcho,
+	"copyrecv":    roleCopyRecv,
+	"copysend":    roleCopySend,
+	"copyrecvsha": roleCopyRecvSHA,
+	"copysendsha": roleCopySendSHA,
+	"tcprecv":     roleTCPRecv,
+	"tcpsend":     roleTCPSend,
+	"httpecho":    roleHTTPEcho,
+	"mcp":         roleMCP,
+	"dht":         roleDHT,
 }
 
 // runRole runs role and returns the process's exit code.
@@ -200,6 +203,17 @@ func roleEcho(ctx context.Context, _ []string) error {
 // (recv-1, recv-2, …): every byte of a stream goes to its file, which is
 // fsynced; then one byte goes back as the ack.
 func roleCopyRecv(ctx context.Context, args []string) error {
+	return copyRecv(ctx, args, false)
+}
+
+// roleCopyRecvSHA is roleCopyRecv hashing (SHA-256) every byte it writes,
+// the work a blob receiver must do on top of the copy.
+func roleCopyRecvSHA(ctx context.Context, args []string) error {
+	return copyRecv(ctx, args, true)
+}
+
+// copyRecv serves the copy receivers; hash adds SHA-256 of the bytes.
+func copyRecv(ctx context.Context, args []string, hash bool) error {
 	if len(args) != 1 {
 		return errors.New("usage: copyrecv DIR")
 	}
@@ -211,7 +225,7 @@ func roleCopyRecv(ctx context.Context, args []string) error {
 	var n atomic.Int64
 	h.SetStreamHandler(copyProto, func(s network.Stream) {
 		path := filepath.Join(args[0], fmt.Sprintf("recv-%d", n.Add(1)))
-		if err := receiveTo(path, s); err != nil {
+		if err := receiveTo(path, s, hash); err != nil {
 			fmt.Fprintln(os.Stderr, "copyrecv:", err)
 			_ = s.Reset()
 			return
@@ -224,15 +238,19 @@ func roleCopyRecv(ctx context.Context, args []string) error {
 // receiveTo copies rw to a new file at path, fsyncs and closes it, then
 // writes the one-byte ack to rw. Like the node's blob server it fills a
 // copyBuffer before each write to the file.
-func receiveTo(path string, rw io.ReadWriter) error {
+func receiveTo(path string, rw io.ReadWriter, hash bool) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
+	sum := sha256.New()
 	buf := make([]byte, copyBuffer)
 	for {
 		m, rerr := io.ReadFull(rw, buf)
 		if m > 0 {
+			if hash {
+				sum.Write(buf[:m])
+			}
 			if _, err = f.Write(buf[:m]); err != nil {
 				break
 			}
@@ -260,14 +278,29 @@ func receiveTo(path string, rw io.ReadWriter) error {
 // roleCopySend sends the file args[0] to the copyrecv host args[1] on a
 // fresh bare host: one stream, copyBuffer writes, close, wait for the ack.
 func roleCopySend(ctx context.Context, args []string) error {
+	return copySend(ctx, args, false)
+}
+
+// roleCopySendSHA is roleCopySend hashing (SHA-256) every byte it sends,
+// the work a blob sender must do on top of the copy.
+func roleCopySendSHA(ctx context.Context, args []string) error {
+	return copySend(ctx, args, true)
+}
+
+// copySend runs the copy senders; hash adds SHA-256 of the bytes.
+func copySend(ctx context.Context, args []string, hash bool) error {
 	if len(args) != 2 {
 		return errors.New("usage: copysend FILE ADDR")
 	}
-	f, err := os.Open(args[0])
+	file, err := os.Open(args[0])
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer file.Close()
+	var f io.Reader = file
+	if hash {
+		f = io.TeeReader(file, sha256.New())
+	}
 	h, err := bareHost(false)
 	if err != nil {
 		return err
