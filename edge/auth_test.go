@@ -2,6 +2,7 @@ package edge
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -151,5 +152,43 @@ func TestInFlightCap(t *testing.T) {
 	wg.Wait()
 	if st, _, body := e.do(t, http.MethodPost, "/mcpv2", ping, map[string]string{SessionHeader: e.token}); st != 200 {
 		t.Errorf("after the first two ended: %d %s", st, body)
+	}
+}
+
+// TestVerifiedTokensRemembered: a session's second request is taken from
+// the cache of verified tokens, but the cache never lets through what the
+// full check would refuse: the same token from another IP, a token past
+// its expiry, a token altered by a byte.
+func TestVerifiedTokensRemembered(t *testing.T) {
+	e := startEdge(t, Config{SessionTTL: 10 * time.Second})
+	tok := e.anonymousToken(t)
+	call := func(tok, ip string) error {
+		_, _, err := e.s.verifyToken(tok, ip)
+		return err
+	}
+	if err := call(tok, "127.0.0.1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := e.s.verified.get(tok, "127.0.0.1", e.clk.Now()); !ok {
+		t.Fatal("a verified token is not remembered")
+	}
+	if err := call(tok, "10.0.0.9"); !errors.Is(err, protocol.ErrTokenSubject) {
+		t.Errorf("the cached token from another IP: %v, want %v", err, protocol.ErrTokenSubject)
+	}
+	altered := tok[:len(tok)-1] + string("0123456789abcdef"[(strings.IndexByte("0123456789abcdef", tok[len(tok)-1])+1)%16])
+	if err := call(altered, "127.0.0.1"); !errors.Is(err, protocol.ErrTokenSignature) {
+		t.Errorf("an altered token: %v, want %v", err, protocol.ErrTokenSignature)
+	}
+	// Within the cache's second the token still expires on time.
+	e.clk.Add(9*time.Second + 500*time.Millisecond)
+	if err := call(tok, "127.0.0.1"); err != nil {
+		t.Fatalf("half a second before expiry: %v", err)
+	}
+	if _, _, ok := e.s.verified.get(tok, "127.0.0.1", e.clk.Now().Add(time.Second)); ok {
+		t.Error("the cache would keep a token past its expiry")
+	}
+	e.clk.Add(1600 * time.Millisecond)
+	if err := call(tok, "127.0.0.1"); !errors.Is(err, protocol.ErrTokenExpired) {
+		t.Errorf("past expiry, just after a cached check: %v, want %v", err, protocol.ErrTokenExpired)
 	}
 }

@@ -183,6 +183,7 @@ type Server struct {
 	gwLimits   *limiterSet   // gateway forwards per client IP
 	inflight   chan struct{} // a slot per session request being served
 	anonKey    []byte        // HMAC key of anonymous sessions, derived from secret
+	verified   tokenCache    // tokens that verified lately
 
 	ctx    context.Context // the base context of requests; cancelled by Close
 	cancel context.CancelFunc
