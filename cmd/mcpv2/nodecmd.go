@@ -97,6 +97,7 @@ func runNode(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	tuneGC()
 	if err := applyRoutable(c); err != nil {
 		return err
 	}
