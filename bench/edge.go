@@ -205,40 +205,12 @@ func rateRounds(ctx context.Context, p plan, a, b *httpSide) ([2][]float64, erro
 
 // runEdgeVsHTTP measures row 7.
 func runEdgeVsHTTP(ctx context.Context, e *env, p plan) ([]line, error) {
-	a, err := edgeSide(ctx, e, 1)
-	if err != nil {
-		return nil, err
-	}
-	defer a.Close()
-	b, err := httpEchoSide(ctx, e)
-	if err != nil {
-		return nil, err
-	}
-	defer b.Close()
-	r, err := rateRounds(ctx, p, a, b)
-	if err != nil {
-		return nil, err
-	}
-	return []line{rateLine(e, 7, "bare net/http JSON echo", median(r[0]), median(r[1]), "calls", 0.8)}, nil
+	return runEdgeAgainst(ctx, e, p, 7, 1, "bare net/http JSON echo", 0.8, httpEchoSide)
 }
 
 // runEdgeVsMCP measures row 8.
 func runEdgeVsMCP(ctx context.Context, e *env, p plan) ([]line, error) {
-	a, err := edgeSide(ctx, e, 1)
-	if err != nil {
-		return nil, err
-	}
-	defer a.Close()
-	b, err := mcpSide(ctx, e)
-	if err != nil {
-		return nil, err
-	}
-	defer b.Close()
-	r, err := rateRounds(ctx, p, a, b)
-	if err != nil {
-		return nil, err
-	}
-	return []line{rateLine(e, 8, "MCP go-sdk streamable HTTP (stateless, JSON)", median(r[0]), median(r[1]), "calls", 3)}, nil
+	return runEdgeAgainst(ctx, e, p, 8, 1, "MCP go-sdk streamable HTTP (stateless, JSON)", 3, mcpSide)
 }
 
 // batchSlots is the batch size of row 9.
@@ -247,12 +219,20 @@ const batchSlots = 10
 // runEdgeBatch measures row 9: slots/s of 10-slot batches against the MCP
 // side's calls/s.
 func runEdgeBatch(ctx context.Context, e *env, p plan) ([]line, error) {
-	a, err := edgeSide(ctx, e, batchSlots)
+	return runEdgeAgainst(ctx, e, p, 9, batchSlots, "MCP go-sdk calls/s", 10, mcpSide)
+}
+
+// runEdgeAgainst measures the edge, slots per request, against the
+// baseline side that start makes: slots/s (calls/s for one) against the
+// baseline's calls/s, the ratio at least target.
+func runEdgeAgainst(ctx context.Context, e *env, p plan, row, slots int, name string, target float64,
+	start func(context.Context, *env) (*httpSide, error)) ([]line, error) {
+	a, err := edgeSide(ctx, e, slots)
 	if err != nil {
 		return nil, err
 	}
 	defer a.Close()
-	b, err := mcpSide(ctx, e)
+	b, err := start(ctx, e)
 	if err != nil {
 		return nil, err
 	}
@@ -261,8 +241,11 @@ func runEdgeBatch(ctx context.Context, e *env, p plan) ([]line, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := rateLine(e, 9, "MCP go-sdk calls/s", batchSlots*median(r[0]), median(r[1]), "slots", 10)
-	l.payload = "10 × 1 KiB"
+	if slots == 1 {
+		return []line{rateLine(e, row, name, median(r[0]), median(r[1]), "calls", target)}, nil
+	}
+	l := rateLine(e, row, name, float64(slots)*median(r[0]), median(r[1]), "slots", target)
+	l.payload = fmt.Sprintf("%d × 1 KiB", slots)
 	l.bMed = fmtRate(median(r[1]), "calls")
 	return []line{l}, nil
 }

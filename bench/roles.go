@@ -262,6 +262,13 @@ func receiveTo(path string, rw io.ReadWriter, hash bool) error {
 			break
 		}
 	}
+	return finishReceive(f, err, rw)
+}
+
+// finishReceive ends a receiver's copy into f after err (nil: every byte
+// written): it fsyncs and closes f and, when all went well, writes the
+// one-byte ack to ack.
+func finishReceive(f *os.File, err error, ack io.Writer) error {
 	if err == nil {
 		err = f.Sync()
 	}
@@ -271,7 +278,7 @@ func receiveTo(path string, rw io.ReadWriter, hash bool) error {
 	if err != nil {
 		return err
 	}
-	_, err = rw.Write([]byte{1})
+	_, err = ack.Write([]byte{1})
 	return err
 }
 
@@ -370,17 +377,7 @@ func receivePlain(path string, c net.Conn) error {
 		return err
 	}
 	_, err = io.Copy(f, c)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	_, err = c.Write([]byte{1})
-	return err
+	return finishReceive(f, err, c)
 }
 
 // roleTCPSend sends args[0] to the tcprecv at args[1] (sendfile), then

@@ -215,26 +215,24 @@ func (t jsonTypes) hasRaw(v []byte) bool {
 // isNumber reports that v is a JSON number (RFC 8259 §6).
 func isNumber(v []byte) bool {
 	i := 0
-	if i < len(v) && v[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(v) && v[i] == '0':
-		i++
-	case i < len(v) && v[i] >= '1' && v[i] <= '9':
-		for i < len(v) && v[i] >= '0' && v[i] <= '9' {
-			i++
-		}
-	default:
-		return false
-	}
-	if i < len(v) && v[i] == '.' {
-		i++
+	digits := func() bool { // at least one digit at i, all of them consumed
 		start := i
 		for i < len(v) && v[i] >= '0' && v[i] <= '9' {
 			i++
 		}
-		if i == start {
+		return i > start
+	}
+	if i < len(v) && v[i] == '-' {
+		i++
+	}
+	if i < len(v) && v[i] == '0' {
+		i++
+	} else if i >= len(v) || v[i] < '1' || v[i] > '9' || !digits() {
+		return false
+	}
+	if i < len(v) && v[i] == '.' {
+		i++
+		if !digits() {
 			return false
 		}
 	}
@@ -243,11 +241,7 @@ func isNumber(v []byte) bool {
 		if i < len(v) && (v[i] == '+' || v[i] == '-') {
 			i++
 		}
-		start := i
-		for i < len(v) && v[i] >= '0' && v[i] <= '9' {
-			i++
-		}
-		if i == start {
+		if !digits() {
 			return false
 		}
 	}
