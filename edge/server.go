@@ -159,6 +159,10 @@ type Config struct {
 	Now func() time.Time
 }
 
+// loopbackAttempts is how many free ports New tries for one that is free
+// on the detected address and on 127.0.0.1 alike.
+const loopbackAttempts = 5
+
 // Server is a bound HTTP edge. New binds it; Start or Serve serves it; Close
 // stops it. Its methods are safe for concurrent use.
 type Server struct {
@@ -222,22 +226,32 @@ func New(b Backend, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := listen(plan.bind, cfg.Port, cfg.PortFallback, s.log)
-	if err != nil {
-		return nil, err
+	// With any free port (Port 0) and loopback served beside the detected
+	// address, a port free on one but taken on 127.0.0.1 is traded for
+	// another, a few times; a fixed port is what it is.
+	for attempt := 1; ; attempt++ {
+		ln, err := listen(plan.bind, cfg.Port, cfg.PortFallback, s.log)
+		if err != nil {
+			return nil, err
+		}
+		s.ln = ln
+		s.port = ln.Addr().(*net.TCPAddr).Port
+		if !plan.loopback {
+			break
+		}
+		lb, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)))
+		if err == nil {
+			s.loopback = lb
+			break
+		}
+		if cfg.Port != 0 || attempt == loopbackAttempts {
+			s.log.Warn("HTTP edge: 127.0.0.1 is not served: its port is taken there; the edge serves only the detected address", "port", s.port, "addr", plan.bind.String(), "err", err)
+			break
+		}
+		_ = ln.Close()
 	}
-	s.ln = ln
 	s.bindIP = plan.bind
 	s.advertise = plan.advertise
-	s.port = ln.Addr().(*net.TCPAddr).Port
-	if plan.loopback {
-		lb, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)))
-		if err != nil {
-			s.log.Warn("HTTP edge: 127.0.0.1 is not served: its port is taken there; the edge serves only the detected address", "port", s.port, "addr", plan.bind.String(), "err", err)
-		} else {
-			s.loopback = lb
-		}
-	}
 	if cfg.PortFile != "" {
 		if err := writePortFile(cfg.PortFile, s.port); err != nil {
 			return nil, errors.Join(err, s.closeListeners())
@@ -269,7 +283,7 @@ func New(b Backend, cfg Config) (*Server, error) {
 		TLSConfig:         tc, // the handshake is bounded by ReadHeaderTimeout
 	}
 	s.started = cfg.Now()
-	s.log.Debug("HTTP edge bound", "addr", ln.Addr().String(), "loopback", s.loopback != nil, "peer_address", s.PeerAddress(), "tls", s.TLS(), "mtls", s.MTLS())
+	s.log.Debug("HTTP edge bound", "addr", s.ln.Addr().String(), "loopback", s.loopback != nil, "peer_address", s.PeerAddress(), "tls", s.TLS(), "mtls", s.MTLS())
 	return s, nil
 }
 
