@@ -34,10 +34,15 @@ var importRules = []importRule{
 	{prefix: "edge", allowed: []string{"edge", "protocol"}},
 	{prefix: "examples", allowed: []string{"node", "protocol", "transport", "discovery", "edge"}},
 	{prefix: "cmd", allowed: []string{"node", "protocol", "transport", "discovery", "edge"}},
+	// bench is a program like cmd (go run ./bench) that wires a node and
+	// its client together to measure them; nothing imports it.
+	{prefix: "bench", allowed: []string{"node", "protocol", "transport", "discovery", "edge"}},
 }
 
-// thirdPartyOK lists what protocol may use beside the standard library.
-var thirdPartyOK = []string{"github.com/google/jsonschema-go/"}
+// thirdPartyOK lists what protocol may use beside the standard library:
+// the JSON Schema types, and JSON v2 (github.com/go-json-experiment/json,
+// the module of what Go ships as encoding/json/v2 behind GOEXPERIMENT).
+var thirdPartyOK = []string{"github.com/google/jsonschema-go/", "github.com/go-json-experiment/json/"}
 
 func under(rel, prefix string) bool { return rel == prefix || strings.HasPrefix(rel, prefix+"/") }
 
