@@ -396,6 +396,37 @@ func (n *Client) connect(ctx context.Context, addr protocol.Address, wait time.D
 	return pid, nil
 }
 
+// punchAgain is how long upgrade waits for the peer's hole punch before it
+// gives the peer a second chance. A punch that works takes well under a
+// second; one that fails (its simultaneous dials mistimed on a busy
+// machine) is not tried again by libp2p on that connection, but the peer
+// punches again on a new relayed one (replaceRelayed).
+const punchAgain = time.Second
+
+// replaceRelayed closes this client's relayed connections to pid and dials
+// pid again through the relay, so that the peer, seeing a new relayed
+// connection, punches again. Unless force is set it does nothing while a
+// connection to pid is direct or carries a stream (a punch of the peer's,
+// or a call, under way). It reports whether it redialled.
+func (n *Client) replaceRelayed(ctx context.Context, pid peer.ID, force bool) bool {
+	conns := n.host.Network().ConnsToPeer(pid)
+	if !force {
+		for _, c := range conns {
+			if !c.Stat().Limited || len(c.GetStreams()) > 0 {
+				return false
+			}
+		}
+	}
+	for _, c := range conns {
+		if c.Stat().Limited {
+			_ = c.Close()
+		}
+	}
+	// A failed redial is the call's to report: its stream dials again.
+	_ = n.host.Connect(ctx, peer.AddrInfo{ID: pid})
+	return true
+}
+
 // redialReady handles a relayed connection that this client opened before
 // it served DCUtR (a node that just started, before identify told it its
 // public address): the peer tried to punch a hole once, when the
@@ -408,13 +439,7 @@ func (n *Client) redialReady(ctx context.Context, pid peer.ID, wait time.Duratio
 	if !transport.WaitHolePunchReady(wctx, n.host) {
 		return
 	}
-	for _, c := range n.host.Network().ConnsToPeer(pid) {
-		if c.Stat().Limited {
-			_ = c.Close()
-		}
-	}
-	// A failed redial is the call's to report: its stream dials again.
-	_ = n.host.Connect(ctx, peer.AddrInfo{ID: pid})
+	n.replaceRelayed(ctx, pid, true)
 }
 
 // WaitedInVain reports whether a wait for a direct connection to pid came
@@ -441,7 +466,12 @@ func (n *Client) upgrade(ctx context.Context, pid peer.ID, wait time.Duration) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	direct := transport.WaitDirect(wctx, n.host, pid) != nil
+	first, cancelFirst := context.WithTimeout(wctx, min(punchAgain, wait))
+	direct := transport.WaitDirect(first, n.host, pid) != nil
+	cancelFirst()
+	if !direct && wctx.Err() == nil && n.replaceRelayed(ctx, pid, false) {
+		direct = transport.WaitDirect(wctx, n.host, pid) != nil
+	}
 	if !direct && ctx.Err() != nil {
 		return // the call ended, not the wait: nothing learnt
 	}
