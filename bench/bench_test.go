@@ -17,7 +17,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcpv2/mcpv2/node"
-	"github.com/mcpv2/mcpv2/protocol"
 )
 
 // TestMain runs a role when the test binary is started as a bench child
@@ -57,7 +56,10 @@ func TestRowsWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	addr := tcpAddrOf(t, srv)
+	addr, err := nodeTCPAddr(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
 	mc, err := newMeshClient(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -159,21 +161,6 @@ func echoLatency(ctx context.Context, e *env, p plan) ([]time.Duration, error) {
 		return nil, err
 	}
 	return latencyRound(ctx, p, echoCall(ss, msg))
-}
-
-func tcpAddrOf(t *testing.T, n *node.Node) protocol.Address {
-	t.Helper()
-	for _, s := range n.P2PAddrs() {
-		if strings.Contains(s, "/tcp/") {
-			a, err := protocol.ParseAddress(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return a
-		}
-	}
-	t.Fatalf("no TCP address in %v", n.P2PAddrs())
-	return protocol.Address{}
 }
 
 func TestAlternateOrder(t *testing.T) {

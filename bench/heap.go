@@ -67,16 +67,9 @@ func measureHeap(ctx context.Context, dir string, calls int) (heapResult, error)
 		return heapResult{}, err
 	}
 	defer srv.Close()
-	var addr protocol.Address
-	for _, a := range srv.P2PAddrs() {
-		if strings.Contains(a, "/tcp/") {
-			if addr, err = protocol.ParseAddress(a); err != nil {
-				return heapResult{}, err
-			}
-		}
-	}
-	if addr.PeerID == "" {
-		return heapResult{}, fmt.Errorf("the in-process node has no TCP address: %v", srv.P2PAddrs())
+	addr, err := nodeTCPAddr(srv)
+	if err != nil {
+		return heapResult{}, err
 	}
 	mc, err := newMeshClient(nil)
 	if err != nil {
@@ -101,6 +94,16 @@ func measureHeap(ctx context.Context, dir string, calls int) (heapResult, error)
 	n := float64(calls - first)
 	return heapResult{at10: m10.HeapInuse, at100: m100.HeapInuse, calls: calls,
 		allocs: float64(m100.Mallocs-m10.Mallocs) / n, bytes: float64(m100.TotalAlloc-m10.TotalAlloc) / n}, nil
+}
+
+// nodeTCPAddr returns the first TCP address of an in-process node.
+func nodeTCPAddr(n *node.Node) (protocol.Address, error) {
+	for _, a := range n.P2PAddrs() {
+		if strings.Contains(a, "/tcp/") {
+			return protocol.ParseAddress(a)
+		}
+	}
+	return protocol.Address{}, fmt.Errorf("the in-process node has no TCP address: %v", n.P2PAddrs())
 }
 
 // memAfterGC collects garbage and returns the memory statistics.

@@ -144,13 +144,23 @@ func checkTransport(h host.Host, pid peer.ID, proto string) error {
 	return nil
 }
 
-// runLatency measures rows 1 (TCP) and 2 (QUIC): one call in flight.
-func runLatency(ctx context.Context, e *env, p plan) ([]line, error) {
+// nodeAndEcho starts (or reuses) the mcpv2 node and the echo host of the
+// mesh rows.
+func nodeAndEcho(ctx context.Context, e *env) (*nodeProc, *roleProc, error) {
 	n, err := e.mcpv2Node(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	echo, err := e.role(ctx, "echo")
+	if err != nil {
+		return nil, nil, err
+	}
+	return n, echo, nil
+}
+
+// runLatency measures rows 1 (TCP) and 2 (QUIC): one call in flight.
+func runLatency(ctx context.Context, e *env, p plan) ([]line, error) {
+	n, echo, err := nodeAndEcho(ctx, e)
 	if err != nil {
 		return nil, err
 	}
@@ -244,11 +254,7 @@ const inFlight = 64
 // runThroughput measures rows 3 (calls/s at 64 in flight), 4 (the server's
 // CPU per call meanwhile) and 5 (the payload's share of it), over TCP.
 func runThroughput(ctx context.Context, e *env, p plan) ([]line, error) {
-	n, err := e.mcpv2Node(ctx)
-	if err != nil {
-		return nil, err
-	}
-	echo, err := e.role(ctx, "echo")
+	n, echo, err := nodeAndEcho(ctx, e)
 	if err != nil {
 		return nil, err
 	}
@@ -365,11 +371,7 @@ func (n *nodeProc) tcpPeer() peer.ID {
 // runCold measures row 6: a fresh client host, then connect and the first
 // call, timed from before the dial to the answer.
 func runCold(ctx context.Context, e *env, p plan) ([]line, error) {
-	n, err := e.mcpv2Node(ctx)
-	if err != nil {
-		return nil, err
-	}
-	echo, err := e.role(ctx, "echo")
+	n, echo, err := nodeAndEcho(ctx, e)
 	if err != nil {
 		return nil, err
 	}

@@ -203,8 +203,8 @@ func (n *Client) SendFile(ctx context.Context, addr protocol.Address, path strin
 	for attempt := 1; ; attempt++ {
 		hdr := h
 		hdr.Restart, restart = restart, false
-		if hdr.Session == "" && len(n.secret) > 0 { // a fresh token per attempt
-			hdr.Session, _ = protocol.MintToken(n.secret, n.host.ID().String(), n.now(), 5*time.Minute)
+		if hdr.Session == "" { // a current token for each attempt, however late
+			hdr.Session = n.meshSession()
 		}
 		info, off, err := n.sendAttempt(ctx, pid, f, hdr, attempt, &o, lim)
 		if err == nil {

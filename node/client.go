@@ -288,11 +288,11 @@ type mintedSession struct {
 	issued time.Time
 }
 
-// MeshSession returns the mesh session token a call carries ("" without a
+// meshSession returns the mesh session token a call carries ("" without a
 // secret): one minted for sessionTTL and reused by the calls of its first
 // sessionReuse, so a burst of calls mints (and the peer verifies the
 // freshness of) one token rather than one each.
-func (n *Client) MeshSession() string {
+func (n *Client) meshSession() string {
 	if len(n.secret) == 0 {
 		return ""
 	}
@@ -672,7 +672,7 @@ func (n *Client) call(ctx context.Context, addr protocol.Address, slots []protoc
 		return nil, err
 	}
 	if o.Session == "" {
-		o.Session = n.MeshSession()
+		o.Session = n.meshSession()
 	}
 	slots = slices.Clone(slots)
 	var orig, want []json.RawMessage // callers' ids, wire ids

@@ -49,7 +49,7 @@ func (n *Node) Forward(ctx context.Context, c Caller, peerID string, msg []byte)
 	}
 	var session string
 	if c.Kind == protocol.CallerSecretHolder {
-		session = n.MeshSession()
+		session = n.meshSession()
 	}
 	local := make([]*protocol.Response, len(req.Slots)) // answered here
 	remote := make([]bool, len(req.Slots))              // forwarded, an answer expected
