@@ -139,8 +139,6 @@ func bareHost(listen bool) (host.Host, error) {
 		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
 		libp2p.Transport(tcp.NewTCPTransport),
 		libp2p.Transport(libp2pquic.NewTransport),
-		// As transport.NewHost: metrics cost CPU that nothing reads here.
-		libp2p.DisableMetrics(),
 	)
 }
 

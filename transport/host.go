@@ -292,8 +292,9 @@ func (c *hostConfig) validate() error {
 // resource manager with go-libp2p's default limits and service limits
 // auto-scaled to the machine plus the caps of [WithProtocolLimit], and the
 // connection manager of [WithConnManager]. Everything else is libp2p's
-// default (in-memory peerstore, identify, ping, the relay client transport)
-// except metrics, which are off: nothing serves them. The default listen addresses
+// default (in-memory peerstore, identify, ping, the relay client transport,
+// metrics on the default Prometheus registry) except the resource manager's
+// metrics, which are off. The default listen addresses
 // are [DefaultListenAddrs]([DefaultPort]). NewHost may be called
 // concurrently.
 //
@@ -345,6 +346,9 @@ func NewHost(opts ...Option) (host.Host, error) {
 	for name, l := range c.svcPeerLimits {
 		limits.AddServicePeerLimit(name, l, rcmgr.BaseLimitIncrease{})
 	}
+	// The resource manager's metrics are off: nothing serves them, and its
+	// stats reporter turned every memory reservation into a formatted
+	// event, a fifth of a mesh call's CPU (docs/benchmarks.md).
 	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(limits.AutoScale()), append(c.rcmgrOptions(), rcmgr.WithMetricsDisabled())...)
 	if err != nil {
 		return nil, fmt.Errorf("transport: new host: resource manager: %w", err)
@@ -385,10 +389,6 @@ func NewHost(opts ...Option) (host.Host, error) {
 		libp2p.Transport(libp2pquic.NewTransport),
 		libp2p.ResourceManager(rm),
 		libp2p.ConnectionManager(cm),
-		// Nothing serves Prometheus metrics, and collecting them cost a
-		// mesh call a fifth of its CPU (the resource manager reports every
-		// memory reservation as an event): docs/benchmarks.md.
-		libp2p.DisableMetrics(),
 		libp2p.WithFxOption(fx.Invoke(func(s *swarm.Swarm) { sw = s })),
 	}, c.extra...)
 
