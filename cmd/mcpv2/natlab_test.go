@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"text/tabwriter"
@@ -101,12 +103,53 @@ func (tr *natTrial) fail(format string, args ...any) {
 // trials where the call succeeds over the relay every time and the send
 // completes across the relay's 16 MiB circuits, and one send that gives up
 // with a clear message and leaves no visible partial file.
+// natlabWaitQuiet waits, at most max, until no other package's test binary
+// runs beside this one. The lab judges whether hole punches succeed within
+// the client's 2 s --wait-direct; with `go test ./...` running two
+// packages at once under -race on 2 cores, 2 or 3 of 20 QUIC punches
+// failed (their simultaneous dials mistimed), where the lab alone had
+// 20/20 (docs/natlab.md). The lab measures the product, not the load.
+func natlabWaitQuiet(t *testing.T, max time.Duration) {
+	self := os.Getpid()
+	others := func() []string {
+		var names []string
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == self {
+				continue
+			}
+			cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			if err != nil {
+				continue
+			}
+			name := filepath.Base(string(bytes.SplitN(cmd, []byte{0}, 2)[0]))
+			if strings.HasSuffix(name, ".test") && name != filepath.Base(os.Args[0]) {
+				names = append(names, name)
+			}
+		}
+		return names
+	}
+	start := time.Now()
+	for o := others(); len(o) > 0; o = others() {
+		if time.Since(start) > max {
+			t.Logf("other tests still running after %s (%v): the lab runs beside them", max, o)
+			return
+		}
+		time.Sleep(time.Second)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Logf("waited %s for other packages' tests to finish", d.Round(time.Second))
+	}
+}
+
 func TestNATLab(t *testing.T) {
 	ipBin, nftBin := natlabTools(t)
 	if *natlabTrials < 1 || *natlabSymTrials < 1 {
 		t.Fatalf("-natlab.trials %d, -natlab.symtrials %d: want at least 1", *natlabTrials, *natlabSymTrials)
 	}
 	natlabRemoveStale(t, ipBin)
+	natlabWaitQuiet(t, 4*time.Minute)
 	begin := time.Now()
 	dir := t.TempDir()
 	skills := writeFile(t, filepath.Join(dir, "skills.json"), natlabSkills)
