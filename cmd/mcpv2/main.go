@@ -9,15 +9,31 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
+	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/urfave/cli/v2"
 
 	"github.com/mcpv2/mcpv2/node"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
+// quicHolePunchTimeout is what main sets libp2pquic.HolePunchTimeout to.
+const quicHolePunchTimeout = 2 * time.Second
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A QUIC hole punch in which this node waits for the peer's dial
+	// (DCUtR's first two attempts) gives up after this long, not libp2p's
+	// 5 s. While it waits, every new relayed connection from that PeerID
+	// is refused a punch ("another hole punching attempt to this peer is
+	// active"); a CLI process that exits mid-punch (`mcpv2 find`, then
+	// `mcpv2 call` with the same identity) left the next process relayed
+	// for its whole --wait-direct (docs/natlab.md, item 13). A punch that
+	// works takes 0.2–0.6 s here; two seconds still leaves room for
+	// several QUIC retransmissions on a slow path, and DCUtR tries three
+	// times.
+	libp2pquic.HolePunchTimeout = quicHolePunchTimeout
 	app := withEnvCheck(newApp())
 	// The std log package is process-wide: its lines (library noise) go
 	// through the command's structured logger at Debug.
