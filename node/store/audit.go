@@ -31,7 +31,8 @@ type AuditRecord struct {
 	Method string `json:"method"`
 	// Skill is the skill run, when the method runs one.
 	Skill string `json:"skill,omitempty"`
-	// Outcome is "ok" or "error".
+	// Outcome is "ok", "error", or "blocked" (the prompt-injection guard
+	// refused the call; Code says how it was answered).
 	Outcome string `json:"outcome"`
 	// Code is the error code when Outcome is "error".
 	Code int `json:"code,omitempty"`
@@ -39,7 +40,23 @@ type AuditRecord struct {
 	DurationMS float64 `json:"duration_ms"`
 	// Remote is the caller's network address, when known.
 	Remote string `json:"remote,omitempty"`
+	// Threat is the highest threat level the guard found in the call's
+	// arguments ("low", "medium", "high", "critical"), empty when it found
+	// nothing or did not look.
+	Threat string `json:"threat,omitempty"`
+	// Findings are what the guard found, at most MaxAuditFindings of them.
+	Findings []AuditFinding `json:"findings,omitempty"`
 }
+
+// AuditFinding is one finding of the guard in an audit line.
+type AuditFinding struct {
+	Vector string `json:"vector"`
+	Level  string `json:"level"`
+	Field  string `json:"field,omitempty"`
+}
+
+// MaxAuditFindings caps the findings one audit line carries.
+const MaxAuditFindings = 16
 
 // Audit appends rec to <data-dir>/audit.jsonl as one JSON line. The line is
 // built in one buffer and written with one write call under Store.auditMu on
@@ -53,6 +70,9 @@ type AuditRecord struct {
 func (s *Store) Audit(rec AuditRecord) error {
 	if rec.Time.IsZero() {
 		rec.Time = time.Now().UTC()
+	}
+	if len(rec.Findings) > MaxAuditFindings {
+		rec.Findings = rec.Findings[:MaxAuditFindings]
 	}
 	line, err := rec.appendLine(make([]byte, 0, 256))
 	if err != nil {
@@ -119,6 +139,28 @@ func (rec *AuditRecord) appendLine(b []byte) ([]byte, error) {
 	if rec.Remote != "" {
 		b = append(b, `,"remote":`...)
 		b = protocol.AppendJSONString(b, rec.Remote)
+	}
+	if rec.Threat != "" {
+		b = append(b, `,"threat":`...)
+		b = protocol.AppendJSONString(b, rec.Threat)
+	}
+	if len(rec.Findings) > 0 {
+		b = append(b, `,"findings":[`...)
+		for i, f := range rec.Findings {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"vector":`...)
+			b = protocol.AppendJSONString(b, f.Vector)
+			b = append(b, `,"level":`...)
+			b = protocol.AppendJSONString(b, f.Level)
+			if f.Field != "" {
+				b = append(b, `,"field":`...)
+				b = protocol.AppendJSONString(b, f.Field)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
 	}
 	return append(b, "}\n"...), nil
 }

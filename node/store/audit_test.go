@@ -277,6 +277,10 @@ func TestAuditLineIsJSONMarshal(t *testing.T) {
 			if i%3 == 0 {
 				rec.Code, rec.Via, rec.Skill = 0, "", ""
 			}
+			if i%4 == 0 {
+				rec.Threat = a
+				rec.Findings = []AuditFinding{{Vector: a, Level: b}, {Vector: b, Level: a, Field: a}}
+			}
 			want, err := json.Marshal(rec)
 			if err != nil {
 				t.Fatal(err)
