@@ -100,12 +100,13 @@ func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot) (resp *p
 	var skill string
 	var result json.RawMessage
 	var perr *protocol.Error
+	var v *verdict // what the guard found in the arguments
 	defer func() {
 		if r := recover(); r != nil {
 			n.log.Error("skill panicked", "skill", skill, "panic", r)
 			result, perr = nil, protocol.Errorf(protocol.CodeInternal, "internal error")
 		}
-		n.audit(c, s.Method, skill, perr, start)
+		n.auditVerdict(c, s.Method, skill, perr, start, v)
 		if s.IsNotification() { // ParseRequest gives every invalid slot id null
 			resp = nil
 			return
@@ -137,6 +138,15 @@ func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot) (resp *p
 		}
 		skill = p.Name
 		if perr = n.authorize(c, s, skill); perr != nil {
+			return
+		}
+		if ok, wait := n.policy.allowSkill(c.ID, skill, start); !ok {
+			perr = &protocol.Error{Code: protocol.CodeRateLimited,
+				Message: fmt.Sprintf("rate limited: this node's policy limits %q per caller; retry after %dms", skill, wait.Milliseconds()),
+				Data:    map[string]any{"retry_after_ms": wait.Milliseconds(), "skill": skill}}
+			return
+		}
+		if v, perr = n.screen(skill, p.Arguments); perr != nil {
 			return
 		}
 		cctx := skills.WithCallInfo(ctx, skills.CallInfo{Caller: c.ID, Via: c.Via, Provider: provider})
@@ -203,6 +213,11 @@ func (n *Node) grant(c Caller, session, skill string) *protocol.Error {
 }
 
 func (n *Node) audit(c Caller, method, skill string, perr *protocol.Error, start time.Time) {
+	n.auditVerdict(c, method, skill, perr, start, nil)
+}
+
+// auditVerdict is audit with what the guard found (v may be nil).
+func (n *Node) auditVerdict(c Caller, method, skill string, perr *protocol.Error, start time.Time, v *verdict) {
 	rec := store.AuditRecord{
 		Time: start.UTC(), Caller: c.ID, Via: c.Via, Auth: c.Kind.String(), Method: method, Skill: skill,
 		Outcome: "ok", DurationMS: float64(time.Since(start).Microseconds()) / 1000, Remote: c.Remote,
@@ -210,6 +225,7 @@ func (n *Node) audit(c Caller, method, skill string, perr *protocol.Error, start
 	if perr != nil {
 		rec.Outcome, rec.Code = "error", perr.Code
 	}
+	v.auditFields(&rec)
 	if err := n.store.Audit(rec); err != nil {
 		n.log.Error("audit log write failed", "err", err)
 	}

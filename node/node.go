@@ -23,6 +23,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/mcpv2/mcpv2/discovery"
+	"github.com/mcpv2/mcpv2/node/guard"
 	"github.com/mcpv2/mcpv2/node/llm"
 	"github.com/mcpv2/mcpv2/node/skills"
 	"github.com/mcpv2/mcpv2/node/store"
@@ -101,6 +102,15 @@ type Config struct {
 	RunAs string
 	// RateLimit is calls per second per caller (default 200; negative: none).
 	RateLimit float64
+	// Guard is what the prompt-injection guard does with what it finds in
+	// the arguments it scans (ask, process_instructions, file names, and
+	// custom skills that opt in): GuardBlock (the zero value) refuses a
+	// call at or above GuardThreshold and flags the rest in the audit log;
+	// GuardFlag only flags; GuardOff does not scan.
+	Guard GuardMode
+	// GuardThreshold is the lowest threat level GuardBlock refuses (zero:
+	// guard.Critical).
+	GuardThreshold guard.Level
 	// HTTPEndpoint is the edge's address for the card, if the edge runs.
 	HTTPEndpoint string
 	// MTLS is the card's capabilities.mtls: the edge requires client
@@ -126,6 +136,8 @@ type Node struct {
 	reg       *skills.Registry
 	policy    *Policy
 	limits    *limiters
+	guardMode GuardMode
+	guardMin  guard.Level
 	secret    []byte
 	clockSkew time.Duration
 	now       func() time.Time
@@ -175,6 +187,12 @@ func New(cfg Config) (_ *Node, err error) {
 	if cfg.RateLimit == 0 {
 		cfg.RateLimit = 200
 	}
+	if cfg.GuardThreshold == guard.None {
+		cfg.GuardThreshold = guard.Critical
+	}
+	if cfg.Guard < GuardBlock || cfg.Guard > GuardOff || cfg.GuardThreshold < guard.Low || cfg.GuardThreshold > guard.Critical {
+		return nil, fmt.Errorf("node: guard mode %v with threshold %v: want block, flag or off, and a threshold from low to critical", cfg.Guard, cfg.GuardThreshold)
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -189,7 +207,7 @@ func New(cfg Config) (_ *Node, err error) {
 		cfg.SkillsFile = filepath.Join(cfg.DataDir, "custom_skills.json")
 	}
 
-	n := &Node{cfg: cfg, log: cfg.Logger, secret: cfg.Secret, clockSkew: cfg.ClockSkew, now: cfg.Now, maxMsg: cfg.MaxMessage,
+	n := &Node{cfg: cfg, log: cfg.Logger, guardMode: cfg.Guard, guardMin: cfg.GuardThreshold, secret: cfg.Secret, clockSkew: cfg.ClockSkew, now: cfg.Now, maxMsg: cfg.MaxMessage,
 		republish: make(chan struct{}, 1)}
 	// DHT queries and card fetches may ride a relayed (limited) connection:
 	// a peer behind NAT is reached through its relay before any hole punch.
@@ -227,6 +245,7 @@ func New(cfg Config) (_ *Node, err error) {
 		Limits:       skills.Limits{MaxBatch: protocol.MaxBatchSize, MaxMessage: cfg.MaxMessage, RateLimit: cfg.RateLimit},
 		Capabilities: n.capabilities(),
 	})
+	skills.RegisterScan(n.reg)
 	if _, statErr := os.Stat(cfg.SkillsFile); statErr == nil || skillsMust {
 		if _, err = skills.LoadCustomFile(cfg.SkillsFile, n.reg, skills.CustomOptions{
 			Logger: n.log, MaxCommandRuns: cfg.MaxCommandRuns, RunAs: cfg.RunAs, // scratch: under os.TempDir, outside DataDir

@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mcpv2/mcpv2/protocol"
 )
@@ -22,14 +24,52 @@ var openByDefault = []string{"ping"}
 // safe for concurrent use.
 type Policy struct {
 	grants map[string][]string // PeerID, "http" or "*" → skill names or "*"
+	// limits are the per-caller, per-skill rates: skill name (or "*" for
+	// every skill not named) → one bucket per caller.
+	limits map[string]*limiters
 }
 
 // policyFile is the on-disk form:
 //
 //	{"grants": {"12D3KooW…": ["ask", "upload_file"], "12D3KooX…": ["*"],
-//	            "http": ["translate_history"], "*": ["get_skill"]}}
+//	            "http": ["translate_history"], "*": ["get_skill"]},
+//	 "limits": {"ask": "10/m", "*": "100/s"}}
+//
+// A limit is per caller and per skill, on top of the node's per-caller
+// --rate-limit; "*" applies to each skill that has no limit of its own.
 type policyFile struct {
 	Grants map[string][]string `json:"grants"`
+	Limits map[string]string   `json:"limits"`
+}
+
+// maxPerSkillRate caps the N of an "N/unit" limit.
+const maxPerSkillRate = 1_000_000
+
+// ParseRate parses a rate limit "N/s", "N/m" or "N/h" (also "N/sec",
+// "N/min", "N/hour"): N calls per unit, N a whole number ≥ 1. It returns
+// the rate per second and N, which is also the burst: a caller may spend a
+// whole unit's calls at once, then one more each 1/N of the unit.
+func ParseRate(s string) (perSecond float64, n int, err error) {
+	num, unit, ok := strings.Cut(strings.TrimSpace(s), "/")
+	if !ok {
+		return 0, 0, fmt.Errorf("rate %q: want N/s, N/m or N/h, e.g. \"10/m\"", s)
+	}
+	n, err = strconv.Atoi(strings.TrimSpace(num))
+	if err != nil || n < 1 || n > maxPerSkillRate {
+		return 0, 0, fmt.Errorf("rate %q: N must be a whole number from 1 to %d", s, maxPerSkillRate)
+	}
+	var per time.Duration
+	switch strings.ToLower(strings.TrimSpace(unit)) {
+	case "s", "sec", "second":
+		per = time.Second
+	case "m", "min", "minute":
+		per = time.Minute
+	case "h", "hour":
+		per = time.Hour
+	default:
+		return 0, 0, fmt.Errorf("rate %q: unit %q is not s, m or h", s, unit)
+	}
+	return float64(n) / per.Seconds(), n, nil
 }
 
 // maxPolicyFile caps the policy file.
@@ -74,7 +114,34 @@ func ParsePolicy(name string, data []byte) (*Policy, error) {
 			}
 		}
 	}
-	return &Policy{grants: pf.Grants}, nil
+	p := &Policy{grants: pf.Grants}
+	for skill, r := range pf.Limits {
+		if skill == "" {
+			return nil, fmt.Errorf("policy file %s: a limit has an empty skill name", name)
+		}
+		rps, n, err := ParseRate(r)
+		if err != nil {
+			return nil, fmt.Errorf("policy file %s: limit of %q: %w", name, skill, err)
+		}
+		if p.limits == nil {
+			p.limits = map[string]*limiters{}
+		}
+		p.limits[skill] = newLimiters(rps, n)
+	}
+	return p, nil
+}
+
+// allowSkill takes one call from caller's bucket for skill, when the policy
+// limits that skill (or "*"). When it cannot, it returns false and how long
+// until the call would be allowed.
+func (p *Policy) allowSkill(caller, skill string, now time.Time) (bool, time.Duration) {
+	if l, ok := p.limits[skill]; ok {
+		return l.allow(caller, 1, now)
+	}
+	if l, ok := p.limits["*"]; ok {
+		return l.allow(caller+"\x00"+skill, 1, now) // a bucket per skill
+	}
+	return true, 0
 }
 
 // Allows reports whether the policy key who (a PeerID, or "http" for an

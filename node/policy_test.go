@@ -2,7 +2,9 @@ package node
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -134,9 +136,80 @@ func TestDocumentedPolicyExamplesParse(t *testing.T) {
 			if !p.Allows(protocol.PolicyHTTP, "translate_history") || p.Allows(protocol.PolicyHTTP, "upload_file") {
 				t.Errorf("%s: the example does not grant what its text says", doc)
 			}
+			if strings.Contains(block, `"limits"`) && (p.limits["ask"] == nil || p.limits["*"] == nil) {
+				t.Errorf("%s: the example's limits did not load: %v", doc, p.limits)
+			}
 		}
 	}
 	if found < 2 {
 		t.Fatalf("found %d policy examples, want the README's and the spec's", found)
+	}
+}
+
+// TestPerSkillLimits: a policy limit binds one caller on one skill, not the
+// caller's other skills nor other callers, and "*" gives each other skill
+// its own bucket.
+func TestPerSkillLimits(t *testing.T) {
+	secret := []byte("s")
+	a := newTestNode(t, func(c *Config) { c.Secret = secret })
+	other := newTestNode(t, func(c *Config) { c.Secret = secret })
+	pol := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(pol, []byte(`{"limits": {"ask": "3/m", "*": "5/h"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := newTestNode(t, func(c *Config) { c.Secret = secret; c.PolicyFile = pol })
+	addr := addrOf(t, b)
+	ask := json.RawMessage(`{"query":"hi"}`)
+	for i := range 3 {
+		if _, err := a.CallSkill(ctxT(t), addr, "ask", ask, CallOptions{}); err != nil {
+			t.Fatalf("ask %d within the limit: %v", i+1, err)
+		}
+	}
+	_, err := a.CallSkill(ctxT(t), addr, "ask", ask, CallOptions{})
+	var pe *protocol.Error
+	if !errors.As(err, &pe) || pe.Code != protocol.CodeRateLimited || !strings.Contains(pe.Message, `"ask"`) {
+		t.Fatalf("4th ask in a minute: want -32005 naming the skill, got %v", err)
+	}
+	if d, _ := pe.Data.(map[string]any); d["skill"] != "ask" || d["retry_after_ms"] == nil {
+		t.Errorf("error data %v: want skill and retry_after_ms", pe.Data)
+	}
+	// Another caller has buckets of its own.
+	if _, err := other.CallSkill(ctxT(t), addr, "ask", ask, CallOptions{}); err != nil {
+		t.Fatalf("another caller's first ask: %v", err)
+	}
+	// "*": 5 per hour for each other skill, each in its own bucket.
+	for _, skill := range []string{"ping", "list_files"} {
+		for i := range 5 {
+			if _, err := a.CallSkill(ctxT(t), addr, skill, nil, CallOptions{}); err != nil {
+				t.Fatalf("%s %d within the \"*\" limit: %v", skill, i+1, err)
+			}
+		}
+		if _, err := a.CallSkill(ctxT(t), addr, skill, nil, CallOptions{}); codeOf(err) != protocol.CodeRateLimited {
+			t.Fatalf("6th %s in an hour: want -32005, got %v", skill, err)
+		}
+	}
+	lines := readAudit(t, b)
+	last := lines[len(lines)-1]
+	if last["outcome"] != "error" || last["code"] != float64(protocol.CodeRateLimited) || last["skill"] != "list_files" {
+		t.Errorf("audit line of a limited call: %v", last)
+	}
+}
+
+func TestParseRate(t *testing.T) {
+	for in, want := range map[string]float64{"10/m": 10.0 / 60, "2/s": 2, "3600/h": 1, " 5 / min ": 5.0 / 60, "1/hour": 1.0 / 3600} {
+		got, _, err := ParseRate(in)
+		if err != nil || got != want {
+			t.Errorf("ParseRate(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "10", "10/d", "0/m", "-1/s", "x/m", "1.5/s", "99999999/s"} {
+		if _, _, err := ParseRate(bad); err == nil || !strings.Contains(err.Error(), "rate") {
+			t.Errorf("ParseRate(%q): want an error, got %v", bad, err)
+		}
+	}
+	for _, bad := range []string{`{"limits":{"ask":"10"}}`, `{"limits":{"":"1/s"}}`, `{"limits":{"ask":5}}`} {
+		if _, err := ParsePolicy("p.json", []byte(bad)); err == nil || !strings.Contains(err.Error(), "p.json") {
+			t.Errorf("%s: want an error naming the file, got %v", bad, err)
+		}
 	}
 }

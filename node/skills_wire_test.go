@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -167,8 +168,9 @@ func TestToolsListHasStandardSkillsWithSchemas(t *testing.T) {
 			t.Errorf("%s: no description", tool.Name)
 		}
 	}
-	if !reflect.DeepEqual(names, skills.StandardNames) {
-		t.Errorf("tools = %v, want %v", names, skills.StandardNames)
+	// A node serves scan beside the standard skills (orchestrate too, with a mesh).
+	if want := append(slices.Clone(skills.StandardNames), "scan"); !reflect.DeepEqual(names, want) {
+		t.Errorf("tools = %v, want %v", names, want)
 	}
 }
 
@@ -182,7 +184,7 @@ func TestAgentCard(t *testing.T) {
 	if err := json.Unmarshal(raw, &card); err != nil {
 		t.Fatal(err)
 	}
-	if card.Name != "bob" || card.PeerID != b.ID().String() || len(card.Skills) != 10 || !card.Capabilities.LLMMode ||
+	if card.Name != "bob" || card.PeerID != b.ID().String() || len(card.Skills) != len(skills.StandardNames)+1 || !card.Capabilities.LLMMode ||
 		card.Capabilities.MaxBatch != 100 || len(card.Addrs) == 0 || card.Seq == 0 || card.ProtocolVersions[0] != "mcpv2/1.0" {
 		t.Errorf("card %s", raw)
 	}

@@ -1317,8 +1317,9 @@ func runEdgeScenarios(t *testing.T, a, b edgePeer) {
 	t.Logf("round took %v", time.Since(began).Round(time.Millisecond))
 }
 
-// edgeStandardSkills are the ten skills of SPEC §3.
-var edgeStandardSkills = []string{"ping", "ask", "upload_file", "list_files", "process_instructions", "delete_file", "get_skill", "pay", "negotiate", "translate_history"}
+// edgeStandardSkills are the skills every node with a mesh serves: the ten
+// of SPEC §3, scan (the guard) and orchestrate.
+var edgeStandardSkills = []string{"ping", "ask", "upload_file", "list_files", "process_instructions", "delete_file", "get_skill", "pay", "negotiate", "translate_history", "scan"}
 
 func edgeSkillNames(ds []protocol.SkillDescriptor) []string {
 	var out []string

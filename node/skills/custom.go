@@ -24,6 +24,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/mcpv2/mcpv2/node/guard"
 	"github.com/mcpv2/mcpv2/node/llm"
 	"github.com/mcpv2/mcpv2/protocol"
 )
@@ -152,6 +153,9 @@ type CustomSkill struct {
 	// Handler runs the skill; it expects arguments already validated
 	// against Descriptor.InputSchema (Registry.Call does that).
 	Handler Handler
+	// Guard names the arguments the node's prompt-injection guard scans
+	// before the skill runs (the file's "guard": {"text": "prompt"}).
+	Guard map[string]guard.Kind
 }
 
 // LoadCustomFile reads the custom skills file at path (SPEC §3) and registers
@@ -232,6 +236,11 @@ func RegisterCustom(r *Registry, skills []CustomSkill) ([]string, error) {
 		if err := r.AddRaw(s.Descriptor, s.Handler); err != nil {
 			return names, fmt.Errorf("skill %q: %w (registered before the failure: %q)", s.Descriptor.Name, err, names)
 		}
+		if len(s.Guard) > 0 {
+			if err := r.SetGuard(s.Descriptor.Name, s.Guard); err != nil {
+				return names, fmt.Errorf("skill %q: %w", s.Descriptor.Name, err)
+			}
+		}
 		names = append(names, s.Descriptor.Name)
 	}
 	return names, nil
@@ -240,7 +249,12 @@ func RegisterCustom(r *Registry, skills []CustomSkill) ([]string, error) {
 // ParseCustom parses and checks the contents of a custom skills file and
 // builds each skill's handler, without registering anything. The file is
 //
-//	{"skills": [{"name", "description"?, "tags"?, "input_schema"?, "handler"}]}
+//	{"skills": [{"name", "description"?, "tags"?, "input_schema"?, "guard"?, "handler"}]}
+//
+// "guard" opts the skill into the node's prompt-injection guard: it maps
+// argument names to how each is scanned, "prompt" (text that reaches an
+// LLM), "path" (a file path) or "sql" (a query), e.g.
+// {"question": "prompt", "query": "sql"}.
 //
 // and a handler is one of
 //
@@ -310,14 +324,41 @@ const (
 	customMaxTags        = 16
 	customMaxTemplate    = 64 << 10
 	customMaxArgv        = 256
+	customMaxGuardFields = 32
 )
 
 type customSkillJSON struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Tags        []string        `json:"tags"`
-	InputSchema json.RawMessage `json:"input_schema"`
-	Handler     json.RawMessage `json:"handler"`
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	Tags        []string          `json:"tags"`
+	InputSchema json.RawMessage   `json:"input_schema"`
+	Guard       map[string]string `json:"guard"`
+	Handler     json.RawMessage   `json:"handler"`
+}
+
+// customGuardKinds are the values of a custom skill's "guard" map.
+var customGuardKinds = map[string]guard.Kind{"prompt": guard.Prompt, "path": guard.Path, "sql": guard.SQL}
+
+// customGuard checks a custom skill's "guard" map.
+func customGuard(m map[string]string) (map[string]guard.Kind, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	if len(m) > customMaxGuardFields {
+		return nil, fmt.Errorf("%d fields, at most %d are allowed", len(m), customMaxGuardFields)
+	}
+	out := make(map[string]guard.Kind, len(m))
+	for field, kind := range m {
+		if field == "" || len(field) > 128 {
+			return nil, fmt.Errorf("field name %q: want 1 to 128 bytes", field)
+		}
+		k, ok := customGuardKinds[kind]
+		if !ok {
+			return nil, fmt.Errorf("%q: %q is not prompt, path or sql", field, kind)
+		}
+		out[field] = k
+	}
+	return out, nil
 }
 
 // customSkillLabel names the i-th skill of a file for an error message: by
@@ -360,6 +401,10 @@ func parseCustomSkill(raw json.RawMessage, opts CustomOptions) (CustomSkill, err
 	if err != nil {
 		return CustomSkill{}, fmt.Errorf("input_schema: %w", err)
 	}
+	gfields, err := customGuard(sj.Guard)
+	if err != nil {
+		return CustomSkill{}, fmt.Errorf("guard: %w", err)
+	}
 	if len(bytes.TrimSpace(sj.Handler)) == 0 || bytes.Equal(bytes.TrimSpace(sj.Handler), []byte("null")) {
 		return CustomSkill{}, errors.New("handler: missing")
 	}
@@ -397,6 +442,7 @@ func parseCustomSkill(raw json.RawMessage, opts CustomOptions) (CustomSkill, err
 		Descriptor: protocol.SkillDescriptor{Name: sj.Name, Description: sj.Description, Tags: sj.Tags, InputSchema: schema},
 		Kind:       peek.Type,
 		Handler:    h,
+		Guard:      gfields,
 	}, nil
 }
 

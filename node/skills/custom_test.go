@@ -256,7 +256,7 @@ func TestCustomBadFiles(t *testing.T) {
 		"handler": map[string]any{"type": "template", "template": "x"}}
 	bigFile := make([]any, 0, 300)
 	for i := range 260 {
-		b := maps(big)
+		b := cloneArgs(big)
 		b["name"] = fmt.Sprintf("big%d", i)
 		bigFile = append(bigFile, b)
 	}
@@ -291,6 +291,10 @@ func TestCustomBadFiles(t *testing.T) {
 		{name: "missing handler", skills: []any{good, map[string]any{"name": "b"}}, skill: `skill "b"`, reason: "handler: missing"},
 		{name: "missing handler type", skills: []any{good, handler(map[string]any{"template": "x"})}, skill: `skill "x"`, reason: "handler.type: missing"},
 		{name: "unknown handler type", skills: []any{good, handler(map[string]any{"type": "python"})}, skill: `skill "x"`, reason: `handler.type: unknown handler type "python" (want template, command or http)`},
+		{name: "bad guard kind", skills: []any{good, map[string]any{"name": "g", "guard": map[string]string{"q": "html"}, "handler": map[string]any{"type": "template", "template": "x"}}},
+			skill: `skill "g"`, reason: `guard: "q": "html" is not prompt, path or sql`},
+		{name: "guard not a map", skills: []any{good, map[string]any{"name": "g", "guard": []string{"q"}, "handler": map[string]any{"type": "template", "template": "x"}}},
+			skill: `skill "g"`, reason: `guard`},
 		{name: "mcp handler", skills: []any{good, handler(map[string]any{"type": "mcp", "tool": "t"})}, skill: `skill "x"`, reason: `handler.type: "mcp" handlers are not supported yet`},
 		{name: "bad template", skills: []any{templateSkill("greet", "Hello, {{ .name } }}!")}, skill: `skill "greet"`,
 			reason: `handler.template: template: greet:1: unexpected "}" in operand`},
@@ -370,8 +374,8 @@ func TestCustomBadFiles(t *testing.T) {
 	}
 }
 
-// maps returns a shallow copy of m.
-func maps(m map[string]any) map[string]any {
+// cloneArgs returns a shallow copy of m.
+func cloneArgs(m map[string]any) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
 		out[k] = v

@@ -11,12 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
 	"slices"
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/mcpv2/mcpv2/node/guard"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -32,6 +34,8 @@ type entry struct {
 	// quick, when set, accepts most valid arguments without schema.
 	quick   *quickSchema
 	handler Handler
+	// guard names the arguments the prompt-injection guard scans, and how.
+	guard map[string]guard.Kind
 }
 
 // Registry maps skill names to handlers. It is safe for concurrent use; mu
@@ -131,6 +135,31 @@ func (r *Registry) List() []protocol.SkillDescriptor {
 		out = append(out, r.byName[n].desc)
 	}
 	return out
+}
+
+// SetGuard names the arguments of skill that the node's prompt-injection
+// guard scans before the skill runs, each with how to scan it: text that
+// reaches an LLM, a file path, an SQL query. It fails for an unknown skill.
+func (r *Registry) SetGuard(skill string, fields map[string]guard.Kind) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.byName[skill]
+	if !ok {
+		return fmt.Errorf("skills: guard: no skill %q", skill)
+	}
+	e.guard = maps.Clone(fields)
+	return nil
+}
+
+// GuardFields returns the arguments of skill that the guard scans (nil:
+// none). The map must not be modified.
+func (r *Registry) GuardFields(skill string) map[string]guard.Kind {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if e, ok := r.byName[skill]; ok {
+		return e.guard
+	}
+	return nil
 }
 
 // Lookup returns the descriptor of the named skill.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/mcpv2/mcpv2/node/guard"
 	"github.com/mcpv2/mcpv2/node/llm"
 	"github.com/mcpv2/mcpv2/node/store"
 	"github.com/mcpv2/mcpv2/protocol"
@@ -84,7 +85,20 @@ func RegisterStandard(r *Registry, d Deps) {
 	Add(r, "get_skill", "Describe one skill of this agent without running it.", []string{"core", "meta"}, s.getSkill)
 	Add(r, "pay", "Payment stub: records an intent and moves nothing.", []string{"core", "payments"}, s.pay, exclusiveMin("amount", 0))
 	Add(r, "negotiate", "Agree on protocol version, providers and capabilities; returns this agent's limits.", []string{"core", "meta"}, s.negotiate, minItems("protocol_versions", 1))
+	// The guard scans what reaches the LLM backend, and file names.
+	mustGuard(r, "ask", map[string]guard.Kind{"query": guard.Prompt, "system": guard.Prompt})
+	mustGuard(r, "process_instructions", map[string]guard.Kind{"instructions": guard.Prompt, "filename": guard.Path})
+	mustGuard(r, "upload_file", map[string]guard.Kind{"filename": guard.Path})
+	mustGuard(r, "delete_file", map[string]guard.Kind{"filename": guard.Path})
 	Add(r, "translate_history", "Translate a chat history between the claude, openai, gemini and deepseek message formats.", []string{"core", "llm", "translate"}, s.translate, typeProp("history", "array"))
+}
+
+// mustGuard is SetGuard for a skill registered just before: a failure is a
+// programming error.
+func mustGuard(r *Registry, skill string, fields map[string]guard.Kind) {
+	if err := r.SetGuard(skill, fields); err != nil {
+		panic(err.Error())
+	}
 }
 
 type standard struct {

@@ -1,0 +1,109 @@
+package node
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/mcpv2/mcpv2/node/guard"
+	"github.com/mcpv2/mcpv2/node/store"
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// GuardMode is what a node does with what the prompt-injection guard finds
+// in the text arguments of skills that reach an LLM (docs/guard.md).
+type GuardMode int
+
+const (
+	// GuardBlock refuses calls at or above the threshold and flags the rest.
+	GuardBlock GuardMode = iota
+	// GuardFlag runs every call and audits what the guard found.
+	GuardFlag
+	// GuardOff does not scan.
+	GuardOff
+)
+
+// GuardModes are the names ParseGuardMode accepts, in GuardMode order.
+var GuardModes = []string{"block", "flag", "off"}
+
+func (m GuardMode) String() string {
+	if int(m) < len(GuardModes) {
+		return GuardModes[m]
+	}
+	return fmt.Sprintf("GuardMode(%d)", int(m))
+}
+
+// ParseGuardMode reads --guard: "block" (also ""), "flag" or "off".
+func ParseGuardMode(s string) (GuardMode, error) {
+	if s == "" {
+		return GuardBlock, nil
+	}
+	for i, name := range GuardModes {
+		if strings.EqualFold(s, name) {
+			return GuardMode(i), nil
+		}
+	}
+	return 0, fmt.Errorf("guard mode %q: want one of %s", s, strings.Join(GuardModes, ", "))
+}
+
+// verdict is what the guard found in one call's arguments; the zero value
+// means it found nothing (or did not look).
+type verdict struct {
+	threat   guard.Level
+	findings []guard.Finding
+	blocked  bool
+}
+
+// auditFields copies v into an audit record.
+func (v *verdict) auditFields(rec *store.AuditRecord) {
+	if v == nil || len(v.findings) == 0 {
+		return
+	}
+	rec.Threat = v.threat.String()
+	n := min(len(v.findings), store.MaxAuditFindings)
+	rec.Findings = make([]store.AuditFinding, n)
+	for i, f := range v.findings[:n] {
+		rec.Findings[i] = store.AuditFinding{Vector: f.Vector, Level: f.Level.String(), Field: f.Field}
+	}
+	if v.blocked {
+		rec.Outcome = "blocked"
+	}
+}
+
+// screen runs the guard over the arguments of a call of skill, when the
+// skill has fields to scan and the guard is on. It returns what it found,
+// and an error when the call is to be refused: a finding at or above the
+// threshold in block mode. Arguments that are not a JSON object are left
+// to the skill's schema check.
+func (n *Node) screen(skill string, args json.RawMessage) (*verdict, *protocol.Error) {
+	if n.guardMode == GuardOff {
+		return nil, nil
+	}
+	fields := n.reg.GuardFields(skill)
+	if len(fields) == 0 {
+		return nil, nil
+	}
+	res, err := guard.ScanArgs(args, fields)
+	if err != nil || res.IsSafe {
+		return nil, nil
+	}
+	v := &verdict{threat: res.ThreatLevel, findings: res.Findings}
+	if n.guardMode != GuardBlock || res.ThreatLevel < n.guardMin {
+		return v, nil
+	}
+	v.blocked = true
+	vectors := make([]string, 0, len(res.Findings))
+	for _, f := range res.Findings {
+		if f.Level >= n.guardMin {
+			where := ""
+			if f.Field != "" {
+				where = " in " + f.Field
+			}
+			vectors = append(vectors, fmt.Sprintf("%s (%s)%s", f.Vector, f.Level, where))
+		}
+	}
+	return v, &protocol.Error{Code: protocol.CodeNotPermitted,
+		Message: fmt.Sprintf("blocked by the prompt-injection guard: %s; this node blocks threats at %s and above (its --guard-threshold). "+
+			"If this is a false positive, rephrase the text, or ask the node's operator", strings.Join(vectors, ", "), n.guardMin),
+		Data: map[string]any{"skill": skill, "reason": "guard", "threat_level": res.ThreatLevel.String(), "findings": res.Findings}}
+}

@@ -1,0 +1,47 @@
+package skills
+
+import (
+	"context"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/mcpv2/mcpv2/node/guard"
+)
+
+// ScanArgs are the arguments of the scan skill.
+type ScanArgs struct {
+	Text string `json:"text" jsonschema:"the text to scan"`
+	Kind string `json:"kind,omitempty" jsonschema:"how to read it: prompt (text for an LLM, the default), path (a file path) or sql (a query)"`
+}
+
+// RegisterScan adds the scan skill: the node's prompt-injection guard run
+// over a text on request, the same scanner that screens the arguments of
+// ask and process_instructions (docs/guard.md).
+func RegisterScan(r *Registry) {
+	Add(r, "scan", "Scan a text for prompt injection (or a path for traversal, a query for SQL injection): is_safe, threat_level, findings, sanitized_input.",
+		[]string{"security", "guard"}, scan, enumProp("kind", "prompt", "path", "sql"), maxLength("text", guard.MaxScan))
+}
+
+func scan(_ context.Context, a ScanArgs) (guard.Result, error) {
+	var fs []guard.Finding
+	switch a.Kind {
+	case "path":
+		fs = guard.ScanPath(a.Text)
+	case "sql":
+		fs = guard.ScanSQL(a.Text)
+	default:
+		return guard.Scan(a.Text), nil
+	}
+	res := guard.Result{IsSafe: len(fs) == 0, Findings: fs, SanitizedInput: a.Text}
+	if res.Findings == nil {
+		res.Findings = []guard.Finding{}
+	}
+	for _, f := range fs {
+		res.ThreatLevel = max(res.ThreatLevel, f.Level)
+	}
+	return res, nil
+}
+
+func maxLength(name string, n int) SchemaOption {
+	return func(s *jsonschema.Schema) { s.Properties[name].MaxLength = &n }
+}
