@@ -149,7 +149,11 @@ func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot) (resp *p
 		if v, perr = n.screen(skill, p.Arguments); perr != nil {
 			return
 		}
-		cctx := skills.WithCallInfo(ctx, skills.CallInfo{Caller: c.ID, Via: c.Via, Provider: provider})
+		kind := c.Kind
+		if s.Context != nil && s.Context.Session != "" {
+			kind = protocol.CallerSecretHolder // authorize verified it
+		}
+		cctx := skills.WithCallInfo(ctx, skills.CallInfo{Caller: c.ID, Via: c.Via, Provider: provider, Kind: kind})
 		var err error
 		result, err = n.reg.Call(cctx, skill, p.Arguments)
 		perr = protocol.AsError(err)

@@ -246,6 +246,9 @@ func New(cfg Config) (_ *Node, err error) {
 		Capabilities: n.capabilities(),
 	})
 	skills.RegisterScan(n.reg)
+	if cfg.Mesh != nil {
+		n.registerOrchestrate()
+	}
 	if _, statErr := os.Stat(cfg.SkillsFile); statErr == nil || skillsMust {
 		if _, err = skills.LoadCustomFile(cfg.SkillsFile, n.reg, skills.CustomOptions{
 			Logger: n.log, MaxCommandRuns: cfg.MaxCommandRuns, RunAs: cfg.RunAs, // scratch: under os.TempDir, outside DataDir

@@ -1319,7 +1319,7 @@ func runEdgeScenarios(t *testing.T, a, b edgePeer) {
 
 // edgeStandardSkills are the skills every node with a mesh serves: the ten
 // of SPEC §3, scan (the guard) and orchestrate.
-var edgeStandardSkills = []string{"ping", "ask", "upload_file", "list_files", "process_instructions", "delete_file", "get_skill", "pay", "negotiate", "translate_history", "scan"}
+var edgeStandardSkills = []string{"ping", "ask", "upload_file", "list_files", "process_instructions", "delete_file", "get_skill", "pay", "negotiate", "translate_history", "scan", "orchestrate"}
 
 func edgeSkillNames(ds []protocol.SkillDescriptor) []string {
 	var out []string

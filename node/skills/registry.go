@@ -243,6 +243,9 @@ type CallInfo struct {
 	Via string
 	// Provider is the slot's context.provider, if any.
 	Provider string
+	// Kind is how the caller was authenticated; a mesh peer that presented
+	// a valid mesh session counts as a secret holder.
+	Kind protocol.CallerKind
 }
 
 type callInfoKey struct{}

@@ -1,0 +1,118 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/mcpv2/mcpv2/node/llm"
+	"github.com/mcpv2/mcpv2/node/orchestrate"
+	"github.com/mcpv2/mcpv2/node/skills"
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// OrchestrateSkill is the name of the skill that runs an orchestration.
+const OrchestrateSkill = "orchestrate"
+
+// OrchestrateArgs are the arguments of the orchestrate skill.
+type OrchestrateArgs struct {
+	Request string          `json:"request" jsonschema:"what to do, in plain words; it is split into subtasks, each run by the best agent on the mesh"`
+	Plan    json.RawMessage `json:"plan,omitempty" jsonschema:"a plan to run instead of splitting the request: {subtasks:[{id, text, skill, arguments, depends_on}]}"`
+}
+
+// registerOrchestrate adds the orchestrate skill: a request split into
+// subtasks, each sent to the best agent the DHT knows for its skill, run
+// concurrently as their dependencies allow, answered as one result with
+// what happened to each part (node/orchestrate). The subtasks run with the
+// caller's own grants, as the gateway forwards (SPEC §6): a caller that may
+// not run a skill here gets no agent to run it for them.
+func (n *Node) registerOrchestrate() {
+	skills.Add(n.reg, OrchestrateSkill,
+		"Split a request into subtasks, route each to the best agent on the mesh for its skill, run them concurrently (with failover), and return one answer with each part's agent, status, attempts and timing.",
+		[]string{"orchestration", "planning", "mesh"}, n.orchestrate, func(s *jsonschema.Schema) { s.Properties["plan"].Type = "object" })
+}
+
+func (n *Node) orchestrate(ctx context.Context, a OrchestrateArgs) (orchestrate.Result, error) {
+	ci := skills.CallInfoFrom(ctx)
+	c := Caller{ID: ci.Caller, Via: ci.Via, Kind: ci.Kind}
+	o, err := n.orchestrator(meshCaller{n: n, c: c})
+	if err != nil {
+		return orchestrate.Result{}, err
+	}
+	var res orchestrate.Result
+	if len(a.Plan) > 0 {
+		var plan orchestrate.Plan
+		if plan, err = orchestrate.ParsePlan(a.Plan); err != nil {
+			return res, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for orchestrate: plan: %v", err)
+		}
+		plan.Source = orchestrate.SourceGiven
+		res, err = o.RunPlan(ctx, a.Request, plan, nil)
+	} else {
+		res, err = o.Run(ctx, a.Request, nil)
+	}
+	if errors.Is(err, orchestrate.ErrInvalidRequest) {
+		return res, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for orchestrate: %v", err)
+	}
+	return res, err
+}
+
+// orchestrator builds the orchestrator of one run: it finds agents through
+// this node's discovery, plans and summarizes with the node's LLM backend
+// when that is a real one, and calls through c.
+func (n *Node) orchestrator(c orchestrate.Caller, opts ...orchestrate.Option) (*orchestrate.Orchestrator, error) {
+	base := []orchestrate.Option{orchestrate.WithLogger(n.log), orchestrate.WithLatency(n.latency)}
+	if b := n.cfg.LLM; b != nil && b.Name() != llm.KindLocal {
+		base = append(base, orchestrate.WithPlanner(orchestrate.NewLLMPlanner(b, n.reg.List())), orchestrate.WithSummarizer(orchestrate.NewLLMSummarizer(b)))
+	}
+	return orchestrate.New(n, c, append(base, opts...)...)
+}
+
+// latency is the host's measured round-trip time to a peer, for ties
+// between equally ranked agents.
+func (n *Node) latency(peerID string) (time.Duration, bool) {
+	pid, err := n.decodePeer(peerID)
+	if err != nil {
+		return 0, false
+	}
+	d := n.host.Peerstore().LatencyEWMA(pid)
+	return d, d > 0
+}
+
+// meshCaller runs an orchestration's calls as the caller c of the
+// orchestrate skill: on this node through Handle, on another through
+// Forward, both with c's grants.
+type meshCaller struct {
+	n *Node
+	c Caller
+}
+
+// CallSkill implements orchestrate.Caller.
+func (m meshCaller) CallSkill(ctx context.Context, agent protocol.Address, skill string, args json.RawMessage) (json.RawMessage, error) {
+	if skill == OrchestrateSkill {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: an orchestration's subtask may not be another orchestration")
+	}
+	msg := protocol.AppendSlot(nil, &protocol.Slot{JSONRPC: "2.0", ID: json.RawMessage("1"), Method: protocol.MethodToolsCall,
+		Params: protocol.AppendCallParams(nil, skill, args)})
+	var out []byte
+	var err error
+	if agent.PeerID == m.n.PeerID() {
+		out, _ = m.n.Handle(ctx, m.c, msg)
+	} else {
+		out, err = m.n.Forward(ctx, m.c, agent.PeerID, msg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	resps, err := protocol.ParseResponses(out)
+	if err != nil || len(resps) != 1 {
+		return nil, fmt.Errorf("node: orchestrate: %s answered %d responses (%v)", agent.PeerID, len(resps), err)
+	}
+	if resps[0].Error != nil {
+		return nil, resps[0].Error
+	}
+	return resps[0].Result, nil
+}
