@@ -53,6 +53,7 @@ func (s *Server) routes() {
 	s.mux.Handle("/mcpv2/ai/{provider}", s.Authenticated(http.MethodPost, s.ai))
 	s.mux.Handle("/mcpv2/peers/{peer}", s.Authenticated(http.MethodPost, s.forward))
 	s.mux.Handle("/mcpv2/find", s.Authenticated(http.MethodGet, s.find))
+	s.mux.Handle("/mcpv2/audit", s.Authenticated(http.MethodGet, s.audit))
 	s.mux.Handle("/", s.open("", s.notFound))
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/mcpv2/mcpv2/node/store"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -176,4 +177,26 @@ func rewriteSlot(raw, id json.RawMessage, session string) (json.RawMessage, erro
 		}
 	}
 	return json.Marshal(obj)
+}
+
+// AuditLog returns the audit lines q selects, oldest first, for the edge's
+// GET /mcpv2/audit. A bad q.Outcome is a CodeInvalidParams error.
+func (n *Node) AuditLog(ctx context.Context, q protocol.AuditQuery) ([]json.RawMessage, error) {
+	f := store.AuditFilter{Since: q.Since, Caller: q.Caller, Skill: q.Skill, Outcome: q.Outcome}
+	if err := f.Check(); err != nil {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %v", err)
+	}
+	recs, _, err := store.TailAudit(ctx, n.cfg.DataDir, f, max(q.Limit, 1))
+	if err != nil {
+		return nil, err
+	}
+	lines := make([]json.RawMessage, 0, len(recs))
+	for _, r := range recs {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		lines = append(lines, b)
+	}
+	return lines, nil
 }

@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // SkillDescriptor describes a skill in tools/list, get_skill and agent cards.
@@ -99,4 +100,20 @@ type FindResult struct {
 	Score float64 `json:"score"`
 	// Reachable says whether the agent could be reached when ranked.
 	Reachable bool `json:"reachable"`
+}
+
+// AuditQuery selects lines of a node's audit log (the edge's GET
+// /mcpv2/audit): the last Limit lines that match every field that is set.
+type AuditQuery struct {
+	// Since keeps lines of calls that started at or after it.
+	Since time.Time
+	// Caller keeps lines whose caller (PeerID, "ip:ADDR") starts with it.
+	Caller string
+	// Skill keeps lines of that skill.
+	Skill string
+	// Outcome keeps "ok", "error" or "blocked" lines, or "flagged" ones
+	// (the guard found something and let the call through).
+	Outcome string
+	// Limit is how many lines at most, the newest.
+	Limit int
 }

@@ -72,6 +72,7 @@ func newApp() *cli.App {
 			findCommand(),
 			sendCommand(),
 			shellCommand(),
+			auditCommand(),
 		},
 		Writer:    os.Stdout,
 		ErrWriter: os.Stderr,

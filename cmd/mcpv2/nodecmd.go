@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/node"
+	"github.com/mcpv2/mcpv2/node/guard"
 	"github.com/mcpv2/mcpv2/node/llm"
 	"github.com/mcpv2/mcpv2/node/skills"
 	"github.com/mcpv2/mcpv2/node/store"
@@ -45,10 +46,7 @@ func nodeCommand() *cli.Command {
 			&cli.StringFlag{Name: "name", EnvVars: []string{"MCPV2_NAME"}, Usage: "agent name in the card"},
 			&cli.StringFlag{Name: "description", EnvVars: []string{"MCPV2_DESCRIPTION"}, Usage: "agent description in the card"},
 			&cli.BoolFlag{Name: "llm-mode", EnvVars: []string{"MCPV2_LLM_MODE"}, Usage: "ask keeps per-conversation history (persisted)"},
-			&cli.StringFlag{Name: "llm", EnvVars: []string{"MCPV2_LLM"}, Value: "local",
-				Usage: "LLM backend: local, openai (any OpenAI-compatible server), anthropic or gemini"},
-			&cli.StringFlag{Name: "llm-url", EnvVars: []string{"MCPV2_LLM_URL"}, Usage: "backend base URL (setting it alone selects openai)"},
-			&cli.StringFlag{Name: "llm-model", EnvVars: []string{"MCPV2_LLM_MODEL"}, Usage: "backend model name"},
+			llmFlags[0], llmFlags[1], llmFlags[2],
 			&cli.StringFlag{Name: "policy", EnvVars: []string{"MCPV2_POLICY"}, Usage: "policy file granting skills per PeerID (default <data-dir>/policy.json)"},
 			&cli.StringFlag{Name: "skills", EnvVars: []string{"MCPV2_SKILLS"}, Usage: "custom skills file (default <data-dir>/custom_skills.json)"},
 			&cli.IntFlag{Name: "max-command-runs", EnvVars: []string{"MCPV2_MAX_COMMAND_RUNS"}, Value: skills.DefaultMaxCommandRuns,
@@ -73,6 +71,8 @@ func nodeCommand() *cli.Command {
 			&cli.DurationFlag{Name: "conversation-ttl", EnvVars: []string{"MCPV2_CONVERSATION_TTL"}, Value: store.DefaultConversationTTL,
 				Usage: "drop a conversation this long after its last turn (0: never)"},
 			&cli.Float64Flag{Name: "rate-limit", EnvVars: []string{"MCPV2_RATE_LIMIT"}, Value: 200, Usage: "calls per second per caller (0: unlimited)"},
+			&cli.StringFlag{Name: "guard", EnvVars: []string{"MCPV2_GUARD"}, Value: "block", Usage: "prompt-injection guard over ask, process_instructions, file names and opted-in custom skills: block (refuse at --guard-threshold, flag the rest), flag (audit only) or off"},
+			&cli.StringFlag{Name: "guard-threshold", EnvVars: []string{"MCPV2_GUARD_THRESHOLD"}, Value: "critical", Usage: "the lowest threat level --guard block refuses: low, medium, high or critical"},
 			// The HTTP edge (SPEC §5), on with --port.
 			&cli.IntFlag{Name: "port", EnvVars: []string{"MCPV2_PORT"}, Usage: "serve the HTTP edge on this TCP port (0: any free port, printed as MCPV2_BOUND_PORT); without --port there is no edge"},
 			&cli.StringFlag{Name: "public-ip", EnvVars: []string{"MCPV2_PUBLIC_IP"}, Usage: "the edge's public address: bound to, and advertised"},
@@ -120,6 +120,14 @@ func runNode(c *cli.Context) error {
 	if rl == 0 {
 		rl = -1
 	}
+	guardMode, err := node.ParseGuardMode(c.String("guard"))
+	if err != nil {
+		return fmt.Errorf("--guard: %w", err)
+	}
+	guardMin, err := guard.ParseLevel(c.String("guard-threshold"))
+	if err != nil || guardMin == guard.None {
+		return fmt.Errorf("--guard-threshold %q: want low, medium, high or critical", c.String("guard-threshold"))
+	}
 	var mesh *node.MeshConfig
 	if !c.Bool("no-mesh") {
 		mesh = &node.MeshConfig{
@@ -151,6 +159,7 @@ func runNode(c *cli.Context) error {
 		MaxMessage: c.Int("max-message"), MaxFile: c.Int64("max-file"), FilesDir: c.String("file-store"),
 		LLM: backend, LLMMode: c.Bool("llm-mode"), Secret: []byte(c.String("secret")),
 		PolicyFile: c.String("policy"), SkillsFile: c.String("skills"), RateLimit: rl,
+		Guard: guardMode, GuardThreshold: guardMin,
 		MaxCommandRuns: c.Int("max-command-runs"), RunAs: c.String("run-as"),
 		MaxPartial: noneIfZero(c.Int64("max-partial")), PartialTTL: c.Duration("partial-ttl"), MaxStore: noneIfZero(c.Int64("max-store")),
 		AuditMaxBytes: noneIfZero(c.Int64("audit-max-bytes")), AuditKeep: noneIfZero(c.Int("audit-keep")),
@@ -304,6 +313,15 @@ func portHint(c *cli.Context, err error) error {
 
 // llmBackend builds the backend of --llm/--llm-url/--llm-model; the key comes
 // only from MCPV2_LLM_API_KEY or MCPV2_LLM_API_KEY_FILE.
+// llmFlags choose the LLM backend (llmBackend): of `mcpv2 node` and of
+// `mcpv2 orchestrate`, which plans and summarizes with it.
+var llmFlags = []cli.Flag{
+	&cli.StringFlag{Name: "llm", EnvVars: []string{"MCPV2_LLM"}, Value: "local",
+		Usage: "LLM backend: local, openai (any OpenAI-compatible server), anthropic or gemini"},
+	&cli.StringFlag{Name: "llm-url", EnvVars: []string{"MCPV2_LLM_URL"}, Usage: "backend base URL (setting it alone selects openai)"},
+	&cli.StringFlag{Name: "llm-model", EnvVars: []string{"MCPV2_LLM_MODEL"}, Usage: "backend model name"},
+}
+
 func llmBackend(c *cli.Context) (llm.Backend, error) {
 	kind := c.String("llm")
 	if kind == "local" && c.String("llm-url") != "" && !c.IsSet("llm") {
