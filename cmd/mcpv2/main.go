@@ -73,6 +73,7 @@ func newApp() *cli.App {
 			sendCommand(),
 			shellCommand(),
 			auditCommand(),
+			orchestrateCommand(),
 		},
 		Writer:    os.Stdout,
 		ErrWriter: os.Stderr,
