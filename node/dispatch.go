@@ -146,7 +146,7 @@ func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot) (resp *p
 				Data:    map[string]any{"retry_after_ms": wait.Milliseconds(), "skill": skill}}
 			return
 		}
-		if v, perr = n.screen(skill, p.Arguments); perr != nil {
+		if v, perr = n.screen(ctx, skill, p.Arguments); perr != nil {
 			return
 		}
 		kind := c.Kind

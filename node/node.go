@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -138,6 +139,7 @@ type Node struct {
 	limits    *limiters
 	guardMode GuardMode
 	guardMin  guard.Level
+	scanSlots chan struct{} // guard scans running (screen)
 	secret    []byte
 	clockSkew time.Duration
 	now       func() time.Time
@@ -207,7 +209,8 @@ func New(cfg Config) (_ *Node, err error) {
 		cfg.SkillsFile = filepath.Join(cfg.DataDir, "custom_skills.json")
 	}
 
-	n := &Node{cfg: cfg, log: cfg.Logger, guardMode: cfg.Guard, guardMin: cfg.GuardThreshold, secret: cfg.Secret, clockSkew: cfg.ClockSkew, now: cfg.Now, maxMsg: cfg.MaxMessage,
+	n := &Node{cfg: cfg, log: cfg.Logger, guardMode: cfg.Guard, guardMin: cfg.GuardThreshold,
+		scanSlots: make(chan struct{}, scanSlotsFor(runtime.GOMAXPROCS(0))), secret: cfg.Secret, clockSkew: cfg.ClockSkew, now: cfg.Now, maxMsg: cfg.MaxMessage,
 		republish: make(chan struct{}, 1)}
 	// DHT queries and card fetches may ride a relayed (limited) connection:
 	// a peer behind NAT is reached through its relay before any hole punch.

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -22,6 +23,10 @@ const (
 	// GuardOff does not scan.
 	GuardOff
 )
+
+// scanSlotsFor is how many guard scans run at once on a node: half the
+// cores, at least one.
+func scanSlotsFor(procs int) int { return max(1, procs/2) }
 
 // GuardModes are the names ParseGuardMode accepts, in GuardMode order.
 var GuardModes = []string{"block", "flag", "off"}
@@ -75,13 +80,25 @@ func (v *verdict) auditFields(rec *store.AuditRecord) {
 // and an error when the call is to be refused: a finding at or above the
 // threshold in block mode. Arguments that are not a JSON object are left
 // to the skill's schema check.
-func (n *Node) screen(skill string, args json.RawMessage) (*verdict, *protocol.Error) {
+func (n *Node) screen(ctx context.Context, skill string, args json.RawMessage) (*verdict, *protocol.Error) {
 	if n.guardMode == GuardOff {
 		return nil, nil
 	}
 	fields := n.reg.GuardFields(skill)
 	if len(fields) == 0 {
 		return nil, nil
+	}
+	// A scan is linear in its input but not cheap: text built of the rules'
+	// own words costs up to about 1 s of CPU per 256 KiB scanned (docs/
+	// guard.md). Scans share scanSlots, half the cores, so a caller that
+	// sends such text slows the guarded skills, not the whole node.
+	select {
+	case n.scanSlots <- struct{}{}:
+		defer func() { <-n.scanSlots }()
+	case <-ctx.Done():
+		return nil, &protocol.Error{Code: protocol.CodeRateLimited,
+			Message: "busy: the prompt-injection guard is scanning other calls and this one ended before its turn; retry",
+			Data:    map[string]any{"skill": skill, "retry_after_ms": 1000}}
 	}
 	res, err := guard.ScanArgs(args, fields)
 	if err != nil || res.IsSafe {

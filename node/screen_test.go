@@ -1,11 +1,13 @@
 package node
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpv2/mcpv2/node/guard"
 	"github.com/mcpv2/mcpv2/protocol"
@@ -76,5 +78,40 @@ func TestGuardModes(t *testing.T) {
 	}
 	if _, err := New(Config{DataDir: t.TempDir(), Guard: GuardMode(7)}); err == nil || !strings.Contains(err.Error(), "guard") {
 		t.Errorf("New with a bad guard mode: %v", err)
+	}
+}
+
+// TestGuardScansShareSlots: guard scans take one of scanSlots, half the
+// cores; while they are all taken, a guarded call waits for one (and says
+// so when its context ends first) and unguarded skills run on.
+func TestGuardScansShareSlots(t *testing.T) {
+	if got := scanSlotsFor(1); got != 1 {
+		t.Errorf("scanSlotsFor(1) = %d, want 1", got)
+	}
+	if got := scanSlotsFor(8); got != 4 {
+		t.Errorf("scanSlotsFor(8) = %d, want 4", got)
+	}
+	n := newTestNode(t, nil)
+	for range cap(n.scanSlots) {
+		n.scanSlots <- struct{}{} // every slot busy, as under an attack of costly texts
+	}
+	holder := Caller{ID: "ip:10.9.9.8", Via: "http", Kind: protocol.CallerSecretHolder}
+	ctx, cancel := context.WithTimeout(ctxT(t), 200*time.Millisecond)
+	defer cancel()
+	out, _ := n.Handle(ctx, holder, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{"query":"hello"}}}`))
+	var r protocol.Response
+	if err := json.Unmarshal(out, &r); err != nil || r.Error == nil || r.Error.Code != protocol.CodeRateLimited || !strings.Contains(r.Error.Message, "guard") {
+		t.Fatalf("ask while every scan slot is taken: %s, want -32005 naming the guard", out)
+	}
+	out, _ = n.Handle(ctxT(t), holder, []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ping","arguments":{}}}`))
+	if r = (protocol.Response{}); json.Unmarshal(out, &r) != nil || r.Error != nil {
+		t.Fatalf("ping while every scan slot is taken: %s", out)
+	}
+	for range cap(n.scanSlots) {
+		<-n.scanSlots
+	}
+	out, _ = n.Handle(ctxT(t), holder, []byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ask","arguments":{"query":"hello"}}}`))
+	if r = (protocol.Response{}); json.Unmarshal(out, &r) != nil || r.Error != nil {
+		t.Fatalf("ask once a slot is free: %s", out)
 	}
 }
