@@ -158,13 +158,27 @@ func (p *llmPlanner) Plan(ctx context.Context, request string) (Plan, error) {
 		if ctx.Err() != nil {
 			return Plan{}, fmt.Errorf("orchestrate: llm plan: %w", ctx.Err())
 		}
-		return fallback("llm failed", err)
+		return fallback("llm failed", backendReason(p.backend.Name(), err))
 	}
 	plan, err := p.parse(resp.Text)
 	if err != nil {
 		return fallback("llm plan invalid", err)
 	}
 	return plan, nil
+}
+
+// backendReason says why a backend call failed without what its error
+// text may hold (an internal URL, a dial error naming a host): the plan's
+// source reaches remote callers of the orchestrate skill.
+func backendReason(backend string, err error) error {
+	var le *llm.Error
+	switch {
+	case errors.As(err, &le) && le.StatusCode > 0:
+		return fmt.Errorf("the %s backend answered HTTP %d", backend, le.StatusCode)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("the %s backend timed out", backend)
+	}
+	return fmt.Errorf("the %s backend failed or is unreachable", backend)
 }
 
 // parse checks a model's answer as a plan.
