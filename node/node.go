@@ -248,7 +248,13 @@ func New(cfg Config) (_ *Node, err error) {
 		Limits:       skills.Limits{MaxBatch: protocol.MaxBatchSize, MaxMessage: cfg.MaxMessage, RateLimit: cfg.RateLimit},
 		Capabilities: n.capabilities(),
 	})
-	skills.RegisterScan(n.reg)
+	skills.RegisterScan(n.reg, func(ctx context.Context, skill string) (func(), error) {
+		release, perr := n.scanSlot(ctx, skill)
+		if perr != nil {
+			return nil, perr // a nil *protocol.Error must not become a non-nil error
+		}
+		return release, nil
+	})
 	if cfg.Mesh != nil {
 		n.registerOrchestrate()
 	}

@@ -92,20 +92,37 @@ func (n *Node) screen(ctx context.Context, skill string, args json.RawMessage) (
 	// own words costs up to about 1 s of CPU per 256 KiB scanned (docs/
 	// guard.md). Scans share scanSlots, half the cores, so a caller that
 	// sends such text slows the guarded skills, not the whole node.
-	select {
-	case n.scanSlots <- struct{}{}:
-		defer func() { <-n.scanSlots }()
-	case <-ctx.Done():
-		return nil, &protocol.Error{Code: protocol.CodeRateLimited,
-			Message: "busy: the prompt-injection guard is scanning other calls and this one ended before its turn; retry",
-			Data:    map[string]any{"skill": skill, "retry_after_ms": 1000}}
+	release, perr := n.scanSlot(ctx, skill)
+	if perr != nil {
+		return nil, perr
 	}
+	defer release()
 	res, err := guard.ScanArgs(args, fields)
 	if err != nil || res.IsSafe {
 		return nil, nil
 	}
 	v := &verdict{threat: res.ThreatLevel, findings: res.Findings}
-	if n.guardMode != GuardBlock || res.ThreatLevel < n.guardMin {
+	if n.guardMode != GuardBlock {
+		return v, nil
+	}
+	// Block mode fails closed: text the guard could not scan whole (a field
+	// over guard.MaxScan, more than the arguments' scan budget, text that
+	// spent the work budget) is refused, or an injection in its middle
+	// would go through with a low finding.
+	for _, f := range res.Findings {
+		if f.Vector == guard.VectorTruncated {
+			v.blocked = true
+			where := ""
+			if f.Field != "" {
+				where = " " + f.Field
+			}
+			return v, &protocol.Error{Code: protocol.CodeNotPermitted,
+				Message: fmt.Sprintf("blocked by the prompt-injection guard: it could not scan all of%s (%s), and this node refuses what it cannot scan. "+
+					"Send text of at most %d bytes per argument, or ask the node's operator (--guard flag lets such calls through)", where, f.Match, guard.MaxScan),
+				Data: map[string]any{"skill": skill, "reason": "guard", "threat_level": res.ThreatLevel.String(), "findings": res.Findings}}
+		}
+	}
+	if res.ThreatLevel < n.guardMin {
 		return v, nil
 	}
 	v.blocked = true
@@ -123,4 +140,18 @@ func (n *Node) screen(ctx context.Context, skill string, args json.RawMessage) (
 		Message: fmt.Sprintf("blocked by the prompt-injection guard: %s; this node blocks threats at %s and above (its --guard-threshold). "+
 			"If this is a false positive, rephrase the text, or ask the node's operator", strings.Join(vectors, ", "), n.guardMin),
 		Data: map[string]any{"skill": skill, "reason": "guard", "threat_level": res.ThreatLevel.String(), "findings": res.Findings}}
+}
+
+// scanSlot waits for one of scanSlots, for a guard scan on behalf of skill
+// (screen, and the scan skill), and returns its release. A call whose
+// context ends first gets -32005.
+func (n *Node) scanSlot(ctx context.Context, skill string) (release func(), perr *protocol.Error) {
+	select {
+	case n.scanSlots <- struct{}{}:
+		return func() { <-n.scanSlots }, nil
+	case <-ctx.Done():
+		return nil, &protocol.Error{Code: protocol.CodeRateLimited,
+			Message: "busy: the prompt-injection guard is scanning other calls and this one ended before its turn; retry",
+			Data:    map[string]any{"skill": skill, "retry_after_ms": 1000}}
+	}
 }

@@ -14,15 +14,27 @@ type ScanArgs struct {
 	Kind string `json:"kind,omitempty" jsonschema:"how to read it: prompt (text for an LLM, the default), path (a file path) or sql (a query)"`
 }
 
+// ScanGate admits one guard scan: it waits for a turn and returns its
+// release, or an error (a *protocol.Error) when the call may not wait.
+type ScanGate func(ctx context.Context, skill string) (release func(), err error)
+
 // RegisterScan adds the scan skill: the node's prompt-injection guard run
 // over a text on request, the same scanner that screens the arguments of
-// ask and process_instructions (docs/guard.md).
-func RegisterScan(r *Registry) {
+// ask and process_instructions (docs/guard.md). Each scan passes gate
+// first, so that scans on request share the node's bound on scans.
+func RegisterScan(r *Registry, gate ScanGate) {
 	Add(r, "scan", "Scan a text for prompt injection (or a path for traversal, a query for SQL injection): is_safe, threat_level, findings, sanitized_input.",
-		[]string{"security", "guard"}, scan, enumProp("kind", "prompt", "path", "sql"), maxLength("text", guard.MaxScan))
+		[]string{"security", "guard"}, func(ctx context.Context, a ScanArgs) (guard.Result, error) {
+			release, err := gate(ctx, "scan")
+			if err != nil {
+				return guard.Result{}, err
+			}
+			defer release()
+			return scan(a), nil
+		}, enumProp("kind", "prompt", "path", "sql"), maxLength("text", guard.MaxScan))
 }
 
-func scan(_ context.Context, a ScanArgs) (guard.Result, error) {
+func scan(a ScanArgs) guard.Result {
 	var fs []guard.Finding
 	switch a.Kind {
 	case "path":
@@ -30,7 +42,7 @@ func scan(_ context.Context, a ScanArgs) (guard.Result, error) {
 	case "sql":
 		fs = guard.ScanSQL(a.Text)
 	default:
-		return guard.Scan(a.Text), nil
+		return guard.Scan(a.Text)
 	}
 	res := guard.Result{IsSafe: len(fs) == 0, Findings: fs, SanitizedInput: a.Text}
 	if res.Findings == nil {
@@ -39,7 +51,7 @@ func scan(_ context.Context, a ScanArgs) (guard.Result, error) {
 	for _, f := range fs {
 		res.ThreatLevel = max(res.ThreatLevel, f.Level)
 	}
-	return res, nil
+	return res
 }
 
 func maxLength(name string, n int) SchemaOption {
