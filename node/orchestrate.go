@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/mcpv2/mcpv2/node/guard"
 	"github.com/mcpv2/mcpv2/node/llm"
 	"github.com/mcpv2/mcpv2/node/orchestrate"
 	"github.com/mcpv2/mcpv2/node/skills"
@@ -34,6 +35,10 @@ func (n *Node) registerOrchestrate() {
 	skills.Add(n.reg, OrchestrateSkill,
 		"Split a request into subtasks, route each to the best agent on the mesh for its skill, run them concurrently (with failover), and return one answer with each part's agent, status, attempts and timing.",
 		[]string{"orchestration", "planning", "mesh"}, n.orchestrate, func(s *jsonschema.Schema) { s.Properties["plan"].Type = "object" })
+	// With a real backend the request reaches an LLM (the planner).
+	if err := n.reg.SetGuard(OrchestrateSkill, map[string]guard.Kind{"request": guard.Prompt}); err != nil {
+		panic(err.Error())
+	}
 }
 
 func (n *Node) orchestrate(ctx context.Context, a OrchestrateArgs) (orchestrate.Result, error) {
@@ -57,7 +62,34 @@ func (n *Node) orchestrate(ctx context.Context, a OrchestrateArgs) (orchestrate.
 	if errors.Is(err, orchestrate.ErrInvalidRequest) {
 		return res, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for orchestrate: %v", err)
 	}
+	fitResult(&res, n.maxMsg/2)
 	return res, err
+}
+
+// fitResult keeps an orchestration's answer within budget bytes of JSON
+// results, so that it fits in one message: the largest subtask results
+// are dropped first, each replaced by an error that says so (the parts
+// ran; their agents' audit lines keep the record).
+func fitResult(res *orchestrate.Result, budget int) {
+	total := 0
+	for _, st := range res.Subtasks {
+		total += len(st.Result)
+	}
+	for total > budget {
+		big := -1
+		for i, st := range res.Subtasks {
+			if big < 0 || len(st.Result) > len(res.Subtasks[big].Result) {
+				big = i
+			}
+		}
+		if big < 0 || len(res.Subtasks[big].Result) == 0 {
+			return
+		}
+		st := &res.Subtasks[big]
+		total -= len(st.Result)
+		st.Error = fmt.Sprintf("its result of %d bytes was dropped: the whole answer would not fit in one message (%d bytes of results at most)", len(st.Result), budget)
+		st.Result = nil
+	}
 }
 
 // orchestrator builds the orchestrator of one run: it finds agents through
@@ -95,21 +127,49 @@ func (m meshCaller) CallSkill(ctx context.Context, agent protocol.Address, skill
 	if skill == OrchestrateSkill {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: an orchestration's subtask may not be another orchestration")
 	}
-	msg := protocol.AppendSlot(nil, &protocol.Slot{JSONRPC: "2.0", ID: json.RawMessage("1"), Method: protocol.MethodToolsCall,
-		Params: protocol.AppendCallParams(nil, skill, args)})
-	var out []byte
-	var err error
+	slot := protocol.Slot{JSONRPC: "2.0", ID: json.RawMessage("1"), Method: protocol.MethodToolsCall,
+		Params: protocol.AppendCallParams(nil, skill, args)}
+	msg := protocol.AppendSlot(nil, &slot)
 	if agent.PeerID == m.n.PeerID() {
-		out, _ = m.n.Handle(ctx, m.c, msg)
-	} else {
-		out, err = m.n.Forward(ctx, m.c, agent.PeerID, msg)
+		// Handle applies the caller's grants, limits and guard, and audits.
+		out, _ := m.n.Handle(ctx, m.c, msg)
+		return oneResult(agent.PeerID, out, nil)
 	}
+	// Elsewhere: the caller's grants, its rate and per-skill limits here,
+	// as if it called the skill itself, and one audit line per subtask
+	// naming the agent, so that an operator can trace what an orchestration
+	// ran in whose name.
+	start := time.Now()
+	method := "orchestrate tools/call " + agent.PeerID
+	perr := m.n.gatewayGrant(m.c, &slot)
+	if perr == nil {
+		if ok, wait := m.n.limits.allow(m.c.ID, 1, start); !ok {
+			perr = &protocol.Error{Code: protocol.CodeRateLimited, Message: fmt.Sprintf("rate limited: retry after %dms", wait.Milliseconds()),
+				Data: map[string]any{"retry_after_ms": wait.Milliseconds()}}
+		} else if ok, wait := m.n.policy.allowSkill(m.c.ID, skill, start); !ok {
+			perr = &protocol.Error{Code: protocol.CodeRateLimited,
+				Message: fmt.Sprintf("rate limited: this node's policy limits %q per caller; retry after %dms", skill, wait.Milliseconds()),
+				Data:    map[string]any{"retry_after_ms": wait.Milliseconds(), "skill": skill}}
+		}
+	}
+	if perr != nil {
+		m.n.audit(m.c, method, skill, perr, start)
+		return nil, perr
+	}
+	out, err := m.n.Forward(ctx, m.c, agent.PeerID, msg)
+	res, err := oneResult(agent.PeerID, out, err)
+	m.n.audit(m.c, method, skill, protocol.AsError(err), start)
+	return res, err
+}
+
+// oneResult reads the one response of a one-slot call.
+func oneResult(agent string, out []byte, err error) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
 	resps, err := protocol.ParseResponses(out)
 	if err != nil || len(resps) != 1 {
-		return nil, fmt.Errorf("node: orchestrate: %s answered %d responses (%v)", agent.PeerID, len(resps), err)
+		return nil, fmt.Errorf("node: orchestrate: %s answered %d responses (%v)", agent, len(resps), err)
 	}
 	if resps[0].Error != nil {
 		return nil, resps[0].Error

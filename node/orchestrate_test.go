@@ -3,6 +3,8 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -38,19 +40,13 @@ func TestOrchestrateSkillUsesCallersGrants(t *testing.T) {
 	p.CardChanged()
 	o := newTestNode(t, func(c *Config) {
 		mesh(boot)(c)
-		c.PolicyFile = writePolicy(t, map[string][]string{"http": {"orchestrate"}})
+		pol := filepath.Join(t.TempDir(), "policy.json")
+		if err := os.WriteFile(pol, []byte(`{"grants": {"http": ["orchestrate"], "*": ["orchestrate"]}, "limits": {"weather": "1/h"}}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c.PolicyFile = pol
 	})
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		res, err := o.Find(ctxT(t), "weather", 5)
-		if err == nil && len(res) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("O never found the weather skill")
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitFound(t, o, "weather")
 	call := func(c Caller, args string) (orchestrate.Result, *protocol.Error) {
 		t.Helper()
 		msg := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"orchestrate","arguments":` + args + `}}`
@@ -77,6 +73,19 @@ func TestOrchestrateSkillUsesCallersGrants(t *testing.T) {
 		!strings.Contains(string(res.Subtasks[0].Result), "Tokyo") {
 		t.Fatalf("secret holder's orchestration: %+v %v", res, perr)
 	}
+	// O's audit log names the subtask, its agent and the caller.
+	lines := readAudit(t, o)
+	var traced bool
+	for _, l := range lines {
+		traced = traced || (l["method"] == "orchestrate tools/call "+p.PeerID() && l["skill"] == "weather" && l["caller"] == holder.ID && l["outcome"] == "ok")
+	}
+	if !traced {
+		t.Errorf("no audit line on O for the forwarded subtask: %v", lines[len(lines)-3:])
+	}
+	// The policy's per-skill limit binds the caller's subtasks as its own calls.
+	if res, perr = call(holder, req); perr != nil || res.Status != orchestrate.StatusFailed || !strings.Contains(res.Subtasks[0].Error, "rate limited") {
+		t.Fatalf("a second weather subtask within the caller's 1/h: %+v %v", res, perr)
+	}
 
 	pBefore := len(readAudit(t, p))
 	anon := Caller{ID: "ip:10.0.0.2", Via: "http", Kind: protocol.CallerAnonymous}
@@ -89,6 +98,17 @@ func TestOrchestrateSkillUsesCallersGrants(t *testing.T) {
 			t.Fatalf("the refused subtask reached P: %v", l)
 		}
 	}
+	// A mesh peer without a session, whose subtask runs on O itself: O's
+	// own dispatch refuses what O's policy does not grant that PeerID.
+	skills.Add(o.Registry(), "secrets", "Operator-only", []string{"weather"}, func(context.Context, struct{}) (string, error) { return "s3cr3t", nil })
+	o.CardChanged()
+	waitFound(t, o, "secrets")
+	peerCaller := Caller{ID: p.PeerID(), Via: "mesh", Kind: protocol.CallerPeer}
+	own := `{"request":"x","plan":{"subtasks":[{"id":"a","text":"the secrets","skill":"secrets","arguments":{}}]}}`
+	res, perr = call(peerCaller, own)
+	if perr != nil || res.Status != orchestrate.StatusFailed || !strings.Contains(res.Subtasks[0].Error, "not permitted") || strings.Contains(string(res.Subtasks[0].Result), "s3cr3t") {
+		t.Fatalf("a mesh peer's subtask on O itself: %+v %v", res, perr)
+	}
 	// Not even for a secret holder: an orchestration inside an orchestration.
 	plan := `{"request":"loop","plan":{"subtasks":[{"id":"a","text":"again","skill":"orchestrate","arguments":{"request":"x"}}]}}`
 	res, perr = call(holder, plan)
@@ -98,5 +118,34 @@ func TestOrchestrateSkillUsesCallersGrants(t *testing.T) {
 	// A bad plan is the caller's error.
 	if _, perr = call(holder, `{"request":"x","plan":{"subtasks":[{"id":"a","skill":"weather","arguments":{},"depends_on":["a"]}]}}`); perr == nil || perr.Code != protocol.CodeInvalidParams {
 		t.Fatalf("a plan that depends on itself: %v, want -32602", perr)
+	}
+}
+
+// waitFound waits until n finds an agent offering skill.
+func waitFound(t *testing.T, n *Node, skill string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		res, err := n.Find(ctxT(t), skill, 5)
+		if err == nil && len(res) > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never found the %s skill", skill)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func TestFitResult(t *testing.T) {
+	res := orchestrate.Result{Subtasks: []orchestrate.SubtaskResult{
+		{ID: "a", Result: json.RawMessage(`"` + strings.Repeat("a", 600) + `"`)},
+		{ID: "b", Result: json.RawMessage(`"` + strings.Repeat("b", 100) + `"`)},
+		{ID: "c", Result: json.RawMessage(`"` + strings.Repeat("c", 500) + `"`)},
+	}}
+	fitResult(&res, 700)
+	if res.Subtasks[0].Result != nil || !strings.Contains(res.Subtasks[0].Error, "602 bytes was dropped") ||
+		res.Subtasks[1].Result == nil || res.Subtasks[2].Result == nil {
+		t.Fatalf("fitResult: %+v", res.Subtasks)
 	}
 }
