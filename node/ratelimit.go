@@ -13,6 +13,11 @@ type limiters struct {
 	rps   rate.Limit
 	burst int
 
+	// idle is how long an unused bucket is kept: limiterIdle, or longer
+	// when the bucket takes longer to refill (a limit of N per hour), so
+	// that dropping it never hands back a full burst early.
+	idle time.Duration
+
 	mu      sync.Mutex
 	m       map[string]*limiterEntry
 	inserts int
@@ -30,7 +35,11 @@ func newLimiters(rps float64, burst int) *limiters {
 	if burst < 1 {
 		burst = 1
 	}
-	return &limiters{rps: rate.Limit(rps), burst: burst, m: map[string]*limiterEntry{}}
+	idle := limiterIdle
+	if rps > 0 {
+		idle = max(idle, time.Duration(float64(burst)/rps*float64(time.Second)))
+	}
+	return &limiters{rps: rate.Limit(rps), burst: burst, idle: idle, m: map[string]*limiterEntry{}}
 }
 
 // allow takes n tokens from key's bucket. When it cannot, it returns false and
@@ -45,7 +54,7 @@ func (ls *limiters) allow(key string, n int, now time.Time) (bool, time.Duration
 		ls.inserts++
 		if ls.inserts%1024 == 0 {
 			for k, v := range ls.m {
-				if now.Sub(v.last) > limiterIdle {
+				if now.Sub(v.last) > ls.idle {
 					delete(ls.m, k)
 				}
 			}
