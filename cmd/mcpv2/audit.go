@@ -61,6 +61,9 @@ func auditCommand() *cli.Command {
 				return fmt.Errorf("audit: data dir: %w", err)
 			}
 			p := newAuditPrinter(c.App.Writer, c.Bool("json"))
+			if c.Bool("follow") {
+				return followAudit(c.Context, dir, f, limit, p, c.App.ErrWriter)
+			}
 			var recs []store.AuditRecord
 			var skipped int
 			if limit > 0 {
@@ -75,14 +78,15 @@ func auditCommand() *cli.Command {
 				p.print(r)
 			}
 			p.flush()
-			if skipped > 0 {
-				fmt.Fprintf(c.App.ErrWriter, "mcpv2: audit: skipped %d unreadable lines\n", skipped)
-			}
-			if !c.Bool("follow") {
-				return nil
-			}
-			return followAudit(c.Context, filepath.Join(dir, "audit.jsonl"), f, p)
+			reportSkipped(c.App.ErrWriter, skipped)
+			return nil
 		},
+	}
+}
+
+func reportSkipped(w io.Writer, n int) {
+	if n > 0 {
+		fmt.Fprintf(w, "mcpv2: audit: skipped %d unreadable lines\n", n)
 	}
 }
 
@@ -104,15 +108,21 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	return t, nil
 }
 
-// followAudit prints the records appended to path from its current end
-// until ctx ends, following the log across rotations (a new file at path).
-func followAudit(ctx context.Context, path string, f store.AuditFilter, p *auditPrinter) error {
+// followAudit prints the last limit records f selects (0: all), then the
+// records appended to the log as they come, until ctx ends. The current
+// file is opened before anything is read and read on by the same reader,
+// so no line falls between the tail and the follow, and none is printed
+// twice; when a rotation puts a new file in its place, the old one is read
+// to its end first. The log is a plain file with no event to wait on: it
+// is looked at every auditFollowEvery.
+func followAudit(ctx context.Context, dir string, f store.AuditFilter, limit int, p *auditPrinter, errw io.Writer) error {
+	path := filepath.Join(dir, "audit.jsonl")
 	var (
 		file *os.File
 		ar   *store.AuditReader
 		info os.FileInfo
 	)
-	open := func(fromEnd bool) error {
+	open := func() error {
 		fl, err := os.Open(path)
 		if err != nil {
 			return err
@@ -122,19 +132,10 @@ func followAudit(ctx context.Context, path string, f store.AuditFilter, p *audit
 			fl.Close()
 			return err
 		}
-		if fromEnd {
-			if _, err := fl.Seek(0, io.SeekEnd); err != nil {
-				fl.Close()
-				return err
-			}
-		}
-		if file != nil {
-			file.Close()
-		}
 		file, ar, info = fl, store.NewAuditReader(fl), st
 		return nil
 	}
-	if err := open(true); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := open(); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("audit: --follow: %w", err)
 	}
 	defer func() {
@@ -142,39 +143,92 @@ func followAudit(ctx context.Context, path string, f store.AuditFilter, p *audit
 			file.Close()
 		}
 	}()
+	// drain prints (or keeps for the tail) what ar has up to its end.
+	drain := func(each func(store.AuditRecord)) error {
+		if ar == nil {
+			return nil
+		}
+		for {
+			rec, err := ar.Next()
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("audit: --follow: %w", err)
+			}
+			if f.Match(&rec) {
+				each(rec)
+			}
+		}
+	}
+
+	// The tail: the rotated files, then the current one through ar.
+	var tail []store.AuditRecord
+	keep := func(r store.AuditRecord) {
+		tail = append(tail, r)
+		if limit > 0 && len(tail) > 2*limit {
+			tail = append(tail[:0], tail[len(tail)-limit:]...)
+		}
+	}
+	files, err := store.AuditFiles(dir)
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	skipped := 0
+	for _, fp := range files {
+		if fp == path {
+			continue
+		}
+		_, n, err := store.ReadAuditFile(ctx, fp, f, func(r store.AuditRecord) bool { keep(r); return true })
+		skipped += n
+		if err != nil {
+			return fmt.Errorf("audit: %w", err)
+		}
+	}
+	if err := drain(keep); err != nil {
+		return err
+	}
+	if limit > 0 && len(tail) > limit {
+		tail = tail[len(tail)-limit:]
+	}
+	for _, r := range tail {
+		p.print(r)
+	}
+	p.flush()
+	if ar != nil {
+		skipped += ar.Skipped
+	}
+	reportSkipped(errw, skipped)
+
 	tick := time.NewTicker(auditFollowEvery)
 	defer tick.Stop()
 	for {
-		if ar != nil {
-			for {
-				rec, err := ar.Next()
-				if err != nil {
-					if err != io.EOF {
-						return fmt.Errorf("audit: --follow: %w", err)
-					}
-					break
-				}
-				if f.Match(&rec) {
-					p.print(rec)
-				}
-			}
-			p.flush()
-		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
 		}
-		// A rotation puts a new file at path: read it from its start.
-		st, err := os.Stat(path)
-		if err != nil {
-			continue
+		if err := drain(p.print); err != nil {
+			return err
 		}
-		if info == nil || !os.SameFile(st, info) {
-			if err := open(false); err != nil && !errors.Is(err, os.ErrNotExist) {
+		st, err := os.Stat(path)
+		if err == nil && (info == nil || !os.SameFile(st, info)) {
+			// Rotated (or created): finish the old file, then read the new one from its start.
+			if err := drain(p.print); err != nil {
+				return err
+			}
+			if file != nil {
+				file.Close()
+				file, ar = nil, nil
+			}
+			if err := open(); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("audit: --follow: %w", err)
 			}
+			if err := drain(p.print); err != nil {
+				return err
+			}
 		}
+		p.flush()
 	}
 }
 
@@ -218,8 +272,10 @@ func (p *auditPrinter) print(r store.AuditRecord) {
 		}
 		finds = append(finds, s)
 	}
+	// Every field but the time comes from callers: no control characters.
 	fmt.Fprintf(p.tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05.000"),
-		shortCaller(r.Caller), r.Via, r.Method, dash(r.Skill), r.Outcome, dash(code), r.DurationMS, dash(r.Threat), dash(strings.Join(finds, " ")))
+		oneLine(shortCaller(r.Caller), 80), oneLine(r.Via, 20), oneLine(r.Method, 200), dash(oneLine(r.Skill, 80)), oneLine(r.Outcome, 20),
+		dash(code), r.DurationMS, dash(oneLine(r.Threat, 20)), dash(oneLine(strings.Join(finds, " "), 400)))
 }
 
 func (p *auditPrinter) flush() {

@@ -181,7 +181,11 @@ func ReadAudit(ctx context.Context, dir string, f AuditFilter, fn func(AuditReco
 		return 0, err
 	}
 	for _, path := range files {
-		more, n, err := readAuditFile(ctx, path, f, fn)
+		// A file last written before Since holds nothing after it.
+		if st, err := os.Stat(path); err == nil && !f.Since.IsZero() && st.ModTime().Before(f.Since) {
+			continue
+		}
+		more, n, err := ReadAuditFile(ctx, path, f, fn)
 		skipped += n
 		if err != nil || !more {
 			return skipped, err
@@ -190,7 +194,10 @@ func ReadAudit(ctx context.Context, dir string, f AuditFilter, fn func(AuditReco
 	return skipped, nil
 }
 
-func readAuditFile(ctx context.Context, path string, f AuditFilter, fn func(AuditRecord) bool) (more bool, skipped int, err error) {
+// ReadAuditFile is ReadAudit over one file: it calls fn for each record f
+// selects until fn returns false (more is then false) or ctx ends. A file
+// that does not exist (rotated away) has no records.
+func ReadAuditFile(ctx context.Context, path string, f AuditFilter, fn func(AuditRecord) bool) (more bool, skipped int, err error) {
 	file, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return true, 0, nil // rotated away since the listing
