@@ -46,7 +46,6 @@ func nodeCommand() *cli.Command {
 			&cli.StringFlag{Name: "name", EnvVars: []string{"MCPV2_NAME"}, Usage: "agent name in the card"},
 			&cli.StringFlag{Name: "description", EnvVars: []string{"MCPV2_DESCRIPTION"}, Usage: "agent description in the card"},
 			&cli.BoolFlag{Name: "llm-mode", EnvVars: []string{"MCPV2_LLM_MODE"}, Usage: "ask keeps per-conversation history (persisted)"},
-			llmFlags[0], llmFlags[1], llmFlags[2],
 			&cli.StringFlag{Name: "policy", EnvVars: []string{"MCPV2_POLICY"}, Usage: "policy file granting skills per PeerID (default <data-dir>/policy.json)"},
 			&cli.StringFlag{Name: "skills", EnvVars: []string{"MCPV2_SKILLS"}, Usage: "custom skills file (default <data-dir>/custom_skills.json)"},
 			&cli.IntFlag{Name: "max-command-runs", EnvVars: []string{"MCPV2_MAX_COMMAND_RUNS"}, Value: skills.DefaultMaxCommandRuns,
@@ -87,7 +86,7 @@ func nodeCommand() *cli.Command {
 			&cli.Float64Flag{Name: "find-rate-limit", EnvVars: []string{"MCPV2_FIND_RATE_LIMIT"}, Value: edge.DefaultFindRateLimit, Usage: "GET /mcpv2/find requests per second per client IP, whatever its sessions (negative: none)"},
 			&cli.Float64Flag{Name: "gateway-rate-limit", EnvVars: []string{"MCPV2_GATEWAY_RATE_LIMIT"}, Value: edge.DefaultGatewayRateLimit, Usage: "gateway (POST /mcpv2/peers/…) requests per second per client IP, whatever its sessions (negative: none)"},
 			&cli.IntFlag{Name: "max-inflight", EnvVars: []string{"MCPV2_MAX_INFLIGHT"}, Value: edge.DefaultMaxInFlight, Usage: "edge session requests served at once; more are refused with 503"},
-		}, tlsFlags...),
+		}, slices.Concat(llmFlags, tlsFlags)...),
 		Action: runNode,
 	}
 }
