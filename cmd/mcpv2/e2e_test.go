@@ -260,7 +260,7 @@ func TestTwoNodesAndAThirdCaller(t *testing.T) {
 			InputSchema json.RawMessage `json:"inputSchema"`
 		} `json:"tools"`
 	}
-	if err := json.Unmarshal([]byte(out), &tl); err != nil || len(tl.Tools) != 10 {
+	if err := json.Unmarshal([]byte(out), &tl); err != nil || len(tl.Tools) != len(edgeStandardSkills) {
 		t.Fatalf("tools: %v, %q", err, out)
 	}
 	for _, tool := range tl.Tools {
