@@ -179,32 +179,63 @@ func runLatency(ctx context.Context, e *env, p plan) ([]line, error) {
 	return lines, nil
 }
 
-// latencyTransport measures one latency row over one transport, with a
-// fresh mesh client and bare host that reach the servers only over it.
-func latencyTransport(ctx context.Context, log *slog.Logger, p plan, row int, proto string, addr protocol.Address, echo *roleProc) ([]line, error) {
-	mc, err := newMeshClient(nil)
-	if err != nil {
+// clients are the two clients of a side-by-side row over one transport:
+// a fresh mesh client for the mcpv2 side, and a bare host (bh) with
+// streams (ss) open to the echo baseline epid.
+type clients struct {
+	mc   *meshClient
+	bh   host.Host
+	epid peer.ID
+	ss   []*echoStream
+}
+
+// clientsFor makes the clients of a row over proto, with n echo streams.
+func clientsFor(ctx context.Context, echo *roleProc, proto string, n int) (_ *clients, err error) {
+	c := &clients{}
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
+	if c.mc, err = newMeshClient(nil); err != nil {
 		return nil, err
 	}
-	defer mc.Close()
-	bh, err := bareHost(false)
-	if err != nil {
+	if c.bh, err = bareHost(false); err != nil {
 		return nil, err
 	}
-	defer bh.Close()
 	echoAddr, err := echo.info.addrOf(proto)
 	if err != nil {
 		return nil, err
 	}
-	epid, err := dialAddr(ctx, bh, echoAddr)
+	if c.epid, err = dialAddr(ctx, c.bh, echoAddr); err != nil {
+		return nil, err
+	}
+	if c.ss, err = openEchoStreams(ctx, c.bh, c.epid, n); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close closes the streams and both clients.
+func (c *clients) Close() {
+	closeEchoStreams(c.ss)
+	if c.bh != nil {
+		c.bh.Close()
+	}
+	if c.mc != nil {
+		c.mc.Close()
+	}
+}
+
+// latencyTransport measures one latency row over one transport, with a
+// fresh mesh client and bare host that reach the servers only over it.
+func latencyTransport(ctx context.Context, log *slog.Logger, p plan, row int, proto string, addr protocol.Address, echo *roleProc) ([]line, error) {
+	cl, err := clientsFor(ctx, echo, proto, 1)
 	if err != nil {
 		return nil, err
 	}
-	ss, err := openEchoStreams(ctx, bh, epid, 1)
-	if err != nil {
-		return nil, err
-	}
-	defer closeEchoStreams(ss)
+	defer cl.Close()
+	mc, bh, epid, ss := cl.mc, cl.bh, cl.epid, cl.ss
 	mpid, err := mc.Connect(ctx, addr)
 	if err != nil {
 		return nil, err
@@ -258,29 +289,12 @@ func runThroughput(ctx context.Context, e *env, p plan) ([]line, error) {
 	if err != nil {
 		return nil, err
 	}
-	mc, err := newMeshClient(nil)
+	cl, err := clientsFor(ctx, echo, "/tcp/", inFlight)
 	if err != nil {
 		return nil, err
 	}
-	defer mc.Close()
-	bh, err := bareHost(false)
-	if err != nil {
-		return nil, err
-	}
-	defer bh.Close()
-	echoAddr, err := echo.info.addrOf("/tcp/")
-	if err != nil {
-		return nil, err
-	}
-	epid, err := dialAddr(ctx, bh, echoAddr)
-	if err != nil {
-		return nil, err
-	}
-	ss, err := openEchoStreams(ctx, bh, epid, inFlight)
-	if err != nil {
-		return nil, err
-	}
-	defer closeEchoStreams(ss)
+	defer cl.Close()
+	mc, bh, epid, ss := cl.mc, cl.bh, cl.epid, cl.ss
 
 	type result struct{ rate, cpu [2][]float64 } // [side] per round; cpu in µs per call
 	res := map[int]*result{}
