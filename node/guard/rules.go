@@ -570,6 +570,12 @@ func (ru *rule) find(v *view, budget *int, fn func(s, e int) bool) bool {
 		return true
 	}
 	sort.Slice(wins, func(a, b int) bool { return wins[a].s < wins[b].s })
+	return ru.runWindows(text, mergeWindows(wins), budget, fn)
+}
+
+// mergeWindows merges the overlapping windows of wins, sorted by start, in
+// place, and returns the merged ones.
+func mergeWindows(wins []window) []window {
 	merged := wins[:1]
 	for _, w := range wins[1:] {
 		if last := &merged[len(merged)-1]; w.s <= last.e {
@@ -578,7 +584,7 @@ func (ru *rule) find(v *view, budget *int, fn func(s, e int) bool) bool {
 		}
 		merged = append(merged, w)
 	}
-	return ru.runWindows(text, merged, budget, fn)
+	return merged
 }
 
 // runWindows runs the unanchored expression on each window, charging the
@@ -689,15 +695,7 @@ func (ru *rule) findAnchored(v *view, budget *int, fn func(s, e int) bool) bool 
 		end = max(end, w.e)
 	}
 	if ru.long && sum > 4*union+4096 {
-		merged := []window{wins[0]}
-		for _, w := range wins[1:] {
-			if last := &merged[len(merged)-1]; w.s <= last.e {
-				last.e = max(last.e, w.e)
-				continue
-			}
-			merged = append(merged, w)
-		}
-		return ru.runWindows(text, merged, budget, fn)
+		return ru.runWindows(text, mergeWindows(slices.Clone(wins)), budget, fn)
 	}
 	lastEnd := -1
 	for _, w := range wins {
