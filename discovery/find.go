@@ -19,18 +19,19 @@ import (
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
-// Ranking weights (SPEC §4).
+// Ranking weights (SPEC §4), also those of the orchestrator's ranking of
+// candidates for a subtask (node/orchestrate).
 const (
-	// scoreName is added when a skill name, or a capability name (an LLM
+	// ScoreName is added when a skill name, or a capability name (an LLM
 	// provider), equals the query.
-	scoreName = 2.0
-	// scoreTag is added when a skill's tag equals the query.
-	scoreTag = 1.5
-	// scoreDescription is added when a word of the query is a word of the
+	ScoreName = 2.0
+	// ScoreTag is added when a skill's tag equals the query.
+	ScoreTag = 1.5
+	// ScoreDescription is added when a word of the query is a word of the
 	// card's or a skill's description.
-	scoreDescription = 0.5
-	// scoreReachable is added when the agent is reachable now.
-	scoreReachable = 1.0
+	ScoreDescription = 0.5
+	// ScoreReachable is added when the agent is reachable now.
+	ScoreReachable = 1.0
 )
 
 // Find tuning.
@@ -224,15 +225,15 @@ func (d *Discovery) fetchCard(ctx context.Context, id peer.ID, connected bool) (
 	return d.GetCard(ctx, id)
 }
 
-// score ranks card for query (SPEC §4): the sum of scoreName when a skill
-// name or a capability name (LLM provider) equals the query, scoreTag when a
-// skill tag does, scoreDescription when a word of the query is a word of the
-// card's or a skill's description, and scoreReachable when reachable. Names
+// score ranks card for query (SPEC §4): the sum of ScoreName when a skill
+// name or a capability name (LLM provider) equals the query, ScoreTag when a
+// skill tag does, ScoreDescription when a word of the query is a word of the
+// card's or a skill's description, and ScoreReachable when reachable. Names
 // and tags compare case-insensitively; each part counts once.
 func score(card protocol.AgentCard, query string, reachable bool) float64 {
 	s := matchScore(card, query)
 	if reachable {
-		s += scoreReachable
+		s += ScoreReachable
 	}
 	return s
 }
@@ -255,7 +256,7 @@ func matchScore(card protocol.AgentCard, query string) float64 {
 		name = name || strings.EqualFold(p, q)
 	}
 	desc := false
-	qw := words(q)
+	qw := Words(q)
 	if len(qw) > 0 {
 		texts := []string{card.Description}
 		for _, sk := range card.Skills {
@@ -263,7 +264,7 @@ func matchScore(card protocol.AgentCard, query string) float64 {
 		}
 	search:
 		for _, t := range texts {
-			for w := range words(t) {
+			for w := range Words(t) {
 				if qw[w] {
 					desc = true
 					break search
@@ -273,19 +274,19 @@ func matchScore(card protocol.AgentCard, query string) float64 {
 	}
 	var s float64
 	if name {
-		s += scoreName
+		s += ScoreName
 	}
 	if tag {
-		s += scoreTag
+		s += ScoreTag
 	}
 	if desc {
-		s += scoreDescription
+		s += ScoreDescription
 	}
 	return s
 }
 
-// words returns the lower-cased words of s: runs of letters and digits.
-func words(s string) map[string]bool {
+// Words returns the lower-cased words of s: runs of letters and digits.
+func Words(s string) map[string]bool {
 	out := map[string]bool{}
 	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
 		out[strings.ToLower(w)] = true

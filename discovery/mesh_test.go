@@ -235,7 +235,7 @@ func runMesh(t *testing.T, n int) {
 		var got []string
 		for _, r := range res {
 			got = append(got, r.Card.PeerID)
-			if r.Score < scoreName {
+			if r.Score < ScoreName {
 				err = fmt.Errorf("%s scored %v, below a name match", r.Card.PeerID, r.Score)
 			}
 		}

@@ -52,7 +52,7 @@ func TestScore(t *testing.T) {
 			}
 			wantMatch := tc.want
 			if tc.reachable {
-				wantMatch -= scoreReachable
+				wantMatch -= ScoreReachable
 			}
 			if got := matchScore(tc.card, tc.query); got != wantMatch {
 				t.Fatalf("matchScore(%q) = %v, want %v", tc.query, got, wantMatch)

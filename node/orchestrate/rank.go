@@ -5,28 +5,27 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
+	"github.com/mcpv2/mcpv2/discovery"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
-// Ranking weights: the seed's, as discovery ranks a find (SPEC §4), here
-// applied to a subtask's text.
+// Ranking weights: discovery's (SPEC §4), here applied to a subtask's text.
 const (
 	// scoreSkillName is added when the card offers the subtask's skill by
 	// name (every candidate that is kept does).
-	scoreSkillName = 2.0
+	scoreSkillName = discovery.ScoreName
 	// scoreCapability is added when a capability name of the card (an LLM
 	// provider such as "claude") is a word of the subtask's text.
-	scoreCapability = 2.0
+	scoreCapability = discovery.ScoreName
 	// scoreTag is added when a tag of the offered skill is one of the
 	// subtask's tags or a word of its text.
-	scoreTag = 1.5
+	scoreTag = discovery.ScoreTag
 	// scoreDescription is added when a word of the text (other than a stop
 	// word) is a word of the card's or the offered skill's description.
-	scoreDescription = 0.5
+	scoreDescription = discovery.ScoreDescription
 	// scoreReachable is added when the agent was reachable when found.
-	scoreReachable = 1.0
+	scoreReachable = discovery.ScoreReachable
 )
 
 // stop lists words too common to match a description by.
@@ -34,15 +33,6 @@ var stop = toSet(`a an the and or of to in on at for by with from into is are wa
 what whats what's how who whom which when where why this that these those it its me my you your we our they their
 i please can could would will shall should may might must many much some any all there here than then also
 as if so not no yes up out about over under give tell show get make let find`)
-
-// words returns the lower-cased words (runs of letters and digits) of s.
-func words(s string) map[string]bool {
-	out := map[string]bool{}
-	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-		out[strings.ToLower(w)] = true
-	}
-	return out
-}
 
 // offered returns the descriptor of skill on card, if the card offers it.
 func offered(card protocol.AgentCard, skill string) (protocol.SkillDescriptor, bool) {
@@ -67,7 +57,7 @@ func score(card protocol.AgentCard, st Subtask, reachable bool) float64 {
 	if ok {
 		s += scoreSkillName
 	}
-	text := words(st.Text)
+	text := discovery.Words(st.Text)
 	for _, p := range card.Capabilities.Providers {
 		if text[strings.ToLower(p)] {
 			s += scoreCapability
@@ -90,9 +80,9 @@ func score(card protocol.AgentCard, st Subtask, reachable bool) float64 {
 			}
 		}
 	}
-	desc := words(card.Description)
+	desc := discovery.Words(card.Description)
 	if ok {
-		for w := range words(sk.Description) {
+		for w := range discovery.Words(sk.Description) {
 			desc[w] = true
 		}
 	}
