@@ -527,8 +527,8 @@ func TestNewOptions(t *testing.T) {
 	// The default mode is kad-dht's auto mode: a client until the host is
 	// known to be publicly reachable.
 	d := newDisc(t, h, WithMode(ModeAuto))
-	if got := d.DHT().Mode(); got != dht.ModeAuto {
-		t.Fatalf("DHT mode %v, want dht.ModeAuto", got)
+	if got := d.DHT().Mode(); got != dht.ModeAutoServer {
+		t.Fatalf("DHT mode %v, want dht.ModeAutoServer", got)
 	}
 	for m, want := range map[Mode]string{ModeAuto: "auto", ModeServer: "server", ModeClient: "client", Mode(7): "Mode(7)"} {
 		if m.String() != want {

@@ -12,12 +12,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ipfs/go-cid"
 	ds "github.com/ipfs/go-datastore"
 	dssync "github.com/ipfs/go-datastore/sync"
 	dht "github.com/libp2p/go-libp2p-kad-dht"
 	kadpb "github.com/libp2p/go-libp2p-kad-dht/pb"
-	kb "github.com/libp2p/go-libp2p-kbucket"
+	"github.com/libp2p/go-libp2p-kad-dht/records"
+	record "github.com/libp2p/go-libp2p-record"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	p2pprotocol "github.com/libp2p/go-libp2p/core/protocol"
@@ -36,7 +36,12 @@ const (
 	BucketSize = 20
 	// DefaultRepublish is how often the published card is put again and its
 	// provider records announced again.
-	DefaultRepublish = 30 * time.Minute
+	DefaultRepublish = 10 * time.Minute
+	// DefaultRecordTTL is how long a DHT server keeps a card record or a
+	// provider record that was not put again: an agent that stopped drops
+	// out of finds this long after its last republish at the latest. It
+	// covers two missed republishes.
+	DefaultRecordTTL = 30 * time.Minute
 	// MDNSService is the DNS-SD service name under which mcpv2 nodes announce
 	// themselves on the local network: "mcpv2" in DNS-SD form, as go-libp2p's
 	// own is "_p2p._udp".
@@ -84,8 +89,11 @@ type Mode int
 
 // DHT modes of [WithMode].
 const (
-	// ModeAuto serves the DHT when the host learns that it is publicly
-	// reachable (AutoNAT) and is a client otherwise; it is the default.
+	// ModeAuto serves the DHT unless the host knows that it cannot be
+	// dialled: a client while its reachability is private (AutoNAT, or the
+	// transport's presumption for a host behind NAT), a server while it is
+	// public or unknown. On a private network (a VPC, a LAN) with no NAT
+	// between the peers, every node serves. It is the default.
 	ModeAuto Mode = iota
 	// ModeServer always serves the DHT.
 	ModeServer
@@ -109,7 +117,7 @@ func (m Mode) String() string {
 func (m Mode) dhtMode() (dht.ModeOpt, error) {
 	switch m {
 	case ModeAuto:
-		return dht.ModeAuto, nil
+		return dht.ModeAutoServer, nil
 	case ModeServer:
 		return dht.ModeServer, nil
 	case ModeClient:
@@ -125,6 +133,7 @@ type config struct {
 	peerCache string
 	mdns      bool
 	republish time.Duration
+	ttl       time.Duration
 	logger    *slog.Logger
 
 	// Test knobs, set by unexported options.
@@ -202,6 +211,22 @@ func WithRepublish(d time.Duration) Option {
 	}
 }
 
+// WithRecordTTL sets how long this node, as a DHT server, keeps the card
+// records and provider records that others put, counted from their last
+// put; the default is [DefaultRecordTTL]. Every node of a mesh should use
+// the same TTL, and the republish interval (of every node) must be shorter
+// than half of it, so that a record survives a missed republish. New
+// refuses a TTL under twice the republish interval.
+func WithRecordTTL(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("WithRecordTTL: TTL must be positive, got %s", d)
+		}
+		c.ttl = d
+		return nil
+	}
+}
+
 // WithLogger sets the logger; nil, like the default, means [slog.Default].
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
@@ -246,8 +271,13 @@ type Discovery struct {
 	// pm sends single DHT requests through the DHT's own message sender.
 	pm     *kadpb.ProtocolMessenger
 	dstore ds.Batching
-	log    *slog.Logger
-	cfg    config
+	// values is the local store of the published card: kad-dht's value
+	// store type over dstore, so that the DHT serves what Publish put.
+	values *records.ValueStore
+	// grew signals republishLoop that the routing table grew (growthLoop).
+	grew chan struct{}
+	log  *slog.Logger
+	cfg  config
 	// cached are the peers read from the peer cache at start; read only.
 	cached []peer.AddrInfo
 
@@ -277,6 +307,11 @@ type Discovery struct {
 	// saidNoPeer: "no DHT peer yet" was logged at Info since the last
 	// announcement that reached a peer; the retries log it at Debug.
 	saidNoPeer bool
+	// announcedRT is the routing table's size when the last complete
+	// announcement ended; announcedOnce is set by the first that reached a
+	// peer.
+	announcedRT   int
+	announcedOnce bool
 }
 
 // New builds the discovery of host h: a DHT speaking /mcpv2/kad/1.0.0 with
@@ -294,6 +329,7 @@ func New(h host.Host, opts ...Option) (_ *Discovery, err error) {
 		mode:           ModeAuto,
 		mdns:           true,
 		republish:      DefaultRepublish,
+		ttl:            DefaultRecordTTL,
 		logger:         slog.Default(),
 		peerCacheEvery: defaultPeerCacheEvery,
 		mdnsService:    MDNSService,
@@ -310,6 +346,9 @@ func New(h host.Host, opts ...Option) (_ *Discovery, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("discovery: new: %w", err)
 	}
+	if cfg.ttl < 2*cfg.republish {
+		return nil, fmt.Errorf("discovery: new: the record TTL %s is under twice the republish interval %s: a record would expire after one missed republish", cfg.ttl, cfg.republish)
+	}
 	if h.Peerstore().PrivKey(h.ID()) == nil {
 		return nil, fmt.Errorf("discovery: new: the host's peerstore has no private key for %s", h.ID())
 	}
@@ -317,6 +356,7 @@ func New(h host.Host, opts ...Option) (_ *Discovery, err error) {
 	d := &Discovery{
 		h:      h,
 		dstore: dssync.MutexWrap(ds.NewMapDatastore()),
+		grew:   make(chan struct{}, 1),
 		log:    cfg.logger,
 		cfg:    cfg,
 	}
@@ -331,6 +371,8 @@ func New(h host.Host, opts ...Option) (_ *Discovery, err error) {
 		dht.Datastore(d.dstore),
 		dht.BucketSize(BucketSize),
 		dht.BootstrapPeersFunc(d.bootstrapPeers),
+		dht.MaxRecordAge(cfg.ttl),
+		dht.ProviderManagerOpts(records.ProvideValidity(cfg.ttl), records.ProviderAddrTTL(cfg.ttl)),
 	}, cfg.dhtOpts...)
 	d.kad, err = dht.New(h, dopts...)
 	if err != nil {
@@ -340,10 +382,16 @@ func New(h host.Host, opts ...Option) (_ *Discovery, err error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("discovery: new: %w", err), d.kad.Close())
 	}
+	d.values = records.NewValueStore(d.dstore, record.NamespacedValidator{CardNamespace: CardValidator{}}, cfg.ttl)
+	sub, err := d.subscribeGrowth()
+	if err != nil {
+		return nil, errors.Join(err, d.kad.Close())
+	}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 
-	d.wg.Add(1)
+	d.wg.Add(2)
 	go d.republishLoop()
+	go d.growthLoop(sub)
 	if cfg.peerCache != "" {
 		d.wg.Add(1)
 		go d.peerCacheLoop()
@@ -420,7 +468,8 @@ func (d *Discovery) bootstrapPeers() []peer.AddrInfo {
 // Bootstrap connects to the bootstrap peers (those of WithBootstrap, then
 // those of the peer cache until enough are connected), a few at a time with
 // a bounded time each, then refreshes the routing table and waits for the
-// refresh or ctx. It fails only when
+// refresh or ctx; in ModeClient, with a peer in the routing table, it does
+// not wait for the refresh. It fails only when
 // there were peers to connect to and none could be reached. Without any
 // bootstrap peer it only refreshes the routing table from the peers already
 // connected (mDNS, or dialled by the caller).
@@ -480,6 +529,13 @@ func (d *Discovery) Bootstrap(ctx context.Context) error {
 	}
 	if err := d.kad.Bootstrap(ctx); err != nil {
 		return fmt.Errorf("discovery: bootstrap: %w", err)
+	}
+	if d.cfg.mode == ModeClient && d.kad.RoutingTable().Size() > 0 {
+		// A client (a one-shot CLI command) does not wait for the refresh, a
+		// lookup per routing-table bucket: its own lookups start from the
+		// bootstrap peers and learn the peers they need on the way.
+		d.log.Debug("discovery: joined as a client", "routing_table", d.kad.RoutingTable().Size(), "took", time.Since(start))
+		return nil
 	}
 	select {
 	case err := <-d.kad.RefreshRoutingTable():
@@ -626,7 +682,13 @@ func (d *Discovery) Publish(ctx context.Context, card protocol.AgentCard) error 
 		return fmt.Errorf("discovery: publish: %w", err)
 	}
 	d.setPublished(&card, env)
-	err = d.announce(ctx, card, env)
+	d.mu.Lock()
+	// The provider records name the host, not the card: when the card
+	// changed but not its skills and tags (a new address), and the last
+	// announcement was complete and recent, only the card is put again.
+	full := prev == nil || d.pending || !slices.Equal(cardCIDs(*prev), cardCIDs(card)) || time.Since(d.lastAnnounce) >= d.cfg.republish
+	d.mu.Unlock()
+	err = d.announce(ctx, card, env, full)
 	if errors.Is(err, errNotStored) {
 		// The local store refused the card (it holds a higher seq): keep
 		// republishing the previous one.
@@ -659,139 +721,4 @@ func sameCard(a, b protocol.AgentCard) bool {
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
 	return errA == nil && errB == nil && string(ja) == string(jb)
-}
-
-// announce puts env, the sealed card, in the DHT and announces the card's
-// skill and tag CIDs, then records when and whether it reached a peer. The
-// caller holds pubMu.
-func (d *Discovery) announce(ctx context.Context, card protocol.AgentCard, env []byte) (err error) {
-	pending := false
-	defer func() {
-		d.mu.Lock()
-		d.lastAnnounce, d.pending = time.Now(), pending
-		if err == nil && !pending {
-			d.saidNoPeer = false
-		}
-		d.mu.Unlock()
-	}()
-	key := CardKey(d.h.ID())
-	cids := cardCIDs(card)
-	if err := d.kad.PutValue(ctx, key, env); err != nil {
-		if errors.Is(err, kb.ErrLookupFailure) {
-			pending = true
-			d.sayNoPeer(ctx, card.Seq)
-			// Provide stores the host as a provider locally before it looks
-			// for peers, so local finds work meanwhile.
-			for _, c := range cids {
-				_ = d.kad.Provide(ctx, c, false)
-			}
-			return nil
-		}
-		if ctx.Err() == nil {
-			// PutValue fails after storing locally only when the lookup of
-			// closest peers does (no peer, handled above, or ctx): anything
-			// else is the local validation or store.
-			return fmt.Errorf("discovery: publish: put card: %w: %w", errNotStored, err)
-		}
-		return fmt.Errorf("discovery: publish: put card: %w", err)
-	}
-	var (
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, announceParallel)
-		mu   sync.Mutex
-		errs []error
-	)
-	for _, c := range cids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if err := d.kad.Provide(ctx, c, true); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("%s: %w", c, err))
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		pending = errors.Is(err, kb.ErrLookupFailure)
-		if !slices.ContainsFunc(errs, func(e error) bool { return !errors.Is(e, kb.ErrLookupFailure) }) {
-			// The routing table emptied since the put: the same "no peer".
-			d.sayNoPeer(ctx, card.Seq)
-			return nil
-		}
-		return fmt.Errorf("discovery: publish: provide: %w", err)
-	}
-	d.log.Debug("discovery: card published", "seq", card.Seq, "cids", len(cids))
-	return nil
-}
-
-// sayNoPeer logs that the card reached no DHT peer: at Info the first time
-// since an announcement last reached one, then at Debug, so that a node
-// alone on its network says it once, not at every retry.
-func (d *Discovery) sayNoPeer(ctx context.Context, seq uint64) {
-	d.mu.Lock()
-	lvl := slog.LevelDebug
-	if !d.saidNoPeer {
-		lvl, d.saidNoPeer = slog.LevelInfo, true
-	}
-	d.mu.Unlock()
-	d.log.Log(ctx, lvl, "discovery: card stored locally; no DHT peer yet, will retry (further retries log at debug level)", "seq", seq)
-}
-
-// cardCIDs returns the provider CIDs of a card: one per distinct skill name
-// and one per distinct tag.
-func cardCIDs(card protocol.AgentCard) []cid.Cid {
-	skills, tags := map[string]bool{}, map[string]bool{}
-	var out []cid.Cid
-	for _, s := range card.Skills {
-		if s.Name != "" && !skills[s.Name] {
-			skills[s.Name] = true
-			out = append(out, SkillCID(s.Name))
-		}
-		for _, t := range s.Tags {
-			if t != "" && !tags[t] {
-				tags[t] = true
-				out = append(out, TagCID(t))
-			}
-		}
-	}
-	return out
-}
-
-// republishLoop republishes the card every republish interval, and sooner
-// when the last announcement reached no peer.
-func (d *Discovery) republishLoop() {
-	defer d.wg.Done()
-	every := min(d.cfg.republish, retryNoPeers)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-d.ctx.Done():
-			return
-		case <-t.C:
-		}
-		d.republish()
-	}
-}
-
-// republish announces the card again if it is due.
-func (d *Discovery) republish() {
-	d.pubMu.Lock()
-	defer d.pubMu.Unlock()
-	d.mu.Lock()
-	card, env := d.card, d.env
-	due := card != nil && (d.pending || time.Since(d.lastAnnounce) >= d.cfg.republish)
-	d.mu.Unlock()
-	if !due {
-		return
-	}
-	ctx, cancel := context.WithTimeout(d.ctx, announceTimeout)
-	defer cancel()
-	if err := d.announce(ctx, *card, env); err != nil && d.ctx.Err() == nil {
-		d.log.Warn("discovery: republish", "err", err)
-	}
 }

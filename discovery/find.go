@@ -44,7 +44,40 @@ const (
 	cardFetchTimeout = 10 * time.Second
 	// reachTimeout bounds the dial that tells whether an agent is reachable.
 	reachTimeout = 2 * time.Second
+	// cardLookups is how many DHT lookups a card fetch makes before it drops
+	// the provider; cardLookupWait is the wait before the second.
+	cardLookups    = 2
+	cardLookupWait = 300 * time.Millisecond
 )
+
+// FindStats is how far a find got: what its two provider lookups asked and
+// what became of the providers they found.
+type FindStats struct {
+	// PeersAsked is the number of distinct peers the provider lookups asked;
+	// Requests the GET_PROVIDERS requests they sent.
+	PeersAsked int `json:"peers_asked"`
+	Requests   int `json:"requests"`
+	// Hops is the depth of the deepest peer asked: 1 for a peer of the
+	// finder's own routing table, d+1 for a peer first learned from the
+	// answer of a peer at depth d.
+	Hops int `json:"hops"`
+	// Providers is the number of distinct providers found (the host itself
+	// included when its card matches); Cards of them had a card that was
+	// fetched and verified, CardFailures did not; Matched cards matched the
+	// query (the results before the limit).
+	Providers    int `json:"providers"`
+	Cards        int `json:"cards"`
+	CardFailures int `json:"card_failures"`
+	Matched      int `json:"matched"`
+	// TookMS is the find's duration in milliseconds.
+	TookMS int64 `json:"took_ms"`
+}
+
+// String says how far the find got, for an answer that found nothing.
+func (s FindStats) String() string {
+	return fmt.Sprintf("asked %d peers (%d requests, %d hops), found %d providers, verified %d cards (%d failed), %d matched, in %d ms",
+		s.PeersAsked, s.Requests, s.Hops, s.Providers, s.Cards, s.CardFailures, s.Matched, s.TookMS)
+}
 
 // ErrNoPeers is returned by Find when nothing matched locally and the
 // routing table is empty: there was nobody to ask (Bootstrap first).
@@ -66,12 +99,20 @@ var ErrNoPeers = errors.New("no DHT peer to ask")
 // Discovery, when ctx ends before any result was found, and (ErrNoPeers)
 // when nothing was found and the routing table is empty.
 func (d *Discovery) Find(ctx context.Context, query string, limit int) ([]protocol.FindResult, error) {
+	res, _, err := d.FindWithStats(ctx, query, limit)
+	return res, err
+}
+
+// FindWithStats is Find, and also says how far the find got.
+func (d *Discovery) FindWithStats(ctx context.Context, query string, limit int) (_ []protocol.FindResult, st FindStats, _ error) {
+	start := time.Now()
+	defer func() { st.TookMS = time.Since(start).Milliseconds() }()
 	if d.isClosed() {
-		return nil, fmt.Errorf("discovery: find: %w", net.ErrClosed)
+		return nil, st, fmt.Errorf("discovery: find: %w", net.ErrClosed)
 	}
 	query = strings.TrimSpace(query)
 	if query == "" {
-		return nil, errors.New("discovery: find: empty query")
+		return nil, st, errors.New("discovery: find: empty query")
 	}
 	if limit <= 0 {
 		limit = DefaultFindLimit
@@ -80,7 +121,11 @@ func (d *Discovery) Find(ctx context.Context, query string, limit int) ([]protoc
 	defer cancel()
 	d.joining(ctx)
 
-	providers := d.findProviders(ctx, SkillCID(query), TagCID(query))
+	skill, tag := SkillCID(query), TagCID(query)
+	lctx, finish := traceLookup(ctx, d, string(skill.Hash()), string(tag.Hash()))
+	providers := d.findProviders(lctx, skill, tag)
+	tr := finish()
+	st.PeersAsked, st.Requests, st.Hops = tr.distinct, tr.queried, tr.hops
 	self := d.h.ID()
 	if c, _ := d.published(); c != nil {
 		if _, ok := providers[self]; !ok {
@@ -104,23 +149,28 @@ func (d *Discovery) Find(ctx context.Context, query string, limit int) ([]protoc
 				return
 			}
 			defer func() { <-sem }()
-			r, ok := d.rankProvider(ctx, ai, query)
-			if !ok {
-				return
-			}
+			r, fetched, ok := d.rankProvider(ctx, ai, query)
 			mu.Lock()
-			results = append(results, r)
-			mu.Unlock()
+			defer mu.Unlock()
+			if fetched {
+				st.Cards++
+			} else {
+				st.CardFailures++
+			}
+			if ok {
+				results = append(results, r)
+			}
 		}()
 	}
 	wg.Wait()
+	st.Providers, st.Matched = len(providers), len(results)
 
 	if len(results) == 0 {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("discovery: find %q: %w", query, err)
+			return nil, st, fmt.Errorf("discovery: find %q: %w (%s)", query, err, st)
 		}
 		if d.kad.RoutingTable().Size() == 0 {
-			return nil, fmt.Errorf("discovery: find %q: %w", query, ErrNoPeers)
+			return nil, st, fmt.Errorf("discovery: find %q: %w", query, ErrNoPeers)
 		}
 	}
 	slices.SortFunc(results, func(a, b protocol.FindResult) int {
@@ -132,7 +182,7 @@ func (d *Discovery) Find(ctx context.Context, query string, limit int) ([]protoc
 	if len(results) > limit {
 		results = results[:limit]
 	}
-	return results, nil
+	return results, st, nil
 }
 
 // findProviders runs the provider lookups of cids in parallel and returns
@@ -162,9 +212,9 @@ func (d *Discovery) findProviders(ctx context.Context, cids ...cid.Cid) map[peer
 	return out
 }
 
-// rankProvider fetches, verifies and scores the card of provider ai; ok is
-// false when the card cannot be had or does not match query.
-func (d *Discovery) rankProvider(ctx context.Context, ai peer.AddrInfo, query string) (protocol.FindResult, bool) {
+// rankProvider fetches, verifies and scores the card of provider ai;
+// fetched reports whether the card was had, ok whether it matches query.
+func (d *Discovery) rankProvider(ctx context.Context, ai peer.AddrInfo, query string) (_ protocol.FindResult, fetched, ok bool) {
 	var (
 		card      protocol.AgentCard
 		reachable bool
@@ -172,7 +222,7 @@ func (d *Discovery) rankProvider(ctx context.Context, ai peer.AddrInfo, query st
 	if ai.ID == d.h.ID() {
 		c, _ := d.published()
 		if c == nil {
-			return protocol.FindResult{}, false
+			return protocol.FindResult{}, false, false
 		}
 		card, reachable = *c, true
 	} else {
@@ -185,13 +235,13 @@ func (d *Discovery) rankProvider(ctx context.Context, ai peer.AddrInfo, query st
 		cancel()
 		if err != nil {
 			d.log.Debug("discovery: find: provider's card", "peer", ai.ID, "err", err)
-			return protocol.FindResult{}, false
+			return protocol.FindResult{}, false, false
 		}
 	}
 	if matchScore(card, query) == 0 {
-		return protocol.FindResult{}, false
+		return protocol.FindResult{}, true, false
 	}
-	return protocol.FindResult{Card: card, Score: score(card, query, reachable), Reachable: reachable}, true
+	return protocol.FindResult{Card: card, Score: score(card, query, reachable), Reachable: reachable}, true, true
 }
 
 // reachable reports whether the agent is connected, or can be dialled within
@@ -209,7 +259,9 @@ func (d *Discovery) reachable(ctx context.Context, ai peer.AddrInfo) bool {
 // is asked first, with one DHT request: a DHT server holds its own latest
 // card, and only its own key can sign it. When that fails (a client-mode
 // provider does not serve the DHT) or the provider is not connected, the
-// card is looked up in the DHT (GetCard).
+// card is looked up in the DHT (GetCard), which asks the peers holding it;
+// when no holder answered, once more after a short wait (a holder busy or
+// just gone, a routing table still filling) before the provider is dropped.
 func (d *Discovery) fetchCard(ctx context.Context, id peer.ID, connected bool) (protocol.AgentCard, error) {
 	if connected {
 		key := CardKey(id)
@@ -222,7 +274,21 @@ func (d *Discovery) fetchCard(ctx context.Context, id peer.ID, connected bool) (
 			d.log.Debug("discovery: find: provider's own card refused", "peer", id, "err", err)
 		}
 	}
-	return d.GetCard(ctx, id)
+	var err error
+	for try := range cardLookups {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return protocol.AgentCard{}, errors.Join(err, ctx.Err())
+			case <-time.After(cardLookupWait):
+			}
+		}
+		var card protocol.AgentCard
+		if card, err = d.GetCard(ctx, id); err == nil {
+			return card, nil
+		}
+	}
+	return protocol.AgentCard{}, err
 }
 
 // score ranks card for query (SPEC §4): the sum of ScoreName when a skill
