@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -42,8 +43,13 @@ type MeshConfig struct {
 	// Reachability skips AutoNAT's detection: "private" or "public" ("" or
 	// "auto": detect). See transport.WithReachability.
 	Reachability string
-	// Republish is how often the card is put again (default 30 min).
+	// Republish is how often the card is put again
+	// (discovery.DefaultRepublish when zero).
 	Republish time.Duration
+	// RecordTTL is how long this node keeps others' card and provider
+	// records after their last put (discovery.DefaultRecordTTL when zero);
+	// at least twice every node's Republish.
+	RecordTTL time.Duration
 	// WaitDirect is how long a call waits for a direct connection to a peer
 	// reached only through a relay (ClientConfig.WaitDirect): default
 	// DefaultWaitDirect with NAT traversal, negative never.
@@ -102,6 +108,10 @@ func (m *MeshConfig) Check() error {
 	if _, err := parseMode(m.Mode); err != nil {
 		return err
 	}
+	republish, ttl := cmp.Or(m.Republish, discovery.DefaultRepublish), cmp.Or(m.RecordTTL, discovery.DefaultRecordTTL)
+	if m.Republish < 0 || m.RecordTTL < 0 || ttl < 2*republish {
+		return fmt.Errorf("record TTL %s and republish interval %s: want both positive and the TTL at least twice the interval", ttl, republish)
+	}
 	return transport.CheckOptions(transport.WithReachability(m.Reachability))
 }
 
@@ -153,6 +163,9 @@ func (n *Node) startMesh(m *MeshConfig, boot []peer.AddrInfo) error {
 	}
 	if m.Republish > 0 {
 		opts = append(opts, discovery.WithRepublish(m.Republish))
+	}
+	if m.RecordTTL > 0 {
+		opts = append(opts, discovery.WithRecordTTL(m.RecordTTL))
 	}
 	// Known before New returns, so a call right after start can reach a
 	// bootstrap peer by PeerID while the DHT is still joining.

@@ -16,9 +16,10 @@ func findCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "find",
 		Usage:     "find agents by skill or tag in the DHT, ranked",
-		UsageText: "mcpv2 find SKILL_OR_TAG --bootstrap ADDR [--json] [--limit N]",
+		UsageText: "mcpv2 find SKILL_OR_TAG --bootstrap ADDR [--json] [--limit N] [--stats]",
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the ranked results as JSON"},
+			&cli.BoolFlag{Name: "stats", Usage: "print how far the find got on stderr: a line 'find-stats {JSON}'"},
 			&cli.IntFlag{Name: "limit", Value: 20, Usage: "at most this many agents"},
 		}, clientFlags...),
 		Action: func(c *cli.Context) error {
@@ -39,7 +40,14 @@ func findCommand() *cli.Command {
 			}
 			ctx, cancel := context.WithTimeout(c.Context, timeout)
 			defer cancel()
-			res, err := s.disc.Find(ctx, c.Args().First(), c.Int("limit"))
+			res, st, err := s.disc.FindWithStats(ctx, c.Args().First(), c.Int("limit"))
+			if c.Bool("stats") {
+				b, jerr := json.Marshal(st)
+				if jerr != nil {
+					return jerr
+				}
+				fmt.Fprintf(c.App.ErrWriter, "find-stats %s\n", b)
+			}
 			if err != nil {
 				return err
 			}
@@ -52,7 +60,7 @@ func findCommand() *cli.Command {
 				return err
 			}
 			if len(res) == 0 {
-				return fmt.Errorf("find: no agent offers %q", c.Args().First())
+				return fmt.Errorf("find: no agent offers %q: %s", c.Args().First(), st)
 			}
 			w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "SCORE\tPEER\tNAME\tREACHABLE\tSKILLS")

@@ -11,6 +11,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/urfave/cli/v2"
 
+	"github.com/mcpv2/mcpv2/discovery"
 	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/node"
 	"github.com/mcpv2/mcpv2/node/guard"
@@ -28,6 +29,10 @@ func nodeCommand() *cli.Command {
 			dataDirFlag, secretFlag, logLevelFlag, maxMessageFlag, bootstrapFlag, routableFlag, noNATFlag,
 			&cli.StringFlag{Name: "dht-mode", EnvVars: []string{"MCPV2_DHT_MODE"}, Value: "auto", Usage: "DHT mode: auto (server when publicly reachable, or when no --bootstrap is given), server or client"},
 			&cli.BoolFlag{Name: "no-mdns", EnvVars: []string{"MCPV2_NO_MDNS"}, Usage: "do not look for peers on the local network"},
+			&cli.DurationFlag{Name: "republish", EnvVars: []string{"MCPV2_REPUBLISH"}, Value: discovery.DefaultRepublish,
+				Usage: "put the card and provider records in the DHT again this often (and sooner when the routing table grows)"},
+			&cli.DurationFlag{Name: "record-ttl", EnvVars: []string{"MCPV2_RECORD_TTL"}, Value: discovery.DefaultRecordTTL,
+				Usage: "keep others' card and provider records this long after their last put: a stopped agent leaves finds within it; at least twice --republish, the same on every node"},
 			&cli.BoolFlag{Name: "no-mesh", EnvVars: []string{"MCPV2_NO_MESH"}, Usage: "no DHT, mDNS or NAT traversal: serve only direct dials"},
 			&cli.BoolFlag{Name: "relay-service", EnvVars: []string{"MCPV2_RELAY_SERVICE"},
 				Usage: "be a public helper: circuit relay v2, AutoNAT server and DHT server"},
@@ -92,6 +97,10 @@ func nodeCommand() *cli.Command {
 }
 
 func runNode(c *cli.Context) error {
+	if c.NArg() > 0 {
+		// A stray word is most often a flag's value that lost its flag.
+		return fmt.Errorf("node: unexpected argument %q: the node takes only flags (mcpv2 node --help)", c.Args().First())
+	}
 	log, err := logger(c)
 	if err != nil {
 		return err
@@ -131,6 +140,7 @@ func runNode(c *cli.Context) error {
 	if !c.Bool("no-mesh") {
 		mesh = &node.MeshConfig{
 			Bootstrap: splitList(c.StringSlice("bootstrap")), Mode: c.String("dht-mode"),
+			Republish: c.Duration("republish"), RecordTTL: c.Duration("record-ttl"),
 			NoMDNS: c.Bool("no-mdns"), NoNAT: c.Bool("no-nat"), RelayService: c.Bool("relay-service"), Reachability: c.String("reachability"),
 			RelayLimits: transport.RelayLimits{Duration: c.Duration("relay-max-duration"), Data: c.Int64("relay-max-data"), Circuits: c.Int("relay-max-circuits")},
 		}
