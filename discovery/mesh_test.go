@@ -159,18 +159,17 @@ func runMesh(t *testing.T, n int) {
 		st.hops[tr.hops]++
 	}
 
-	// Every node finds every skill, traced: the two provider lookups of a
-	// Find (skill and tag CID) emit query events; the card fetches ask the
-	// connected providers directly and emit none.
+	// Every node finds every skill; FindWithStats traces the two provider
+	// lookups of a Find (skill and tag CID) by their query events; the card
+	// fetches ask the connected providers directly and emit none.
 	var finds stats
 	start = time.Now()
 	runJobs(jobs, func(j job) {
 		d := nodes[j.finder].d
-		fctx, finish := traceLookup(ctx, d, string(SkillCID(j.skill).Hash()), string(TagCID(j.skill).Hash()))
 		t0 := time.Now()
-		res, err := d.Find(fctx, j.skill, n)
+		res, st, err := d.FindWithStats(ctx, j.skill, n)
 		lat := time.Since(t0)
-		tr := finish()
+		tr := lookupTrace{queried: st.Requests, distinct: st.PeersAsked, hops: st.Hops}
 		var got []string
 		for _, r := range res {
 			got = append(got, r.Card.PeerID)
