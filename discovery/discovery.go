@@ -216,7 +216,7 @@ func WithRepublish(d time.Duration) Option {
 // put; the default is [DefaultRecordTTL]. Every node of a mesh should use
 // the same TTL, and the republish interval (of every node) must be shorter
 // than half of it, so that a record survives a missed republish. New
-// refuses a TTL under twice the republish interval.
+// refuses a TTL under three republish intervals.
 func WithRecordTTL(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
@@ -346,8 +346,8 @@ func New(h host.Host, opts ...Option) (_ *Discovery, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("discovery: new: %w", err)
 	}
-	if cfg.ttl < 2*cfg.republish {
-		return nil, fmt.Errorf("discovery: new: the record TTL %s is under twice the republish interval %s: a record would expire after one missed republish", cfg.ttl, cfg.republish)
+	if cfg.ttl < 3*cfg.republish {
+		return nil, fmt.Errorf("discovery: new: the record TTL %s is under three republish intervals (%s): a record must outlive a missed republish and a slow announcement", cfg.ttl, cfg.republish)
 	}
 	if h.Peerstore().PrivKey(h.ID()) == nil {
 		return nil, fmt.Errorf("discovery: new: the host's peerstore has no private key for %s", h.ID())

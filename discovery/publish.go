@@ -32,6 +32,9 @@ const (
 	// growthGap is the least time between an announcement and one that
 	// routing-table growth starts.
 	growthGap = 5 * time.Second
+	// growthRecheck is how long after an identify event the routing table
+	// is looked at again (kad-dht adds the peer after a request to it).
+	growthRecheck = time.Second
 )
 
 // replicas is what the replication of one record achieved: the closest
@@ -40,10 +43,10 @@ type replicas struct {
 	closest, acked int
 }
 
-// enough reports whether r reached at least half of the k closest peers,
-// or every peer there is when the network is smaller than that.
+// enough reports whether r reached at least half of the closest peers
+// (of the k, or of all there are in a smaller network).
 func (r replicas) enough() bool {
-	return r.acked >= min(r.closest, (BucketSize+1)/2) && r.acked > 0
+	return r.acked >= (r.closest+1)/2 && r.acked > 0
 }
 
 // replicate looks up the k closest peers of key and sends them the record
@@ -123,9 +126,10 @@ func (d *Discovery) announce(ctx context.Context, card protocol.AgentCard, env [
 			return
 		}
 		d.mu.Lock()
-		// The lookups of the announcement itself add peers to the routing
-		// table: growth counts from its size at the end.
-		d.lastAnnounce, d.announcedRT, d.pending = time.Now(), d.kad.RoutingTable().Size(), pending
+		// Both count from the start: a peer that joined while the
+		// announcement ran may have missed it, and the republish interval
+		// is from one start to the next.
+		d.lastAnnounce, d.announcedRT, d.pending = start, rtSize, pending
 		if err == nil && !pending {
 			d.saidNoPeer = false
 		}
@@ -269,8 +273,7 @@ func cardCIDs(card protocol.AgentCard) []cid.Cid {
 // the peers that joined since are the closest to its keys now.
 func (d *Discovery) republishLoop() {
 	defer d.wg.Done()
-	every := min(d.cfg.republish, retryNoPeers)
-	t := time.NewTicker(every)
+	t := time.NewTicker(d.republishTick())
 	defer t.Stop()
 	for {
 		growth := false
@@ -295,6 +298,10 @@ func (d *Discovery) republishLoop() {
 	}
 }
 
+// republishTick is how often republishLoop looks whether a republish is
+// due.
+func (d *Discovery) republishTick() time.Duration { return min(d.cfg.republish, retryNoPeers) }
+
 // growthLoop watches the peers that identify completes with (the DHT adds
 // the DHT servers among them to its routing table) and signals
 // republishLoop once the routing table has grown enough since the last
@@ -302,6 +309,8 @@ func (d *Discovery) republishLoop() {
 func (d *Discovery) growthLoop(sub event.Subscription) {
 	defer d.wg.Done()
 	defer sub.Close()
+	recheck := time.NewTimer(growthRecheck)
+	defer recheck.Stop()
 	for {
 		select {
 		case <-d.ctx.Done():
@@ -310,6 +319,16 @@ func (d *Discovery) growthLoop(sub event.Subscription) {
 			if !ok {
 				return
 			}
+			// kad-dht adds an identified peer to its routing table only
+			// after a request to it: look again a little later too.
+			if !recheck.Stop() {
+				select {
+				case <-recheck.C:
+				default:
+				}
+			}
+			recheck.Reset(growthRecheck)
+		case <-recheck.C:
 		}
 		if d.grown() {
 			select {
@@ -340,7 +359,8 @@ func (d *Discovery) republish(growth bool) {
 	grown := growth && d.grown()
 	d.mu.Lock()
 	card, env := d.card, d.env
-	due := card != nil && (grown || d.pending || time.Since(d.lastAnnounce) >= d.cfg.republish)
+	// Half a tick early rather than a whole tick late.
+	due := card != nil && (grown || d.pending || time.Since(d.lastAnnounce) >= d.cfg.republish-d.republishTick()/2)
 	d.mu.Unlock()
 	if !due {
 		return

@@ -48,7 +48,7 @@ type MeshConfig struct {
 	Republish time.Duration
 	// RecordTTL is how long this node keeps others' card and provider
 	// records after their last put (discovery.DefaultRecordTTL when zero);
-	// at least twice every node's Republish.
+	// at least three times every node's Republish.
 	RecordTTL time.Duration
 	// WaitDirect is how long a call waits for a direct connection to a peer
 	// reached only through a relay (ClientConfig.WaitDirect): default
@@ -109,8 +109,8 @@ func (m *MeshConfig) Check() error {
 		return err
 	}
 	republish, ttl := cmp.Or(m.Republish, discovery.DefaultRepublish), cmp.Or(m.RecordTTL, discovery.DefaultRecordTTL)
-	if m.Republish < 0 || m.RecordTTL < 0 || ttl < 2*republish {
-		return fmt.Errorf("record TTL %s and republish interval %s: want both positive and the TTL at least twice the interval", ttl, republish)
+	if m.Republish < 0 || m.RecordTTL < 0 || ttl < 3*republish {
+		return fmt.Errorf("record TTL %s and republish interval %s: want both positive and the TTL at least three intervals", ttl, republish)
 	}
 	return transport.CheckOptions(transport.WithReachability(m.Reachability))
 }

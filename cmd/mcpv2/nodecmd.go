@@ -32,7 +32,7 @@ func nodeCommand() *cli.Command {
 			&cli.DurationFlag{Name: "republish", EnvVars: []string{"MCPV2_REPUBLISH"}, Value: discovery.DefaultRepublish,
 				Usage: "put the card and provider records in the DHT again this often (and sooner when the routing table grows)"},
 			&cli.DurationFlag{Name: "record-ttl", EnvVars: []string{"MCPV2_RECORD_TTL"}, Value: discovery.DefaultRecordTTL,
-				Usage: "keep others' card and provider records this long after their last put: a stopped agent leaves finds within it; at least twice --republish, the same on every node"},
+				Usage: "keep others' card and provider records this long after their last put: a stopped agent leaves finds within it; at least 3 × --republish, the same on every node"},
 			&cli.BoolFlag{Name: "no-mesh", EnvVars: []string{"MCPV2_NO_MESH"}, Usage: "no DHT, mDNS or NAT traversal: serve only direct dials"},
 			&cli.BoolFlag{Name: "relay-service", EnvVars: []string{"MCPV2_RELAY_SERVICE"},
 				Usage: "be a public helper: circuit relay v2, AutoNAT server and DHT server"},
