@@ -972,16 +972,24 @@ func TestTTLRepublishInterval(t *testing.T) {
 	if err := a.Publish(ctx, testCard(ah.ID(), "a", []string{"interval-skill"})); err != nil {
 		t.Fatal(err)
 	}
-	// Watch the holders meanwhile: a moment when no server holds A's
-	// provider record is a moment when no find can return A.
+	held := func() bool {
+		for _, n := range mesh {
+			if pubHolds(t, n.d, skill, ah.ID()) {
+				return true
+			}
+		}
+		return false
+	}
+	// ADD_PROVIDER has no reply: Publish returns once the records are
+	// written to the servers' streams, and a server stores one a moment
+	// later. From the first time a server holds it, watch the holders: a
+	// moment when none holds A's provider record is a moment when no find
+	// can return A.
+	eventually(t, 10*time.Second, "a server to hold A's provider record", held)
 	lapses, polls := 0, 0
 	eventually(t, 30*time.Second, "5 announcements", func() bool {
 		polls++
-		held := false
-		for _, n := range mesh {
-			held = held || pubHolds(t, n.d, skill, ah.ID())
-		}
-		if !held {
+		if !held() {
 			lapses++
 		}
 		return len(logs.find(msgPublished)) >= 5
