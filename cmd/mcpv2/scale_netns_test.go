@@ -321,25 +321,35 @@ func privmeshProbeMain(spec string) int {
 	return 0
 }
 
-// privmeshProbe is privmeshProbeMain's work.
-func privmeshProbe(spec string) (*privmeshProbeResult, error) {
+// parseProbeSpec parses the probe's JSON privmeshProbeSpec: at most
+// privmeshProbeMax bytes, privmeshNodesMax multiaddrs, each with /p2p/.
+func parseProbeSpec(spec string) ([]*peer.AddrInfo, error) {
 	if len(spec) > privmeshProbeMax {
-		return nil, fmt.Errorf("spec of %d bytes, over %d", len(spec), privmeshProbeMax)
+		return nil, fmt.Errorf("probe spec of %d bytes, over %d", len(spec), privmeshProbeMax)
 	}
 	var sp privmeshProbeSpec
 	if err := json.Unmarshal([]byte(spec), &sp); err != nil {
-		return nil, fmt.Errorf("spec: %w", err)
+		return nil, fmt.Errorf("probe spec: %w", err)
 	}
 	if len(sp.Addrs) > privmeshNodesMax {
-		return nil, fmt.Errorf("spec: %d addresses, over %d", len(sp.Addrs), privmeshNodesMax)
+		return nil, fmt.Errorf("probe spec: %d addresses, over %d", len(sp.Addrs), privmeshNodesMax)
 	}
 	infos := make([]*peer.AddrInfo, len(sp.Addrs))
 	for i, a := range sp.Addrs {
 		ai, err := peer.AddrInfoFromString(a)
 		if err != nil {
-			return nil, fmt.Errorf("spec: address %d %q: %w", i, a, err)
+			return nil, fmt.Errorf("probe spec: address %d %q: %w", i, a, err)
 		}
 		infos[i] = ai
+	}
+	return infos, nil
+}
+
+// privmeshProbe is privmeshProbeMain's work.
+func privmeshProbe(spec string) (*privmeshProbeResult, error) {
+	infos, err := parseProbeSpec(spec)
+	if err != nil {
+		return nil, err
 	}
 	key, _, err := crypto.GenerateEd25519Key(rand.Reader)
 	if err != nil {
@@ -386,4 +396,20 @@ func privmeshProbe(spec string) (*privmeshProbeResult, error) {
 	slices.Sort(res.Servers)
 	slices.SortFunc(res.Failed, func(a, b privmeshProbeFail) int { return a.Node - b.Node })
 	return res, nil
+}
+
+// FuzzProbeSpec: parseProbeSpec never panics, and each node it accepts has
+// a PeerID.
+func FuzzProbeSpec(f *testing.F) {
+	f.Fuzz(func(t *testing.T, spec string) {
+		infos, err := parseProbeSpec(spec)
+		if err != nil {
+			return
+		}
+		for i, ai := range infos {
+			if ai == nil || ai.ID == "" {
+				t.Fatalf("%q: node %d has no PeerID: %v", spec, i, ai)
+			}
+		}
+	})
 }

@@ -3,13 +3,13 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -58,6 +58,10 @@ const (
 	scaleFindTimeout = 45 * time.Second // one find process
 	scaleStopMargin  = time.Minute      // before the test's deadline (go test -timeout), no find starts
 	scaleBannerWait  = 60 * time.Second // one node's banner
+	scalePublishWait = 5 * time.Minute  // every node's first complete announcement, after the last banner
+	// scalePublished is what a node logs (at Info, the first time) once its
+	// card and provider records are out: from then on it can be found.
+	scalePublished = "discovery: card published"
 	// scaleRepublish and scaleRecordTTL are the nodes' --republish and
 	// --record-ttl unless MCPV2_SCALE_TTL says otherwise.
 	scaleRepublish = 15 * time.Second
@@ -221,14 +225,39 @@ func (m *scaleMesh) findRestarted(t *testing.T, rep *scaleReport, rng *rand.Rand
 func (m *scaleMesh) startAndSettle(t *testing.T, rep *scaleReport, settle time.Duration) {
 	t.Helper()
 	took := m.startAll(t)
+	banner := time.Now()
 	rep.add("start", "%d banners in %s (node 0, then %d at a time with --bootstrap node 0)", len(m.nodes), took.Round(100*time.Millisecond), scaleStartPar)
-	t.Logf("started %d nodes in %s; settling %s", len(m.nodes), took.Round(time.Millisecond), settle)
+	t.Logf("started %d nodes in %s; waiting for every card to be published, and %s", len(m.nodes), took.Round(time.Millisecond), settle)
 	cpu := m.cpu()
-	time.Sleep(settle)
+	wait := scalePublishWait
+	if !m.stop.IsZero() {
+		wait = min(wait, time.Until(m.stop))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	var late []string
+	for _, nd := range m.nodes {
+		select {
+		case <-nd.p.log.seen:
+		case <-ctx.Done():
+			select {
+			case <-nd.p.log.seen:
+			default:
+				late = append(late, strconv.Itoa(nd.i))
+			}
+		}
+	}
+	published := time.Since(banner)
+	if len(late) > 0 {
+		t.Errorf("%d nodes did not log %q within %s of the last banner: %s", len(late), scalePublished, wait.Round(time.Second), strings.Join(late, " "))
+	}
+	time.Sleep(time.Until(banner.Add(settle)))
 	m.checkAlive(t)
-	cores := (m.cpu() - cpu).Seconds() / settle.Seconds()
-	rep.add("settle", "%s after the last banner; the idle nodes used %.2f cores (%.1f ms/s each)", settle, cores, 1000*cores/float64(len(m.nodes)))
-	t.Logf("settled: the idle nodes used %.2f cores", cores)
+	idle := time.Since(banner)
+	cores := (m.cpu() - cpu).Seconds() / idle.Seconds()
+	rep.add("settle", "every node's first announcement (%q) %s after the last banner; finds from %s after it; meanwhile the nodes used %.2f cores (%.1f ms/s each)",
+		scalePublished, published.Round(100*time.Millisecond), idle.Round(100*time.Millisecond), cores, 1000*cores/float64(len(m.nodes)))
+	t.Logf("settled: every card published %s after the last banner; the nodes used %.2f cores", published.Round(100*time.Millisecond), cores)
 }
 
 // findAll finds the skill of every live node, or of scaleAllSample of them
@@ -503,7 +532,7 @@ func (m *scaleMesh) startProc(wrap, argv []string) (*scaleProc, error) {
 	all := append(append(slices.Clone(wrap), m.bin), argv...)
 	cmd := exec.Command(all[0], all[1:]...)
 	cmd.Env = m.env
-	p := &scaleProc{cmd: cmd, log: &scaleTail{max: scaleLogTail}, exited: make(chan struct{})}
+	p := &scaleProc{cmd: cmd, log: &scaleTail{max: scaleLogTail, watch: []byte(scalePublished), seen: make(chan struct{})}, exited: make(chan struct{})}
 	cmd.Stderr = p.log
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -558,22 +587,35 @@ func (m *scaleMesh) cpu() time.Duration {
 		if nd.dead || nd.p == nil {
 			continue
 		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", nd.p.cmd.Process.Pid))
-		if err != nil {
-			continue
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", nd.p.cmd.Process.Pid)); err == nil {
+			d, _ := procStatCPU(b)
+			sum += d
 		}
-		// Fields after the command, which ends with the last ')': state is
-		// the first, utime and stime the 12th and 13th, in clock ticks of
-		// 1/100 s (USER_HZ on Linux).
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(f) < 13 {
-			continue
-		}
-		u, _ := strconv.ParseInt(f[11], 10, 64)
-		st, _ := strconv.ParseInt(f[12], 10, 64)
-		sum += time.Duration(u+st) * 10 * time.Millisecond
 	}
 	return sum
+}
+
+// procStatCPU is the CPU time (user and system) in a /proc/<pid>/stat.
+// After the command, which ends with the last ')', state is the first
+// field, utime and stime the 12th and 13th, in clock ticks of 1/100 s
+// (USER_HZ on Linux).
+func procStatCPU(stat []byte) (time.Duration, error) {
+	if len(stat) > scaleLogTail {
+		return 0, fmt.Errorf("stat of %d bytes, over %d", len(stat), scaleLogTail)
+	}
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("stat has %d fields after the command, want 13 or more", len(f))
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 || n > math.MaxInt64/int64(10*time.Millisecond)/2 {
+			return 0, fmt.Errorf("stat: %q is not a tick count", v)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
 }
 
 // checkAlive fails t for every node that exited without being killed.
@@ -631,6 +673,21 @@ type findStats struct {
 	TookMS       int64 `json:"took_ms"`
 }
 
+// parseFindStats returns the last valid stats line of a find's stderr, nil
+// when there is none.
+func parseFindStats(stderr []byte) *findStats {
+	var last *findStats
+	for line := range bytes.Lines(stderr) {
+		if js, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("find-stats ")); ok {
+			var s findStats
+			if json.Unmarshal(js, &s) == nil {
+				last = &s
+			}
+		}
+	}
+	return last
+}
+
 // findEach finds the skill of every node of targets, scaleFindPar at a
 // time, each from a fresh client bootstrapping from a random node of boots
 // other than the target; with reach, a find answers only when the target's
@@ -682,7 +739,10 @@ func (m *scaleMesh) findOnce(f *scaleFind, boot string, wrap []string, listen st
 		deadline = m.stop
 	}
 	if !time.Now().Before(deadline) {
-		f.err = errScaleNoTime
+		f.err = errScaleWindow
+		if m.late() {
+			f.err = errScaleNoTime
+		}
 		return
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
@@ -702,15 +762,7 @@ func (m *scaleMesh) findOnce(f *scaleFind, boot string, wrap []string, listen st
 	err = cmd.Run()
 	f.took = time.Since(f.at)
 	f.answered, f.mentions, f.reachable, f.stats, f.err, f.stderr = false, false, false, nil, nil, ""
-	sc := bufio.NewScanner(strings.NewReader(stderr.String()))
-	for sc.Scan() {
-		if js, ok := strings.CutPrefix(sc.Text(), "find-stats "); ok {
-			var s findStats
-			if json.Unmarshal([]byte(js), &s) == nil {
-				f.stats = &s
-			}
-		}
-	}
+	f.stats = parseFindStats(stderr.Bytes())
 	if err == nil && stdout.dropped > 0 {
 		err = fmt.Errorf("more than %d bytes on stdout", scaleOutMax)
 	}
@@ -762,9 +814,12 @@ func (m *scaleMesh) deadPoll(t *testing.T, idx []int, rng *rand.Rand, kill, dead
 	return gone
 }
 
-// errScaleNoTime is the error of a find not run because the test's deadline
-// is near.
-var errScaleNoTime = errors.New("not run: the test's -timeout is near (raise it: go test -timeout 30m)")
+// Errors of a find not run: its window ended before it could start, or the
+// test's deadline is near.
+var (
+	errScaleWindow = errors.New("not run: its window had ended")
+	errScaleNoTime = errors.New("not run: the test's -timeout is near (raise it: go test -timeout 30m)")
+)
 
 // late reports whether the test's deadline is so near that no find may
 // start.
@@ -918,12 +973,21 @@ type scaleTail struct {
 	buf     []byte
 	max     int
 	dropped int
+	// seen, if not nil, is closed at the first Write that contains watch
+	// (a logger writes each record with one Write).
+	watch  []byte
+	seen   chan struct{}
+	closed bool
 }
 
 // Write keeps p, dropping the oldest bytes past the cap.
 func (w *scaleTail) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.seen != nil && !w.closed && bytes.Contains(p, w.watch) {
+		close(w.seen)
+		w.closed = true
+	}
 	w.buf = append(w.buf, p...)
 	if len(w.buf) > w.max {
 		cut := len(w.buf) - w.max/2
@@ -948,4 +1012,32 @@ func (w *scaleTail) String() string {
 		return fmt.Sprintf("[%d bytes dropped]\n%s", w.dropped, w.buf)
 	}
 	return string(w.buf)
+}
+
+// FuzzFindStats: parseFindStats never panics, and what it returns prints
+// back to a line it parses the same.
+func FuzzFindStats(f *testing.F) {
+	f.Fuzz(func(t *testing.T, stderr []byte) {
+		s := parseFindStats(stderr)
+		if s == nil {
+			return
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again := parseFindStats(append([]byte("find-stats "), b...)); again == nil || *again != *s {
+			t.Fatalf("%+v printed as %s parses as %+v", *s, b, again)
+		}
+	})
+}
+
+// FuzzProcStatCPU: procStatCPU never panics and never returns a negative
+// time.
+func FuzzProcStatCPU(f *testing.F) {
+	f.Fuzz(func(t *testing.T, stat []byte) {
+		if d, err := procStatCPU(stat); err == nil && d < 0 {
+			t.Fatalf("%q: negative CPU time %s", stat, d)
+		}
+	})
 }
