@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
+
+	"github.com/mcpv2/mcpv2/internal/testenv"
 )
 
 // mdnsNetnsEnv names the network namespace TestMDNS runs in; set by the
@@ -30,11 +32,11 @@ func TestMDNS(t *testing.T) {
 		return
 	}
 	if os.Geteuid() != 0 {
-		skipEnv(t, "skipped: mDNS needs a multicast interface; this test creates one in a network namespace (ip netns), which needs root")
+		testenv.SkipEnv(t, "skipped: mDNS needs a multicast interface; this test creates one in a network namespace (ip netns), which needs root")
 	}
 	ip, err := exec.LookPath("ip")
 	if err != nil {
-		skipEnv(t, "skipped: the ip command (iproute2) is needed to create a network namespace")
+		testenv.SkipEnv(t, "skipped: the ip command (iproute2) is needed to create a network namespace")
 	}
 	ns := fmt.Sprintf("mcpv2-mdns-%d", os.Getpid())
 	run := func(args ...string) {

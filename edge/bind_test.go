@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpv2/mcpv2/internal/testenv"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -258,7 +259,7 @@ func lanAddr(t *testing.T) netip.Addr {
 	}
 	a, ok := pickPublic(local)
 	if !ok {
-		skipEnv(t, "no non-loopback address on this machine: the edge binds 127.0.0.1 only")
+		testenv.SkipEnv(t, "no non-loopback address on this machine: the edge binds 127.0.0.1 only")
 	}
 	return a
 }

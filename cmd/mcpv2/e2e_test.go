@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -19,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpv2/mcpv2/internal/testenv"
 	"go.uber.org/goleak"
 )
 
@@ -105,7 +105,7 @@ func startNode(t *testing.T, dataDir string, args ...string) *proc {
 func startProc(t *testing.T, bin, dataDir string, argv ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(bin, argv...)
-	cmd.Env = cleanEnv()
+	cmd.Env = testenv.CleanEnv()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func startProc(t *testing.T, bin, dataDir string, argv ...string) *proc {
 	}
 	banner := make(chan struct{})
 	go func() {
-		readBanner(stdout, &p.peerID, &p.addrs, banner)
+		testenv.ReadBanner(stdout, &p.peerID, &p.addrs, banner)
 		p.exitErr = cmd.Wait()
 		close(p.exited)
 	}()
@@ -138,28 +138,6 @@ func startProc(t *testing.T, bin, dataDir string, argv ...string) *proc {
 	return p
 }
 
-// readBanner reads a node's stdout to the end: the PeerID and P2P addresses
-// of its banner go to peerID and addrs, and banner is closed at the banner's
-// last line (MCPV2_DATA_DIR). The fields must not be read before then.
-func readBanner(stdout io.Reader, peerID *string, addrs *[]string, banner chan struct{}) {
-	sc := bufio.NewScanner(stdout)
-	closed := false
-	for sc.Scan() {
-		switch k, v, _ := strings.Cut(sc.Text(), "="); k {
-		case "MCPV2_PEER_ID":
-			*peerID = v
-		case "MCPV2_P2P_ADDRESS":
-			*addrs = append(*addrs, v)
-		case "MCPV2_DATA_DIR":
-			if !closed {
-				close(banner)
-				closed = true
-			}
-		}
-	}
-	_, _ = io.Copy(io.Discard, stdout)
-}
-
 type lockedWriter struct {
 	mu *sync.Mutex
 	w  io.Writer
@@ -171,24 +149,13 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	return l.w.Write(b)
 }
 
-// cleanEnv is the test's environment without MCPV2_* settings of the caller.
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "MCPV2_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
 // run runs the mcpv2 CLI and returns stdout, stderr and the exit code.
 func run(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binPath, args...)
-	cmd.Env = cleanEnv()
+	cmd.Env = testenv.CleanEnv()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -322,7 +289,7 @@ func TestKillMidUploadLeavesNoPartialFile(t *testing.T) {
 	for i, delay := range []time.Duration{50 * time.Millisecond, 150 * time.Millisecond, 300 * time.Millisecond, 600 * time.Millisecond} {
 		b := startNode(t, bDir, "--max-message", fmt.Sprint(32<<20))
 		cmd := exec.Command(binPath, "call", b.tcpAddr(t), "upload_file", "@"+argsFile, "--data-dir", client, "--max-message", fmt.Sprint(32<<20))
-		cmd.Env = cleanEnv()
+		cmd.Env = testenv.CleanEnv()
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

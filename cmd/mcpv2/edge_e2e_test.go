@@ -28,6 +28,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/mcpv2/mcpv2/internal/testenv"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -106,7 +107,7 @@ func startEdgeProc(t *testing.T, name string, prefix []string, args ...string) *
 	t.Helper()
 	argv := append(append(append([]string{}, prefix...), binPath, "node"), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = cleanEnv()
+	cmd.Env = testenv.CleanEnv()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -1526,7 +1527,7 @@ func TestGatewayToMeshOnlyPeer(t *testing.T) {
 	t.Run("curl", func(t *testing.T) {
 		curl, err := exec.LookPath("curl")
 		if err != nil {
-			skipEnv(t, "curl is not installed (CI: add curl to .ci/run's apt packages)")
+			testenv.SkipEnv(t, "curl is not installed (CI: add curl to .ci/run's apt packages)")
 		}
 		runCurl := func(args ...string) (int, []byte) {
 			t.Helper()

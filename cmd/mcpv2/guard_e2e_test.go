@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpv2/mcpv2/internal/testenv"
 )
 
 // guardInjection is an instruction override: CRITICAL, blocked by default.
@@ -119,7 +121,7 @@ func TestGuardAuditE2E(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	follow := exec.CommandContext(ctx, binPath, "audit", "--data-dir", dir, "--follow", "--json", "--limit", "1", "--skill", "scan")
-	follow.Env = cleanEnv()
+	follow.Env = testenv.CleanEnv()
 	out, err := follow.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -37,6 +37,9 @@ var importRules = []importRule{
 	// bench is a program like cmd (go run ./bench) that wires a node and
 	// its client together to measure them; nothing imports it.
 	{prefix: "bench", allowed: []string{"node", "protocol", "transport", "discovery", "edge"}},
+	// internal/testenv is shared by the tests (_test.go files only): the
+	// standard library alone, so that any package's tests may use it.
+	{prefix: "internal/testenv", allowed: nil, stdOnly: true},
 }
 
 // thirdPartyOK lists what protocol may use beside the standard library:

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpv2/mcpv2/internal/testenv"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -195,7 +196,7 @@ func lanIP(t *testing.T) string {
 			return n.IP.String()
 		}
 	}
-	skipEnv(t, "no non-loopback IPv4 address on this machine: the edge binds 127.0.0.1 only")
+	testenv.SkipEnv(t, "no non-loopback IPv4 address on this machine: the edge binds 127.0.0.1 only")
 	return ""
 }
 
@@ -342,14 +343,14 @@ func TestShellConnectToSaysSecretsDiffer(t *testing.T) {
 // logger at debug.
 func TestLibraryLogNoiseIsDebug(t *testing.T) {
 	if os.Geteuid() != 0 {
-		skipEnv(t, "a network namespace with loopback only needs root")
+		testenv.SkipEnv(t, "a network namespace with loopback only needs root")
 	}
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
-		skipEnv(t, "no unshare(1): %v", err)
+		testenv.SkipEnv(t, "no unshare(1): %v", err)
 	}
 	if out, err := exec.Command(unshare, "-n", "true").CombinedOutput(); err != nil {
-		skipEnv(t, "unshare -n refused here: %v %s", err, out)
+		testenv.SkipEnv(t, "unshare -n refused here: %v %s", err, out)
 	}
 	prefix := []string{unshare, "-n", "sh", "-c", `ip link set lo up && exec "$0" "$@"`}
 	for _, level := range []string{"info", "debug"} {

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpv2/mcpv2/internal/testenv"
 )
 
 // The NAT lab's topology (docs/natlab.md): six network namespaces of one
@@ -65,18 +67,18 @@ type natLab struct {
 func natlabTools(t *testing.T) (ipBin, nftBin string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		skipEnv(t, "skipped: the NAT lab builds network namespaces and nftables NAT: it needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN); CI runs it as root")
+		testenv.SkipEnv(t, "skipped: the NAT lab builds network namespaces and nftables NAT: it needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN); CI runs it as root")
 	}
 	ipBin, err := exec.LookPath("ip")
 	if err != nil {
-		skipEnv(t, "skipped: iproute2's ip is not installed (apt-get install -y iproute2; CI's .ci/run installs it): %v", err)
+		testenv.SkipEnv(t, "skipped: iproute2's ip is not installed (apt-get install -y iproute2; CI's .ci/run installs it): %v", err)
 	}
 	nftBin, err = exec.LookPath("nft")
 	if err != nil {
-		skipEnv(t, "skipped: nftables' nft is not installed (apt-get install -y nftables; CI's .ci/run installs it): %v", err)
+		testenv.SkipEnv(t, "skipped: nftables' nft is not installed (apt-get install -y nftables; CI's .ci/run installs it): %v", err)
 	}
 	if _, err := exec.LookPath("curl"); err != nil {
-		skipEnv(t, "skipped: curl (the gateway trial's HTTP client inside a namespace) is not installed (apt-get install -y curl; CI's .ci/run installs it): %v", err)
+		testenv.SkipEnv(t, "skipped: curl (the gateway trial's HTTP client inside a namespace) is not installed (apt-get install -y curl; CI's .ci/run installs it): %v", err)
 	}
 	return ipBin, nftBin
 }
@@ -158,7 +160,7 @@ func newNATLab(t *testing.T, ipBin, nftBin, tag string, symmetric bool) *natLab 
 	for i, r := range natlabRoles {
 		if err := natlabCmd("", ipBin, "netns", "add", l.ns[r]); err != nil {
 			if i == 0 && (strings.Contains(err.Error(), "Operation not permitted") || strings.Contains(err.Error(), "Permission denied")) {
-				skipEnv(t, "skipped: the kernel refuses to create a network namespace here (no CAP_SYS_ADMIN in this container?): %v", err)
+				testenv.SkipEnv(t, "skipped: the kernel refuses to create a network namespace here (no CAP_SYS_ADMIN in this container?): %v", err)
 			}
 			t.Fatal(err)
 		}
@@ -196,7 +198,7 @@ func newNATLab(t *testing.T, ipBin, nftBin, tag string, symmetric bool) *natLab 
 		}
 		if err := natlabCmd(natlabRules(symmetric), ipBin, "netns", "exec", l.ns[p.router], nftBin, "-f", "-"); err != nil {
 			if strings.Contains(err.Error(), "Operation not supported") || strings.Contains(err.Error(), "No such file or directory") {
-				skipEnv(t, "skipped: this kernel has no nftables NAT (nf_tables, nft_masq, nf_conntrack): %v", err)
+				testenv.SkipEnv(t, "skipped: this kernel has no nftables NAT (nf_tables, nft_masq, nf_conntrack): %v", err)
 			}
 			t.Fatal(err)
 		}
@@ -239,7 +241,7 @@ func (l *natLab) mustIP(args ...string) {
 // caller, and go-libp2p's hole punching and relay logs at debug (stderr,
 // shown when a test fails).
 func natlabEnv() []string {
-	return append(cleanEnv(), "GOLOG_LOG_LEVEL=p2p-holepunch=debug,autorelay=debug,error")
+	return append(testenv.CleanEnv(), "GOLOG_LOG_LEVEL=p2p-holepunch=debug,autorelay=debug,error")
 }
 
 // natlabTail returns the last n lines of s.
@@ -319,7 +321,7 @@ func (l *natLab) startNode(role, name, dataDir string, args ...string) *natProc 
 	}
 	banner := make(chan struct{})
 	go func() {
-		readBanner(stdout, &p.peerID, &p.addrs, banner)
+		testenv.ReadBanner(stdout, &p.peerID, &p.addrs, banner)
 		_ = cmd.Wait()
 		close(p.exited)
 	}()

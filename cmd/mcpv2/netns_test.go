@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/mcpv2/mcpv2/internal/testenv"
 )
 
 // The edge suite between two network namespaces (issue acceptance 2): A in
@@ -43,7 +45,7 @@ const (
 func TestNetnsEdgeE2E(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {
-		skipEnv(t, "skipped: creating network namespaces needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN); run as root, as CI does")
+		testenv.SkipEnv(t, "skipped: creating network namespaces needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN); run as root, as CI does")
 	}
 	ipBin, err := exec.LookPath("ip")
 	if err != nil {
@@ -68,8 +70,8 @@ func TestNetnsEdgeE2E(t *testing.T) {
 		}
 	}
 	if err := ipc("netns", "add", nsA); err != nil {
-		if isPermissionError(err) {
-			skipEnv(t, "skipped: the kernel refuses to create a network namespace here (no CAP_SYS_ADMIN in this container?): %v", err)
+		if testenv.IsPermissionError(err) {
+			testenv.SkipEnv(t, "skipped: the kernel refuses to create a network namespace here (no CAP_SYS_ADMIN in this container?): %v", err)
 		}
 		t.Fatal(err)
 	}
@@ -214,13 +216,6 @@ func waitNetnsReady(t *testing.T, nsPath, from, to string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// isPermissionError reports whether an `ip netns add` failure is the kernel
-// or the container refusing, rather than a bug.
-func isPermissionError(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, "Operation not permitted") || strings.Contains(s, "Permission denied")
 }
 
 // removeStaleNetns deletes namespaces that an earlier run of this test left

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpv2/mcpv2/internal/testenv"
 )
 
 // TestOrchestrateExample runs examples/orchestrate/run.sh as a user would,
@@ -26,7 +28,7 @@ func TestOrchestrateExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.CommandContext(ctx, "bash", script)
-	cmd.Env = append(cleanEnv(), "MCPV2_BIN="+binPath, "GORACE=atexit_sleep_ms=0")
+	cmd.Env = append(testenv.CleanEnv(), "MCPV2_BIN="+binPath, "GORACE=atexit_sleep_ms=0")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()

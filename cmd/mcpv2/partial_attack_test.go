@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mcpv2/mcpv2/internal/testenv"
 )
 
 // partialBytes sums the sizes of the hidden partial uploads in dataDir's
@@ -40,7 +42,7 @@ func partialBytes(dataDir string) (int64, int) {
 func killedSend(t *testing.T, path, addr, client, rate string, after int64) int64 {
 	t.Helper()
 	cmd := exec.Command(binPath, "send", path, addr, "--limit-rate", rate, "--data-dir", client)
-	cmd.Env = cleanEnv()
+	cmd.Env = testenv.CleanEnv()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

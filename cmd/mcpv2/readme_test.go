@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpv2/mcpv2/internal/testenv"
 )
 
 // TestREADME runs the command blocks of README.md as written, in order, as a
@@ -92,7 +94,7 @@ func TestREADME(t *testing.T) {
 
 	for _, need := range []string{"bash", "curl", "head", "grep", "cut"} {
 		if _, err := exec.LookPath(need); err != nil {
-			skipEnv(t, "%s is not installed: the README's commands use it", need)
+			testenv.SkipEnv(t, "%s is not installed: the README's commands use it", need)
 		}
 	}
 	for _, p := range readmePorts(all) {
@@ -431,7 +433,7 @@ func readmePortFree(port int, udp bool) error {
 // or where it is, HOME set to home, and the test-built mcpv2 first on PATH.
 func readmeEnv(home string) []string {
 	var env []string
-	for _, kv := range cleanEnv() {
+	for _, kv := range testenv.CleanEnv() {
 		switch k, _, _ := strings.Cut(kv, "="); k {
 		case "HOME", "PATH", "PWD", "OLDPWD", "BASH_ENV", "ENV", "CDPATH", "SHELLOPTS", "BASHOPTS":
 		default:

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpv2/mcpv2/internal/testenv"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -261,7 +262,7 @@ func portFree(t *testing.T, port int) {
 // shellEnv is the environment of a test shell: loopback-only mesh, no
 // mDNS, no NAT traversal; the peers it starts inherit it.
 func shellEnv() []string {
-	return append(cleanEnv(), "MCPV2_LISTEN=/ip4/127.0.0.1/tcp/0", "MCPV2_NO_MDNS=1", "MCPV2_NO_NAT=1", "MCPV2_LOG_LEVEL=warn")
+	return append(testenv.CleanEnv(), "MCPV2_LISTEN=/ip4/127.0.0.1/tcp/0", "MCPV2_NO_MDNS=1", "MCPV2_NO_NAT=1", "MCPV2_LOG_LEVEL=warn")
 }
 
 // fakeEdge is an HTTP server that answers health like an mcpv2 edge and

@@ -30,6 +30,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpv2/mcpv2/internal/testenv"
+
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -345,21 +347,9 @@ func (s *soakRun) sample(ctx context.Context) {
 
 // soakProcStats reads a process's VmRSS and counts its open descriptors.
 func soakProcStats(pid int) (rss int64, fds int, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	rss, err = testenv.ProcStatus(pid, "VmRSS")
 	if err != nil {
 		return 0, 0, err
-	}
-	if bytes.Contains(b, []byte("\nState:\tZ")) {
-		return 0, 0, errors.New("zombie")
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				return 0, 0, fmt.Errorf("VmRSS %q: %w", v, err)
-			}
-			rss = kb << 10
-		}
 	}
 	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	if err != nil {
@@ -1550,7 +1540,7 @@ func (w *soakBlobWorker) sendOne(ctx context.Context) {
 		start := time.Now()
 		cmd := exec.Command(binPath, "send", path, w.s.meshText, "--secret", soakSecret, "--data-dir", w.dir,
 			"--name", name, "--limit-rate", strconv.Itoa(soakBlobRate))
-		cmd.Env = cleanEnv()
+		cmd.Env = testenv.CleanEnv()
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Start(); err != nil {

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpv2/mcpv2/internal/testenv"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -140,7 +141,7 @@ func runCurlBin(t *testing.T, curl string, args ...string) curlResult {
 func TestTLSEdgeCurl(t *testing.T) {
 	curl, err := exec.LookPath("curl")
 	if err != nil {
-		skipEnv(t, "curl is not installed (CI: add curl to .ci/run's apt packages)")
+		testenv.SkipEnv(t, "curl is not installed (CI: add curl to .ci/run's apt packages)")
 	}
 	dir := t.TempDir()
 	serverCA, clientCA, otherCA := newPEMCA(t, dir, "server-ca"), newPEMCA(t, dir, "client-ca"), newPEMCA(t, dir, "other-ca")

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpv2/mcpv2/internal/testenv"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -215,11 +216,11 @@ cd - ; cat identity.key`, nil)}})
 func needRootAndNobody(t *testing.T) *user.User {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		skipEnv(t, "skipped: running command skills as another user needs root")
+		testenv.SkipEnv(t, "skipped: running command skills as another user needs root")
 	}
 	u, err := user.Lookup("nobody")
 	if err != nil {
-		skipEnv(t, "skipped: no user nobody: %v", err)
+		testenv.SkipEnv(t, "skipped: no user nobody: %v", err)
 	}
 	return u
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpv2/mcpv2/internal/testenv"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -340,7 +341,7 @@ func TestCustomBadFiles(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.command && runtime.GOOS != "linux" {
-				skipEnv(t, "command handlers need Linux")
+				testenv.SkipEnv(t, "command handlers need Linux")
 			}
 			path := ""
 			if tc.raw != "" {

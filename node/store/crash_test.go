@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpv2/mcpv2/internal/testenv"
 )
 
 // The crash test re-runs this test binary as a child that starts a Write
@@ -64,11 +66,11 @@ func TestCrashMidWrite(t *testing.T) {
 		return
 	}
 	if runtime.GOOS == "js" || runtime.GOOS == "wasip1" || runtime.GOOS == "ios" {
-		skipEnv(t, "cannot start a subprocess here")
+		testenv.SkipEnv(t, "cannot start a subprocess here")
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		skipEnv(t, "%v", err)
+		testenv.SkipEnv(t, "%v", err)
 	}
 	for _, tc := range []struct {
 		name string

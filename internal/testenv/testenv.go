@@ -1,0 +1,99 @@
+// Package testenv holds what the project's tests share about their
+// environment: skipping for a reason of the machine (not root, a tool or
+// the kernel missing) unless CI requires every test to run.
+//
+// It is imported by _test.go files only.
+package testenv
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// RequireAllEnv names the variable that CI (.ci/run) sets so that a test
+// which cannot run here fails instead of skipping.
+const RequireAllEnv = "MCPV2_REQUIRE_ALL"
+
+// SkipEnv skips t for a reason of the environment (not root, a tool or the
+// kernel missing, another OS), with msg formatted as by fmt.Sprintf. When
+// MCPV2_REQUIRE_ALL is set (and not "0"), as .ci/run sets it, it fails t
+// with the same message instead, so that CI cannot go green by skipping.
+func SkipEnv(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if v := os.Getenv(RequireAllEnv); v != "" && v != "0" {
+		t.Fatalf("%s (%s=%s: this test must run, not skip)", msg, RequireAllEnv, v)
+	}
+	t.Skip(msg)
+}
+
+// IsPermissionError reports whether err (of a command such as ip or nft)
+// says the kernel refused for lack of privilege, as in a container without
+// CAP_SYS_ADMIN or CAP_NET_ADMIN.
+func IsPermissionError(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "Operation not permitted") || strings.Contains(s, "Permission denied")
+}
+
+// ProcStatus returns a size field of /proc/PID/status (VmRSS, VmHWM, …)
+// in bytes. A zombie has none: its error says so.
+func ProcStatus(pid int, field string) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	if strings.Contains(string(b), "\nState:\tZ") {
+		return 0, fmt.Errorf("process %d is a zombie", pid)
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("/proc/%d/status: %s %q: %w", pid, field, strings.TrimSpace(v), err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status has no %s", pid, field)
+}
+
+// CleanEnv is the test process's environment without the MCPV2_ variables,
+// for the mcpv2 processes a test starts: a developer's MCPV2_BOOTSTRAP or
+// CI's MCPV2_REQUIRE_ALL must not change what a test's node does.
+func CleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MCPV2_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// ReadBanner reads an `mcpv2 node`'s stdout to the end: the PeerID and P2P
+// addresses of its banner go to peerID and addrs, and banner is closed at
+// the banner's last line (MCPV2_DATA_DIR). The fields must not be read
+// before then.
+func ReadBanner(stdout io.Reader, peerID *string, addrs *[]string, banner chan struct{}) {
+	sc := bufio.NewScanner(stdout)
+	closed := false
+	for sc.Scan() {
+		switch k, v, _ := strings.Cut(sc.Text(), "="); k {
+		case "MCPV2_PEER_ID":
+			*peerID = v
+		case "MCPV2_P2P_ADDRESS":
+			*addrs = append(*addrs, v)
+		case "MCPV2_DATA_DIR":
+			if !closed {
+				close(banner)
+				closed = true
+			}
+		}
+	}
+	_, _ = io.Copy(io.Discard, stdout)
+}
