@@ -276,8 +276,11 @@ type Discovery struct {
 	values *records.ValueStore
 	// grew signals republishLoop that the routing table grew (growthLoop).
 	grew chan struct{}
-	log  *slog.Logger
-	cfg  config
+	// announced signals peerCacheLoop that an announcement completed: the
+	// routing table is worth keeping from then on, not only 5 min later.
+	announced chan struct{}
+	log       *slog.Logger
+	cfg       config
 	// cached are the peers read from the peer cache at start; read only.
 	cached []peer.AddrInfo
 
@@ -354,11 +357,12 @@ func New(h host.Host, opts ...Option) (_ *Discovery, err error) {
 	}
 
 	d := &Discovery{
-		h:      h,
-		dstore: dssync.MutexWrap(ds.NewMapDatastore()),
-		grew:   make(chan struct{}, 1),
-		log:    cfg.logger,
-		cfg:    cfg,
+		h:         h,
+		dstore:    dssync.MutexWrap(ds.NewMapDatastore()),
+		grew:      make(chan struct{}, 1),
+		announced: make(chan struct{}, 1),
+		log:       cfg.logger,
+		cfg:       cfg,
 	}
 	if cfg.peerCache != "" {
 		d.cached = loadPeerCache(cfg.peerCache, h.ID(), d.log)

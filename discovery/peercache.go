@@ -154,7 +154,9 @@ func writeFileAtomic(path string, b []byte) (err error) {
 	return nil
 }
 
-// peerCacheLoop writes the peer cache every peerCacheEvery until Close.
+// peerCacheLoop writes the peer cache after each completed announcement
+// and every peerCacheEvery, until Close. A node killed (kill -9, a crash,
+// a power cut) a minute after it joined still comes back from its cache.
 func (d *Discovery) peerCacheLoop() {
 	defer d.wg.Done()
 	t := time.NewTicker(d.cfg.peerCacheEvery)
@@ -164,9 +166,10 @@ func (d *Discovery) peerCacheLoop() {
 		case <-d.ctx.Done():
 			return
 		case <-t.C:
-			if err := d.savePeerCache(); err != nil {
-				d.log.Warn("discovery: peer cache", "err", err)
-			}
+		case <-d.announced:
+		}
+		if err := d.savePeerCache(); err != nil {
+			d.log.Warn("discovery: peer cache", "err", err)
 		}
 	}
 }

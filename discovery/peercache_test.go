@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // TestPeerCacheRestart: node X learns the mesh through a bootstrap peer and
@@ -107,6 +110,36 @@ func TestPeerCachePeriodicWrite(t *testing.T) {
 	for _, e := range ents {
 		if strings.HasSuffix(e.Name(), ".tmp") {
 			t.Errorf("temporary file left: %s", e.Name())
+		}
+	}
+}
+
+// TestPeerCacheAfterAnnouncement: the cache is written once the node's
+// card is out, not only at the 5-minute tick or at Close; a node killed a
+// minute after it joined (the scale test's churn) comes back from it.
+func TestPeerCacheAfterAnnouncement(t *testing.T) {
+	mesh := newMesh(t, 3)
+	path := filepath.Join(t.TempDir(), "peers.json")
+	h := newHost(t)
+	d := newDisc(t, h, WithPeerCache(path), WithBootstrap(mesh[0].addrInfo()))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := d.Bootstrap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Fatalf("the peer cache is written before the first announcement and 5 min tick; the test shows nothing")
+	}
+	if err := d.Publish(ctx, testCard(h.ID(), "cached", []string{"cache-skill"})); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the peer cache written after the announcement", func() bool {
+		return len(loadPeerCache(path, h.ID(), d.log)) > 0
+	})
+	got := loadPeerCache(path, h.ID(), d.log)
+	for _, n := range mesh {
+		if !slices.ContainsFunc(got, func(ai peer.AddrInfo) bool { return ai.ID == n.h.ID() && len(ai.Addrs) > 0 }) {
+			t.Errorf("the peer cache %v lacks mesh node %s with an address", got, n.h.ID())
 		}
 	}
 }

@@ -220,6 +220,10 @@ func (d *Discovery) announce(ctx context.Context, card protocol.AgentCard, env [
 		}
 		return fmt.Errorf("discovery: publish: %w", errors.Join(errs...))
 	}
+	select {
+	case d.announced <- struct{}{}:
+	default:
+	}
 	return nil
 }
 
