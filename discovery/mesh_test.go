@@ -200,7 +200,7 @@ func runMesh(t *testing.T, n int) {
 		c := SkillCID(j.skill)
 		lctx, finish := traceLookup(ctx, d, string(c.Hash()))
 		t0 := time.Now()
-		found := d.findProviders(lctx, c)
+		found, _ := d.findProviders(lctx, c)
 		lat := time.Since(t0)
 		tr := finish()
 		mu.Lock()

@@ -492,8 +492,8 @@ func (s *slowHolder) serve(st network.Stream) {
 // growth announcement runs, after its lookup, get A's card from a later
 // announcement.
 //
-// A slow holder keeps the growth announcement in its card put until four
-// newcomers are in A's routing table: the card's lookup was over before
+// A slow holder keeps the growth announcement in its card put until enough
+// newcomers to grow A's routing table past the next threshold are in it: the card's lookup was over before
 // they came, so they do not get the card. announce then records the
 // routing table's size at its end, newcomers included, as announced
 // (announcedRT), so the growth they brought never counts, and the
@@ -523,7 +523,10 @@ func TestGrowthDuringAnnouncement(t *testing.T) {
 		t.Fatalf("no growth announcement reached the slow holder; announcements: %v", logs.find(msgPublished))
 	}
 	held := time.Now()
-	late := pubJoin(t, seed, 4, opts...)
+	// Enough newcomers to reach the next growth threshold, counted from the
+	// start of the announcement that is held (recorded when it ends).
+	startRT := a.d.DHT().RoutingTable().Size()
+	late := pubJoin(t, seed, max(startRT+growthMin, int(float64(startRT)*growthFactor))-startRT, opts...)
 	eventually(t, 30*time.Second, "the late newcomers in A's routing table", func() bool {
 		for _, n := range late {
 			if !inRT(a.d, n.h.ID()) {
@@ -553,9 +556,9 @@ func TestGrowthDuringAnnouncement(t *testing.T) {
 			t.Fatalf("%d late newcomers lack A's card, but the growth announcement ended before they were all in A's routing table (a loaded machine; their growth was missed as in TestGrowthAtThreshold?); announcements: %v", missing(), recs)
 		}
 		size, next := announcedRT(a.d)
-		t.Fatalf("%d of 4 newcomers that joined during the growth announcement hold no card of A %s after it was let go; "+
+		t.Fatalf("%d of %d newcomers that joined during the growth announcement hold no card of A %s after it was let go; "+
 			"A's routing table %d, recorded as announced %d (next growth at %d)\nannouncements: %v",
-			missing(), time.Since(released).Round(time.Millisecond), a.d.DHT().RoutingTable().Size(), size, next, logs.find(msgPublished))
+			missing(), len(late), time.Since(released).Round(time.Millisecond), a.d.DHT().RoutingTable().Size(), size, next, logs.find(msgPublished))
 	}
 }
 
@@ -564,7 +567,10 @@ func TestGrowthDuringAnnouncement(t *testing.T) {
 // (a refusal, as a full or failing server's) and reads ADD_PROVIDER and
 // drops it (the protocol has no answer to it).
 type blackhole struct {
-	h               host.Host
+	h host.Host
+	// hang, when not nil, makes GET_PROVIDERS go unanswered until it is
+	// closed: a peer whose answer never comes, as one that died mid-lookup.
+	hang            chan struct{}
 	puts, provides  atomic.Int64
 	closeOnPut      bool
 	closeOnce       sync.Once
@@ -611,6 +617,13 @@ func (b *blackhole) serve(s network.Stream) {
 			return
 		case kadpb.Message_ADD_PROVIDER:
 			b.provides.Add(1)
+		case kadpb.Message_GET_PROVIDERS:
+			if b.hang != nil {
+				<-b.hang
+				_ = s.Reset()
+				return
+			}
+			fallthrough
 		default:
 			out, err := proto.Marshal(kadpb.NewMessage(m.GetType(), m.GetKey(), 0))
 			if err != nil || w.WriteMsg(out) != nil {
@@ -1064,6 +1077,44 @@ func TestFindStats(t *testing.T) {
 	res, st, err = finder.d.FindWithStats(ctx, "stats-skill", 0)
 	if err != nil || len(res) != 2 || st.Providers != 2 || st.Cards != 2 || st.Matched != 2 {
 		t.Fatalf("Find(stats-skill) with the finder's own card = %d results, %v, %+v; want 2 providers, cards and matches", len(res), err, st)
+	}
+}
+
+// TestFindCutAfterGrace: a find does not wait for a provider lookup to be
+// exhausted once it has a provider. Peers that never answer GET_PROVIDERS
+// (gone mid-lookup, as after churn) would hold the lookup until their
+// message timeout; the find returns findGrace after the first provider,
+// with the provider, and says that it cut the lookup.
+func TestFindCutAfterGrace(t *testing.T) {
+	mesh := newMesh(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	owner, finder := mesh[1], mesh[2]
+	if err := owner.d.Publish(ctx, testCard(owner.h.ID(), "owner", []string{"grace-skill"})); err != nil {
+		t.Fatal(err)
+	}
+	var holes []*blackhole
+	for range 4 {
+		b := newBlackhole(t, false)
+		b.hang = make(chan struct{})
+		t.Cleanup(func() { close(b.hang) })
+		if err := finder.h.Connect(ctx, peer.AddrInfo{ID: b.h.ID(), Addrs: b.h.Addrs()}); err != nil {
+			t.Fatal(err)
+		}
+		holes = append(holes, b)
+	}
+	waitHoles(t, finder.d, holes)
+
+	res, st, err := finder.d.FindWithStats(ctx, "grace-skill", 0)
+	t.Logf("find with 4 silent peers among 6: %v", st)
+	if err != nil || len(res) != 1 || res[0].Card.PeerID != owner.h.ID().String() {
+		t.Fatalf("Find(grace-skill) = %+v, %v; want the owner", res, err)
+	}
+	if !st.Cut {
+		t.Fatalf("the find waited for the silent peers (stats %v); want the lookups cut %s after the first provider", st, findGrace)
+	}
+	if !strings.Contains(st.String(), "stopped") {
+		t.Fatalf("String() = %q; want it to say the lookups were stopped", st)
 	}
 }
 
