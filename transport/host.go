@@ -331,6 +331,14 @@ func NewHost(opts ...Option) (host.Host, error) {
 	// package variable that the Add* calls below could mutate.
 	limits := rcmgr.DefaultLimits
 	libp2p.SetDefaultServiceLimits(&limits)
+	// The connection manager trims down to the low watermark once the
+	// connections pass the high one; the resource manager must let them
+	// get there. Auto-scaled from an eighth of the memory, its system
+	// limit on inbound connections is 64 + 64/GiB (256 on a 24 GiB
+	// machine): a 300-node mesh's bootstrap node refused the 257th peer
+	// before the handshake, forever, and never reached the trimming.
+	limits.SystemBaseLimit.ConnsInbound = max(limits.SystemBaseLimit.ConnsInbound, c.connHigh)
+	limits.SystemBaseLimit.Conns = max(limits.SystemBaseLimit.Conns, 2*c.connHigh)
 	if c.streamMemory > limits.StreamBaseLimit.Memory {
 		limits.StreamBaseLimit.Memory = c.streamMemory
 	}

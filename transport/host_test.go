@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
+	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	ma "github.com/multiformats/go-multiaddr"
@@ -436,12 +438,32 @@ func TestNewHostLogsAndCloses(t *testing.T) {
 	goleak.VerifyNone(t)
 }
 
-func TestNewHostWarnsOnConnLimitConflict(t *testing.T) {
-	var logs bytes.Buffer
-	logger := slog.New(slog.NewTextHandler(&logs, nil))
-	newTestHost(t, "", WithLogger(logger), WithConnManager(10, 1<<30, 0))
-	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "exceeds the system connection limit") {
-		t.Fatalf("log %q lacks the warning", logs.String())
+// TestConnLimitsReachHighWatermark: the resource manager lets the
+// connections reach the connection manager's high watermark, which then
+// trims them; auto-scaled, its inbound limit (64 + 64/GiB of an eighth of
+// the memory) refused a 300-node mesh's bootstrap node its 257th peer.
+func TestConnLimitsReachHighWatermark(t *testing.T) {
+	for _, high := range []int{DefaultConnHigh, 5000} {
+		var logs bytes.Buffer
+		logger := slog.New(slog.NewTextHandler(&logs, nil))
+		h := newTestHost(t, "", WithLogger(logger), WithConnManager(10, high, 0))
+		var lim rcmgr.Limit
+		if err := h.Network().ResourceManager().ViewSystem(func(s network.ResourceScope) error {
+			l, ok := s.(rcmgr.ResourceScopeLimiter)
+			if !ok {
+				return fmt.Errorf("the system scope %T has no limit to read", s)
+			}
+			lim = l.Limit()
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if in, all := lim.GetConnLimit(network.DirInbound), lim.GetConnTotalLimit(); in < high || all < high {
+			t.Errorf("high watermark %d: the resource manager admits %d inbound and %d connections in all; want both at least the watermark", high, in, all)
+		}
+		if strings.Contains(logs.String(), "level=WARN") {
+			t.Errorf("high watermark %d: warned: %s", high, logs.String())
+		}
 	}
 }
 
