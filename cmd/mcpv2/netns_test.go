@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -51,7 +52,7 @@ func TestNetnsEdgeE2E(t *testing.T) {
 	if err != nil {
 		t.Fatalf("running as root but iproute2's ip is not installed (CI installs it in .ci/run): %v", err)
 	}
-	removeStaleNetns(t, ipBin)
+	testenv.RemoveStaleNetns(t, ipBin, regexp.MustCompile(`^mcpv2e2e-[ab]-(\d+)$`))
 
 	pid := os.Getpid()
 	nsA, nsB := fmt.Sprintf("mcpv2e2e-a-%d", pid), fmt.Sprintf("mcpv2e2e-b-%d", pid)
@@ -215,31 +216,5 @@ func waitNetnsReady(t *testing.T, nsPath, from, to string) {
 			t.Fatalf("the veth link between %s and %s does not come up: %v", from, to, err)
 		}
 		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// removeStaleNetns deletes namespaces that an earlier run of this test left
-// behind when it was killed (mcpv2e2e-{a,b}-<pid> whose pid is gone).
-func removeStaleNetns(t *testing.T, ipBin string) {
-	out, err := exec.Command(ipBin, "netns", "list").Output()
-	if err != nil {
-		return
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		name, _, _ := strings.Cut(strings.TrimSpace(line), " ")
-		rest, ok := strings.CutPrefix(name, "mcpv2e2e-")
-		if !ok || len(rest) < 3 || (rest[:2] != "a-" && rest[:2] != "b-") {
-			continue
-		}
-		pid, err := strconv.Atoi(rest[2:])
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
-			continue // its test is still running
-		}
-		if err := exec.Command(ipBin, "netns", "del", name).Run(); err == nil {
-			t.Logf("removed the namespace %s left by an earlier run", name)
-		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -96,4 +98,33 @@ func ReadBanner(stdout io.Reader, peerID *string, addrs *[]string, banner chan s
 		}
 	}
 	_, _ = io.Copy(io.Discard, stdout)
+}
+
+// RemoveStaleNetns deletes the network namespaces (ip netns) whose name
+// matches re when the test process that made them is gone: re's first
+// group is that process's pid. A test killed before its cleanup leaves
+// its namespaces behind; the next run removes them.
+func RemoveStaleNetns(t testing.TB, ipBin string, re *regexp.Regexp) {
+	t.Helper()
+	out, err := exec.Command(ipBin, "netns", "list").Output()
+	if err != nil {
+		return
+	}
+	for line := range strings.Lines(string(out)) {
+		name, _, _ := strings.Cut(strings.TrimSpace(line), " ")
+		m := re.FindStringSubmatch(name)
+		if len(m) < 2 {
+			continue
+		}
+		pid, err := strconv.Atoi(m[1])
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+			continue // its test is still running
+		}
+		if err := exec.Command(ipBin, "netns", "del", name).Run(); err == nil {
+			t.Logf("removed the namespace %s left by an earlier run", name)
+		}
+	}
 }

@@ -11,8 +11,8 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -98,7 +98,7 @@ func TestPrivateMeshDHTServers(t *testing.T) {
 	n := scaleEnvInt(t, privmeshNodesEnv, privmeshNodesDef, 2, privmeshNodesMax)
 	settle := scaleEnvDuration(t, scaleSettleEnv, scaleSettleDef, scaleSettleMax)
 	seed := uint64(scaleEnvInt(t, scaleSeedEnv, scaleSeedDef, 0, 1<<31))
-	removeStalePrivmesh(t, ipBin)
+	testenv.RemoveStaleNetns(t, ipBin, regexp.MustCompile(`^mcpv2pm-(\d+)-`))
 	lan := newPrivmeshLAN(t, ipBin, n)
 	m := newScaleMesh(t, binPath)
 	m.findWrap = func(w int) []string { return lan.wrap(fmt.Sprintf("f%d", w)) }
@@ -229,34 +229,6 @@ func (l *privmeshLAN) run(stdin string, args ...string) error {
 		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
 	}
 	return nil
-}
-
-// removeStalePrivmesh deletes the namespaces mcpv2pm-<pid>-* that an
-// earlier run left behind when it was killed (its pid is gone).
-func removeStalePrivmesh(t *testing.T, ipBin string) {
-	t.Helper()
-	out, err := exec.Command(ipBin, "netns", "list").Output()
-	if err != nil {
-		return
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		name, _, _ := strings.Cut(strings.TrimSpace(line), " ")
-		rest, ok := strings.CutPrefix(name, "mcpv2pm-")
-		if !ok {
-			continue
-		}
-		spid, _, _ := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(spid)
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
-			continue // its test is still running
-		}
-		if err := exec.Command(ipBin, "netns", "del", name).Run(); err == nil {
-			t.Logf("removed the namespace %s left by an earlier run", name)
-		}
-	}
 }
 
 // privmeshProbeSpec is what the probe is asked: the nodes' multiaddrs (with

@@ -648,12 +648,12 @@ type scaleFind struct {
 	reachable bool // the target's card came back reachable
 	wantReach bool // answered needs reachable
 	tries     int
-	firstOK   bool          // the first try answered
-	at        time.Time     // start of the last try
-	took      time.Duration // the last try's process, start to exit
-	stats     *findStats    // the last try's, nil without a stats line
-	err       error         // the last try's, nil when the process exited 0 with JSON
-	stderr    string        // the last try's, on failure
+	firstOK   bool                 // the first try answered
+	at        time.Time            // start of the last try
+	took      time.Duration        // the last try's process, start to exit
+	stats     *discovery.FindStats // the last try's, nil without a stats line
+	err       error                // the last try's, nil when the process exited 0 with JSON
+	stderr    string               // the last try's, on failure
 }
 
 // problem says why f did not answer.
@@ -667,25 +667,13 @@ func (f *scaleFind) problem() string {
 	return fmt.Sprintf("the result has no card of the node with its skill (stats %+v)", f.stats)
 }
 
-// findStats is the line `mcpv2 find --stats` prints on stderr after the
-// prefix "find-stats ". Unknown fields are ignored.
-type findStats struct {
-	PeersAsked   int   `json:"peers_asked"`
-	Requests     int   `json:"requests"`
-	Hops         int   `json:"hops"`
-	Providers    int   `json:"providers"`
-	Cards        int   `json:"cards"`
-	CardFailures int   `json:"card_failures"`
-	TookMS       int64 `json:"took_ms"`
-}
-
 // parseFindStats returns the last valid stats line of a find's stderr, nil
 // when there is none.
-func parseFindStats(stderr []byte) *findStats {
-	var last *findStats
+func parseFindStats(stderr []byte) *discovery.FindStats {
+	var last *discovery.FindStats
 	for line := range bytes.Lines(stderr) {
 		if js, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("find-stats ")); ok {
-			var s findStats
+			var s discovery.FindStats
 			if json.Unmarshal(js, &s) == nil {
 				last = &s
 			}
