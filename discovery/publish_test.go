@@ -450,6 +450,29 @@ func newSlowHolder(t testing.TB, key string) *slowHolder {
 func (s *slowHolder) let() { s.relOnce.Do(func() { close(s.release) }) }
 
 func (s *slowHolder) serve(st network.Stream) {
+	serveKad(st, func(m *kadpb.Message) (*kadpb.Message, bool) {
+		resp := kadpb.NewMessage(m.GetType(), m.GetKey(), 0)
+		switch m.GetType() {
+		case kadpb.Message_ADD_PROVIDER:
+			return nil, true
+		case kadpb.Message_PUT_VALUE:
+			if s.armed.Load() && string(m.GetKey()) == s.key && s.holdCount.Add(1) == 1 {
+				s.heldOnce.Do(func() { close(s.held) })
+				select {
+				case <-s.release:
+				case <-time.After(s.holdMax):
+				}
+			}
+			resp.Record = m.GetRecord()
+		}
+		return resp, true
+	})
+}
+
+// serveKad reads DHT requests from st until it fails and writes answer's
+// reply to each: none when the reply is nil (ADD_PROVIDER has none), and a
+// reset of the stream when ok is false.
+func serveKad(st network.Stream, answer func(m *kadpb.Message) (reply *kadpb.Message, ok bool)) {
 	r := msgio.NewVarintReaderSize(st, network.MessageSizeMax)
 	w := msgio.NewVarintWriter(st)
 	for {
@@ -466,21 +489,15 @@ func (s *slowHolder) serve(st network.Stream) {
 			_ = st.Reset()
 			return
 		}
-		resp := kadpb.NewMessage(m.GetType(), m.GetKey(), 0)
-		switch m.GetType() {
-		case kadpb.Message_ADD_PROVIDER:
-			continue
-		case kadpb.Message_PUT_VALUE:
-			if s.armed.Load() && string(m.GetKey()) == s.key && s.holdCount.Add(1) == 1 {
-				s.heldOnce.Do(func() { close(s.held) })
-				select {
-				case <-s.release:
-				case <-time.After(s.holdMax):
-				}
-			}
-			resp.Record = m.GetRecord()
+		reply, ok := answer(&m)
+		if !ok {
+			_ = st.Reset()
+			return
 		}
-		out, err := proto.Marshal(resp)
+		if reply == nil {
+			continue
+		}
+		out, err := proto.Marshal(reply)
 		if err != nil || w.WriteMsg(out) != nil {
 			_ = st.Reset()
 			return
@@ -493,8 +510,8 @@ func (s *slowHolder) serve(st network.Stream) {
 // announcement.
 //
 // A slow holder keeps the growth announcement in its card put until enough
-// newcomers to grow A's routing table past the next threshold are in it: the card's lookup was over before
-// they came, so they do not get the card. announce then records the
+// newcomers to grow A's routing table past the next threshold are in it:
+// the card's lookup was over before they came, so they do not get the card. announce then records the
 // routing table's size at its end, newcomers included, as announced
 // (announcedRT), so the growth they brought never counts, and the
 // newcomers (among the k closest peers of A's card key: the mesh is under
@@ -588,50 +605,28 @@ func newBlackhole(t testing.TB, closeOnPut bool) *blackhole {
 }
 
 func (b *blackhole) serve(s network.Stream) {
-	r := msgio.NewVarintReaderSize(s, network.MessageSizeMax)
-	w := msgio.NewVarintWriter(s)
-	for {
-		_ = s.SetReadDeadline(time.Now().Add(time.Minute))
-		raw, err := r.ReadMsg()
-		if err != nil {
-			_ = s.Reset()
-			return
-		}
-		var m kadpb.Message
-		err = proto.Unmarshal(raw, &m)
-		r.ReleaseMsg(raw)
-		if err != nil {
-			_ = s.Reset()
-			return
-		}
+	serveKad(s, func(m *kadpb.Message) (*kadpb.Message, bool) {
 		switch m.GetType() {
 		case kadpb.Message_PUT_VALUE:
 			b.puts.Add(1)
-			_ = s.Reset()
 			if b.closeOnPut {
 				b.closeOnce.Do(func() {
 					// Not from the handler: closing the host waits for it.
 					go func() { b.closeHostResult <- b.h.Close() }()
 				})
 			}
-			return
+			return nil, false
 		case kadpb.Message_ADD_PROVIDER:
 			b.provides.Add(1)
+			return nil, true
 		case kadpb.Message_GET_PROVIDERS:
 			if b.hang != nil {
 				<-b.hang
-				_ = s.Reset()
-				return
-			}
-			fallthrough
-		default:
-			out, err := proto.Marshal(kadpb.NewMessage(m.GetType(), m.GetKey(), 0))
-			if err != nil || w.WriteMsg(out) != nil {
-				_ = s.Reset()
-				return
+				return nil, false
 			}
 		}
-	}
+		return kadpb.NewMessage(m.GetType(), m.GetKey(), 0), true
+	})
 }
 
 // waitHoles waits until d's routing table holds every black hole, and

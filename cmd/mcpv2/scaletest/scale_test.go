@@ -127,7 +127,7 @@ func (m *scaleMesh) churn(t *testing.T, rep *scaleReport, rng *rand.Rand, begin 
 	// 30 min, a run checks that only when its -timeout leaves the time
 	// (go test -timeout 60m); CI's 20 min do not, and TestTTLExpiry
 	// covers the expiry there.
-	checkDead := m.stop.IsZero() || time.Now().Add(ttl+scaleTTLMargin+2*scaleChurnWindow).Before(m.stop)
+	checkDead := m.fits(ttl + scaleTTLMargin + 2*scaleChurnWindow)
 	n := len(m.nodes)
 	killed := rng.Perm(n)[:int(float64(n)*scaleChurn+0.5)]
 	nRestart := min(scaleRestarts, len(killed)/2)
@@ -827,13 +827,19 @@ func (m *scaleMesh) late() bool { return !m.stop.IsZero() && !time.Now().Before(
 // pass it.
 func (m *scaleMesh) inTime(t *testing.T, rep *scaleReport, begin time.Time, next string, need time.Duration) {
 	t.Helper()
-	if m.stop.IsZero() || time.Now().Add(need).Before(m.stop) {
+	if m.fits(need) {
 		return
 	}
 	t.Errorf("no time left for %s (it needs %s; the test's deadline less %s is in %s): raise go test -timeout",
 		next, need, scaleStopMargin, time.Until(m.stop).Round(time.Second))
 	rep.log(t, begin)
 	t.FailNow()
+}
+
+// fits reports whether need ends before the test's deadline less
+// scaleStopMargin.
+func (m *scaleMesh) fits(need time.Duration) bool {
+	return m.stop.IsZero() || time.Now().Add(need).Before(m.stop)
 }
 
 // scaleParallel calls f(w, k) for k in [0, n) on workers goroutines (w is
