@@ -168,11 +168,13 @@ func TestProtocolLimitInbound(t *testing.T) {
 			_ = s.Reset()
 			return
 		}
+		// Count before answering: the client checks the count as soon as
+		// the answer arrives.
+		accepted.Add(1)
 		if err := WriteFrame(s, []byte("ok")); err != nil {
 			_ = s.Reset()
 			return
 		}
-		accepted.Add(1)
 		// Hold the stream (and its slot) until the client half-closes.
 		if _, err := fr.ReadFrame(); err != io.EOF {
 			_ = s.Reset()
