@@ -200,3 +200,8 @@ func (n *Node) AuditLog(ctx context.Context, q protocol.AuditQuery) ([]json.RawM
 	}
 	return lines, nil
 }
+
+// FilesChanged returns a channel closed at the next change of the stored
+// files (a write, a committed upload, a delete), for the MCP face's
+// resource-list notifications: take a new channel after each close.
+func (n *Node) FilesChanged() <-chan struct{} { return n.store.Files().Changed() }

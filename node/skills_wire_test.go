@@ -98,6 +98,21 @@ func TestStandardSkillsOverLibp2p(t *testing.T) {
 				t.Errorf("files = %v", files)
 			}
 		}},
+		// read_file: whole, paged, binary as base64, and its refusals.
+		{name: "read", skill: "read_file", args: `{"filename":"a.txt"}`,
+			want: map[string]any{"filename": "a.txt", "size": float64(len(hello)), "sha256": hex.EncodeToString(sum[:]), "offset": 0.0,
+				"length": float64(len(hello)), "eof": true, "encoding": "utf-8", "content": hello, "mime_type": "text/plain; charset=utf-8"}},
+		{name: "read page", skill: "read_file", args: `{"filename":"a.txt","offset":7,"length":4}`,
+			want: map[string]any{"offset": 7.0, "length": 4.0, "eof": false, "content": "mesh", "size": float64(len(hello))}},
+		{name: "read binary", skill: "read_file", args: `{"filename":"b.bin"}`,
+			want: map[string]any{"encoding": "base64", "content": base64.StdEncoding.EncodeToString([]byte{0, 1, 2, 255}), "eof": true}},
+		{name: "read at end", skill: "read_file", args: mustJSON(map[string]any{"filename": "a.txt", "offset": len(hello)}),
+			want: map[string]any{"length": 0.0, "eof": true, "content": ""}},
+		{name: "read past end", skill: "read_file", args: mustJSON(map[string]any{"filename": "a.txt", "offset": len(hello) + 1}), code: protocol.CodeInvalidParams},
+		{name: "read missing", skill: "read_file", args: `{"filename":"zz.txt"}`, code: protocol.CodeFileNotFound},
+		{name: "read traversal", skill: "read_file", args: `{"filename":"../../etc/passwd"}`, code: protocol.CodeInvalidParams},
+		{name: "read too long", skill: "read_file", args: mustJSON(map[string]any{"filename": "a.txt", "length": skills.MaxReadLength + 1}), code: protocol.CodeInvalidParams},
+		{name: "read negative offset", skill: "read_file", args: `{"filename":"a.txt","offset":-1}`, code: protocol.CodeInvalidParams},
 		{name: "process", skill: "process_instructions", args: `{"filename":"a.txt","instructions":"summarise"}`,
 			want: map[string]any{"filename": "a.txt", "stats": map[string]any{"bytes": float64(len(hello)), "lines": 2.0, "words": 4.0}}},
 		{name: "process missing", skill: "process_instructions", args: `{"filename":"zz.txt","instructions":"x"}`, code: protocol.CodeFileNotFound},

@@ -11,10 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
+	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -60,14 +64,16 @@ type Deps struct {
 	Now func() time.Time
 }
 
-// StandardNames are the ten standard skills, in their registration order.
-var StandardNames = []string{"ping", "ask", "upload_file", "list_files", "process_instructions", "delete_file", "get_skill", "pay", "negotiate", "translate_history"}
+// StandardNames are the standard skills, in their registration order: the
+// ten of SPEC §3, and read_file (docs/spec.md §3), which the MCP face's
+// file resources are read through.
+var StandardNames = []string{"ping", "ask", "upload_file", "list_files", "process_instructions", "delete_file", "get_skill", "pay", "negotiate", "translate_history", "read_file"}
 
 // processContextBytes is how much of a file process_instructions hands to the
 // LLM backend; stats always cover the whole file.
 const processContextBytes = 64 << 10
 
-// RegisterStandard adds the ten standard skills of SPEC §3 to r.
+// RegisterStandard adds the standard skills (StandardNames) to r.
 func RegisterStandard(r *Registry, d Deps) {
 	if d.Now == nil {
 		d.Now = time.Now
@@ -91,6 +97,9 @@ func RegisterStandard(r *Registry, d Deps) {
 	mustGuard(r, "upload_file", map[string]guard.Kind{"filename": guard.Path})
 	mustGuard(r, "delete_file", map[string]guard.Kind{"filename": guard.Path})
 	Add(r, "translate_history", "Translate a chat history between the claude, openai, gemini and deepseek message formats.", []string{"core", "llm", "translate"}, s.translate, typeProp("history", "array"))
+	Add(r, "read_file", fmt.Sprintf("Read a stored file, or a page of it (offset, length up to %d bytes): utf-8 text or base64, with its size, sha256 and MIME type.", MaxReadLength),
+		[]string{"core", "files"}, s.read, minimum("offset", 0), minimum("length", 1), maximum("length", MaxReadLength))
+	mustGuard(r, "read_file", map[string]guard.Kind{"filename": guard.Path})
 }
 
 // mustGuard is SetGuard for a skill registered just before: a failure is a
@@ -116,6 +125,14 @@ func typeProp(name, typ string) SchemaOption {
 
 func exclusiveMin(name string, v float64) SchemaOption {
 	return func(s *jsonschema.Schema) { s.Properties[name].ExclusiveMinimum = &v }
+}
+
+func minimum(name string, v float64) SchemaOption {
+	return func(s *jsonschema.Schema) { s.Properties[name].Minimum = &v }
+}
+
+func maximum(name string, v float64) SchemaOption {
+	return func(s *jsonschema.Schema) { s.Properties[name].Maximum = &v }
 }
 
 func minItems(name string, n int) SchemaOption {
@@ -402,6 +419,77 @@ func (s *standard) delete(_ context.Context, a DeleteArgs) (DeleteResult, error)
 		return DeleteResult{}, fileError("delete_file", a.Filename, err)
 	}
 	return DeleteResult{Filename: a.Filename, Deleted: true}, nil
+}
+
+// MaxReadLength is the most bytes one read_file call returns (base64 makes
+// them 4/3 as many, well under the 8 MiB message cap); DefaultReadLength is
+// what it returns when the call names no length.
+const (
+	MaxReadLength     = 4 << 20
+	DefaultReadLength = 1 << 20
+)
+
+// ReadArgs are read_file's arguments.
+type ReadArgs struct {
+	Filename string `json:"filename" jsonschema:"the file to read"`
+	Offset   int64  `json:"offset,omitempty" jsonschema:"the first byte to return (default 0)"`
+	Length   int    `json:"length,omitempty" jsonschema:"how many bytes at most (default 1 MiB, at most 4 MiB)"`
+}
+
+// ReadResult is read_file's result: Length bytes from Offset, as utf-8 text
+// when they are valid UTF-8, else base64.
+type ReadResult struct {
+	Filename string `json:"filename"`
+	Size     int64  `json:"size"`
+	SHA256   string `json:"sha256"`
+	MIMEType string `json:"mime_type"`
+	Offset   int64  `json:"offset"`
+	Length   int    `json:"length"`
+	// EOF is true when the page ends at the end of the file.
+	EOF      bool   `json:"eof"`
+	Encoding string `json:"encoding"`
+	Content  string `json:"content"`
+}
+
+func (s *standard) read(_ context.Context, a ReadArgs) (ReadResult, error) {
+	n := a.Length
+	if n == 0 {
+		n = DefaultReadLength
+	}
+	f, info, err := s.Files.Open(a.Filename)
+	if err != nil {
+		return ReadResult{}, fileError("read_file", a.Filename, err)
+	}
+	defer f.Close()
+	if a.Offset > info.Size {
+		return ReadResult{}, protocol.Errorf(protocol.CodeInvalidParams, "read_file: offset %d is past the end of %q (%d bytes)", a.Offset, a.Filename, info.Size)
+	}
+	buf := make([]byte, min(int64(n), info.Size-a.Offset))
+	if _, err := f.ReadAt(buf, a.Offset); err != nil && err != io.EOF {
+		return ReadResult{}, protocol.Errorf(protocol.CodeInternal, "read_file: %q could not be read", a.Filename)
+	}
+	head := buf
+	if a.Offset > 0 {
+		head = make([]byte, min(512, info.Size))
+		_, _ = f.ReadAt(head, 0)
+	}
+	r := ReadResult{Filename: info.Filename, Size: info.Size, SHA256: info.SHA256, MIMEType: MIMEType(info.Filename, head),
+		Offset: a.Offset, Length: len(buf), EOF: a.Offset+int64(len(buf)) == info.Size, Encoding: "utf-8"}
+	if utf8.Valid(buf) {
+		r.Content = string(buf)
+	} else {
+		r.Encoding, r.Content = "base64", base64.StdEncoding.EncodeToString(buf)
+	}
+	return r, nil
+}
+
+// MIMEType names the media type of a file from its name's extension, else
+// from its first bytes (http.DetectContentType's sniffing).
+func MIMEType(name string, head []byte) string {
+	if t := mime.TypeByExtension(filepath.Ext(name)); t != "" {
+		return t
+	}
+	return http.DetectContentType(head)
 }
 
 // --- get_skill

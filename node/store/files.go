@@ -56,6 +56,9 @@ type Files struct {
 	// cap: scan, drop, reserve) and guards partMeta.
 	partMu   sync.Mutex
 	partMeta map[string]partMeta // partial file name -> what it uploads, as far as known
+
+	chMu    sync.Mutex    // guards changed; taken last (renameCounted holds qmu)
+	changed chan struct{} // closed, and replaced, at each change of the listed files
 }
 
 // filesConfig is what openFiles needs from the options.
@@ -84,7 +87,7 @@ func openFiles(dir string, c filesConfig) (*Files, error) {
 		return nil, fmt.Errorf("store: open files dir: %w", err)
 	}
 	f := &Files{root: root, dir: dir, maxSize: c.maxSize, maxPartial: c.maxPartial, partialTTL: c.partialTTL, quota: c.quota,
-		cache: make(map[string]cacheItem), partMeta: make(map[string]partMeta)}
+		cache: make(map[string]cacheItem), partMeta: make(map[string]partMeta), changed: make(chan struct{})}
 	if err := f.removeStale(); err != nil {
 		return nil, errors.Join(err, root.Close())
 	}
@@ -342,10 +345,29 @@ func (f *Files) Delete(name string) error {
 	f.mu.Lock()
 	delete(f.cache, name)
 	f.mu.Unlock()
+	f.notifyChanged()
 	if err := f.syncDir(); err != nil {
 		return f.errorf(op, name, "sync directory: %w", scrub(err))
 	}
 	return nil
+}
+
+// Changed returns a channel that is closed at the next change of the
+// listed files: a write, a committed upload, a delete. A watcher takes a new
+// channel after each close, then lists; a change between the two is seen
+// by the list. Safe for concurrent use.
+func (f *Files) Changed() <-chan struct{} {
+	f.chMu.Lock()
+	defer f.chMu.Unlock()
+	return f.changed
+}
+
+// notifyChanged closes the current Changed channel and makes the next.
+func (f *Files) notifyChanged() {
+	f.chMu.Lock()
+	close(f.changed)
+	f.changed = make(chan struct{})
+	f.chMu.Unlock()
 }
 
 // check refuses a closed store and a name that is not plain.

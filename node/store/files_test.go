@@ -419,3 +419,41 @@ func TestFilesHugeCapDoesNotOverflow(t *testing.T) {
 		t.Fatalf("Write with a MaxInt64 cap = %+v, %v", info, err)
 	}
 }
+
+// TestFilesChanged: a watcher's channel is closed by each change of the
+// listed files (a write, a delete), and not by a failed write.
+func TestFilesChanged(t *testing.T) {
+	s, _ := openT(t)
+	f := s.Files()
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	ch := f.Changed()
+	if _, err := f.Write("../x", strings.NewReader("x")); err == nil {
+		t.Fatal("a bad name was written")
+	}
+	if closed(ch) {
+		t.Fatal("a refused write closed the channel")
+	}
+	if _, err := f.Write("a.txt", strings.NewReader("a")); err != nil {
+		t.Fatal(err)
+	}
+	if !closed(ch) {
+		t.Fatal("a write did not close the channel")
+	}
+	ch = f.Changed()
+	if closed(ch) {
+		t.Fatal("the next channel is closed already")
+	}
+	if err := f.Delete("a.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if !closed(ch) {
+		t.Fatal("a delete did not close the channel")
+	}
+}

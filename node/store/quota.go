@@ -138,6 +138,7 @@ func (f *Files) renameCounted(from, to string, credit, size int64) error {
 		return err
 	}
 	f.used -= old
+	f.notifyChanged() // every rename makes a listed file: a write or a committed upload
 	return nil
 }
 
