@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -110,7 +111,22 @@ func (s *Server) open(method string, h handlerFunc) http.Handler {
 // only who the caller is; the node decides what it may run. h reads the
 // body with ReadBody.
 func (s *Server) Authenticated(method string, h func(w http.ResponseWriter, r *http.Request, c protocol.Caller)) http.Handler {
-	return s.open(method, func(w http.ResponseWriter, r *http.Request, q *request) {
+	return s.AuthenticatedFace([]string{method}, nil, h)
+}
+
+// AuthenticatedFace is Authenticated for a face that answers several
+// methods (MCP's streamable HTTP: GET, POST and DELETE). A request for which
+// standing reports true (nil: none) is a standing event stream, open for as
+// long as the client listens: it holds one of MaxInFlight stream slots
+// instead of an in-flight slot, so that listeners cannot starve the calls.
+func (s *Server) AuthenticatedFace(methods []string, standing func(*http.Request) bool, h func(w http.ResponseWriter, r *http.Request, c protocol.Caller)) http.Handler {
+	allowed := strings.Join(methods, ", ")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := s.newRequest(r)
+		if !slices.Contains(methods, r.Method) {
+			s.methodNotAllowed(w, r, q, allowed)
+			return
+		}
 		tok, kind, perr := s.verify(r)
 		if perr != nil {
 			s.log.Debug("session refused", "remote", r.RemoteAddr, "path", r.URL.Path, "err", perr.Message)
@@ -122,13 +138,17 @@ func (s *Server) Authenticated(method string, h func(w http.ResponseWriter, r *h
 			s.rateLimited(w, r, q, wait, fmt.Sprintf("rate limited: this session may send %s requests per second", formatRate(s.cfg.RateLimit)))
 			return
 		}
+		slots, what := s.inflight, "requests"
+		if standing != nil && standing(r) {
+			slots, what = s.streams, "event streams"
+		}
 		select {
-		case s.inflight <- struct{}{}:
-			defer func() { <-s.inflight }()
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
 		default:
 			w.Header().Set("Retry-After", "1")
 			s.refuse(w, r, q, http.StatusServiceUnavailable, &protocol.Error{Code: protocol.CodeRateLimited,
-				Message: fmt.Sprintf("busy: this edge serves at most %d requests at once; retry after 1s", cap(s.inflight)),
+				Message: fmt.Sprintf("busy: this edge serves at most %d %s at once; retry after 1s", cap(slots), what),
 				Data:    map[string]int64{"retry_after_ms": 1000}})
 			return
 		}
@@ -144,10 +164,13 @@ func (s *Server) verify(r *http.Request) (protocol.Token, protocol.CallerKind, *
 	if tok == "" {
 		tok = r.URL.Query().Get(SessionParam)
 	}
+	if a, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); tok == "" && ok {
+		tok = strings.TrimSpace(a) // MCP and A2A clients send credentials so
+	}
 	ip := clientIP(r.RemoteAddr)
 	reason, msg := "", ""
 	if tok == "" {
-		reason, msg = "missing", "invalid session: no session token; send it as the sessionId query parameter or the X-MCPV2-Session header (GET /mcpv2/session issues one)"
+		reason, msg = "missing", "invalid session: no session token; send it as the sessionId query parameter, the X-MCPV2-Session header or an Authorization: Bearer header (GET /mcpv2/session issues one)"
 	} else {
 		t, kind, err := s.verifyToken(tok, ip)
 		if err == nil {
@@ -236,6 +259,17 @@ func (s *Server) ReadBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, q *request, status int, perr *protocol.Error) {
 	s.b.Audit(q.caller, auditMethod(r), perr, q.start)
 	writeJSON(w, status, protocol.ErrorResponse(nil, perr))
+}
+
+// Refuse answers a refusal by a face mounted on Mux, as the edge answers its
+// own: status, a JSON-RPC error response with a null id, and one audit line
+// (for the caller the edge authenticated, when it did).
+func (s *Server) Refuse(w http.ResponseWriter, r *http.Request, status int, perr *protocol.Error) {
+	q := requestFrom(r.Context())
+	if q == nil {
+		q = s.newRequest(r)
+	}
+	s.refuse(w, r, q, status, perr)
 }
 
 // rateLimited answers 429 with Retry-After and -32005.
@@ -532,16 +566,42 @@ func (s *Server) find(w http.ResponseWriter, r *http.Request, c protocol.Caller)
 	writeJSON(w, http.StatusOK, FindAnswer{Query: term, By: by, Results: res})
 }
 
+// AllowFind takes one of the finds that the client at remoteAddr (a
+// RemoteAddr, "ip:port") may make per second, for a face that searches the
+// mesh on its behalf (MCP's mesh_find); nil when allowed, else the -32005
+// error to answer. GET /mcpv2/find draws from the same bucket.
+func (s *Server) AllowFind(remoteAddr string) *protocol.Error {
+	return s.allowKey(s.findLimits, s.cfg.FindRateLimit, clientIP(remoteAddr), "finds")
+}
+
+// AllowGateway is AllowFind for the gateway's forwards (MCP's mesh_call);
+// POST /mcpv2/peers/… draws from the same bucket.
+func (s *Server) AllowGateway(remoteAddr string) *protocol.Error {
+	return s.allowKey(s.gwLimits, s.cfg.GatewayRateLimit, clientIP(remoteAddr), "gateway requests")
+}
+
+// allowKey takes a token of ip's bucket in ls; nil when there was one.
+func (s *Server) allowKey(ls *limiterSet, rate float64, ip, what string) *protocol.Error {
+	ok, wait := ls.allow(ip, s.cfg.Now())
+	if ok {
+		return nil
+	}
+	secs := retryAfterSeconds(wait)
+	return &protocol.Error{Code: protocol.CodeRateLimited,
+		Message: fmt.Sprintf("rate limited: %s may make %s %s per second; retry after %ds", ip, formatRate(rate), what, secs),
+		Data:    map[string]int64{"retry_after_ms": wait.Milliseconds()}}
+}
+
 // allowIP takes a token of the caller IP's bucket in ls, for an endpoint
 // whose cost is not bounded by one session's rate: a caller can hold many
 // sessions. When the bucket is empty it answers 429 and returns false.
 func (s *Server) allowIP(w http.ResponseWriter, r *http.Request, q *request, ls *limiterSet, rate float64, what string) bool {
-	ip := clientIP(r.RemoteAddr)
-	ok, wait := ls.allow(ip, s.cfg.Now())
-	if !ok {
-		s.rateLimited(w, r, q, wait, fmt.Sprintf("rate limited: %s may send %s %s per second", ip, formatRate(rate), what))
+	perr := s.allowKey(ls, rate, clientIP(r.RemoteAddr), what)
+	if perr != nil {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(retryAfter(perr))))
+		s.refuse(w, r, q, http.StatusTooManyRequests, perr)
 	}
-	return ok
+	return perr == nil
 }
 
 func formatRate(r float64) string { return strconv.FormatFloat(r, 'f', -1, 64) }

@@ -186,6 +186,7 @@ type Server struct {
 	findLimits *limiterSet   // GET /mcpv2/find per client IP
 	gwLimits   *limiterSet   // gateway forwards per client IP
 	inflight   chan struct{} // a slot per session request being served
+	streams    chan struct{} // a slot per standing event stream of a face
 	anonKey    []byte        // HMAC key of anonymous sessions, derived from secret
 	verified   tokenCache    // tokens that verified lately
 
@@ -263,6 +264,7 @@ func New(b Backend, cfg Config) (*Server, error) {
 	s.findLimits = newLimiterSet(cfg.FindRateLimit)
 	s.gwLimits = newLimiterSet(cfg.GatewayRateLimit)
 	s.inflight = make(chan struct{}, cfg.MaxInFlight)
+	s.streams = make(chan struct{}, cfg.MaxInFlight)
 	s.anonKey = anonymousKey(s.secret)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mux = http.NewServeMux()
@@ -471,6 +473,10 @@ func (s *Server) Close() error {
 // edge's own patterns are listed in the package documentation, and "/" is its
 // JSON 404 answer.
 func (s *Server) Mux() *http.ServeMux { return s.mux }
+
+// MaxBody returns the cap on request bodies, in bytes (Config.MaxBody), for
+// faces that read bodies with a library of their own.
+func (s *Server) MaxBody() int64 { return s.cfg.MaxBody }
 
 // Handler returns the edge's HTTP handler (Mux behind a thin wrapper that
 // sets common headers), for embedding the edge in another server or serving
