@@ -1,0 +1,229 @@
+package mcp
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpv2/mcpv2/edge"
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// Path is where Mount serves the face on the edge: MCP's streamable HTTP.
+const Path = "/mcp"
+
+// Era boundaries of MCP's streamable HTTP (the MCP-Protocol-Version
+// header): from statelessEra on, requests carry their own version and need
+// no session, and the go-sdk serves them only from a stateless handler.
+const statelessEra = "2026-07-28"
+
+// Defaults of the HTTP face.
+const (
+	// DefaultMaxSessions bounds the stateful (2025-11-25 era) sessions
+	// open at once; an initialize past it is refused with 503.
+	DefaultMaxSessions = 1024
+	// DefaultSessionIdle ends a stateful session idle this long.
+	DefaultSessionIdle = 30 * time.Minute
+)
+
+// HTTPOptions configure Mount.
+type HTTPOptions struct {
+	// AllowedHosts are host names (not IPs: every IP literal, and
+	// localhost, are allowed) that the Host and Origin headers may name,
+	// for an edge reached by a DNS name. A request naming any other host
+	// is refused with 403: a web page that rebinds its DNS name to the
+	// edge's address must not reach it (DNS rebinding).
+	AllowedHosts []string
+	// MaxSessions bounds the stateful sessions (default DefaultMaxSessions).
+	MaxSessions int
+	// SessionIdle ends a stateful session idle this long (default
+	// DefaultSessionIdle).
+	SessionIdle time.Duration
+}
+
+// Mount serves the face at Path on e's Mux, both eras of streamable HTTP:
+// a request whose MCP-Protocol-Version is 2026-07-28 or later goes to a
+// stateless handler, every other one to a stateful handler with sessions
+// (GET streams for notifications, DELETE to end). Every request first passes
+// the Host and Origin check, then the edge's session check, rate limit and
+// in-flight cap (edge.Server.AuthenticatedFace); a standing event stream
+// holds a stream slot, not a request slot. The caller the edge
+// authenticated rides in the go-sdk's TokenInfo, so that each request runs
+// as its own caller and a session cannot be used by another one (the
+// go-sdk refuses a session ID presented by another user with 403). The
+// mesh tools draw from the edge's per-IP find and gateway limits. Call
+// before the edge serves.
+func (f *Face) Mount(e *edge.Server, o HTTPOptions) {
+	f.limiter = e
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.SessionIdle <= 0 {
+		o.SessionIdle = DefaultSessionIdle
+	}
+	get := func(*http.Request) *sdk.Server { return f.srv }
+	stateful := sdk.NewStreamableHTTPHandler(get, &sdk.StreamableHTTPOptions{
+		Logger: f.log, MaxRequestBodyBytes: e.MaxBody(), SessionTimeout: o.SessionIdle})
+	stateless := sdk.NewStreamableHTTPHandler(get, &sdk.StreamableHTTPOptions{
+		Logger: f.log, MaxRequestBodyBytes: e.MaxBody(), Stateless: true, PropagateRequestCancellation: true})
+	withCaller := auth.RequireBearerToken(func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+		c, ok := r.Context().Value(httpCallerKey{}).(protocol.Caller)
+		if !ok {
+			return nil, auth.ErrInvalidToken // not reached: serve puts it there
+		}
+		return &auth.TokenInfo{UserID: c.Kind.String() + " " + c.ID, Extra: map[string]any{callerKey: c}}, nil
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	statefulH, statelessH := withCaller(stateful), withCaller(stateless)
+
+	serve := func(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
+		c.Via = "mcp"
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() { f.auditTransport(r, c, sw.status, start) }()
+		w = sw
+		if v := r.Header.Get("Mcp-Protocol-Version"); v >= statelessEra {
+			statelessH.ServeHTTP(w, withHTTPCaller(r, c))
+			return
+		}
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && f.sessions() >= o.MaxSessions {
+			w.Header().Set("Retry-After", "60")
+			e.Refuse(w, r, http.StatusServiceUnavailable, protocol.Errorf(protocol.CodeRateLimited,
+				"busy: this node holds %d MCP sessions, its most; retry later, or speak MCP 2026-07-28, which needs no session", o.MaxSessions))
+			return
+		}
+		statefulH.ServeHTTP(w, withHTTPCaller(r, c))
+	}
+	standing := func(r *http.Request) bool {
+		return r.Method == http.MethodGet || r.Header.Get("Mcp-Method") == "subscriptions/listen"
+	}
+	authed := e.AuthenticatedFace([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, standing, serve)
+	allowed := hostSet(o.AllowedHosts)
+	e.Mux().Handle(Path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if bad, what := badHost(r, allowed); bad != "" {
+			e.Refuse(w, r, http.StatusForbidden, protocol.Errorf(protocol.CodeNotPermitted,
+				"forbidden: the %s header names %q, which this edge does not serve (DNS rebinding protection); use its IP address, localhost, or a name it allows", what, clip(bad, 100)))
+			return
+		}
+		authed.ServeHTTP(w, r)
+	}))
+}
+
+// auditTransport writes the audit line of a request that the go-sdk's
+// transport refused (a session of another caller 403, an unknown session
+// 404, a body over the cap 413, bytes that are not JSON 400): the go-sdk
+// answers those itself, before any method runs.
+func (f *Face) auditTransport(r *http.Request, c protocol.Caller, status int, start time.Time) {
+	if status < 400 {
+		return
+	}
+	code := protocol.CodeInvalidRequest
+	switch status {
+	case http.StatusForbidden:
+		code = protocol.CodeNotPermitted
+	case http.StatusNotFound:
+		code = protocol.CodeInvalidSession
+	}
+	f.b.Audit(c, "http "+r.Method+" "+Path, protocol.Errorf(code, "mcp transport: HTTP %d", status), start)
+}
+
+// statusWriter remembers the status of the answer; it passes Flush on
+// (server-sent events) through Unwrap.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *statusWriter) Flush() {
+	if fl, ok := w.ResponseWriter.(http.Flusher); ok {
+		fl.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+type httpCallerKey struct{}
+
+// withHTTPCaller puts the caller in r's context for the TokenInfo verifier,
+// and gives r the bearer form the go-sdk's auth middleware reads: a
+// caller that sent its session as a query parameter or X-MCPV2-Session
+// header has none. Its value is not read again; the edge checked the
+// session already.
+func withHTTPCaller(r *http.Request, c protocol.Caller) *http.Request {
+	r = r.WithContext(context.WithValue(r.Context(), httpCallerKey{}, c))
+	if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+		r.Header.Set("Authorization", "Bearer mcpv2-edge-session")
+	}
+	return r
+}
+
+// sessions counts the face's open sessions.
+func (f *Face) sessions() int {
+	n := 0
+	for range f.srv.Sessions() {
+		n++
+	}
+	return n
+}
+
+func hostSet(names []string) map[string]bool {
+	m := map[string]bool{"localhost": true}
+	for _, n := range names {
+		m[strings.ToLower(strings.TrimSuffix(n, "."))] = true
+	}
+	return m
+}
+
+// badHost returns the host that the Host header, or else the Origin header
+// when present, names and that is neither an IP literal nor allowed; ""
+// when both pass.
+func badHost(r *http.Request, allowed map[string]bool) (host, header string) {
+	if h := hostOnly(r.Host); !hostOK(h, allowed) {
+		return h, "Host"
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || u.Host == "" {
+			return o, "Origin"
+		}
+		if h := hostOnly(u.Host); !hostOK(h, allowed) {
+			return h, "Origin"
+		}
+	}
+	return "", ""
+}
+
+func hostOnly(hostport string) string {
+	h := hostport
+	if host, _, err := net.SplitHostPort(hostport); err == nil {
+		h = host
+	}
+	return strings.ToLower(strings.TrimSuffix(strings.Trim(h, "[]"), "."))
+}
+
+func hostOK(h string, allowed map[string]bool) bool {
+	if _, err := netip.ParseAddr(h); err == nil {
+		return true
+	}
+	return allowed[h]
+}
