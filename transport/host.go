@@ -40,6 +40,9 @@ const (
 	// DefaultConnGrace is the connection manager's default grace period, during
 	// which a new connection is never trimmed.
 	DefaultConnGrace = time.Minute
+	// peerConns is the connections the resource manager admits per peer
+	// (each way, and in all); see NewHost.
+	peerConns = 32
 )
 
 // Option configures [NewHost]. Options are applied in order after the
@@ -339,6 +342,13 @@ func NewHost(opts ...Option) (host.Host, error) {
 	// before the handshake, forever, and never reached the trimming.
 	limits.SystemBaseLimit.ConnsInbound = max(limits.SystemBaseLimit.ConnsInbound, c.connHigh)
 	limits.SystemBaseLimit.Conns = max(limits.SystemBaseLimit.Conns, 2*c.connHigh)
+	// A peer that restarts without closing its connections (a process
+	// killed by the MCP host that started it) leaves QUIC connections
+	// here until they time out (30 s idle); eight per peer, libp2p's
+	// default, locked such a peer out after its third quick restart.
+	limits.PeerBaseLimit.ConnsInbound = max(limits.PeerBaseLimit.ConnsInbound, peerConns)
+	limits.PeerBaseLimit.ConnsOutbound = max(limits.PeerBaseLimit.ConnsOutbound, peerConns)
+	limits.PeerBaseLimit.Conns = max(limits.PeerBaseLimit.Conns, peerConns)
 	if c.streamMemory > limits.StreamBaseLimit.Memory {
 		limits.StreamBaseLimit.Memory = c.streamMemory
 	}
