@@ -153,8 +153,58 @@ func (c *Client) Close() { c.hc.CloseIdleConnections() }
 // call retried. Errors wrap ErrUnreachable, ErrSessionRefused, or are an
 // *HTTPError.
 func (c *Client) Call(ctx context.Context, addr protocol.Address, msg []byte) ([]byte, error) {
+	return c.post(ctx, addr, "call", addr.URL, msg)
+}
+
+// Forward sends msg through the edge at addr to the mesh peer peerID (the
+// gateway, POST /mcpv2/peers/{PeerID}) and returns the peer's answer, as
+// Call does; the edge forwards with this client's grants there.
+func (c *Client) Forward(ctx context.Context, addr protocol.Address, peerID string, msg []byte) ([]byte, error) {
 	if addr.Kind != protocol.AddrHTTP {
-		return nil, fmt.Errorf("edge: call: %s is not an HTTP edge address", addr)
+		return nil, fmt.Errorf("edge: forward: %s is not an HTTP edge address", addr)
+	}
+	return c.post(ctx, addr, "forward", strings.TrimSuffix(addr.URL, "/")+"/peers/"+url.PathEscape(peerID), msg)
+}
+
+// Find asks the edge at addr for agents with a skill or tag (GET
+// /mcpv2/find), best first, at most limit (1-100).
+func (c *Client) Find(ctx context.Context, addr protocol.Address, skillOrTag string, limit int) ([]protocol.FindResult, error) {
+	if addr.Kind != protocol.AddrHTTP {
+		return nil, fmt.Errorf("edge: find: %s is not an HTTP edge address", addr)
+	}
+	u := strings.TrimSuffix(addr.URL, "/") + "/find?" + url.Values{"skill": {skillOrTag}, "limit": {strconv.Itoa(limit)}}.Encode()
+	tok := addr.SessionID
+	if tok == "" {
+		var err error
+		if tok, err = c.Session(ctx, addr); err != nil {
+			return nil, err
+		}
+	}
+	status, hdr, body, err := c.do(ctx, "find", hostPort(addr), http.MethodGet, u, tok, nil)
+	if err != nil {
+		return nil, err
+	}
+	if status != http.StatusOK {
+		he := httpError(u, status, hdr, body)
+		if he.RPC != nil {
+			if status == http.StatusNotImplemented {
+				return nil, fmt.Errorf("edge: find: %w: %w", protocol.ErrNoDiscovery, he.RPC)
+			}
+			return nil, he.RPC
+		}
+		return nil, fmt.Errorf("edge: find %s: %w", hostPort(addr), he)
+	}
+	var fa FindAnswer
+	if err := json.Unmarshal(body, &fa); err != nil {
+		return nil, fmt.Errorf("edge: find %s: the answer is not a find answer: %v", hostPort(addr), err)
+	}
+	return fa.Results, nil
+}
+
+// post is Call to the URL u of the edge at addr.
+func (c *Client) post(ctx context.Context, addr protocol.Address, op, u string, msg []byte) ([]byte, error) {
+	if addr.Kind != protocol.AddrHTTP {
+		return nil, fmt.Errorf("edge: %s: %s is not an HTTP edge address", op, addr)
 	}
 	target := hostPort(addr)
 	tok := addr.SessionID
@@ -165,7 +215,7 @@ func (c *Client) Call(ctx context.Context, addr protocol.Address, msg []byte) ([
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		status, hdr, body, err := c.do(ctx, "call", target, http.MethodPost, addr.URL, tok, msg)
+		status, hdr, body, err := c.do(ctx, op, target, http.MethodPost, u, tok, msg)
 		if err != nil {
 			return nil, err
 		}
@@ -181,15 +231,15 @@ func (c *Client) Call(ctx context.Context, addr protocol.Address, msg []byte) ([
 			}
 			continue
 		}
-		he := httpError(addr.URL, status, hdr, body)
+		he := httpError(u, status, hdr, body)
 		switch {
 		case status == http.StatusUnauthorized:
 			c.forget(addr)
-			return nil, fmt.Errorf("edge: call %s: %w: %w", target, ErrSessionRefused, he)
+			return nil, fmt.Errorf("edge: %s %s: %w: %w", op, target, ErrSessionRefused, he)
 		case he.RPC != nil && (status == http.StatusBadRequest || status == http.StatusRequestEntityTooLarge || status == http.StatusTooManyRequests):
 			return body, nil
 		}
-		return nil, fmt.Errorf("edge: call %s: %w", target, he)
+		return nil, fmt.Errorf("edge: %s %s: %w", op, target, he)
 	}
 }
 
