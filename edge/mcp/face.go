@@ -78,6 +78,7 @@ type Face struct {
 	limiter  Limiter // nil: no per-IP limits (stdio)
 	srv      *sdk.Server
 	agents   agentCache
+	subs     subscribed
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -199,11 +200,13 @@ func (f *Face) newServer() *sdk.Server {
 		Instructions: "The tools are this mcpv2 node's skills, and two mesh tools: mesh_find finds agents by skill or tag, " +
 			"mesh_call runs a skill of another agent. Resources are the node's stored files (mcpv2://files/NAME), " +
 			"its agent card (mcpv2://card) and the cards of agents found on the mesh (mcpv2://agents/PEERID).",
-		Logger: f.log,
+		Logger:             f.log,
+		SubscribeHandler:   f.subscribe,
+		UnsubscribeHandler: func(context.Context, *sdk.UnsubscribeRequest) error { return nil },
 		Capabilities: &sdk.ServerCapabilities{
 			Logging:   &sdk.LoggingCapabilities{},
 			Tools:     &sdk.ToolCapabilities{ListChanged: true},
-			Resources: &sdk.ResourceCapabilities{ListChanged: true},
+			Resources: &sdk.ResourceCapabilities{ListChanged: true, Subscribe: true},
 			Prompts:   &sdk.PromptCapabilities{ListChanged: true},
 		},
 	})
@@ -291,6 +294,9 @@ func (f *Face) watchFiles(w FilesWatcher) {
 			return
 		case <-w.FilesChanged():
 			f.srv.AddResource(filesIndex(), f.readFilesIndex)
+			for _, uri := range f.subs.list() {
+				_ = f.srv.ResourceUpdated(f.ctx, &sdk.ResourceUpdatedNotificationParams{URI: uri})
+			}
 		}
 	}
 }

@@ -159,16 +159,26 @@ func TestFaceHTTPBothEras(t *testing.T) {
 }
 
 // TestFaceResourceListChanged: a session of the 2025-11-25 era hears of a
-// file stored by another face (here the node's own dispatch).
+// file stored by another face (here the node's own store): the list
+// changed, and the file it subscribed to was updated. A subscription to
+// what is no resource of the node is refused.
 func TestFaceResourceListChanged(t *testing.T) {
 	r := newRig(t, nil)
 	changed := make(chan struct{}, 8)
+	updated := make(chan string, 8)
 	cs := connect(t, r.url, r.secretToken(), eraSessions, &sdk.ClientOptions{
-		ResourceListChangedHandler: func(context.Context, *sdk.ResourceListChangedRequest) {
-			changed <- struct{}{}
+		ResourceListChangedHandler: func(context.Context, *sdk.ResourceListChangedRequest) { changed <- struct{}{} },
+		ResourceUpdatedHandler: func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) {
+			updated <- req.Params.URI
 		},
 	})
-	_ = cs
+	uri := mcp.FilesURI + "/late.txt"
+	if err := cs.Subscribe(ctxT(t), &sdk.SubscribeParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Subscribe(ctxT(t), &sdk.SubscribeParams{URI: "file:///etc/passwd"}); err == nil {
+		t.Fatal("a subscription to a URI that is not the node's was accepted")
+	}
 	if _, err := r.a.Store().Files().Write("late.txt", strings.NewReader("late")); err != nil {
 		t.Fatal(err)
 	}
@@ -176,5 +186,12 @@ func TestFaceResourceListChanged(t *testing.T) {
 	case <-changed:
 	case <-time.After(10 * time.Second):
 		t.Fatal("no notifications/resources/list_changed after a file was stored")
+	}
+	for got := ""; got != uri; {
+		select {
+		case got = <-updated:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no notifications/resources/updated for %s", uri)
+		}
 	}
 }

@@ -259,3 +259,52 @@ func (a *agentCache) list() []protocol.AgentCard {
 	}
 	return out
 }
+
+// subscribe accepts resources/subscribe for the files (the list and each
+// file) and the card; the go-sdk keeps who subscribed. A change of the
+// files sends notifications/resources/updated for the list and for every
+// file URI anyone subscribed to (a file's subscribers hear of any change
+// of the files; they read again to see whether theirs did).
+func (f *Face) subscribe(_ context.Context, req *sdk.SubscribeRequest) error {
+	uri := req.Params.URI
+	switch {
+	case uri == FilesURI || uri == CardURI:
+	case strings.HasPrefix(uri, FilesURI+"/"):
+		f.subs.add(uri)
+	default:
+		return sdk.ResourceNotFoundError(uri)
+	}
+	return nil
+}
+
+// maxSubscribed bounds the file URIs remembered for updates.
+const maxSubscribed = 4096
+
+// subscribed remembers the file URIs subscribed to, besides the list,
+// which is always updated. mu guards uris.
+type subscribed struct {
+	mu   sync.Mutex
+	uris map[string]bool
+}
+
+func (s *subscribed) add(uri string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.uris == nil {
+		s.uris = map[string]bool{}
+	}
+	if len(s.uris) < maxSubscribed {
+		s.uris[uri] = true
+	}
+}
+
+// list returns the list's URI and the subscribed files'.
+func (s *subscribed) list() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []string{FilesURI}
+	for u := range s.uris {
+		out = append(out, u)
+	}
+	return out
+}
