@@ -74,6 +74,7 @@ func newApp() *cli.App {
 			shellCommand(),
 			auditCommand(),
 			orchestrateCommand(),
+			mcpCommand(),
 		},
 		Writer:    os.Stdout,
 		ErrWriter: os.Stderr,

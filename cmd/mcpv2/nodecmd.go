@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/mcpv2/mcpv2/discovery"
 	"github.com/mcpv2/mcpv2/edge"
+	"github.com/mcpv2/mcpv2/edge/mcp"
 	"github.com/mcpv2/mcpv2/node"
 	"github.com/mcpv2/mcpv2/node/guard"
 	"github.com/mcpv2/mcpv2/node/llm"
@@ -23,77 +26,87 @@ import (
 
 func nodeCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "node",
-		Usage: "run a peer (mesh always; HTTP edge with --port)",
-		Flags: append([]cli.Flag{
-			dataDirFlag, secretFlag, logLevelFlag, maxMessageFlag, bootstrapFlag, routableFlag, noNATFlag,
-			&cli.StringFlag{Name: "dht-mode", EnvVars: []string{"MCPV2_DHT_MODE"}, Value: "auto", Usage: "DHT mode: auto (server when publicly reachable, or when no --bootstrap is given), server or client"},
-			&cli.BoolFlag{Name: "no-mdns", EnvVars: []string{"MCPV2_NO_MDNS"}, Usage: "do not look for peers on the local network"},
-			&cli.DurationFlag{Name: "republish", EnvVars: []string{"MCPV2_REPUBLISH"}, Value: discovery.DefaultRepublish,
-				Usage: "put the card and provider records in the DHT again this often (and sooner when the routing table grows)"},
-			&cli.DurationFlag{Name: "record-ttl", EnvVars: []string{"MCPV2_RECORD_TTL"}, Value: discovery.DefaultRecordTTL,
-				Usage: "keep others' card and provider records this long after their last put: a stopped agent leaves finds within it; at least 3 × --republish, the same on every node"},
-			&cli.BoolFlag{Name: "no-mesh", EnvVars: []string{"MCPV2_NO_MESH"}, Usage: "no DHT, mDNS or NAT traversal: serve only direct dials"},
-			&cli.BoolFlag{Name: "relay-service", EnvVars: []string{"MCPV2_RELAY_SERVICE"},
-				Usage: "be a public helper: circuit relay v2, AutoNAT server and DHT server"},
-			&cli.DurationFlag{Name: "relay-max-duration", EnvVars: []string{"MCPV2_RELAY_MAX_DURATION"}, Value: transport.DefaultRelayDuration,
-				Usage: "end a relayed connection after this long"},
-			&cli.StringFlag{Name: "reachability", EnvVars: []string{"MCPV2_REACHABILITY"}, Value: "auto",
-				Usage: "auto: AutoNAT finds out, starting from private when every address of this node is private and a --bootstrap peer is public (behind NAT: a relay slot at once); private: always keep a relay slot; public: never"},
-			&cli.Int64Flag{Name: "relay-max-data", EnvVars: []string{"MCPV2_RELAY_MAX_DATA"}, Value: transport.DefaultRelayData,
-				Usage: "end a relayed connection after this many bytes either way"},
-			&cli.IntFlag{Name: "relay-max-circuits", EnvVars: []string{"MCPV2_RELAY_MAX_CIRCUITS"}, Value: transport.DefaultRelayCircuits,
-				Usage: "relayed connections per peer"},
-			&cli.StringSliceFlag{Name: "listen", EnvVars: []string{"MCPV2_LISTEN"},
-				Usage: "multiaddrs to listen on (default TCP and QUIC-v1 on port 4001, every interface)"},
-			&cli.IntFlag{Name: "p2p-port", EnvVars: []string{"MCPV2_P2P_PORT"}, Value: transport.DefaultPort,
-				Usage: "TCP/UDP port of the default listen addresses (0: any free port)"},
-			&cli.StringFlag{Name: "name", EnvVars: []string{"MCPV2_NAME"}, Usage: "agent name in the card"},
-			&cli.StringFlag{Name: "description", EnvVars: []string{"MCPV2_DESCRIPTION"}, Usage: "agent description in the card"},
-			&cli.BoolFlag{Name: "llm-mode", EnvVars: []string{"MCPV2_LLM_MODE"}, Usage: "ask keeps per-conversation history (persisted)"},
-			&cli.StringFlag{Name: "policy", EnvVars: []string{"MCPV2_POLICY"}, Usage: "policy file granting skills per PeerID (default <data-dir>/policy.json)"},
-			&cli.StringFlag{Name: "skills", EnvVars: []string{"MCPV2_SKILLS"}, Usage: "custom skills file (default <data-dir>/custom_skills.json)"},
-			&cli.IntFlag{Name: "max-command-runs", EnvVars: []string{"MCPV2_MAX_COMMAND_RUNS"}, Value: skills.DefaultMaxCommandRuns,
-				Usage: "command-skill calls that run at once; more are refused with -32005 (0: the default)"},
-			&cli.StringFlag{Name: "run-as", EnvVars: []string{"MCPV2_RUN_AS"},
-				Usage: "user (name or uid) that command skills run as; needs the node to run as root"},
-			&cli.StringFlag{Name: "file-store", EnvVars: []string{"MCPV2_FILE_STORE"}, Usage: "directory of the file skills (default <data-dir>/files)"},
-			&cli.Int64Flag{Name: "max-file", EnvVars: []string{"MCPV2_MAX_FILE"}, Value: 64 << 20, Usage: "largest stored file in bytes"},
-			// Disk bounds (docs/spec.md §2, §3); 0 turns a cap off.
-			&cli.Int64Flag{Name: "max-partial", EnvVars: []string{"MCPV2_MAX_PARTIAL"}, Value: store.DefaultMaxPartial,
-				Usage: "bytes of one sender's unfinished uploads; a new one drops the sender's oldest (0: no cap)"},
-			&cli.DurationFlag{Name: "partial-ttl", EnvVars: []string{"MCPV2_PARTIAL_TTL"}, Value: store.DefaultPartialTTL,
-				Usage: "unfinished uploads untouched this long are removed while the node runs"},
-			&cli.Int64Flag{Name: "max-store", EnvVars: []string{"MCPV2_MAX_STORE"}, Value: store.DefaultMaxStore,
-				Usage: "quota in bytes on the files directory, unfinished uploads included; writes over it get -32004 (0: none)"},
-			&cli.Int64Flag{Name: "audit-max-bytes", EnvVars: []string{"MCPV2_AUDIT_MAX_BYTES"}, Value: store.DefaultAuditMaxBytes,
-				Usage: "rotate audit.jsonl at this size (0: never)"},
-			&cli.IntFlag{Name: "audit-keep", EnvVars: []string{"MCPV2_AUDIT_KEEP"}, Value: store.DefaultAuditKeep,
-				Usage: "rotated audit logs kept (audit.jsonl.1 is the newest)"},
-			&cli.IntFlag{Name: "max-conversations", EnvVars: []string{"MCPV2_MAX_CONVERSATIONS"}, Value: store.DefaultMaxConversations,
-				Usage: "LLM-mode conversations kept; the least recently used go first (0: no cap)"},
-			&cli.DurationFlag{Name: "conversation-ttl", EnvVars: []string{"MCPV2_CONVERSATION_TTL"}, Value: store.DefaultConversationTTL,
-				Usage: "drop a conversation this long after its last turn (0: never)"},
-			&cli.Float64Flag{Name: "rate-limit", EnvVars: []string{"MCPV2_RATE_LIMIT"}, Value: 200, Usage: "calls per second per caller (0: unlimited)"},
-			&cli.StringFlag{Name: "guard", EnvVars: []string{"MCPV2_GUARD"}, Value: "block", Usage: "prompt-injection guard over ask, process_instructions, file names and opted-in custom skills: block (refuse at --guard-threshold, flag the rest), flag (audit only) or off"},
-			&cli.StringFlag{Name: "guard-threshold", EnvVars: []string{"MCPV2_GUARD_THRESHOLD"}, Value: "critical", Usage: "the lowest threat level --guard block refuses: low, medium, high or critical"},
-			// The HTTP edge (SPEC §5), on with --port.
-			&cli.IntFlag{Name: "port", EnvVars: []string{"MCPV2_PORT"}, Usage: "serve the HTTP edge on this TCP port (0: any free port, printed as MCPV2_BOUND_PORT); without --port there is no edge"},
-			&cli.StringFlag{Name: "public-ip", EnvVars: []string{"MCPV2_PUBLIC_IP"}, Usage: "the edge's public address: bound to, and advertised"},
-			&cli.StringFlag{Name: "bind-host", EnvVars: []string{"MCPV2_BIND_HOST"}, Usage: "bind the edge here instead (0.0.0.0: every interface)"},
-			&cli.BoolFlag{Name: "port-fallback", EnvVars: []string{"MCPV2_PORT_FALLBACK"}, Usage: "if --port is busy, take the next free one"},
-			&cli.StringFlag{Name: "port-file", EnvVars: []string{"MCPV2_PORT_FILE"}, Usage: "write the edge's bound port to this file"},
-			&cli.GenericFlag{Name: "session-ttl", EnvVars: []string{"MCPV2_SESSION_TTL", "MCPV2_SESSION_TIMEOUT"}, Value: sessionTTLValue(),
-				Usage: "lifetime of edge sessions: whole seconds (3600) or a Go duration (1h); MCPV2_SESSION_TIMEOUT is the seed's name"},
-			&cli.GenericFlag{Name: "clock-skew", EnvVars: []string{"MCPV2_CLOCK_SKEW"}, Value: clockSkewValue(),
-				Usage: "how far in the future a session may be issued: whole seconds (300) or a Go duration (5m)"},
-			&cli.Float64Flag{Name: "session-rate-limit", EnvVars: []string{"MCPV2_SESSION_RATE_LIMIT"}, Value: edge.DefaultSessionRateLimit, Usage: "edge sessions issued per second per IP"},
-			&cli.Float64Flag{Name: "find-rate-limit", EnvVars: []string{"MCPV2_FIND_RATE_LIMIT"}, Value: edge.DefaultFindRateLimit, Usage: "GET /mcpv2/find requests per second per client IP, whatever its sessions (negative: none)"},
-			&cli.Float64Flag{Name: "gateway-rate-limit", EnvVars: []string{"MCPV2_GATEWAY_RATE_LIMIT"}, Value: edge.DefaultGatewayRateLimit, Usage: "gateway (POST /mcpv2/peers/…) requests per second per client IP, whatever its sessions (negative: none)"},
-			&cli.IntFlag{Name: "max-inflight", EnvVars: []string{"MCPV2_MAX_INFLIGHT"}, Value: edge.DefaultMaxInFlight, Usage: "edge session requests served at once; more are refused with 503"},
-		}, slices.Concat(llmFlags, tlsFlags)...),
+		Name:   "node",
+		Usage:  "run a peer (mesh always; HTTP edge with --port)",
+		Flags:  nodeFlags(),
 		Action: runNode,
 	}
+}
+
+// nodeFlags are the flags of `mcpv2 node`, made anew for each command that
+// runs a node (mcpv2 mcp takes them too).
+func nodeFlags() []cli.Flag {
+	return append([]cli.Flag{
+		dataDirFlag, secretFlag, logLevelFlag, maxMessageFlag, bootstrapFlag, routableFlag, noNATFlag,
+		&cli.StringFlag{Name: "dht-mode", EnvVars: []string{"MCPV2_DHT_MODE"}, Value: "auto", Usage: "DHT mode: auto (server when publicly reachable, or when no --bootstrap is given), server or client"},
+		&cli.BoolFlag{Name: "no-mdns", EnvVars: []string{"MCPV2_NO_MDNS"}, Usage: "do not look for peers on the local network"},
+		&cli.DurationFlag{Name: "republish", EnvVars: []string{"MCPV2_REPUBLISH"}, Value: discovery.DefaultRepublish,
+			Usage: "put the card and provider records in the DHT again this often (and sooner when the routing table grows)"},
+		&cli.DurationFlag{Name: "record-ttl", EnvVars: []string{"MCPV2_RECORD_TTL"}, Value: discovery.DefaultRecordTTL,
+			Usage: "keep others' card and provider records this long after their last put: a stopped agent leaves finds within it; at least 3 × --republish, the same on every node"},
+		&cli.BoolFlag{Name: "no-mesh", EnvVars: []string{"MCPV2_NO_MESH"}, Usage: "no DHT, mDNS or NAT traversal: serve only direct dials"},
+		&cli.BoolFlag{Name: "relay-service", EnvVars: []string{"MCPV2_RELAY_SERVICE"},
+			Usage: "be a public helper: circuit relay v2, AutoNAT server and DHT server"},
+		&cli.DurationFlag{Name: "relay-max-duration", EnvVars: []string{"MCPV2_RELAY_MAX_DURATION"}, Value: transport.DefaultRelayDuration,
+			Usage: "end a relayed connection after this long"},
+		&cli.StringFlag{Name: "reachability", EnvVars: []string{"MCPV2_REACHABILITY"}, Value: "auto",
+			Usage: "auto: AutoNAT finds out, starting from private when every address of this node is private and a --bootstrap peer is public (behind NAT: a relay slot at once); private: always keep a relay slot; public: never"},
+		&cli.Int64Flag{Name: "relay-max-data", EnvVars: []string{"MCPV2_RELAY_MAX_DATA"}, Value: transport.DefaultRelayData,
+			Usage: "end a relayed connection after this many bytes either way"},
+		&cli.IntFlag{Name: "relay-max-circuits", EnvVars: []string{"MCPV2_RELAY_MAX_CIRCUITS"}, Value: transport.DefaultRelayCircuits,
+			Usage: "relayed connections per peer"},
+		&cli.StringSliceFlag{Name: "listen", EnvVars: []string{"MCPV2_LISTEN"},
+			Usage: "multiaddrs to listen on (default TCP and QUIC-v1 on port 4001, every interface)"},
+		&cli.IntFlag{Name: "p2p-port", EnvVars: []string{"MCPV2_P2P_PORT"}, Value: transport.DefaultPort,
+			Usage: "TCP/UDP port of the default listen addresses (0: any free port)"},
+		&cli.StringFlag{Name: "name", EnvVars: []string{"MCPV2_NAME"}, Usage: "agent name in the card"},
+		&cli.StringFlag{Name: "description", EnvVars: []string{"MCPV2_DESCRIPTION"}, Usage: "agent description in the card"},
+		&cli.BoolFlag{Name: "llm-mode", EnvVars: []string{"MCPV2_LLM_MODE"}, Usage: "ask keeps per-conversation history (persisted)"},
+		&cli.StringFlag{Name: "policy", EnvVars: []string{"MCPV2_POLICY"}, Usage: "policy file granting skills per PeerID (default <data-dir>/policy.json)"},
+		&cli.StringFlag{Name: "skills", EnvVars: []string{"MCPV2_SKILLS"}, Usage: "custom skills file (default <data-dir>/custom_skills.json)"},
+		&cli.IntFlag{Name: "max-command-runs", EnvVars: []string{"MCPV2_MAX_COMMAND_RUNS"}, Value: skills.DefaultMaxCommandRuns,
+			Usage: "command-skill calls that run at once; more are refused with -32005 (0: the default)"},
+		&cli.StringFlag{Name: "run-as", EnvVars: []string{"MCPV2_RUN_AS"},
+			Usage: "user (name or uid) that command skills run as; needs the node to run as root"},
+		&cli.StringFlag{Name: "file-store", EnvVars: []string{"MCPV2_FILE_STORE"}, Usage: "directory of the file skills (default <data-dir>/files)"},
+		&cli.Int64Flag{Name: "max-file", EnvVars: []string{"MCPV2_MAX_FILE"}, Value: 64 << 20, Usage: "largest stored file in bytes"},
+		// Disk bounds (docs/spec.md §2, §3); 0 turns a cap off.
+		&cli.Int64Flag{Name: "max-partial", EnvVars: []string{"MCPV2_MAX_PARTIAL"}, Value: store.DefaultMaxPartial,
+			Usage: "bytes of one sender's unfinished uploads; a new one drops the sender's oldest (0: no cap)"},
+		&cli.DurationFlag{Name: "partial-ttl", EnvVars: []string{"MCPV2_PARTIAL_TTL"}, Value: store.DefaultPartialTTL,
+			Usage: "unfinished uploads untouched this long are removed while the node runs"},
+		&cli.Int64Flag{Name: "max-store", EnvVars: []string{"MCPV2_MAX_STORE"}, Value: store.DefaultMaxStore,
+			Usage: "quota in bytes on the files directory, unfinished uploads included; writes over it get -32004 (0: none)"},
+		&cli.Int64Flag{Name: "audit-max-bytes", EnvVars: []string{"MCPV2_AUDIT_MAX_BYTES"}, Value: store.DefaultAuditMaxBytes,
+			Usage: "rotate audit.jsonl at this size (0: never)"},
+		&cli.IntFlag{Name: "audit-keep", EnvVars: []string{"MCPV2_AUDIT_KEEP"}, Value: store.DefaultAuditKeep,
+			Usage: "rotated audit logs kept (audit.jsonl.1 is the newest)"},
+		&cli.IntFlag{Name: "max-conversations", EnvVars: []string{"MCPV2_MAX_CONVERSATIONS"}, Value: store.DefaultMaxConversations,
+			Usage: "LLM-mode conversations kept; the least recently used go first (0: no cap)"},
+		&cli.DurationFlag{Name: "conversation-ttl", EnvVars: []string{"MCPV2_CONVERSATION_TTL"}, Value: store.DefaultConversationTTL,
+			Usage: "drop a conversation this long after its last turn (0: never)"},
+		&cli.Float64Flag{Name: "rate-limit", EnvVars: []string{"MCPV2_RATE_LIMIT"}, Value: 200, Usage: "calls per second per caller (0: unlimited)"},
+		&cli.StringFlag{Name: "guard", EnvVars: []string{"MCPV2_GUARD"}, Value: "block", Usage: "prompt-injection guard over ask, process_instructions, file names and opted-in custom skills: block (refuse at --guard-threshold, flag the rest), flag (audit only) or off"},
+		&cli.StringFlag{Name: "guard-threshold", EnvVars: []string{"MCPV2_GUARD_THRESHOLD"}, Value: "critical", Usage: "the lowest threat level --guard block refuses: low, medium, high or critical"},
+		// The HTTP edge (SPEC §5), on with --port.
+		&cli.IntFlag{Name: "port", EnvVars: []string{"MCPV2_PORT"}, Usage: "serve the HTTP edge on this TCP port (0: any free port, printed as MCPV2_BOUND_PORT); without --port there is no edge"},
+		&cli.StringFlag{Name: "public-ip", EnvVars: []string{"MCPV2_PUBLIC_IP"}, Usage: "the edge's public address: bound to, and advertised"},
+		&cli.StringFlag{Name: "bind-host", EnvVars: []string{"MCPV2_BIND_HOST"}, Usage: "bind the edge here instead (0.0.0.0: every interface)"},
+		&cli.BoolFlag{Name: "port-fallback", EnvVars: []string{"MCPV2_PORT_FALLBACK"}, Usage: "if --port is busy, take the next free one"},
+		&cli.StringFlag{Name: "port-file", EnvVars: []string{"MCPV2_PORT_FILE"}, Usage: "write the edge's bound port to this file"},
+		&cli.GenericFlag{Name: "session-ttl", EnvVars: []string{"MCPV2_SESSION_TTL", "MCPV2_SESSION_TIMEOUT"}, Value: sessionTTLValue(),
+			Usage: "lifetime of edge sessions: whole seconds (3600) or a Go duration (1h); MCPV2_SESSION_TIMEOUT is the seed's name"},
+		&cli.GenericFlag{Name: "clock-skew", EnvVars: []string{"MCPV2_CLOCK_SKEW"}, Value: clockSkewValue(),
+			Usage: "how far in the future a session may be issued: whole seconds (300) or a Go duration (5m)"},
+		&cli.Float64Flag{Name: "session-rate-limit", EnvVars: []string{"MCPV2_SESSION_RATE_LIMIT"}, Value: edge.DefaultSessionRateLimit, Usage: "edge sessions issued per second per IP"},
+		&cli.Float64Flag{Name: "find-rate-limit", EnvVars: []string{"MCPV2_FIND_RATE_LIMIT"}, Value: edge.DefaultFindRateLimit, Usage: "GET /mcpv2/find requests per second per client IP, whatever its sessions (negative: none)"},
+		&cli.Float64Flag{Name: "gateway-rate-limit", EnvVars: []string{"MCPV2_GATEWAY_RATE_LIMIT"}, Value: edge.DefaultGatewayRateLimit, Usage: "gateway (POST /mcpv2/peers/…) requests per second per client IP, whatever its sessions (negative: none)"},
+		&cli.IntFlag{Name: "max-inflight", EnvVars: []string{"MCPV2_MAX_INFLIGHT"}, Value: edge.DefaultMaxInFlight, Usage: "edge session requests served at once; more are refused with 503"},
+		// The MCP face (docs/mcp.md): on the edge at /mcp, and mcpv2 mcp.
+		&cli.StringFlag{Name: "prompts", EnvVars: []string{"MCPV2_PROMPTS"}, Usage: "MCP prompt templates file (default <data-dir>/prompts.json)"},
+		&cli.StringSliceFlag{Name: "mcp-allowed-hosts", EnvVars: []string{"MCPV2_MCP_ALLOWED_HOSTS"},
+			Usage: "DNS names that the Host and Origin of /mcp requests may name (IP addresses and localhost always may); others get 403 (DNS rebinding protection)"},
+	}, slices.Concat(llmFlags, tlsFlags)...)
 }
 
 func runNode(c *cli.Context) error {
@@ -101,28 +114,65 @@ func runNode(c *cli.Context) error {
 		// A stray word is most often a flag's value that lost its flag.
 		return fmt.Errorf("node: unexpected argument %q: the node takes only flags (mcpv2 node --help)", c.Args().First())
 	}
-	log, err := logger(c)
+	r, err := launchNode(c, c.App.Writer, false)
 	if err != nil {
 		return err
+	}
+	<-c.Context.Done()
+	r.log.Info("shutting down")
+	return r.Close()
+}
+
+// runningNode is a node that launchNode started: the node, its HTTP edge
+// (nil without --port) and its MCP face (nil when neither the edge nor
+// mcpv2 mcp serves it).
+type runningNode struct {
+	n    *node.Node
+	srv  *edge.Server
+	face *mcp.Face
+	log  *slog.Logger
+}
+
+// Close stops the edge first (no new requests), then the face, then the
+// node.
+func (r *runningNode) Close() error {
+	var errs []error
+	if r.srv != nil {
+		errs = append(errs, r.srv.Close())
+	}
+	if r.face != nil {
+		errs = append(errs, r.face.Close())
+	}
+	return errors.Join(append(errs, r.n.Close())...)
+}
+
+// launchNode builds and starts the node of the node flags, its edge with
+// --port and the MCP face (mounted at /mcp on the edge; made also without an
+// edge when face is set, for mcpv2 mcp), writes the banner to banner and
+// logs "ready". A failure leaves nothing running.
+func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, err error) {
+	log, err := logger(c)
+	if err != nil {
+		return nil, err
 	}
 	tuneGC()
 	if err := applyRoutable(c); err != nil {
-		return err
+		return nil, err
 	}
 	if err := checkTLSFlags(c); err != nil {
-		return err
+		return nil, err
 	}
 	dir, err := dataDir(c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	backend, err := llmBackend(c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	listen, err := nodeListen(c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rl := c.Float64("rate-limit")
 	if rl == 0 {
@@ -130,11 +180,11 @@ func runNode(c *cli.Context) error {
 	}
 	guardMode, err := node.ParseGuardMode(c.String("guard"))
 	if err != nil {
-		return fmt.Errorf("--guard: %w", err)
+		return nil, fmt.Errorf("--guard: %w", err)
 	}
 	guardMin, err := guard.ParseLevel(c.String("guard-threshold"))
 	if err != nil || guardMin == guard.None {
-		return fmt.Errorf("--guard-threshold %q: want low, medium, high or critical", c.String("guard-threshold"))
+		return nil, fmt.Errorf("--guard-threshold %q: want low, medium, high or critical", c.String("guard-threshold"))
 	}
 	var mesh *node.MeshConfig
 	if !c.Bool("no-mesh") {
@@ -159,7 +209,12 @@ func runNode(c *cli.Context) error {
 		}
 	}
 	if err := checkNode(c, listen, mesh, ecfg); err != nil {
-		return err
+		return nil, err
+	}
+	if p, must := promptsFile(c, dir); ecfg != nil || face {
+		if _, err := mcp.LoadPrompts(p, must); err != nil {
+			return nil, err
+		}
 	}
 	n, err := node.New(node.Config{
 		Mesh:    mesh,
@@ -177,31 +232,43 @@ func runNode(c *cli.Context) error {
 		Logger:    log,
 	})
 	if err != nil {
-		return portHint(c, err)
+		return nil, portHint(c, err)
 	}
-	var srv *edge.Server
-	if ecfg != nil {
-		srv, err = edge.New(n, *ecfg)
-		if err == nil {
-			err = srv.Start()
-		}
+	r := &runningNode{n: n, log: log}
+	defer func() {
 		if err != nil {
-			return errors.Join(err, n.Close())
+			err = errors.Join(err, r.Close())
 		}
-		n.SetHTTPEndpoint(srv.PeerAddress())
-		n.SetMTLS(srv.MTLS())
+	}()
+	if ecfg != nil || face {
+		prompts, must := promptsFile(c, dir)
+		if r.face, err = mcp.New(n, mcp.WithLogger(log), mcp.WithVersion(node.Version), mcp.WithPromptsFile(prompts, must)); err != nil {
+			return nil, err
+		}
 	}
-	fmt.Fprintf(c.App.Writer, "MCPV2_PEER_ID=%s\n", n.ID())
+	if ecfg != nil {
+		if r.srv, err = edge.New(n, *ecfg); err != nil {
+			return nil, err
+		}
+		r.face.Mount(r.srv, mcp.HTTPOptions{AllowedHosts: splitList(c.StringSlice("mcp-allowed-hosts"))})
+		if err = r.srv.Start(); err != nil {
+			return nil, err
+		}
+		n.SetHTTPEndpoint(r.srv.PeerAddress())
+		n.SetMTLS(r.srv.MTLS())
+	}
+	srv := r.srv
+	fmt.Fprintf(banner, "MCPV2_PEER_ID=%s\n", n.ID())
 	for _, a := range n.P2PAddrs() {
-		fmt.Fprintf(c.App.Writer, "MCPV2_P2P_ADDRESS=%s\n", a)
+		fmt.Fprintf(banner, "MCPV2_P2P_ADDRESS=%s\n", a)
 	}
 	if srv != nil {
 		for _, l := range srv.Banner() {
-			fmt.Fprintln(c.App.Writer, l)
+			fmt.Fprintln(banner, l)
 		}
 	}
-	fmt.Fprintf(c.App.Writer, "MCPV2_DATA_DIR=%s\n", n.DataDir())
-	if f, ok := c.App.Writer.(*os.File); ok {
+	fmt.Fprintf(banner, "MCPV2_DATA_DIR=%s\n", n.DataDir())
+	if f, ok := banner.(*os.File); ok {
 		_ = f.Sync()
 	}
 	var listening []string
@@ -216,13 +283,16 @@ func runNode(c *cli.Context) error {
 		ready = append(ready, "edge", srv.URLs())
 	}
 	log.Info("ready", append(ready, "access", n.AccessSummary())...)
-	<-c.Context.Done()
-	log.Info("shutting down")
-	var errs []error
-	if srv != nil {
-		errs = append(errs, srv.Close())
+	return r, nil
+}
+
+// promptsFile is the MCP face's prompts file: --prompts, which must exist,
+// or <data-dir>/prompts.json, which may not.
+func promptsFile(c *cli.Context, dir string) (path string, mustExist bool) {
+	if p := c.String("prompts"); p != "" {
+		return p, true
 	}
-	return errors.Join(append(errs, n.Close())...)
+	return filepath.Join(dir, "prompts.json"), false
 }
 
 // nodeListen returns the multiaddrs the node listens on: --listen, or else
@@ -243,7 +313,7 @@ func nodeListen(c *cli.Context) ([]string, error) {
 }
 
 // edgeOnlyFlags configure the HTTP edge, which runs only with --port.
-var edgeOnlyFlags = []string{"public-ip", "bind-host", "port-fallback", "port-file"}
+var edgeOnlyFlags = []string{"public-ip", "bind-host", "port-fallback", "port-file", "mcp-allowed-hosts"}
 
 // nonNegativeFlags are the numeric flags of `mcpv2 node` where a negative
 // value means nothing (0 is "off" or "the default", as each usage says).

@@ -1,0 +1,218 @@
+package mcptest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/mcpv2/mcpv2/internal/testenv"
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// binPath is the mcpv2 binary the tests run, built without the race
+// detector (the processes are the product, not the test).
+var binPath string
+
+// npmDir holds the pinned third-party clients (package-lock.json); npm ci
+// installs them into its node_modules when missing.
+var npmDir, _ = filepath.Abs(filepath.Join("testdata", "npm"))
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mcpv2-mcptest-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binPath = filepath.Join(dir, "mcpv2")
+	if out, err := exec.Command("go", "build", "-o", binPath, "github.com/mcpv2/mcpv2/cmd/mcpv2").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build mcpv2: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop")); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+var npmOnce struct {
+	sync.Once
+	err error
+}
+
+// needNPM installs the pinned npm packages (npm ci from the committed lock
+// file) once per run when they are missing, and returns the path of a
+// package's bin. .ci/run installs them before the tests; a developer's
+// first go test does it here.
+func needNPM(t *testing.T, bin string) string {
+	t.Helper()
+	npmOnce.Do(func() {
+		if _, err := os.Stat(filepath.Join(npmDir, "node_modules", ".package-lock.json")); err == nil {
+			return
+		}
+		if _, err := exec.LookPath("npm"); err != nil {
+			npmOnce.err = fmt.Errorf("npm is not installed: %w", err)
+			return
+		}
+		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
+		cmd.Dir = npmDir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			npmOnce.err = fmt.Errorf("npm ci in %s: %v\n%s", npmDir, err, out)
+		}
+	})
+	if npmOnce.err != nil {
+		testenv.SkipEnv(t, "%v", npmOnce.err)
+	}
+	p := filepath.Join(npmDir, "node_modules", ".bin", bin)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s is not installed by the lock file: %v", bin, err)
+	}
+	return p
+}
+
+// proc is a running mcpv2 process and what its banner said.
+type proc struct {
+	cmd     *exec.Cmd
+	banner  map[string][]string
+	log     *lockedBuffer
+	exited  chan struct{}
+	exitErr error
+}
+
+// first returns the banner's first value of key.
+func (p *proc) first(key string) string {
+	if v := p.banner[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// startNode runs `mcpv2 node` with a fresh data dir and args, as a user
+// starts it (the flags they would give; a free P2P port, since several run
+// on one machine), and waits for its banner. It is killed when the test
+// ends.
+func startNode(t *testing.T, args ...string) *proc {
+	t.Helper()
+	argv := append([]string{"node", "--data-dir", t.TempDir(), "--p2p-port", "0"}, args...)
+	cmd := exec.Command(binPath, argv...)
+	cmd.Env = testenv.CleanEnv()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, banner: map[string][]string{}, log: &lockedBuffer{}, exited: make(chan struct{})}
+	cmd.Stderr = p.log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		closed := false
+		for sc.Scan() {
+			k, v, _ := strings.Cut(sc.Text(), "=")
+			if !closed {
+				p.banner[k] = append(p.banner[k], v)
+			}
+			if k == "MCPV2_DATA_DIR" && !closed {
+				close(done)
+				closed = true
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+		p.exitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-p.exited
+		}
+		if t.Failed() {
+			t.Logf("node %v log:\n%s", argv, p.log.String())
+		}
+	})
+	select {
+	case <-done:
+	case <-p.exited:
+		t.Fatalf("node exited before its banner: %v\n%s", p.exitErr, p.log.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("no banner in 60s:\n%s", p.log.String())
+	}
+	return p
+}
+
+// mcpURL is the node's /mcp on loopback (the edge serves 127.0.0.1 beside
+// its detected address).
+func (p *proc) mcpURL() string { return "http://127.0.0.1:" + p.first("MCPV2_BOUND_PORT") + "/mcp" }
+
+// anonSession gets an anonymous edge session from the node.
+func (p *proc) anonSession(t *testing.T) string {
+	t.Helper()
+	resp, err := http.Get("http://127.0.0.1:" + p.first("MCPV2_BOUND_PORT") + "/mcpv2/session")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	_, v, ok := strings.Cut(string(b), `"sessionId":"`)
+	tok, _, _ := strings.Cut(v, `"`)
+	if !ok || tok == "" {
+		t.Fatalf("session answer %s", b)
+	}
+	return tok
+}
+
+// secretSession is a session of a secret holder of secret for a client on
+// loopback, minted as mcpv2's own client mints it.
+func secretSession(secret string) string {
+	tok, _ := protocol.MintToken([]byte(secret), "127.0.0.1", time.Now(), time.Hour)
+	return tok
+}
+
+// lockedBuffer is a bytes.Buffer safe for a process's writes and the
+// test's reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
