@@ -84,7 +84,10 @@ type Face struct {
 	wg       sync.WaitGroup
 	closeMu  sync.Mutex // guards closed
 	closed   bool
-	promptsF string // the prompts file read, for logs; "" when none
+	promptsF string     // the prompts file read, for logs; "" when none
+	http     *httpFace  // set by Mount (or, for a peer's face, peerFaces.get)
+	peers    *peerFaces // the faces of mesh peers; set by Mount
+	selfID   string     // the node's PeerID, when the Backend tells it
 }
 
 // Option configures New.
@@ -159,6 +162,9 @@ func New(b Backend, opts ...Option) (*Face, error) {
 		}
 		seen[p.Name] = true
 	}
+	if p, ok := b.(interface{ PeerID() string }); ok {
+		f.selfID = p.PeerID()
+	}
 	f.srv = f.newServer()
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	if w, ok := b.(FilesWatcher); ok {
@@ -166,6 +172,14 @@ func New(b Backend, opts ...Option) (*Face, error) {
 		go f.watchFiles(w)
 	}
 	return f, nil
+}
+
+// child is a face over b with f's settings (a mesh peer's face).
+func (f *Face) child(b Backend) *Face {
+	c := &Face{b: b, log: f.log, version: f.version, prompts: f.prompts, maxRes: f.maxRes, limiter: f.limiter}
+	c.srv = c.newServer()
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	return c
 }
 
 // Close ends the face's sessions (an idle HTTP session would otherwise
@@ -180,6 +194,9 @@ func (f *Face) Close() error {
 	}
 	f.closed = true
 	f.cancel()
+	if f.peers != nil {
+		f.peers.close()
+	}
 	for ss := range f.srv.Sessions() {
 		_ = ss.Close()
 	}

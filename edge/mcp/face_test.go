@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -193,5 +194,60 @@ func TestFaceResourceListChanged(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("no notifications/resources/updated for %s", uri)
 		}
+	}
+}
+
+// TestFacePeer: an MCP client of A's edge uses B, which has no edge of its
+// own, at /peers/{B}/mcp: B's skills as tools, B's card and files as
+// resources, every call forwarded over libp2p with the caller's own grants
+// on A.
+func TestFacePeer(t *testing.T) {
+	r := newRig(t, nil)
+	base := strings.TrimSuffix(r.url, mcp.Path)
+	peerURL := base + "/peers/" + r.b.ID().String() + "/mcp"
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			cs := connect(t, peerURL, r.secretToken(), era, nil)
+			lt, err := cs.ListTools(ctxT(t), nil)
+			if err != nil || len(lt.Tools) < len(skills.StandardNames) {
+				t.Fatalf("B's tools: %v %d", err, len(lt.Tools))
+			}
+			res, sc := callTool(t, cs, "ping", map[string]any{})
+			if res.IsError || sc["peer_id"] != r.b.ID().String() {
+				t.Fatalf("ping through /peers: %v", sc)
+			}
+			name := "for-bob-" + era + ".txt"
+			if res, sc = callTool(t, cs, "upload_file", map[string]any{"filename": name, "content": "hi bob"}); res.IsError {
+				t.Fatalf("upload to B: %v", sc)
+			}
+			if _, _, err := r.b.Store().Files().Open(name); err != nil {
+				t.Fatalf("the file is not in B's store: %v", err)
+			}
+			rr, err := cs.ReadResource(ctxT(t), &sdk.ReadResourceParams{URI: mcp.CardURI})
+			if err != nil || !strings.Contains(rr.Contents[0].Text, `"name":"bob"`) {
+				t.Fatalf("B's card: %v %+v", err, rr)
+			}
+			rr, err = cs.ReadResource(ctxT(t), &sdk.ReadResourceParams{URI: mcp.FilesURI + "/" + name})
+			if err != nil || rr.Contents[0].Text != "hi bob" {
+				t.Fatalf("B's file: %v %+v", err, rr)
+			}
+		})
+	}
+	// An anonymous session gets no more from B through A than from A.
+	cs := connect(t, peerURL, r.anonToken(t), eraStateless, nil)
+	if res, sc := callTool(t, cs, "upload_file", map[string]any{"filename": "x.txt", "content": "x"}); !res.IsError || errCode(sc) != -32009 {
+		t.Fatalf("anonymous upload to B through A: %v", sc)
+	}
+	if res, sc := callTool(t, cs, "ping", map[string]any{}); res.IsError || sc["peer_id"] != r.b.ID().String() {
+		t.Fatalf("anonymous ping of B: %v", sc)
+	}
+	status, _, body := post(t, base+"/peers/nonsense/mcp", map[string]string{"Authorization": "Bearer " + r.secretToken()}, initBody)
+	if status != http.StatusBadRequest || !strings.Contains(body, "not a PeerID") {
+		t.Fatalf("a bad PeerID: %d %s", status, body)
+	}
+	// A's own PeerID is A's face.
+	cs = connect(t, base+"/peers/"+r.a.ID().String()+"/mcp", r.secretToken(), eraStateless, nil)
+	if res, sc := callTool(t, cs, "ping", map[string]any{}); res.IsError || sc["peer_id"] != r.a.ID().String() {
+		t.Fatalf("A through its own PeerID: %v", sc)
 	}
 }

@@ -58,61 +58,110 @@ type HTTPOptions struct {
 // authenticated rides in the go-sdk's TokenInfo, so that each request runs
 // as its own caller and a session cannot be used by another one (the
 // go-sdk refuses a session ID presented by another user with 403). The
-// mesh tools draw from the edge's per-IP find and gateway limits. Call
-// before the edge serves.
+// mesh tools draw from the edge's per-IP find and gateway limits.
+//
+// Mount also serves PeerPath: the face of a peer of the mesh (see
+// forPeer), so that an MCP client on plain HTTP uses an agent that has no
+// edge of its own, behind NAT say, with its own grants on this node. Call
+// Mount once, before the edge serves.
 func (f *Face) Mount(e *edge.Server, o HTTPOptions) {
-	f.limiter = e
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = DefaultMaxSessions
 	}
 	if o.SessionIdle <= 0 {
 		o.SessionIdle = DefaultSessionIdle
 	}
+	f.limiter = e
+	f.mountHTTP(e, o, o.MaxSessions)
+	f.peers = &peerFaces{parent: f, e: e, o: o}
+	allowed := hostSet(o.AllowedHosts)
+	methods := []string{http.MethodGet, http.MethodPost, http.MethodDelete}
+	standing := func(r *http.Request) bool {
+		return r.Method == http.MethodGet || r.Header.Get("Mcp-Method") == "subscriptions/listen"
+	}
+	guard := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if bad, what := badHost(r, allowed); bad != "" {
+				e.Refuse(w, r, http.StatusForbidden, protocol.Errorf(protocol.CodeNotPermitted,
+					"forbidden: the %s header names %q, which this edge does not serve (DNS rebinding protection); use its IP address, localhost, or a name it allows", what, clip(bad, 100)))
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	e.Mux().Handle(Path, guard(e.AuthenticatedFace(methods, standing, f.serveHTTP)))
+	e.Mux().Handle(PeerPath, guard(e.AuthenticatedFace(methods, standing, func(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
+		peer := r.PathValue("peer")
+		if !protocol.LooksLikePeerID(peer) {
+			e.Refuse(w, r, http.StatusBadRequest, protocol.Errorf(protocol.CodeInvalidParams,
+				"invalid params: %q is not a PeerID (want /peers/12D3Koo…/mcp)", clip(peer, 80)))
+			return
+		}
+		if peer == f.selfID {
+			f.serveHTTP(w, r, c)
+			return
+		}
+		if perr := e.AllowGateway(r.RemoteAddr); perr != nil {
+			w.Header().Set("Retry-After", "1")
+			e.Refuse(w, r, http.StatusTooManyRequests, perr)
+			return
+		}
+		f.peers.get(peer).serveHTTP(w, r, c)
+	})))
+}
+
+// PeerPath is where Mount serves the face of a mesh peer.
+const PeerPath = "/peers/{peer}/mcp"
+
+// httpFace is a face's pair of go-sdk handlers, one per era.
+type httpFace struct {
+	e                   *edge.Server
+	stateful, stateless http.Handler
+	maxSessions         int
+}
+
+// mountHTTP builds f's handlers.
+func (f *Face) mountHTTP(e *edge.Server, o HTTPOptions, maxSessions int) {
 	get := func(*http.Request) *sdk.Server { return f.srv }
 	stateful := sdk.NewStreamableHTTPHandler(get, &sdk.StreamableHTTPOptions{
 		Logger: f.log, MaxRequestBodyBytes: e.MaxBody(), SessionTimeout: o.SessionIdle})
 	stateless := sdk.NewStreamableHTTPHandler(get, &sdk.StreamableHTTPOptions{
 		Logger: f.log, MaxRequestBodyBytes: e.MaxBody(), Stateless: true, PropagateRequestCancellation: true})
-	withCaller := auth.RequireBearerToken(func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+	f.http = &httpFace{e: e, stateful: withTokenInfo(stateful), stateless: withTokenInfo(stateless), maxSessions: maxSessions}
+}
+
+// withTokenInfo wraps h in the go-sdk's bearer-token middleware, with the
+// caller the edge authenticated (withHTTPCaller put it in the request) as
+// the token's user.
+func withTokenInfo(h http.Handler) http.Handler {
+	return auth.RequireBearerToken(func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		c, ok := r.Context().Value(httpCallerKey{}).(protocol.Caller)
 		if !ok {
-			return nil, auth.ErrInvalidToken // not reached: serve puts it there
+			return nil, auth.ErrInvalidToken // not reached: serveHTTP puts it there
 		}
 		return &auth.TokenInfo{UserID: c.Kind.String() + " " + c.ID, Extra: map[string]any{callerKey: c}}, nil
-	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
-	statefulH, statelessH := withCaller(stateful), withCaller(stateless)
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+}
 
-	serve := func(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
-		c.Via = "mcp"
-		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
-		defer func() { f.auditTransport(r, c, sw.status, start) }()
-		w = sw
-		if v := r.Header.Get("Mcp-Protocol-Version"); v >= statelessEra {
-			statelessH.ServeHTTP(w, withHTTPCaller(r, c))
-			return
-		}
-		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && f.sessions() >= o.MaxSessions {
-			w.Header().Set("Retry-After", "60")
-			e.Refuse(w, r, http.StatusServiceUnavailable, protocol.Errorf(protocol.CodeRateLimited,
-				"busy: this node holds %d MCP sessions, its most; retry later, or speak MCP 2026-07-28, which needs no session", o.MaxSessions))
-			return
-		}
-		statefulH.ServeHTTP(w, withHTTPCaller(r, c))
+// serveHTTP serves one authenticated request of f's streamable HTTP.
+func (f *Face) serveHTTP(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
+	h := f.http
+	c.Via = "mcp"
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	defer func() { f.auditTransport(r, c, sw.status, start) }()
+	w = sw
+	if v := r.Header.Get("Mcp-Protocol-Version"); v >= statelessEra {
+		h.stateless.ServeHTTP(w, withHTTPCaller(r, c))
+		return
 	}
-	standing := func(r *http.Request) bool {
-		return r.Method == http.MethodGet || r.Header.Get("Mcp-Method") == "subscriptions/listen"
+	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && f.sessions() >= h.maxSessions {
+		w.Header().Set("Retry-After", "60")
+		h.e.Refuse(w, r, http.StatusServiceUnavailable, protocol.Errorf(protocol.CodeRateLimited,
+			"busy: this face holds %d MCP sessions, its most; retry later, or speak MCP 2026-07-28, which needs no session", h.maxSessions))
+		return
 	}
-	authed := e.AuthenticatedFace([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, standing, serve)
-	allowed := hostSet(o.AllowedHosts)
-	e.Mux().Handle(Path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if bad, what := badHost(r, allowed); bad != "" {
-			e.Refuse(w, r, http.StatusForbidden, protocol.Errorf(protocol.CodeNotPermitted,
-				"forbidden: the %s header names %q, which this edge does not serve (DNS rebinding protection); use its IP address, localhost, or a name it allows", what, clip(bad, 100)))
-			return
-		}
-		authed.ServeHTTP(w, r)
-	}))
+	h.stateful.ServeHTTP(w, withHTTPCaller(r, c))
 }
 
 // auditTransport writes the audit line of a request that the go-sdk's
@@ -130,7 +179,7 @@ func (f *Face) auditTransport(r *http.Request, c protocol.Caller, status int, st
 	case http.StatusNotFound:
 		code = protocol.CodeInvalidSession
 	}
-	f.b.Audit(c, "http "+r.Method+" "+Path, protocol.Errorf(code, "mcp transport: HTTP %d", status), start)
+	f.b.Audit(c, "http "+r.Method+" "+clip(r.URL.EscapedPath(), 160), protocol.Errorf(code, "mcp transport: HTTP %d", status), start)
 }
 
 // statusWriter remembers the status of the answer; it passes Flush on

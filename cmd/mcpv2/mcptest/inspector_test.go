@@ -105,7 +105,8 @@ func TestInspectorStdio(t *testing.T) {
 }
 
 // TestInspectorHTTP runs the MCP Inspector's CLI against a node's /mcp, with
-// a secret holder's session as its bearer token.
+// a secret holder's session as its bearer token, and against
+// /peers/{PeerID}/mcp of a second node that has no edge.
 func TestInspectorHTTP(t *testing.T) {
 	needNPM(t, "mcp-inspector")
 	b := startNode(t, "--secret", secret)
@@ -114,6 +115,23 @@ func TestInspectorHTTP(t *testing.T) {
 	runInspectorCases(t, inspectorCases(b.first("MCPV2_PEER_ID")), func(args []string) []string {
 		return append([]string{a.mcpURL(), "--transport", "http"}, append(args, "--header", "Authorization: Bearer "+tok)...)
 	})
+	// B has no edge: A's /peers/{B}/mcp serves it, over libp2p.
+	peerURL := strings.TrimSuffix(a.mcpURL(), "/mcp") + "/peers/" + b.first("MCPV2_PEER_ID") + "/mcp"
+	for _, c := range []inspectorCase{
+		{name: "peer tools/list", args: []string{"--method", "tools/list"}, want: []string{`"name": "translate_history"`, `"inputSchema"`}},
+		{name: "peer ping", args: []string{"--method", "tools/call", "--tool-name", "ping"}, want: []string{`"peer_id": "` + b.first("MCPV2_PEER_ID") + `"`}},
+		{name: "peer card", args: []string{"--method", "resources/read", "--uri", "mcpv2://card"}, want: []string{b.first("MCPV2_PEER_ID")}},
+	} {
+		code, out, errs := inspector(t, t.TempDir(), append([]string{peerURL, "--transport", "http"}, append(c.args, "--header", "Authorization: Bearer "+tok)...)...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s\n%s", c.name, code, out, errs)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: stdout lacks %q:\n%s", c.name, w, out)
+			}
+		}
+	}
 	// Without a session the inspector is told it needs one (exit 3).
 	code, out, errs := inspector(t, t.TempDir(), a.mcpURL(), "--transport", "http", "--method", "tools/list")
 	if code != 3 {
