@@ -7,13 +7,16 @@ package testenv
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -127,4 +130,43 @@ func RemoveStaleNetns(t testing.TB, ipBin string, re *regexp.Regexp) {
 			t.Logf("removed the namespace %s left by an earlier run", name)
 		}
 	}
+}
+
+// BuildMCPV2 builds the mcpv2 command, without the race detector whatever
+// the tests' own build (the processes are the product under test, and many
+// race-detector processes would not fit a small machine), into a new
+// temporary directory. remove deletes that directory. A test package's
+// TestMain calls it once.
+func BuildMCPV2(dirPrefix string) (bin string, remove func(), err error) {
+	dir, err := os.MkdirTemp("", dirPrefix)
+	if err != nil {
+		return "", nil, err
+	}
+	bin = filepath.Join(dir, "mcpv2")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/mcpv2/mcpv2/cmd/mcpv2").CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("build mcpv2: %v\n%s", err, out)
+	}
+	return bin, func() { os.RemoveAll(dir) }, nil
+}
+
+// Buffer is a bytes.Buffer safe for concurrent writes (a process's stderr)
+// and reads (the test's).
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// String returns what was written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

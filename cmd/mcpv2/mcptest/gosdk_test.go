@@ -98,7 +98,7 @@ func TestGoSDKStdio(t *testing.T) {
 		t.Run(era, func(t *testing.T) {
 			cmd := exec.Command(binPath, "mcp", "--data-dir", t.TempDir(), "--secret", secret, "--bootstrap", b.first("MCPV2_P2P_ADDRESS"))
 			cmd.Env = testenv.CleanEnv()
-			stderr := &lockedBuffer{}
+			stderr := &testenv.Buffer{}
 			cmd.Stderr = stderr
 			cs := connect(t, &sdk.CommandTransport{Command: cmd}, era)
 			exercise(t, cs, b.first("MCPV2_PEER_ID"))
@@ -121,7 +121,7 @@ func TestGoSDKStdioConnect(t *testing.T) {
 		t.Run(era, func(t *testing.T) {
 			cmd := exec.Command(binPath, "mcp", "--connect", "mcpv2://127.0.0.1:"+a.first("MCPV2_BOUND_PORT")+"/mcpv2", "--secret", secret)
 			cmd.Env = testenv.CleanEnv()
-			cmd.Stderr = &lockedBuffer{}
+			cmd.Stderr = &testenv.Buffer{}
 			cs := connect(t, &sdk.CommandTransport{Command: cmd}, era)
 			exercise(t, cs, b.first("MCPV2_PEER_ID"))
 		})

@@ -2,7 +2,6 @@ package mcptest
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -31,19 +30,14 @@ var binPath string
 var npmDir, _ = filepath.Abs(filepath.Join("testdata", "npm"))
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "mcpv2-mcptest-bin-")
+	bin, remove, err := testenv.BuildMCPV2("mcpv2-mcptest-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binPath = filepath.Join(dir, "mcpv2")
-	if out, err := exec.Command("go", "build", "-o", binPath, "github.com/mcpv2/mcpv2/cmd/mcpv2").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build mcpv2: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
+	binPath = bin
 	code := m.Run()
-	os.RemoveAll(dir)
+	remove()
 	if code == 0 {
 		if err := goleak.Find(goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
 			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop")); err != nil {
@@ -93,7 +87,7 @@ func needNPM(t *testing.T, bin string) string {
 type proc struct {
 	cmd     *exec.Cmd
 	banner  map[string][]string
-	log     *lockedBuffer
+	log     *testenv.Buffer
 	exited  chan struct{}
 	exitErr error
 }
@@ -119,7 +113,7 @@ func startNode(t *testing.T, args ...string) *proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, banner: map[string][]string{}, log: &lockedBuffer{}, exited: make(chan struct{})}
+	p := &proc{cmd: cmd, banner: map[string][]string{}, log: &testenv.Buffer{}, exited: make(chan struct{})}
 	cmd.Stderr = p.log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -190,25 +184,6 @@ func (p *proc) anonSession(t *testing.T) string {
 func secretSession(secret string) string {
 	tok, _ := protocol.MintToken([]byte(secret), "127.0.0.1", time.Now(), time.Hour)
 	return tok
-}
-
-// lockedBuffer is a bytes.Buffer safe for a process's writes and the
-// test's reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func ctxT(t testing.TB) context.Context {
