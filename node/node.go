@@ -354,6 +354,9 @@ func (n *Node) Close() error {
 		errs = append(errs, n.host.Close())
 	}
 	n.wg.Wait()
+	if n.reg != nil {
+		errs = append(errs, n.reg.Close()) // the custom skills' MCP servers
+	}
 	if n.store != nil {
 		errs = append(errs, n.store.Close())
 	}

@@ -1319,8 +1319,9 @@ func runEdgeScenarios(t *testing.T, a, b edgePeer) {
 }
 
 // edgeStandardSkills are the skills every node with a mesh serves: the ten
-// of SPEC §3, scan (the guard) and orchestrate.
-var edgeStandardSkills = []string{"ping", "ask", "upload_file", "list_files", "process_instructions", "delete_file", "get_skill", "pay", "negotiate", "translate_history", "scan", "orchestrate"}
+// of SPEC §3 and read_file (skills.StandardNames), scan (the guard) and
+// orchestrate.
+var edgeStandardSkills = []string{"ping", "ask", "upload_file", "list_files", "process_instructions", "delete_file", "get_skill", "pay", "negotiate", "translate_history", "read_file", "scan", "orchestrate"}
 
 func edgeSkillNames(ds []protocol.SkillDescriptor) []string {
 	var out []string

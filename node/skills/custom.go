@@ -100,8 +100,9 @@ type CustomOptions struct {
 	RunAs string
 
 	// Set by prepare.
-	runs  chan struct{} // the command-run semaphore, MaxCommandRuns slots
-	runAs *customRunAs  // nil: the node's own user
+	runs       chan struct{}         // the command-run semaphore, MaxCommandRuns slots
+	runAs      *customRunAs          // nil: the node's own user
+	mcpServers map[string]*mcpServer // the file's MCP servers, by command or URL
 }
 
 // DefaultMaxCommandRuns is the default of CustomOptions.MaxCommandRuns. It
@@ -133,6 +134,7 @@ func (o CustomOptions) prepare() (CustomOptions, error) {
 		o.MaxCommandRuns = DefaultMaxCommandRuns
 	}
 	o.runs = make(chan struct{}, o.MaxCommandRuns)
+	o.mcpServers = map[string]*mcpServer{}
 	if o.RunAs != "" {
 		ra, err := customLookupRunAs(o.RunAs)
 		if err != nil {
@@ -156,6 +158,14 @@ type CustomSkill struct {
 	// Guard names the arguments the node's prompt-injection guard scans
 	// before the skill runs (the file's "guard": {"text": "prompt"}).
 	Guard map[string]guard.Kind
+
+	// mcp is an "mcp" handler that ResolveCustomMCP has not made concrete
+	// yet (Handler is nil until then); fileSchema says the file gave the
+	// skill's input_schema.
+	mcp        *customMCP
+	fileSchema bool
+	// server is the MCP server a resolved "mcp" skill calls.
+	server *mcpServer
 }
 
 // LoadCustomFile reads the custom skills file at path (SPEC §3) and registers
@@ -202,6 +212,9 @@ func loadCustomFile(path string, r *Registry, opts CustomOptions) ([]string, err
 	if err != nil {
 		return nil, err
 	}
+	if skills, err = ResolveCustomMCP(context.Background(), skills); err != nil {
+		return nil, err
+	}
 	if fi, err := f.Stat(); err == nil && fi.Mode().Perm()&0o022 != 0 {
 		for _, s := range skills {
 			if s.Kind == "command" {
@@ -223,6 +236,9 @@ func RegisterCustom(r *Registry, skills []CustomSkill) ([]string, error) {
 	seen := make(map[string]bool, len(skills))
 	for _, s := range skills {
 		name := s.Descriptor.Name
+		if s.mcp != nil {
+			return nil, fmt.Errorf("skill %q: an mcp handler must be resolved first (ResolveCustomMCP)", name)
+		}
 		if _, ok := r.Lookup(name); ok {
 			return nil, fmt.Errorf("skill %q: name: %w %q (already registered)", name, ErrDuplicate, name)
 		}
@@ -242,6 +258,14 @@ func RegisterCustom(r *Registry, skills []CustomSkill) ([]string, error) {
 			}
 		}
 		names = append(names, s.Descriptor.Name)
+	}
+	// The MCP servers behind the skills stop with the registry.
+	servers := map[*mcpServer]bool{}
+	for _, s := range skills {
+		if srv := s.server; srv != nil && !servers[srv] {
+			servers[srv] = true
+			r.addCloser(srv)
+		}
 	}
 	return names, nil
 }
@@ -268,8 +292,7 @@ func RegisterCustom(r *Registry, skills []CustomSkill) ([]string, error) {
 //
 // ParseCustom enforces the file size and skill count limits, and refuses
 // unknown fields, bad or duplicate names, input schemas that do not compile
-// or are not of type object, unknown handler types ("mcp" is not supported
-// yet), templates that do not parse, programs that cannot be found, and URLs
+// or are not of type object, unknown handler types, templates that do not parse, programs that cannot be found, and URLs
 // that are not http or https, as well as a negative opts.MaxCommandRuns and
 // an opts.RunAs user that does not exist or cannot be switched to. Errors
 // name the skill ("skill \"greet\": ..." or "skill #3: ..." when it has no
@@ -415,6 +438,7 @@ func parseCustomSkill(raw json.RawMessage, opts CustomOptions) (CustomSkill, err
 		return CustomSkill{}, fmt.Errorf("handler: %w", customJSONError(sj.Handler, err))
 	}
 	var h Handler
+	var m *customMCP
 	switch peek.Type {
 	case "template":
 		h, err = newCustomTemplate(sj.Name, sj.Handler, opts)
@@ -426,11 +450,11 @@ func parseCustomSkill(raw json.RawMessage, opts CustomOptions) (CustomSkill, err
 	case "http":
 		h, err = newCustomHTTP(sj.Name, sj.Handler, opts)
 	case "mcp":
-		err = customFieldf("type", `"mcp" handlers are not supported yet`)
+		m, err = newCustomMCP(sj.Name, sj.Handler, opts)
 	case "":
-		err = customFieldf("type", "missing (want template, command or http)")
+		err = customFieldf("type", "missing (want template, command, http or mcp)")
 	default:
-		err = customFieldf("type", "unknown handler type %q (want template, command or http)", peek.Type)
+		err = customFieldf("type", "unknown handler type %q (want template, command, http or mcp)", peek.Type)
 	}
 	if err != nil {
 		if fe, ok := err.(*customFieldError); ok {
@@ -438,11 +462,17 @@ func parseCustomSkill(raw json.RawMessage, opts CustomOptions) (CustomSkill, err
 		}
 		return CustomSkill{}, fmt.Errorf("handler: %w", err)
 	}
+	given := len(bytes.TrimSpace(sj.InputSchema)) > 0 && !bytes.Equal(bytes.TrimSpace(sj.InputSchema), []byte("null"))
+	if m != nil && m.all && given {
+		return CustomSkill{}, errors.New(`input_schema: goes with one "tool"; with "tools": "*" each skill has its tool's schema`)
+	}
 	return CustomSkill{
 		Descriptor: protocol.SkillDescriptor{Name: sj.Name, Description: sj.Description, Tags: sj.Tags, InputSchema: schema},
 		Kind:       peek.Type,
 		Handler:    h,
 		Guard:      gfields,
+		mcp:        m,
+		fileSchema: given,
 	}, nil
 }
 

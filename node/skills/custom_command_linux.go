@@ -33,6 +33,14 @@ func customPrepareCommand(cmd *exec.Cmd, ra *customRunAs) {
 	cmd.Cancel = func() error { return customKillGroup(cmd.Process.Pid) }
 }
 
+// mcpPrepareCommand puts a custom MCP server in its own process group, so
+// that what it leaves behind (npx's node, say) can be killed with it. No
+// Pdeathsig: the server outlives the goroutine that started it; it ends
+// when its stdin closes, as MCP servers do when the node dies.
+func mcpPrepareCommand(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
 // customCanEnter checks, from the mode bits, that ra may search dir and
 // every directory above it (after resolving symlinks), so that a program
 // run as ra can be started in a directory below dir.

@@ -15,6 +15,8 @@ func customCommandSupported() error {
 
 func customPrepareCommand(*exec.Cmd, *customRunAs) {}
 
+func mcpPrepareCommand(*exec.Cmd) {}
+
 func customCanEnter(string, *customRunAs) error { return errors.ErrUnsupported }
 
 func customCanExec(string, *customRunAs) error { return errors.ErrUnsupported }

@@ -13,5 +13,9 @@ func TestMain(m *testing.M) {
 	if tool := os.Getenv(customTestToolEnv); tool != "" {
 		os.Exit(runCustomTestTool(tool))
 	}
+	// The mcp-handler tests run it as a local MCP server.
+	if os.Getenv(mcpTestServerEnv) != "" {
+		os.Exit(runMCPTestServer())
+	}
 	goleak.VerifyTestMain(m)
 }

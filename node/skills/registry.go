@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"reflect"
@@ -41,10 +42,11 @@ type entry struct {
 // Registry maps skill names to handlers. It is safe for concurrent use; mu
 // guards byName and order. Skills are listed in registration order.
 type Registry struct {
-	log    *slog.Logger
-	mu     sync.RWMutex
-	byName map[string]*entry
-	order  []string
+	log     *slog.Logger
+	mu      sync.RWMutex
+	byName  map[string]*entry
+	order   []string
+	closers []io.Closer // what the skills hold open (MCP servers), closed by Close
 }
 
 // NewRegistry returns an empty registry. A nil logger discards.
@@ -53,6 +55,28 @@ func NewRegistry(log *slog.Logger) *Registry {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Registry{log: log, byName: map[string]*entry{}}
+}
+
+// addCloser makes Close close c.
+func (r *Registry) addCloser(c io.Closer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closers = append(r.closers, c)
+}
+
+// Close stops what the registered skills hold open: the MCP servers of
+// custom skills. The node calls it when it stops; a call after it fails as
+// its skill says. A second Close does nothing.
+func (r *Registry) Close() error {
+	r.mu.Lock()
+	cs := r.closers
+	r.closers = nil
+	r.mu.Unlock()
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // SchemaOption adjusts an inferred input schema (enums, bounds, descriptions
