@@ -79,6 +79,10 @@ type Config struct {
 	// turn; the node's sweeper drops older ones (default
 	// store.DefaultConversationTTL, 30 days; negative: forever).
 	ConversationTTL time.Duration
+	// TaskTTL is how long a finished task of a face (A2A) is kept after its
+	// last update (0: store.DefaultTaskTTL, 7 days; negative: until the
+	// store's cap of tasks).
+	TaskTTL time.Duration
 	// LLM is the backend of ask and process_instructions (default local).
 	LLM llm.Backend
 	// LLMMode keeps per-conversation history across turns and restarts.
@@ -239,7 +243,7 @@ func New(cfg Config) (_ *Node, err error) {
 	if n.store, err = store.Open(cfg.DataDir, sopts...); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	n.startSweeper(sweepEvery(cfg.PartialTTL, cfg.ConversationTTL))
+	n.startSweeper(sweepEvery(cfg.PartialTTL, cfg.ConversationTTL, cfg.TaskTTL))
 
 	n.reg = skills.NewRegistry(n.log)
 	skills.RegisterStandard(n.reg, skills.Deps{

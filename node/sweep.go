@@ -36,6 +36,7 @@ func storeLimits(cfg *Config) []store.Option {
 	cfg.AuditKeep = int(orNone(int64(cfg.AuditKeep), store.DefaultAuditKeep))
 	cfg.MaxConversations = int(orNone(int64(cfg.MaxConversations), store.DefaultMaxConversations))
 	cfg.ConversationTTL = time.Duration(orNone(int64(cfg.ConversationTTL), int64(store.DefaultConversationTTL)))
+	cfg.TaskTTL = time.Duration(orNone(int64(cfg.TaskTTL), int64(store.DefaultTaskTTL)))
 	return []store.Option{
 		store.WithMaxPartial(cfg.MaxPartial),
 		store.WithPartialTTL(cfg.PartialTTL),
@@ -43,6 +44,7 @@ func storeLimits(cfg *Config) []store.Option {
 		store.WithAuditRotation(cfg.AuditMaxBytes, cfg.AuditKeep),
 		store.WithMaxConversations(cfg.MaxConversations),
 		store.WithConversationTTL(cfg.ConversationTTL),
+		store.WithTaskTTL(cfg.TaskTTL),
 		store.WithClock(cfg.Now),
 	}
 }
@@ -50,10 +52,12 @@ func storeLimits(cfg *Config) []store.Option {
 // sweepEvery is the sweeper's period: a quarter of the shorter TTL (0: that
 // TTL is off), between minSweepEvery and maxSweepEvery. So a partial upload
 // is gone at most a quarter TTL after it became stale.
-func sweepEvery(partialTTL, conversationTTL time.Duration) time.Duration {
+func sweepEvery(partialTTL time.Duration, ttls ...time.Duration) time.Duration {
 	d := min(maxSweepEvery, partialTTL/4)
-	if conversationTTL > 0 {
-		d = min(d, conversationTTL/4)
+	for _, ttl := range ttls {
+		if ttl > 0 {
+			d = min(d, ttl/4)
+		}
 	}
 	return max(d, minSweepEvery)
 }
@@ -78,8 +82,8 @@ func (n *Node) startSweeper(every time.Duration) {
 			if err != nil && n.ctx.Err() == nil {
 				n.log.Warn("store sweep", "err", err)
 			}
-			if r.Partials > 0 || r.Conversations > 0 {
-				n.log.Info("store sweep", "stale_partial_uploads", r.Partials, "expired_conversations", r.Conversations)
+			if r.Partials > 0 || r.Conversations > 0 || r.Tasks > 0 {
+				n.log.Info("store sweep", "stale_partial_uploads", r.Partials, "expired_conversations", r.Conversations, "expired_tasks", r.Tasks)
 			}
 		}
 	}()

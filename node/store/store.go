@@ -84,6 +84,8 @@ type config struct {
 	auditKeep        int
 	maxConversations int
 	conversationTTL  time.Duration
+	taskTTL          time.Duration
+	maxTasks         int
 	now              func() time.Time
 }
 
@@ -148,6 +150,13 @@ func WithMaxConversations(n int) Option { return func(c *config) { c.maxConversa
 // by Sweep. It must not be negative.
 func WithConversationTTL(d time.Duration) Option { return func(c *config) { c.conversationTTL = d } }
 
+// WithTaskTTL sets how long a finished task (SaveTask) is kept after its
+// last update (default DefaultTaskTTL; 0 keeps them until the cap).
+func WithTaskTTL(d time.Duration) Option { return func(c *config) { c.taskTTL = d } }
+
+// WithMaxTasks caps the tasks kept (default DefaultMaxTasks; 0: no cap).
+func WithMaxTasks(n int) Option { return func(c *config) { c.maxTasks = n } }
+
 // WithClock sets the clock of conversation use times (default time.Now).
 // Partial uploads age by the file system's clock.
 func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
@@ -160,6 +169,8 @@ type Store struct {
 	maxTurnBytes     int
 	maxConversations int
 	conversationTTL  time.Duration
+	taskTTL          time.Duration
+	maxTasks         int
 	now              func() time.Time
 
 	db    *bolt.DB
@@ -195,6 +206,8 @@ func Open(dataDir string, opts ...Option) (_ *Store, err error) {
 		auditKeep:        DefaultAuditKeep,
 		maxConversations: DefaultMaxConversations,
 		conversationTTL:  DefaultConversationTTL,
+		taskTTL:          DefaultTaskTTL,
+		maxTasks:         DefaultMaxTasks,
 		now:              time.Now,
 	}
 	for _, o := range opts {
@@ -223,6 +236,8 @@ func Open(dataDir string, opts ...Option) (_ *Store, err error) {
 		return nil, fmt.Errorf("store: open: max conversations %d is negative", cfg.maxConversations)
 	case cfg.conversationTTL < 0:
 		return nil, fmt.Errorf("store: open: conversation TTL %v is negative", cfg.conversationTTL)
+	case cfg.taskTTL < 0 || cfg.maxTasks < 0:
+		return nil, fmt.Errorf("store: open: task TTL %v and max tasks %d: neither may be negative", cfg.taskTTL, cfg.maxTasks)
 	case cfg.now == nil:
 		return nil, errors.New("store: open: nil clock")
 	}
@@ -245,6 +260,7 @@ func Open(dataDir string, opts ...Option) (_ *Store, err error) {
 
 	s := &Store{dir: dir, maxTurns: cfg.maxTurns, maxTurnBytes: cfg.maxTurnBytes,
 		maxConversations: cfg.maxConversations, conversationTTL: cfg.conversationTTL, now: cfg.now,
+		taskTTL: cfg.taskTTL, maxTasks: cfg.maxTasks,
 		auditMaxBytes: cfg.auditMaxBytes, auditKeep: cfg.auditKeep}
 	defer func() {
 		if err != nil {
@@ -261,7 +277,7 @@ func Open(dataDir string, opts ...Option) (_ *Store, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dbFileName, err)
 	}
-	if err = s.db.Update(s.initConversations); err != nil {
+	if err = s.db.Update(func(tx *bolt.Tx) error { return errors.Join(s.initConversations(tx), s.initTasks(tx)) }); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dbFileName, err)
 	}
 
