@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -205,3 +206,32 @@ func (n *Node) AuditLog(ctx context.Context, q protocol.AuditQuery) ([]json.RawM
 // files (a write, a committed upload, a delete), for the MCP face's
 // resource-list notifications: take a new channel after each close.
 func (n *Node) FilesChanged() <-chan struct{} { return n.store.Files().Changed() }
+
+// Sign signs data with the node's Ed25519 key (the A2A card's JWS; the
+// PeerID names the key).
+func (n *Node) Sign(data []byte) ([]byte, error) {
+	k := n.host.Peerstore().PrivKey(n.host.ID())
+	if k == nil {
+		return nil, errors.New("node: sign: no private key")
+	}
+	return k.Sign(data)
+}
+
+// SaveTask, Task, TaskEvents and ListTasks keep the tasks of the faces
+// (A2A) in the node's store; see store.SaveTask and the others.
+func (n *Node) SaveTask(t protocol.StoredTask, event json.RawMessage) (uint64, error) {
+	return n.store.SaveTask(t, event)
+}
+
+// Task returns a face's task; see SaveTask.
+func (n *Node) Task(id string) (protocol.StoredTask, error) { return n.store.Task(id) }
+
+// TaskEvents returns a task's events after a sequence number; see SaveTask.
+func (n *Node) TaskEvents(id string, after uint64, max int) ([]protocol.TaskEvent, error) {
+	return n.store.TaskEvents(id, after, max)
+}
+
+// ListTasks lists an owner's tasks; see SaveTask.
+func (n *Node) ListTasks(owner string, q protocol.TaskQuery) ([]protocol.StoredTask, error) {
+	return n.store.ListTasks(owner, q)
+}

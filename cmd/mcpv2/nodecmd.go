@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpv2/mcpv2/discovery"
 	"github.com/mcpv2/mcpv2/edge"
+	"github.com/mcpv2/mcpv2/edge/a2a"
 	"github.com/mcpv2/mcpv2/edge/mcp"
 	"github.com/mcpv2/mcpv2/node"
 	"github.com/mcpv2/mcpv2/node/guard"
@@ -130,6 +131,7 @@ type runningNode struct {
 	n    *node.Node
 	srv  *edge.Server
 	face *mcp.Face
+	a2a  *a2a.Face // with the edge
 	log  *slog.Logger
 }
 
@@ -139,6 +141,9 @@ func (r *runningNode) Close() error {
 	var errs []error
 	if r.srv != nil {
 		errs = append(errs, r.srv.Close())
+	}
+	if r.a2a != nil {
+		errs = append(errs, r.a2a.Close())
 	}
 	if r.face != nil {
 		errs = append(errs, r.face.Close())
@@ -228,8 +233,8 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 		MaxPartial: noneIfZero(c.Int64("max-partial")), PartialTTL: c.Duration("partial-ttl"), MaxStore: noneIfZero(c.Int64("max-store")),
 		AuditMaxBytes: noneIfZero(c.Int64("audit-max-bytes")), AuditKeep: noneIfZero(c.Int("audit-keep")),
 		MaxConversations: noneIfZero(c.Int("max-conversations")), ConversationTTL: noneIfZero(c.Duration("conversation-ttl")),
-		ClockSkew: secondsOf(c, "clock-skew"),
-		Logger:    log,
+		ClockSkew: secondsOf(c, "clock-skew"), TaskTTL: noneIfZero(c.Duration("task-ttl")),
+		Logger: log,
 	})
 	if err != nil {
 		return nil, portHint(c, err)
@@ -250,7 +255,12 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 		if r.srv, err = edge.New(n, *ecfg); err != nil {
 			return nil, err
 		}
-		r.face.Mount(r.srv, mcp.HTTPOptions{AllowedHosts: splitList(c.StringSlice("mcp-allowed-hosts"))})
+		hosts := splitList(c.StringSlice("mcp-allowed-hosts"))
+		r.face.Mount(r.srv, mcp.HTTPOptions{AllowedHosts: hosts})
+		if r.a2a, err = a2a.New(n, a2a.WithLogger(log), a2a.WithAllowedHosts(hosts...)); err != nil {
+			return nil, err
+		}
+		r.a2a.Mount(r.srv)
 		if err = r.srv.Start(); err != nil {
 			return nil, err
 		}
@@ -318,7 +328,7 @@ var edgeOnlyFlags = []string{"public-ip", "bind-host", "port-fallback", "port-fi
 // nonNegativeFlags are the numeric flags of `mcpv2 node` where a negative
 // value means nothing (0 is "off" or "the default", as each usage says).
 var nonNegativeFlags = []string{
-	"max-message", "max-file", "max-partial", "partial-ttl", "max-store", "audit-max-bytes", "audit-keep",
+	"task-ttl", "max-message", "max-file", "max-partial", "partial-ttl", "max-store", "audit-max-bytes", "audit-keep",
 	"max-conversations", "conversation-ttl", "rate-limit", "max-command-runs", "max-inflight",
 	"relay-max-duration", "relay-max-data", "relay-max-circuits",
 }

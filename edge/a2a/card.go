@@ -1,0 +1,223 @@
+package a2a
+
+import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/gowebpki/jcs"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// LibP2PBinding is the protocolBinding of the card's interface for the
+// mcpv2 slot protocol over libp2p (its url a multiaddr with /p2p/PeerID),
+// beside JSON-RPC over HTTP. The A2A spec allows a binding of one's own,
+// named by a URI.
+const LibP2PBinding = "https://github.com/mcpv2/mcpv2/blob/main/docs/spec.md#mcpv2-rpc-1.0.0"
+
+// Card fields the face sets.
+var (
+	inputModes  = []string{"text/plain", "application/json"}
+	outputModes = []string{"application/json", "text/plain"}
+)
+
+// cardV1 is the node's A2A card in v1.0 form, for an A2A URL of base
+// (http://host:port), signed.
+func (f *Face) cardV1(base string) (map[string]any, error) {
+	c := f.b.Card()
+	ifaces := []any{
+		map[string]any{"url": base + Path, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+		map[string]any{"url": base + Path, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+	}
+	for _, a := range libp2pAddrs(c) {
+		ifaces = append(ifaces, map[string]any{"url": a, "protocolBinding": LibP2PBinding, "protocolVersion": "1.0"})
+	}
+	card := map[string]any{
+		"name": nonEmpty(c.Name, "mcpv2 agent"), "description": nonEmpty(c.Description, "An mcpv2 agent."), "version": nonEmpty(c.Version, "dev"),
+		"supportedInterfaces": ifaces,
+		"capabilities":        map[string]any{"streaming": true, "pushNotifications": false},
+		"defaultInputModes":   inputModes, "defaultOutputModes": outputModes,
+		"skills": cardSkills(c),
+		"securitySchemes": map[string]any{"mcpv2Session": map[string]any{"httpAuthSecurityScheme": map[string]any{
+			"scheme": "Bearer", "description": "an mcpv2 edge session: GET /mcpv2/session on this host issues one"}}},
+	}
+	return card, f.sign(card)
+}
+
+// cardV03 is the node's A2A card in v0.3 form, signed over its own JSON.
+func (f *Face) cardV03(base string) (map[string]any, error) {
+	c := f.b.Card()
+	card := map[string]any{
+		"protocolVersion": "0.3.0",
+		"name":            nonEmpty(c.Name, "mcpv2 agent"), "description": nonEmpty(c.Description, "An mcpv2 agent."), "version": nonEmpty(c.Version, "dev"),
+		"url": base + Path, "preferredTransport": "JSONRPC",
+		"additionalInterfaces": []any{map[string]any{"url": base + Path, "transport": "JSONRPC"}},
+		"capabilities":         map[string]any{"streaming": true, "pushNotifications": false, "stateTransitionHistory": false},
+		"defaultInputModes":    inputModes, "defaultOutputModes": outputModes,
+		"skills":          cardSkills(c),
+		"securitySchemes": map[string]any{"mcpv2Session": map[string]any{"type": "http", "scheme": "bearer", "description": "an mcpv2 edge session: GET /mcpv2/session on this host issues one"}},
+		"security":        []any{map[string]any{"mcpv2Session": []any{}}},
+	}
+	for _, a := range libp2pAddrs(c) {
+		card["additionalInterfaces"] = append(card["additionalInterfaces"].([]any), map[string]any{"url": a, "transport": LibP2PBinding})
+	}
+	return card, f.sign(card)
+}
+
+func cardSkills(c protocol.AgentCard) []any {
+	out := make([]any, 0, len(c.Skills))
+	for _, s := range c.Skills {
+		tags := s.Tags
+		if len(tags) == 0 {
+			tags = []string{"mcpv2"}
+		}
+		out = append(out, map[string]any{"id": s.Name, "name": s.Name, "description": nonEmpty(s.Description, s.Name), "tags": tags})
+	}
+	return out
+}
+
+// libp2pAddrs are the card's multiaddrs with their /p2p/PeerID, loopback
+// ones left out.
+func libp2pAddrs(c protocol.AgentCard) []string {
+	var out []string
+	for _, a := range c.Addrs {
+		m, err := ma.NewMultiaddr(a)
+		if err != nil {
+			continue
+		}
+		if ip, err := m.ValueForProtocol(ma.P_IP4); err == nil && net.ParseIP(ip).IsLoopback() {
+			continue
+		}
+		if ip, err := m.ValueForProtocol(ma.P_IP6); err == nil && net.ParseIP(ip).IsLoopback() {
+			continue
+		}
+		if !strings.Contains(a, "/p2p/") {
+			a += "/p2p/" + c.PeerID
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// signHeader is the JWS protected header of the node's card signatures:
+// EdDSA with the node's Ed25519 key, whose PeerID is the kid, so that
+// anyone verifies the card from the PeerID alone.
+type signHeader struct {
+	Alg string `json:"alg"`
+	Kid string `json:"kid"`
+	Typ string `json:"typ"`
+}
+
+// canonical is the JWS payload of a card: RFC 8785 (JCS) canonical JSON of
+// the card without its signatures.
+func canonical(card map[string]any) ([]byte, error) {
+	c := make(map[string]any, len(card))
+	for k, v := range card {
+		if k != "signatures" {
+			c[k] = v
+		}
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	return jcs.Transform(b)
+}
+
+// sign adds the card's signature: a JWS (RFC 7515) with a detached
+// payload, the JCS canonical JSON of the card's other fields.
+func (f *Face) sign(card map[string]any) error {
+	payload, err := canonical(card)
+	if err != nil {
+		return fmt.Errorf("a2a: card: %w", err)
+	}
+	h, _ := json.Marshal(signHeader{Alg: "EdDSA", Kid: f.b.PeerID(), Typ: "JOSE"})
+	prot := base64.RawURLEncoding.EncodeToString(h)
+	sig, err := f.b.Sign([]byte(prot + "." + base64.RawURLEncoding.EncodeToString(payload)))
+	if err != nil {
+		return fmt.Errorf("a2a: sign card: %w", err)
+	}
+	card["signatures"] = []any{map[string]any{"protected": prot, "signature": base64.RawURLEncoding.EncodeToString(sig)}}
+	return nil
+}
+
+// ErrBadSignature is wrapped by VerifyCard when no signature of a card
+// verifies.
+var ErrBadSignature = errors.New("card signature does not verify")
+
+// VerifyCard checks an A2A card's signatures: at least one must be an
+// EdDSA JWS whose kid is a PeerID with an Ed25519 key, over the JCS
+// canonical JSON of the card without its signatures. It returns the
+// signer's PeerID.
+func VerifyCard(card []byte) (string, error) {
+	var m map[string]any
+	if err := json.Unmarshal(card, &m); err != nil {
+		return "", fmt.Errorf("a2a: verify card: not a JSON object: %w", err)
+	}
+	sigs, _ := m["signatures"].([]any)
+	if len(sigs) == 0 {
+		return "", fmt.Errorf("a2a: verify card: no signatures: %w", ErrBadSignature)
+	}
+	payload, err := canonical(m)
+	if err != nil {
+		return "", fmt.Errorf("a2a: verify card: %w", err)
+	}
+	var last error
+	for _, s := range sigs {
+		sm, _ := s.(map[string]any)
+		prot, _ := sm["protected"].(string)
+		sig, _ := sm["signature"].(string)
+		id, err := verifyJWS(prot, sig, payload)
+		if err == nil {
+			return id, nil
+		}
+		last = err
+	}
+	return "", fmt.Errorf("a2a: verify card: %w: %v", ErrBadSignature, last)
+}
+
+func verifyJWS(prot, sig string, payload []byte) (string, error) {
+	hb, err := base64.RawURLEncoding.DecodeString(prot)
+	if err != nil {
+		return "", fmt.Errorf("protected header is not base64url")
+	}
+	var h signHeader
+	if err := json.Unmarshal(hb, &h); err != nil || h.Alg != "EdDSA" {
+		return "", fmt.Errorf("protected header: want alg EdDSA")
+	}
+	id, err := peer.Decode(h.Kid)
+	if err != nil {
+		return "", fmt.Errorf("kid %q is not a PeerID", clip(h.Kid, 80))
+	}
+	pub, err := id.ExtractPublicKey()
+	if err != nil || pub.Type() != crypto.Ed25519 {
+		return "", fmt.Errorf("kid %s holds no Ed25519 key", id)
+	}
+	raw, err := pub.Raw()
+	if err != nil {
+		return "", err
+	}
+	sb, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil {
+		return "", fmt.Errorf("signature is not base64url")
+	}
+	if !ed25519.Verify(ed25519.PublicKey(raw), []byte(prot+"."+base64.RawURLEncoding.EncodeToString(payload)), sb) {
+		return "", errors.New("the signature does not match the card")
+	}
+	return id.String(), nil
+}

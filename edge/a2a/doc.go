@@ -1,0 +1,21 @@
+// Package a2a is the A2A face of an mcpv2 node: its agent card at
+// /.well-known/agent-card.json (signed: a JWS over the card's RFC 8785
+// canonical JSON, EdDSA with the node's key, the kid its PeerID), and one
+// JSON-RPC URL, /a2a, that speaks A2A v1.0 and v0.3, the version chosen by
+// the A2A-Version header (none: 0.3).
+//
+// A message becomes a task that runs the node's skills through the same
+// dispatch as every face (Backend.Handle, as the caller that sent it): a
+// data part {"skill", "arguments"} runs that skill, file parts are stored
+// (upload_file), text goes to ask. Tasks move submitted → working →
+// completed, failed, rejected (not permitted), canceled, or
+// input-required (a skill lacks arguments; the next message to the task
+// gives them); they live in the node's store, and every event of a task has
+// a sequence number (metadata "mcpv2/seq", and the SSE id), so that a
+// subscriber that lost its stream resubscribes with Last-Event-ID and gets
+// what it missed.
+//
+// The a2a-go SDK (v0.3.3) speaks only v0.3, and its server keeps tasks and
+// events in a shape that does not replay them; this package writes both
+// wire forms itself over one model of its own.
+package a2a

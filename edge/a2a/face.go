@@ -1,0 +1,257 @@
+package a2a
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpv2/mcpv2/edge"
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// Backend is what the A2A face needs from a node; *node.Node satisfies it.
+// Every skill a task runs enters Handle as the caller that sent the
+// message, so the node's policy, rate limits and audit lines apply; the
+// tasks live in the node's store. All methods may be called concurrently.
+type Backend interface {
+	// PeerID is the node's PeerID: the kid of its card signatures.
+	PeerID() string
+	// Card is the node's agent card, which the A2A card is made from.
+	Card() protocol.AgentCard
+	// Sign signs data with the node's Ed25519 key (the card's JWS).
+	Sign(data []byte) ([]byte, error)
+	// Handle runs a slot message for c (see edge.Backend).
+	Handle(ctx context.Context, c protocol.Caller, msg []byte) (out []byte, refused *protocol.Error)
+	// Audit writes one audit line of a request that did not reach Handle.
+	Audit(c protocol.Caller, method string, perr *protocol.Error, start time.Time)
+	// SaveTask, Task, TaskEvents and ListTasks keep the tasks (the node's
+	// store; see protocol.StoredTask).
+	SaveTask(t protocol.StoredTask, event json.RawMessage) (uint64, error)
+	Task(id string) (protocol.StoredTask, error)
+	TaskEvents(id string, after uint64, max int) ([]protocol.TaskEvent, error)
+	ListTasks(owner string, q protocol.TaskQuery) ([]protocol.StoredTask, error)
+}
+
+// Paths of the face on the edge.
+const (
+	// Path is the JSON-RPC endpoint of both versions.
+	Path = "/a2a"
+	// CardPath is the well-known agent card; CardAlias is its older name.
+	CardPath  = "/.well-known/agent-card.json"
+	CardAlias = "/.well-known/agent.json"
+	// VersionHeader chooses the protocol version of a request (missing:
+	// 0.3).
+	VersionHeader = "A2A-Version"
+)
+
+// Limits of the face.
+const (
+	// DefaultMaxRunning caps the tasks that run at once; a message that
+	// would start one more is refused.
+	DefaultMaxRunning = 64
+	// keepAlive is the pause after which an idle event stream gets a
+	// comment line, so that proxies keep it open.
+	keepAlive = 15 * time.Second
+	// subBuffer is the events a subscriber may fall behind by; past it
+	// the stream ends, and the client resubscribes (Last-Event-ID) to get
+	// the rest from the store.
+	subBuffer = 64
+)
+
+// Face is the A2A face of a node: its signed card, and one JSON-RPC URL
+// for A2A v1.0 and v0.3 whose messages run the node's skills as tasks.
+// New builds it; Mount serves it on an edge; Close stops its tasks.
+type Face struct {
+	b          Backend
+	log        *slog.Logger
+	e          *edge.Server
+	hosts      map[string]bool // host names a card may name, besides IPs the edge serves
+	maxRunning int
+	ctx        context.Context
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup // the task goroutines
+
+	mu     sync.Mutex      // guards runs and closed
+	runs   map[string]*run // the running tasks, by ID
+	closed bool
+}
+
+// Option configures New.
+type Option func(*Face) error
+
+// WithLogger sets the face's logger (default: discard).
+func WithLogger(l *slog.Logger) Option {
+	return func(f *Face) error {
+		if l == nil {
+			return errors.New("a2a: WithLogger: nil logger")
+		}
+		f.log = l
+		return nil
+	}
+}
+
+// WithMaxRunning caps the tasks that run at once (default
+// DefaultMaxRunning).
+func WithMaxRunning(n int) Option {
+	return func(f *Face) error {
+		if n < 1 {
+			return fmt.Errorf("a2a: WithMaxRunning: %d is not positive", n)
+		}
+		f.maxRunning = n
+		return nil
+	}
+}
+
+// WithAllowedHosts names the DNS names the edge is reached by, which the
+// card's URLs may name (the edge's IP addresses always may).
+func WithAllowedHosts(names ...string) Option {
+	return func(f *Face) error {
+		for _, n := range names {
+			f.hosts[strings.ToLower(strings.TrimSuffix(n, "."))] = true
+		}
+		return nil
+	}
+}
+
+// New builds the face over b. The tasks that were running when the node
+// last stopped are marked failed (input-required ones keep waiting).
+func New(b Backend, opts ...Option) (*Face, error) {
+	if b == nil {
+		return nil, errors.New("a2a: new: nil Backend")
+	}
+	f := &Face{b: b, log: slog.New(slog.DiscardHandler), hosts: map[string]bool{"localhost": true}, maxRunning: DefaultMaxRunning, runs: map[string]*run{}}
+	for _, o := range opts {
+		if err := o(f); err != nil {
+			return nil, err
+		}
+	}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	if err := f.failInterrupted(); err != nil {
+		f.cancel()
+		return nil, err
+	}
+	return f, nil
+}
+
+// Close cancels the running tasks (they end canceled) and waits for them.
+// A second Close returns net.ErrClosed.
+func (f *Face) Close() error {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return net.ErrClosed
+	}
+	f.closed = true
+	f.mu.Unlock()
+	f.cancel()
+	f.wg.Wait()
+	return nil
+}
+
+// Mount serves the face on e: the card at CardPath and CardAlias (open,
+// GET), and the JSON-RPC URL at Path behind the edge's session check, rate
+// limit and in-flight cap (an event stream holds a stream slot). Call
+// before the edge serves.
+func (f *Face) Mount(e *edge.Server) {
+	f.e = e
+	card := http.HandlerFunc(f.serveCard)
+	e.Mux().Handle(CardPath, card)
+	e.Mux().Handle(CardAlias, card)
+	standing := func(r *http.Request) bool { return strings.Contains(r.Header.Get("Accept"), "text/event-stream") }
+	e.Mux().Handle(Path, e.AuthenticatedFace([]string{http.MethodPost}, standing, f.serveRPC))
+}
+
+// version is the protocol version of a request: "1.0" or "0.3".
+func version(r *http.Request) (string, *rpcError) {
+	v := r.Header.Get(VersionHeader)
+	if v == "" {
+		v = r.URL.Query().Get(VersionHeader)
+	}
+	v = strings.TrimSpace(v)
+	if parts := strings.Split(v, "."); len(parts) == 3 { // a patch number is ignored
+		v = parts[0] + "." + parts[1]
+	}
+	switch v {
+	case "", "0.3":
+		return "0.3", nil
+	case "1.0", "1":
+		return "1.0", nil
+	}
+	return "", &rpcError{Code: codeVersionNotSupported, Message: fmt.Sprintf("version not supported: %s %q; this agent speaks 1.0 and 0.3 (no header: 0.3)", VersionHeader, clip(v, 20))}
+}
+
+// serveCard answers GET of the card: v1.0 form when the request asks for
+// A2A-Version 1.0, else v0.3 form.
+func (f *Face) serveCard(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	c := protocol.Caller{ID: "ip:" + clientIP(r.RemoteAddr), Via: "a2a", Remote: r.RemoteAddr}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET")
+		f.e.Refuse(w, r, http.StatusMethodNotAllowed, protocol.Errorf(protocol.CodeInvalidRequest, "invalid request: method %s is not allowed on %s; use GET", clip(r.Method, 20), r.URL.Path))
+		return
+	}
+	v, verr := version(r)
+	if verr != nil {
+		f.b.Audit(c, "a2a card", &protocol.Error{Code: verr.Code, Message: verr.Message}, start)
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": verr})
+		return
+	}
+	base := f.baseURL(r)
+	var card map[string]any
+	var err error
+	if v == "1.0" {
+		card, err = f.cardV1(base)
+	} else {
+		card, err = f.cardV03(base)
+	}
+	if err != nil {
+		f.log.Error("a2a card", "err", err)
+		f.b.Audit(c, "a2a card", protocol.Errorf(protocol.CodeInternal, "internal error"), start)
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": rpcError{Code: protocol.CodeInternal, Message: "internal error: the card could not be signed"}})
+		return
+	}
+	f.b.Audit(c, "a2a card", nil, start)
+	writeJSON(w, http.StatusOK, card)
+}
+
+// baseURL is the http(s)://host:port that the card's URLs name: the host
+// the request came to when it is one the edge serves (its address,
+// loopback, or an allowed name), else the edge's advertised address. A
+// signed card never names a host the request made up.
+func (f *Face) baseURL(r *http.Request) string {
+	u, err := url.Parse(f.e.URLs()[0]) // the advertised address first
+	if err != nil {
+		return "http://" + f.e.Addr().String()
+	}
+	host, port := u.Hostname(), u.Port()
+	if h, p, err := net.SplitHostPort(r.Host); err == nil && p == port {
+		h = strings.ToLower(strings.Trim(h, "[]"))
+		if ip := net.ParseIP(h); (ip != nil && ip.IsLoopback()) || f.hosts[h] {
+			host = h
+		}
+	}
+	return u.Scheme + "://" + net.JoinHostPort(host, port)
+}
+
+func clientIP(remote string) string {
+	if h, _, err := net.SplitHostPort(remote); err == nil {
+		return h
+	}
+	return remote
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}

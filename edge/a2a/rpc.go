@@ -1,0 +1,509 @@
+package a2a
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// A2A error codes (both versions; v1.0 adds the last three).
+const (
+	codeTaskNotFound        = -32001
+	codeTaskNotCancelable   = -32002
+	codePushNotSupported    = -32003
+	codeUnsupportedOp       = -32004
+	codeContentType         = -32005
+	codeVersionNotSupported = -32009
+)
+
+// rpcError is a JSON-RPC error of the A2A face.
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
+}
+
+func (e *rpcError) Error() string { return fmt.Sprintf("a2a error %d: %s", e.Code, e.Message) }
+
+func rpcErrf(code int, format string, a ...any) *rpcError {
+	return &rpcError{Code: code, Message: fmt.Sprintf(format, a...)}
+}
+
+// rpcRequest is one JSON-RPC request.
+type rpcRequest struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+}
+
+// methods maps each version's method names to the face's operation.
+var methods = map[string]map[string]string{
+	"1.0": {"SendMessage": "send", "SendStreamingMessage": "stream", "GetTask": "get", "ListTasks": "list",
+		"CancelTask": "cancel", "SubscribeToTask": "subscribe",
+		"CreateTaskPushNotificationConfig": "push", "GetTaskPushNotificationConfig": "push",
+		"ListTaskPushNotificationConfigs": "push", "DeleteTaskPushNotificationConfig": "push", "GetExtendedAgentCard": "extcard"},
+	"0.3": {"message/send": "send", "message/stream": "stream", "tasks/get": "get", "tasks/cancel": "cancel",
+		"tasks/resubscribe": "subscribe", "tasks/pushNotificationConfig/set": "push", "tasks/pushNotificationConfig/get": "push",
+		"tasks/pushNotificationConfig/list": "push", "tasks/pushNotificationConfig/delete": "push", "agent/getAuthenticatedExtendedCard": "extcard"},
+}
+
+// req is one request being served.
+type req struct {
+	f       *Face
+	w       http.ResponseWriter
+	r       *http.Request
+	c       protocol.Caller
+	owner   string
+	v       string // "1.0" or "0.3"
+	id      json.RawMessage
+	method  string
+	started time.Time
+}
+
+// serveRPC serves one JSON-RPC request of the face.
+func (f *Face) serveRPC(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
+	c.Via = "a2a"
+	q := &req{f: f, w: w, r: r, c: c, owner: c.Kind.String() + " " + c.ID, id: json.RawMessage("null"), started: time.Now()}
+	body, ok := f.e.ReadBody(w, r)
+	if !ok {
+		return
+	}
+	var rr rpcRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&rr); err != nil {
+		q.fail(&rpcError{Code: protocol.CodeParseError, Message: "parse error: the body is not one JSON-RPC request object: " + clip(protocol.JSONErrorText(err), 200)})
+		return
+	}
+	if len(rr.ID) > 0 {
+		q.id = rr.ID
+	}
+	q.method = clip(rr.Method, 64)
+	if rr.JSONRPC != "2.0" || rr.Method == "" || !validID(rr.ID) {
+		q.fail(rpcErrf(protocol.CodeInvalidRequest, `invalid request: want {"jsonrpc":"2.0","id":…,"method":…,"params":…} with a string or number id`))
+		return
+	}
+	v, verr := version(r)
+	if verr != nil {
+		q.fail(verr)
+		return
+	}
+	q.v = v
+	op, ok := methods[v][rr.Method]
+	if !ok {
+		other := "0.3"
+		if v == "0.3" {
+			other = "1.0"
+		}
+		hint := ""
+		if _, there := methods[other][rr.Method]; there {
+			hint = fmt.Sprintf(" (it is a method of A2A %s: send %s: %s)", other, VersionHeader, other)
+		}
+		q.fail(rpcErrf(protocol.CodeMethodNotFound, "method not found: %q in A2A %s%s", q.method, v, hint))
+		return
+	}
+	params := rr.Params
+	if len(bytes.TrimSpace(params)) == 0 || string(bytes.TrimSpace(params)) == "null" {
+		params = json.RawMessage("{}")
+	}
+	switch op {
+	case "send":
+		f.send(q, params, false)
+	case "stream":
+		f.send(q, params, true)
+	case "get":
+		f.get(q, params)
+	case "list":
+		f.list(q, params)
+	case "cancel":
+		f.cancelTask(q, params)
+	case "subscribe":
+		f.subscribe(q, params)
+	case "push":
+		q.fail(rpcErrf(codePushNotSupported, "push notifications are not supported by this agent; stream the task, or subscribe to it"))
+	case "extcard":
+		q.fail(&rpcError{Code: -32007, Message: "this agent has no extended card: its card at " + CardPath + " is all there is"})
+	}
+}
+
+func validID(id json.RawMessage) bool {
+	t := bytes.TrimSpace(id)
+	return len(t) > 0 && (t[0] == '"' || t[0] == '-' || (t[0] >= '0' && t[0] <= '9'))
+}
+
+// audit writes the request's audit line.
+func (q *req) audit(e *rpcError) {
+	var perr *protocol.Error
+	if e != nil {
+		perr = &protocol.Error{Code: e.Code, Message: e.Message}
+	}
+	q.f.b.Audit(q.c, "a2a "+nonEmpty(q.method, "?"), perr, q.started)
+}
+
+// reply answers with result.
+func (q *req) reply(result any) {
+	q.audit(nil)
+	writeJSON(q.w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": q.id, "result": result})
+}
+
+// fail answers with e. A request the face could not read is 400; a
+// method's error is 200, as JSON-RPC over HTTP has it.
+func (q *req) fail(e *rpcError) {
+	q.audit(e)
+	status := http.StatusOK
+	if e.Code == protocol.CodeParseError || e.Code == protocol.CodeInvalidRequest {
+		status = http.StatusBadRequest
+	}
+	if q.v == "1.0" {
+		e.Data = []any{map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason(e.Code), "domain": "a2a-protocol.org"}}
+	}
+	writeJSON(q.w, status, map[string]any{"jsonrpc": "2.0", "id": q.id, "error": e})
+}
+
+func reason(code int) string {
+	switch code {
+	case codeTaskNotFound:
+		return "TASK_NOT_FOUND"
+	case codeTaskNotCancelable:
+		return "TASK_NOT_CANCELABLE"
+	case codePushNotSupported:
+		return "PUSH_NOTIFICATION_NOT_SUPPORTED"
+	case codeUnsupportedOp:
+		return "UNSUPPORTED_OPERATION"
+	case codeContentType:
+		return "CONTENT_TYPE_NOT_SUPPORTED"
+	case -32007:
+		return "EXTENDED_AGENT_CARD_NOT_CONFIGURED"
+	case codeVersionNotSupported:
+		return "VERSION_NOT_SUPPORTED"
+	case protocol.CodeInvalidParams:
+		return "INVALID_PARAMS"
+	case protocol.CodeMethodNotFound:
+		return "METHOD_NOT_FOUND"
+	}
+	return "INTERNAL"
+}
+
+// decodeParams decodes params strictly into v.
+func decodeParams(params json.RawMessage, v any) *rpcError {
+	dec := json.NewDecoder(bytes.NewReader(params))
+	if err := dec.Decode(v); err != nil {
+		return rpcErrf(protocol.CodeInvalidParams, "invalid params: %s", clip(err.Error(), 200))
+	}
+	return nil
+}
+
+// task encodes t in the request's version.
+func (q *req) task(t Task, historyLength int, withArtifacts bool) any {
+	if q.v == "1.0" {
+		return t.v1(historyLength, withArtifacts)
+	}
+	return t.v03(historyLength)
+}
+
+// event encodes e in the request's version.
+func (q *req) event(e Event) any {
+	if q.v == "1.0" {
+		return e.v1()
+	}
+	return e.v03()
+}
+
+// load returns the task id of the request's caller: another caller's task
+// is not found, as a task that does not exist.
+func (q *req) load(id string) (Task, protocol.StoredTask, *rpcError) {
+	if id == "" {
+		return Task{}, protocol.StoredTask{}, rpcErrf(protocol.CodeInvalidParams, "invalid params: id is missing")
+	}
+	st, err := q.f.b.Task(id)
+	if errors.Is(err, protocol.ErrTaskNotFound) || (err == nil && st.Owner != q.owner) {
+		return Task{}, st, rpcErrf(codeTaskNotFound, "task not found: %q", clip(id, 80))
+	}
+	if err != nil {
+		q.f.log.Error("a2a: load task", "id", id, "err", err)
+		return Task{}, st, rpcErrf(protocol.CodeInternal, "internal error: the task could not be read")
+	}
+	var t Task
+	if err := json.Unmarshal(st.Task, &t); err != nil {
+		return Task{}, st, rpcErrf(protocol.CodeInternal, "internal error: the task could not be read")
+	}
+	return t, st, nil
+}
+
+func (f *Face) get(q *req, params json.RawMessage) {
+	var p struct {
+		ID            string `json:"id"`
+		HistoryLength *int   `json:"historyLength"`
+		Tenant        string `json:"tenant"`
+		Metadata      any    `json:"metadata"`
+	}
+	if e := decodeParams(params, &p); e != nil {
+		q.fail(e)
+		return
+	}
+	t, _, e := q.load(p.ID)
+	if e != nil {
+		q.fail(e)
+		return
+	}
+	hl := -1
+	if p.HistoryLength != nil {
+		hl = max(*p.HistoryLength, 0)
+	}
+	q.reply(q.task(t, hl, true))
+}
+
+func (f *Face) list(q *req, params json.RawMessage) {
+	var p struct {
+		Tenant               string    `json:"tenant"`
+		ContextID            string    `json:"contextId"`
+		Status               string    `json:"status"`
+		PageSize             *int      `json:"pageSize"`
+		PageToken            string    `json:"pageToken"`
+		HistoryLength        *int      `json:"historyLength"`
+		StatusTimestampAfter time.Time `json:"statusTimestampAfter"`
+		IncludeArtifacts     bool      `json:"includeArtifacts"`
+	}
+	if e := decodeParams(params, &p); e != nil {
+		q.fail(e)
+		return
+	}
+	size := 50
+	if p.PageSize != nil {
+		if *p.PageSize < 1 || *p.PageSize > 100 {
+			q.fail(rpcErrf(protocol.CodeInvalidParams, "invalid params: pageSize must be from 1 to 100"))
+			return
+		}
+		size = *p.PageSize
+	}
+	query := protocol.TaskQuery{ContextID: p.ContextID, UpdatedAfter: p.StatusTimestampAfter, Before: p.PageToken}
+	if p.Status != "" && p.Status != "TASK_STATE_UNSPECIFIED" {
+		st, ok := stateFromWire(p.Status)
+		if !ok {
+			q.fail(rpcErrf(protocol.CodeInvalidParams, "invalid params: status %q is not a task state", clip(p.Status, 40)))
+			return
+		}
+		query.State = string(st)
+	}
+	all, err := f.b.ListTasks(q.owner, protocol.TaskQuery{ContextID: query.ContextID, State: query.State, UpdatedAfter: query.UpdatedAfter})
+	if err != nil {
+		f.log.Error("a2a: list tasks", "err", err)
+		q.fail(rpcErrf(protocol.CodeInternal, "internal error: the tasks could not be listed"))
+		return
+	}
+	start := 0
+	if p.PageToken != "" {
+		start = -1
+		for i, st := range all {
+			if st.ID == p.PageToken {
+				start = i + 1
+			}
+		}
+		if start < 0 {
+			q.fail(rpcErrf(protocol.CodeInvalidParams, "invalid params: pageToken %q names no task of this listing", clip(p.PageToken, 80)))
+			return
+		}
+	}
+	page := all[start:min(start+size, len(all))]
+	hl := 0
+	if p.HistoryLength != nil {
+		hl = max(*p.HistoryLength, 0)
+	}
+	tasks := make([]any, 0, len(page))
+	for _, st := range page {
+		var t Task
+		if json.Unmarshal(st.Task, &t) == nil {
+			tasks = append(tasks, t.v1(hl, p.IncludeArtifacts))
+		}
+	}
+	next := ""
+	if start+size < len(all) {
+		next = page[len(page)-1].ID
+	}
+	q.reply(map[string]any{"tasks": tasks, "nextPageToken": next, "pageSize": size, "totalSize": len(all)})
+}
+
+func (f *Face) cancelTask(q *req, params json.RawMessage) {
+	var p struct {
+		ID       string `json:"id"`
+		Tenant   string `json:"tenant"`
+		Metadata any    `json:"metadata"`
+	}
+	if e := decodeParams(params, &p); e != nil {
+		q.fail(e)
+		return
+	}
+	t, _, e := q.load(p.ID)
+	if e != nil {
+		q.fail(e)
+		return
+	}
+	if t.Status.State.Terminal() {
+		q.fail(rpcErrf(codeTaskNotCancelable, "task not cancelable: %q is %s already", t.ID, t.Status.State))
+		return
+	}
+	if err := f.cancelRun(q.r.Context(), t, q.owner); err != nil {
+		q.fail(err)
+		return
+	}
+	t, _, e = q.load(p.ID)
+	if e != nil {
+		q.fail(e)
+		return
+	}
+	q.reply(q.task(t, -1, true))
+}
+
+// --- server-sent events
+
+// sse writes a stream's events, each "id: SEQ" and "data: <JSON-RPC
+// response>", and a comment line when idle.
+type sse struct {
+	q  *req
+	rc *http.ResponseController
+}
+
+func (q *req) startSSE() *sse {
+	h := q.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	q.w.WriteHeader(http.StatusOK)
+	s := &sse{q: q, rc: http.NewResponseController(q.w)}
+	_ = s.rc.Flush()
+	return s
+}
+
+func (s *sse) send(e Event) error {
+	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": s.q.id, "result": s.q.event(e)})
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(s.q.w, "id: %s\ndata: %s\n\n", strconv.FormatUint(e.Seq, 10), b); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+func (s *sse) ping() error {
+	if _, err := fmt.Fprint(s.q.w, ": keep-alive\n\n"); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+// follow writes events from ch until a terminal or interrupted state, the
+// channel closing (the subscriber fell behind, or the face stops), or the
+// client leaving. skip drops events already written (by seq).
+func (s *sse) follow(ctx context.Context, ch <-chan Event, skip uint64) {
+	t := time.NewTicker(keepAlive)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if s.ping() != nil {
+				return
+			}
+		case e, ok := <-ch:
+			if !ok {
+				return
+			}
+			if e.Seq <= skip {
+				continue
+			}
+			if s.send(e) != nil || e.ends() {
+				return
+			}
+		}
+	}
+}
+
+// ends says whether e ends a stream: a terminal or interrupted state.
+func (e Event) ends() bool {
+	var st State
+	switch {
+	case e.Status != nil:
+		st = e.Status.Status.State
+	case e.Task != nil:
+		st = e.Task.Status.State
+	default:
+		return false
+	}
+	return st.Terminal() || st == StateInputRequired
+}
+
+func (f *Face) subscribe(q *req, params json.RawMessage) {
+	var p struct {
+		ID     string `json:"id"`
+		Tenant string `json:"tenant"`
+	}
+	if e := decodeParams(params, &p); e != nil {
+		q.fail(e)
+		return
+	}
+	t, st, e := q.load(p.ID)
+	if e != nil {
+		q.fail(e)
+		return
+	}
+	if t.Status.State.Terminal() {
+		q.fail(rpcErrf(codeUnsupportedOp, "unsupported operation: task %q is %s: there is nothing to subscribe to; get it with %s", t.ID, t.Status.State, map[string]string{"1.0": "GetTask", "0.3": "tasks/get"}[q.v]))
+		return
+	}
+	// Subscribe before reading the store, so that no event falls between.
+	ch, unsub := f.watch(t.ID)
+	defer unsub()
+	// Last-Event-ID (the SSE way) names the last event the client saw:
+	// the ones after it are replayed from the store, then the live ones
+	// follow. Without it the stream starts with the task as it is now.
+	after, replay := uint64(0), false
+	if v := q.r.Header.Get("Last-Event-ID"); v != "" {
+		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			q.fail(rpcErrf(protocol.CodeInvalidParams, "invalid params: Last-Event-ID %q is not an event number", clip(v, 40)))
+			return
+		}
+		after, replay = n, true
+	}
+	q.audit(nil)
+	s := q.startSSE()
+	last := st.Seq
+	if replay {
+		evs, err := f.b.TaskEvents(t.ID, after, 0)
+		if err != nil {
+			f.log.Error("a2a: task events", "id", t.ID, "err", err)
+			return
+		}
+		last = after
+		for _, se := range evs {
+			var ev Event
+			if json.Unmarshal(se.Event, &ev) != nil {
+				continue
+			}
+			ev.Seq = se.Seq
+			if s.send(ev) != nil || ev.ends() {
+				return
+			}
+			last = se.Seq
+		}
+	} else {
+		snap := t
+		if s.send(Event{Task: &snap, Seq: st.Seq}) != nil || (Event{Task: &snap}).ends() {
+			return
+		}
+	}
+	if ch == nil { // not running (input-required, waiting for a message)
+		return
+	}
+	s.follow(q.r.Context(), ch, last)
+}

@@ -1,0 +1,448 @@
+package a2a
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// run is a running task: how to cancel it and who listens. Its fields are
+// guarded by Face.mu.
+type run struct {
+	owner  string
+	cancel context.CancelFunc
+	subs   map[chan Event]bool
+	done   chan struct{} // closed when the task has reached its last state
+}
+
+// call is what a message asks of the node: one skill with its arguments.
+type call struct {
+	Skill string          `json:"skill"`
+	Args  json.RawMessage `json:"arguments"`
+}
+
+// callMeta is the task metadata key of the call a task runs, kept for the
+// message that answers an input-required state.
+const callMeta = "mcpv2/call"
+
+func newID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// callsOf reads what a message asks: a data part {"skill", "arguments"}
+// runs that skill; else file parts are stored (upload_file); else the text
+// parts go to ask. A message that answers an input-required task may carry
+// only {"arguments"}, merged into the task's call.
+func callsOf(m Message, prev *call) ([]call, *rpcError) {
+	for _, p := range m.Parts {
+		d, ok := p.Data.(map[string]any)
+		if !ok {
+			continue
+		}
+		skill, _ := d["skill"].(string)
+		args, hasArgs := d["arguments"]
+		if skill == "" && prev != nil && hasArgs {
+			skill = prev.Skill
+			merged := map[string]any{}
+			_ = json.Unmarshal(prev.Args, &merged)
+			if am, ok := args.(map[string]any); ok {
+				for k, v := range am {
+					merged[k] = v
+				}
+			}
+			args = merged
+		}
+		if skill == "" {
+			return nil, rpcErrf(protocol.CodeInvalidParams, `invalid params: a data part must be {"skill": NAME, "arguments": {…}}`)
+		}
+		if args == nil {
+			args = map[string]any{}
+		}
+		if _, ok := args.(map[string]any); !ok {
+			return nil, rpcErrf(protocol.CodeInvalidParams, "invalid params: the arguments of %q must be an object", clip(skill, 64))
+		}
+		b, _ := json.Marshal(args)
+		return []call{{Skill: skill, Args: b}}, nil
+	}
+	var calls []call
+	var text []string
+	for _, p := range m.Parts {
+		switch {
+		case p.File != nil && p.File.URI != "":
+			return nil, rpcErrf(codeContentType, "content type not supported: a file by URI (%s); send the file's bytes", clip(p.File.URI, 100))
+		case p.File != nil:
+			name := p.File.Name
+			if name == "" {
+				name = "upload-" + newID()[:8]
+			}
+			b, _ := json.Marshal(map[string]string{"filename": name, "content": base64.StdEncoding.EncodeToString(p.File.Bytes), "encoding": "base64"})
+			calls = append(calls, call{Skill: "upload_file", Args: b})
+		case p.Text != nil:
+			text = append(text, *p.Text)
+		}
+	}
+	if len(calls) > 0 {
+		return calls, nil
+	}
+	if q := strings.TrimSpace(strings.Join(text, "\n")); q != "" {
+		b, _ := json.Marshal(map[string]string{"query": q})
+		return []call{{Skill: "ask", Args: b}}, nil
+	}
+	return nil, rpcErrf(protocol.CodeInvalidParams, "invalid params: the message has no text, data or file to act on")
+}
+
+// send serves SendMessage and SendStreamingMessage (message/send,
+// message/stream): a new task, or the next turn of an input-required one.
+func (f *Face) send(q *req, params json.RawMessage, stream bool) {
+	var p struct {
+		Tenant        string          `json:"tenant"`
+		Message       json.RawMessage `json:"message"`
+		Configuration struct {
+			ReturnImmediately bool  `json:"returnImmediately"`
+			Blocking          *bool `json:"blocking"`
+			HistoryLength     *int  `json:"historyLength"`
+		} `json:"configuration"`
+		Metadata map[string]any `json:"metadata"`
+	}
+	if e := decodeParams(params, &p); e != nil {
+		q.fail(e)
+		return
+	}
+	if len(p.Message) == 0 {
+		q.fail(rpcErrf(protocol.CodeInvalidParams, "invalid params: message is missing"))
+		return
+	}
+	m, err := decodeMessage(p.Message)
+	if err != nil {
+		q.fail(rpcErrf(protocol.CodeInvalidParams, "invalid params: %v", err))
+		return
+	}
+	if m.Role != "user" {
+		q.fail(rpcErrf(protocol.CodeInvalidParams, "invalid params: a client sends messages with role user"))
+		return
+	}
+	var t Task
+	var prev *call
+	if m.TaskID != "" {
+		var e *rpcError
+		if t, _, e = q.load(m.TaskID); e != nil {
+			q.fail(e)
+			return
+		}
+		if t.Status.State != StateInputRequired {
+			q.fail(rpcErrf(codeUnsupportedOp, "unsupported operation: task %q is %s; only an input-required task takes another message", t.ID, t.Status.State))
+			return
+		}
+		if raw, ok := t.Metadata[callMeta]; ok {
+			b, _ := json.Marshal(raw)
+			var c call
+			if json.Unmarshal(b, &c) == nil {
+				prev = &c
+			}
+		}
+	} else {
+		t = Task{ID: newID(), ContextID: m.ContextID}
+		if t.ContextID == "" {
+			t.ContextID = newID()
+		}
+	}
+	calls, e := callsOf(m, prev)
+	if e != nil {
+		q.fail(e)
+		return
+	}
+	m.TaskID, m.ContextID = t.ID, t.ContextID
+	t.History = append(t.History, m)
+	if t.Metadata == nil {
+		t.Metadata = map[string]any{}
+	}
+	t.Metadata[callMeta] = calls[0]
+	t.Status = Status{State: StateSubmitted, Timestamp: time.Now().UTC()}
+
+	ch, first, rerr := f.start(t, q.owner, q.c, calls)
+	if rerr != nil {
+		q.fail(rerr)
+		return
+	}
+	defer f.unwatch(t.ID, ch)
+	if stream {
+		q.audit(nil)
+		s := q.startSSE()
+		if s.send(first) != nil {
+			return
+		}
+		s.follow(q.r.Context(), ch, first.Seq)
+		return
+	}
+	if !p.Configuration.ReturnImmediately && (p.Configuration.Blocking == nil || *p.Configuration.Blocking) {
+		// Blocking (the default): wait for a terminal or interrupted state.
+	wait:
+		for {
+			select {
+			case ev, ok := <-ch:
+				if !ok || ev.ends() {
+					break wait
+				}
+			case <-q.r.Context().Done():
+				return
+			}
+		}
+	}
+	t, _, e = q.load(t.ID)
+	if e != nil {
+		q.fail(e)
+		return
+	}
+	hl := -1
+	if p.Configuration.HistoryLength != nil {
+		hl = max(*p.Configuration.HistoryLength, 0)
+	}
+	if q.v == "1.0" {
+		q.reply(map[string]any{"task": t.v1(hl, true)})
+		return
+	}
+	q.reply(t.v03(hl))
+}
+
+// start saves the task in its submitted state and starts running calls,
+// with a subscription that sees every event after that first one.
+func (f *Face) start(t Task, owner string, c protocol.Caller, calls []call) (chan Event, Event, *rpcError) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, Event{}, rpcErrf(protocol.CodeInternal, "internal error: the agent is stopping")
+	}
+	if len(f.runs) >= f.maxRunning {
+		return nil, Event{}, rpcErrf(protocol.CodeInternal, "busy: this agent runs %d tasks at once, its most; retry later", f.maxRunning)
+	}
+	snap := t
+	first, err := f.save(&snap, owner, Event{Task: &snap})
+	if err != nil {
+		return nil, Event{}, err
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	r := &run{owner: owner, cancel: cancel, subs: map[chan Event]bool{}, done: make(chan struct{})}
+	ch := make(chan Event, subBuffer)
+	r.subs[ch] = true
+	f.runs[t.ID] = r
+	f.wg.Add(1)
+	go f.exec(ctx, r, t, owner, c, calls)
+	return ch, first, nil
+}
+
+// save stores t (in its current state) with the event ev and returns ev
+// with its sequence number. It does not publish.
+func (f *Face) save(t *Task, owner string, ev Event) (Event, *rpcError) {
+	tb, err := json.Marshal(t)
+	if err != nil {
+		return ev, rpcErrf(protocol.CodeInternal, "internal error")
+	}
+	eb, err := json.Marshal(ev)
+	if err != nil {
+		return ev, rpcErrf(protocol.CodeInternal, "internal error")
+	}
+	seq, err := f.b.SaveTask(protocol.StoredTask{ID: t.ID, ContextID: t.ContextID, Owner: owner, State: string(t.Status.State),
+		Final: t.Status.State.Terminal(), Task: tb}, eb)
+	if err != nil {
+		f.log.Error("a2a: save task", "id", t.ID, "err", err)
+		return ev, rpcErrf(protocol.CodeInternal, "internal error: the task could not be saved")
+	}
+	ev.Seq = seq
+	return ev, nil
+}
+
+// emit saves and publishes one event of a running task.
+func (f *Face) emit(r *run, t *Task, owner string, ev Event) {
+	ev, err := f.save(t, owner, ev)
+	if err != nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for ch := range r.subs {
+		select {
+		case ch <- ev:
+		default: // behind: its stream ends; the client resubscribes
+			delete(r.subs, ch)
+			close(ch)
+		}
+	}
+}
+
+// watch subscribes to the running task id; ch is nil when it does not run.
+func (f *Face) watch(id string) (chan Event, func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.runs[id]
+	if !ok {
+		return nil, func() {}
+	}
+	ch := make(chan Event, subBuffer)
+	r.subs[ch] = true
+	return ch, func() { f.unwatch(id, ch) }
+}
+
+func (f *Face) unwatch(id string, ch chan Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r, ok := f.runs[id]; ok && r.subs[ch] {
+		delete(r.subs, ch)
+		close(ch)
+	}
+}
+
+// exec runs a task's calls through the node's dispatch as c, and records
+// its states: working, then completed with an artifact per call, or
+// input-required when a skill lacks arguments, rejected when c may not run
+// it, failed when it fails, canceled when canceled.
+func (f *Face) exec(ctx context.Context, r *run, t Task, owner string, c protocol.Caller, calls []call) {
+	defer f.wg.Done()
+	status := func(st State, text string, data any) Event {
+		s := Status{State: st, Timestamp: time.Now().UTC()}
+		if text != "" || data != nil {
+			msg := Message{MessageID: newID(), ContextID: t.ContextID, TaskID: t.ID, Role: "agent"}
+			if text != "" {
+				msg.Parts = append(msg.Parts, Part{Text: &text})
+			}
+			if data != nil {
+				msg.Parts = append(msg.Parts, Part{Data: data})
+			}
+			s.Message = &msg
+		}
+		t.Status = s
+		return Event{Status: &StatusEvent{TaskID: t.ID, ContextID: t.ContextID, Status: s}}
+	}
+	finish := func(ev Event) {
+		f.emit(r, &t, owner, ev)
+		f.mu.Lock()
+		delete(f.runs, t.ID)
+		for ch := range r.subs {
+			close(ch)
+		}
+		r.subs = nil
+		close(r.done)
+		f.mu.Unlock()
+	}
+	f.emit(r, &t, owner, status(StateWorking, "", nil))
+	for i, cl := range calls {
+		res, perr := f.call(ctx, c, cl)
+		switch {
+		case ctx.Err() != nil:
+			finish(status(StateCanceled, "canceled", nil))
+			return
+		case perr != nil && perr.Code == protocol.CodeInvalidParams && missingArgs(perr.Message):
+			finish(status(StateInputRequired, fmt.Sprintf("%s needs more: %s. Send a message to this task with a data part {\"arguments\": {…}}.", cl.Skill, perr.Message),
+				map[string]any{"error": perr}))
+			return
+		case perr != nil && perr.Code == protocol.CodeNotPermitted:
+			finish(status(StateRejected, perr.Message, map[string]any{"error": perr}))
+			return
+		case perr != nil:
+			finish(status(StateFailed, fmt.Sprintf("%s failed: error %d: %s", cl.Skill, perr.Code, perr.Message), map[string]any{"error": perr}))
+			return
+		}
+		a := Artifact{ArtifactID: fmt.Sprintf("%s-%d", t.ID[:8], i+1), Name: cl.Skill, Parts: resultParts(res)}
+		t.Artifacts = append(t.Artifacts, a)
+		f.emit(r, &t, owner, Event{Artifact: &ArtifactEvent{TaskID: t.ID, ContextID: t.ContextID, Artifact: a}})
+	}
+	finish(status(StateCompleted, "", nil))
+}
+
+// missingArgs says whether a -32602 message is about arguments that are
+// missing (input the caller can still give) rather than wrong.
+func missingArgs(msg string) bool {
+	return strings.Contains(msg, "missing properties") || strings.Contains(msg, "required")
+}
+
+// resultParts are an artifact's parts for a skill's result: the result as
+// data and, when it carries an answer text (ask's response), that text.
+func resultParts(res json.RawMessage) []Part {
+	var v any
+	_ = json.Unmarshal(res, &v)
+	parts := []Part{{Data: v}}
+	if m, ok := v.(map[string]any); ok {
+		for _, k := range []string{"response", "text", "result"} {
+			if s, ok := m[k].(string); ok && s != "" {
+				parts = append([]Part{{Text: &s}}, parts...)
+				break
+			}
+		}
+	}
+	return parts
+}
+
+// call runs one skill as c through the node's dispatch.
+func (f *Face) call(ctx context.Context, c protocol.Caller, cl call) (json.RawMessage, *protocol.Error) {
+	msg := protocol.AppendCallParams([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`), cl.Skill, cl.Args)
+	msg = append(msg, '}')
+	out, refused := f.b.Handle(ctx, c, msg)
+	if refused != nil {
+		return nil, refused
+	}
+	resps, err := protocol.ParseResponses(out)
+	if err != nil || len(resps) != 1 {
+		return nil, protocol.Errorf(protocol.CodeInternal, "internal error: the node's answer could not be read")
+	}
+	if resps[0].Error != nil {
+		return nil, resps[0].Error
+	}
+	return resps[0].Result, nil
+}
+
+// cancelRun cancels a running task and waits (bounded by ctx) until it
+// has recorded its canceled state. A task that is not running (waiting for
+// input) is canceled here.
+func (f *Face) cancelRun(ctx context.Context, t Task, owner string) *rpcError {
+	f.mu.Lock()
+	r, ok := f.runs[t.ID]
+	f.mu.Unlock()
+	if !ok {
+		t.Status = Status{State: StateCanceled, Timestamp: time.Now().UTC()}
+		_, err := f.save(&t, owner, Event{Status: &StatusEvent{TaskID: t.ID, ContextID: t.ContextID, Status: t.Status}})
+		if err != nil {
+			return err
+		}
+		return nil
+	}
+	r.cancel()
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		return rpcErrf(protocol.CodeInternal, "internal error: the task did not stop in time")
+	}
+}
+
+// failInterrupted marks failed the tasks that were submitted or working
+// when the node last stopped: nothing runs them any more.
+func (f *Face) failInterrupted() error {
+	list, err := f.b.ListTasks("", protocol.TaskQuery{Unfinished: true})
+	if err != nil {
+		return fmt.Errorf("a2a: new: %w", err)
+	}
+	for _, st := range list {
+		if st.State != string(StateSubmitted) && st.State != string(StateWorking) {
+			continue
+		}
+		var t Task
+		if json.Unmarshal(st.Task, &t) != nil {
+			continue
+		}
+		text := "the agent stopped while the task ran; send it again"
+		t.Status = Status{State: StateFailed, Timestamp: time.Now().UTC(), Message: &Message{MessageID: newID(), TaskID: t.ID, ContextID: t.ContextID, Role: "agent", Parts: []Part{{Text: &text}}}}
+		if _, e := f.save(&t, st.Owner, Event{Status: &StatusEvent{TaskID: t.ID, ContextID: t.ContextID, Status: t.Status}}); e != nil {
+			return errors.New("a2a: new: " + e.Message)
+		}
+	}
+	return nil
+}
