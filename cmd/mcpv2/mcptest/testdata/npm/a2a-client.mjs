@@ -1,0 +1,145 @@
+// An A2A client of an mcpv2 node, on @a2a-js/sdk 1.3.0 (pinned by
+// package-lock.json): the mcptest package runs it against a real node and
+// reads its "ok:" lines; any failure exits non-zero with the reason.
+//
+//   A2A_BASE_URL=http://127.0.0.1:PORT A2A_TOKEN=<edge session> A2A_PEER_ID=12D3KooW… \
+//   A2A_MODE=v1|v03|noheader node a2a-client.mjs
+//
+// v1: the SDK's own A2A 1.0. v03: its v0.3 compatibility layer (the card
+// fetched in v0.3 form, message/send…). noheader: v0.3 with no A2A-Version
+// header at all, which the node must answer as 0.3. In every mode the
+// node's v1.0 card is verified with the SDK's verifier, the key taken from
+// the PeerID alone.
+import { Role, TaskState, verifyAgentCardSignature } from '@a2a-js/sdk';
+import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+
+const base = process.env.A2A_BASE_URL;
+const token = process.env.A2A_TOKEN;
+const peerID = process.env.A2A_PEER_ID;
+const mode = process.env.A2A_MODE ?? 'v1';
+const legacy = mode !== 'v1';
+
+function ok(what) { console.log(`ok: ${what}`); }
+function fail(what) { console.error(`FAIL: ${what}`); process.exit(1); }
+function check(cond, what) { if (!cond) fail(what); }
+
+// Headers on every request: the session as a bearer token; in v0.3 modes the
+// card is asked for in v0.3 form, and noheader drops A2A-Version from calls.
+// lastEventID, when set, goes out once as Last-Event-ID (a resubscription).
+let lastEventID = '';
+const seen = [];
+const fetchImpl = async (input, init = {}) => {
+  const headers = new Headers(init.headers);
+  headers.set('Authorization', `Bearer ${token}`);
+  const isCard = String(input).includes('/.well-known/');
+  if (isCard && legacy) headers.set('A2A-Version', '0.3');
+  if (!isCard && mode === 'noheader') headers.delete('A2A-Version');
+  if (!isCard && lastEventID) { headers.set('Last-Event-ID', lastEventID); lastEventID = ''; }
+  seen.push(headers.get('A2A-Version') ?? '(none)');
+  return fetch(input, { ...init, headers });
+};
+
+// The Ed25519 key of a PeerID (12D3KooW…): base58btc of an identity
+// multihash of the protobuf public key; the last 32 bytes are the key.
+function keyFromPeerID(id) {
+  const alphabet = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
+  let n = 0n;
+  for (const ch of id) { const v = alphabet.indexOf(ch); if (v < 0) throw new Error('not base58'); n = n * 58n + BigInt(v); }
+  const bytes = [];
+  while (n > 0n) { bytes.unshift(Number(n % 256n)); n /= 256n; }
+  for (const ch of id) { if (ch !== '1') break; bytes.unshift(0); }
+  const b = Buffer.from(bytes);
+  check(b.length === 38 && b[0] === 0x00 && b[2] === 0x08 && b[3] === 0x01, `PeerID ${id} holds no Ed25519 key`);
+  return { kty: 'OKP', crv: 'Ed25519', x: b.subarray(6).toString('base64url') };
+}
+
+const text = (t) => ({ content: { $case: 'text', value: t }, filename: '', mediaType: '', metadata: undefined });
+const data = (d) => ({ content: { $case: 'data', value: d }, filename: '', mediaType: 'application/json', metadata: undefined });
+const message = (parts, taskId = '') => ({ messageId: crypto.randomUUID(), role: Role.ROLE_USER, parts, taskId, contextId: '', metadata: undefined, extensions: [], referenceTaskIds: [] });
+const stateOf = (t) => t?.status?.state;
+const TERMINAL = new Set([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED]);
+const codeOf = (e) => e?.envelopeCode ?? e?.cause?.envelopeCode ?? e?.code;
+
+// 1. The card, and its signature by the node's key.
+const v1card = await (await fetch(new URL('.well-known/agent-card.json', base + '/'), { headers: { 'A2A-Version': '1.0' } })).json();
+await verifyAgentCardSignature(async (kid) => { check(kid === peerID, `kid ${kid} is not the PeerID`); return keyFromPeerID(kid); })(v1card);
+ok('v1.0 card signature verified with the key of the PeerID');
+const forged = { ...v1card, name: v1card.name + ' (forged)' };
+let refused = false;
+try { await verifyAgentCardSignature(async (kid) => keyFromPeerID(kid))(forged); } catch { refused = true; }
+check(refused, 'a forged card verified');
+ok('a forged card is refused');
+
+const resolver = new DefaultAgentCardResolver({ fetchImpl, legacyCompat: { enabled: legacy } });
+const card = await resolver.resolve(base + '/');
+const factory = new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: legacy } })], cardResolver: resolver, preferredTransports: ['JSONRPC'] });
+const client = await factory.createFromAgentCard(card);
+ok(`client for ${card.name} (${mode})`);
+
+// 2. A data part runs a skill; text goes to ask.
+let res = await client.sendMessage({ message: message([data({ skill: 'ping', arguments: { payload: 'a2a' } })]) });
+check(!('messageId' in res) && stateOf(res) === TaskState.TASK_STATE_COMPLETED, `ping task state ${stateOf(res)}`);
+check(JSON.stringify(res.artifacts).includes('"pong":true'), `ping artifact ${JSON.stringify(res.artifacts)}`);
+const pingTask = res.id;
+ok('sendMessage with a data part: ping completed');
+res = await client.sendMessage({ message: message([text('What is mcpv2?')]) });
+check(stateOf(res) === TaskState.TASK_STATE_COMPLETED && JSON.stringify(res.artifacts).includes('local responder'), `ask ${JSON.stringify(res)}`);
+ok('sendMessage with text: ask answered');
+
+// 3. A streamed task to its terminal state.
+const events = [];
+for await (const ev of client.sendMessageStream({ message: message([data({ skill: 'ping' })]) })) events.push(ev);
+const lastEv = events.at(-1);
+const lastState = lastEv?.payload?.value?.status?.state ?? stateOf(lastEv?.payload?.value);
+check(events[0]?.payload?.$case === 'task' && lastState === TaskState.TASK_STATE_COMPLETED, `stream ${JSON.stringify(events)}`);
+ok(`a streamed task: ${events.map((e) => e.payload.$case).join(',')}`);
+
+// 4. getTask, listTasks (v1.0 has it), cancel of a finished task, an unknown task.
+const got = await client.getTask({ id: pingTask });
+check(got.id === pingTask && stateOf(got) === TaskState.TASK_STATE_COMPLETED, `getTask ${JSON.stringify(got)}`);
+ok('getTask');
+if (!legacy) {
+  const l = await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 10, pageToken: '' });
+  check(l.tasks.length >= 3 && l.tasks.some((t) => t.id === pingTask), `listTasks ${JSON.stringify(l)}`);
+  ok(`listTasks: ${l.tasks.length} of ${l.totalSize}`);
+}
+let code;
+try { await client.cancelTask({ id: pingTask }); } catch (e) { code = codeOf(e); }
+check(code === -32002, `cancel of a finished task: ${code}`);
+ok('cancelTask of a finished task: -32002');
+code = undefined;
+try { await client.getTask({ id: 'no-such-task' }); } catch (e) { code = codeOf(e); }
+check(code === -32001, `an unknown task: ${code}`);
+ok('getTask of an unknown task: -32001');
+
+// 5. Resubscribe to a running task after dropping its stream: the stream
+// is dropped after its first event (the task), the task goes on (working)
+// while nobody listens, and the resubscription, naming the last event seen
+// (Last-Event-ID), gets that missed event and then the rest, live.
+const ac = new AbortController();
+const first = [];
+try {
+  for await (const ev of client.sendMessageStream({ message: message([data({ skill: 'nap' })]) }, { signal: ac.signal })) {
+    first.push(ev);
+    ac.abort();
+  }
+} catch { /* aborted */ }
+// (What the transport had read before the abort took effect is dropped:
+// the client went away after it had handled the task.)
+check(first[0]?.payload?.$case === 'task', `the first stream gave ${first.map((e) => e.payload.$case)}`);
+const napTask = first[0].payload.value.id;
+await new Promise((r) => setTimeout(r, 300)); // the working event goes out meanwhile
+const seen1 = Number(first[0].payload.value?.metadata?.['mcpv2/seq'] ?? 1);
+lastEventID = String(seen1);
+const rest = [];
+for await (const ev of client.resubscribeTask({ id: napTask })) rest.push(ev);
+const kinds = rest.map((e) => e.payload.$case);
+const missed = rest[0]?.payload?.value?.status?.state;
+const final = rest.at(-1)?.payload?.value?.status?.state;
+check(missed === TaskState.TASK_STATE_WORKING, `the missed event: ${JSON.stringify(rest[0])}`);
+check(kinds.includes('artifactUpdate') && final === TaskState.TASK_STATE_COMPLETED, `resubscribed ${kinds} final ${final}`);
+ok(`resubscribe after a dropped stream: ${kinds.join(',')} (the working event missed while away, then the rest)`);
+
+const versions = [...new Set(seen)].join(',');
+if (mode === 'noheader') check(!seen.slice(3).some((v) => v !== '(none)'), `calls sent A2A-Version: ${versions}`);
+ok(`A2A-Version headers sent: ${versions}`);
