@@ -3,6 +3,7 @@ package mcptest
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,7 +23,8 @@ import (
 // (@modelcontextprotocol/server-everything, pinned) as custom skills, every
 // tool under the prefix ev_. Another node calls them over the mesh — a
 // client process, and node A's MCP face through mesh_call — and the skills
-// survive the server being killed: the next calls start it again.
+// survive the server being killed: the next calls start it again. An A2A
+// client runs them too.
 func TestCustomMCPSkill(t *testing.T) {
 	needNPM(t, "mcp-server-everything")
 	node, err := exec.LookPath("node")
@@ -38,7 +40,7 @@ func TestCustomMCPSkill(t *testing.T) {
 	if err := os.WriteFile(file, skills, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b := startNode(t, "--secret", secret, "--skills", file)
+	b := startNode(t, "--secret", secret, "--skills", file, "--port", "0")
 	a := startNode(t, "--port", "0", "--secret", secret, "--bootstrap", b.first("MCPV2_P2P_ADDRESS"))
 	bAddr := b.first("MCPV2_P2P_ADDRESS")
 
@@ -87,6 +89,22 @@ func TestCustomMCPSkill(t *testing.T) {
 	res, err := cs.CallTool(ctxT(t), &sdk.CallToolParams{Name: "ev_echo", Arguments: map[string]any{"message": "through A"}})
 	if err != nil || res.IsError {
 		t.Fatalf("ev_echo through A: %v %+v", err, res)
+	}
+
+	// An A2A client (a JSON-RPC SendMessage to B's edge) runs it too.
+	body := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER",` +
+		`"parts":[{"data":{"skill":"ev_echo","arguments":{"message":"from an A2A client"}}}]}}}`
+	req, _ := http.NewRequest(http.MethodPost, strings.TrimSuffix(b.mcpURL(), "/mcp")+"/a2a", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+secretSession(secret))
+	req.Header.Set("A2A-Version", "1.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ab, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(ab), "TASK_STATE_COMPLETED") || !strings.Contains(string(ab), "from an A2A client") {
+		t.Fatalf("A2A SendMessage of ev_echo: %s", ab)
 	}
 
 	// Kill the server: a later call starts it again.
