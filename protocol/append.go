@@ -86,3 +86,25 @@ func AppendCallParams(b []byte, name string, args json.RawMessage) []byte {
 	}
 	return append(b, '}')
 }
+
+// CallMessage is a one-slot tools/call message (id 1) of skill with args,
+// as a face hands it to a node's Handle.
+func CallMessage(skill string, args json.RawMessage) []byte {
+	return append(AppendCallParams([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`), skill, args), '}')
+}
+
+// OneResult reads the answer to a one-slot message: its result, or its
+// error; refused is a whole-message refusal (Handle's), returned as it is.
+func OneResult(out []byte, refused *Error) (json.RawMessage, *Error) {
+	if refused != nil {
+		return nil, refused
+	}
+	resps, err := ParseResponses(out)
+	if err != nil || len(resps) != 1 {
+		return nil, Errorf(CodeInternal, "internal error: the node's answer could not be read")
+	}
+	if resps[0].Error != nil {
+		return nil, resps[0].Error
+	}
+	return resps[0].Result, nil
+}

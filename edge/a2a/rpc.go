@@ -238,20 +238,33 @@ func (q *req) load(id string) (Task, protocol.StoredTask, *rpcError) {
 	return t, st, nil
 }
 
-func (f *Face) get(q *req, params json.RawMessage) {
-	var p struct {
-		ID            string `json:"id"`
-		HistoryLength *int   `json:"historyLength"`
-		Tenant        string `json:"tenant"`
-		Metadata      any    `json:"metadata"`
-	}
+// taskRef is the params of the methods that name a task (get, cancel,
+// subscribe) in either version.
+type taskRef struct {
+	ID            string `json:"id"`
+	HistoryLength *int   `json:"historyLength"`
+	Tenant        string `json:"tenant"`
+	Metadata      any    `json:"metadata"`
+}
+
+// loadRef decodes a taskRef and loads its task; on a refusal it has
+// answered, and ok is false.
+func (q *req) loadRef(params json.RawMessage) (p taskRef, t Task, st protocol.StoredTask, ok bool) {
 	if e := decodeParams(params, &p); e != nil {
 		q.fail(e)
-		return
+		return p, t, st, false
 	}
-	t, _, e := q.load(p.ID)
+	t, st, e := q.load(p.ID)
 	if e != nil {
 		q.fail(e)
+		return p, t, st, false
+	}
+	return p, t, st, true
+}
+
+func (f *Face) get(q *req, params json.RawMessage) {
+	p, t, _, ok := q.loadRef(params)
+	if !ok {
 		return
 	}
 	hl := -1
@@ -332,18 +345,8 @@ func (f *Face) list(q *req, params json.RawMessage) {
 }
 
 func (f *Face) cancelTask(q *req, params json.RawMessage) {
-	var p struct {
-		ID       string `json:"id"`
-		Tenant   string `json:"tenant"`
-		Metadata any    `json:"metadata"`
-	}
-	if e := decodeParams(params, &p); e != nil {
-		q.fail(e)
-		return
-	}
-	t, _, e := q.load(p.ID)
-	if e != nil {
-		q.fail(e)
+	p, t, _, ok := q.loadRef(params)
+	if !ok {
 		return
 	}
 	if t.Status.State.Terminal() {
@@ -354,7 +357,7 @@ func (f *Face) cancelTask(q *req, params json.RawMessage) {
 		q.fail(err)
 		return
 	}
-	t, _, e = q.load(p.ID)
+	t, _, e := q.load(p.ID)
 	if e != nil {
 		q.fail(e)
 		return
@@ -443,17 +446,8 @@ func (e Event) ends() bool {
 }
 
 func (f *Face) subscribe(q *req, params json.RawMessage) {
-	var p struct {
-		ID     string `json:"id"`
-		Tenant string `json:"tenant"`
-	}
-	if e := decodeParams(params, &p); e != nil {
-		q.fail(e)
-		return
-	}
-	t, st, e := q.load(p.ID)
-	if e != nil {
-		q.fail(e)
+	_, t, st, ok := q.loadRef(params)
+	if !ok {
 		return
 	}
 	if t.Status.State.Terminal() {

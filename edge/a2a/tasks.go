@@ -383,20 +383,7 @@ func resultParts(res json.RawMessage) []Part {
 
 // call runs one skill as c through the node's dispatch.
 func (f *Face) call(ctx context.Context, c protocol.Caller, cl call) (json.RawMessage, *protocol.Error) {
-	msg := protocol.AppendCallParams([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`), cl.Skill, cl.Args)
-	msg = append(msg, '}')
-	out, refused := f.b.Handle(ctx, c, msg)
-	if refused != nil {
-		return nil, refused
-	}
-	resps, err := protocol.ParseResponses(out)
-	if err != nil || len(resps) != 1 {
-		return nil, protocol.Errorf(protocol.CodeInternal, "internal error: the node's answer could not be read")
-	}
-	if resps[0].Error != nil {
-		return nil, resps[0].Error
-	}
-	return resps[0].Result, nil
+	return protocol.OneResult(f.b.Handle(ctx, c, protocol.CallMessage(cl.Skill, cl.Args)))
 }
 
 // cancelRun cancels a running task and waits (bounded by ctx) until it

@@ -91,18 +91,12 @@ func (f *Face) listFiles(ctx context.Context, c protocol.Caller) ([]fileEntry, *
 
 // call runs one skill through Handle for c.
 func (f *Face) call(ctx context.Context, c protocol.Caller, skill string, args json.RawMessage) (json.RawMessage, *protocol.Error) {
-	return oneResult(f.b.Handle(ctx, c, callMessage(skill, args)))
-}
-
-// callMessage is a one-slot tools/call message of skill with args.
-func callMessage(skill string, args json.RawMessage) []byte {
-	msg := protocol.AppendCallParams([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`), skill, args)
-	return append(msg, '}')
+	return protocol.OneResult(f.b.Handle(ctx, c, protocol.CallMessage(skill, args)))
 }
 
 func (f *Face) readCard(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 	c := callerOf(ctx, req)
-	res, perr := oneResult(f.b.Handle(ctx, c, []byte(`{"jsonrpc":"2.0","id":1,"method":"agent/card"}`)))
+	res, perr := protocol.OneResult(f.b.Handle(ctx, c, []byte(`{"jsonrpc":"2.0","id":1,"method":"agent/card"}`)))
 	if perr != nil {
 		return nil, protocolToWire(perr)
 	}
@@ -182,7 +176,7 @@ func (f *Face) readAgent(ctx context.Context, req *sdk.ReadResourceRequest) (*sd
 	var res json.RawMessage
 	perr := protocol.AsError(err)
 	if err == nil {
-		res, perr = oneResult(out, nil)
+		res, perr = protocol.OneResult(out, nil)
 	} else if perr.Code == protocol.CodeInternal {
 		perr = protocol.Errorf(protocol.CodeToolExecution, "could not reach agent %s: %s", peer, clip(err.Error(), 300))
 	}

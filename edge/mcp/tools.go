@@ -49,7 +49,7 @@ func ptr[T any](v T) *T { return &v }
 // their input schemas, then the mesh tools.
 func (f *Face) listTools(ctx context.Context, c protocol.Caller) (*sdk.ListToolsResult, error) {
 	out, refused := f.b.Handle(ctx, c, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-	res, perr := oneResult(out, refused)
+	res, perr := protocol.OneResult(out, refused)
 	if perr != nil {
 		return nil, protocolToWire(perr)
 	}
@@ -206,7 +206,7 @@ func (f *Face) meshCall(ctx context.Context, c protocol.Caller, raw json.RawMess
 			return toolResult(nil, perr)
 		}
 	}
-	out, err := f.b.Forward(ctx, c, a.Peer, callMessage(a.Skill, args))
+	out, err := f.b.Forward(ctx, c, a.Peer, protocol.CallMessage(a.Skill, args))
 	if err != nil {
 		perr := protocol.AsError(err)
 		if perr.Code == protocol.CodeInternal {
@@ -214,7 +214,7 @@ func (f *Face) meshCall(ctx context.Context, c protocol.Caller, raw json.RawMess
 		}
 		return toolResult(nil, perr)
 	}
-	return toolResult(oneResult(out, nil))
+	return toolResult(protocol.OneResult(out, nil))
 }
 
 // auditTool writes the one audit line of a mesh tool's call (the node
@@ -243,22 +243,6 @@ func decodeArgs(tool string, raw json.RawMessage, v any) *protocol.Error {
 		return protocol.Errorf(protocol.CodeInvalidParams, "invalid params for %s: %s", tool, clip(err.Error(), 200))
 	}
 	return nil
-}
-
-// oneResult reads the answer to a one-slot message: its result, or its
-// error. refused is Handle's whole-message refusal.
-func oneResult(out []byte, refused *protocol.Error) (json.RawMessage, *protocol.Error) {
-	if refused != nil {
-		return nil, refused
-	}
-	resps, err := protocol.ParseResponses(out)
-	if err != nil || len(resps) != 1 {
-		return nil, protocol.Errorf(protocol.CodeInternal, "internal error: the node's answer could not be read")
-	}
-	if resps[0].Error != nil {
-		return nil, resps[0].Error
-	}
-	return resps[0].Result, nil
 }
 
 // protocolToWire turns an mcpv2 error into the go-sdk's JSON-RPC error, so
