@@ -57,6 +57,9 @@ const (
 	// DefaultMaxRunning caps the tasks that run at once; a message that
 	// would start one more is refused.
 	DefaultMaxRunning = 64
+	// maxRunningPerCaller caps the tasks of one caller that run at once,
+	// so that one caller cannot take every slot.
+	maxRunningPerCaller = 8
 	// keepAlive is the pause after which an idle event stream gets a
 	// comment line, so that proxies keep it open.
 	keepAlive = 15 * time.Second

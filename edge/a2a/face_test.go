@@ -530,3 +530,22 @@ func TestBadRequests(t *testing.T) {
 		t.Fatalf("after the bad requests: %+v", e)
 	}
 }
+
+// TestRunningCaps: one caller may run at most 8 tasks at once; a ninth is
+// refused, while another caller still gets a slot.
+func TestRunningCaps(t *testing.T) {
+	r := newRig(t, "")
+	tok := r.token()
+	for i := range 8 {
+		if _, e := r.rpc(t, tok, "1.0", "SendMessage", map[string]any{"message": msg(map[string]any{"data": map[string]any{"skill": "slow"}}), "configuration": map[string]any{"returnImmediately": true}}); e != nil {
+			t.Fatalf("task %d: %+v", i, e)
+		}
+	}
+	_, e := r.rpc(t, tok, "1.0", "SendMessage", map[string]any{"message": msg(map[string]any{"data": map[string]any{"skill": "slow"}}), "configuration": map[string]any{"returnImmediately": true}})
+	if e == nil || !strings.Contains(e.Message, "the most one caller may") {
+		t.Fatalf("a ninth task: %+v", e)
+	}
+	if _, e := r.rpc(t, r.anon(t), "1.0", "SendMessage", map[string]any{"message": msg(map[string]any{"data": map[string]any{"skill": "ping"}})}); e != nil {
+		t.Fatalf("another caller: %+v", e)
+	}
+}

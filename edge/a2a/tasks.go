@@ -225,6 +225,15 @@ func (f *Face) start(t Task, owner string, c protocol.Caller, calls []call) (cha
 	if len(f.runs) >= f.maxRunning {
 		return nil, Event{}, rpcErrf(protocol.CodeInternal, "busy: this agent runs %d tasks at once, its most; retry later", f.maxRunning)
 	}
+	mine := 0
+	for _, r := range f.runs {
+		if r.owner == owner {
+			mine++
+		}
+	}
+	if mine >= maxRunningPerCaller {
+		return nil, Event{}, rpcErrf(protocol.CodeInternal, "busy: you run %d tasks here at once, the most one caller may; wait for one to end, or cancel one", maxRunningPerCaller)
+	}
 	snap := t
 	first, err := f.save(&snap, owner, Event{Task: &snap})
 	if err != nil {
