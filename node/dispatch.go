@@ -131,6 +131,8 @@ func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot) (resp *p
 		result, perr = marshalResult(map[string]any{"tools": n.reg.List()})
 	case protocol.MethodAgentCard:
 		result, perr = marshalResult(n.Card())
+	case protocol.MethodA2ACard:
+		result, perr = n.a2aCard(s.Params)
 	case protocol.MethodToolsCall:
 		var p protocol.CallParams
 		if p, perr = protocol.ParseCallParams(s.Params); perr != nil {

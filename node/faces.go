@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -234,4 +235,44 @@ func (n *Node) TaskEvents(id string, after uint64, max int) ([]protocol.TaskEven
 // ListTasks lists an owner's tasks; see SaveTask.
 func (n *Node) ListTasks(owner string, q protocol.TaskQuery) ([]protocol.StoredTask, error) {
 	return n.store.ListTasks(owner, q)
+}
+
+// SetA2ACard sets how the node answers agent/a2a-card: fn builds and signs
+// its A2A card for an edge that serves it at base (the A2A face's
+// CardFor). Without it the method is not found. Call before the node is
+// called.
+func (n *Node) SetA2ACard(fn func(base, version string) (json.RawMessage, error)) {
+	n.cardMu.Lock()
+	n.a2aCardFn = fn
+	n.cardMu.Unlock()
+}
+
+// maxA2ABase caps the base URL an agent/a2a-card names.
+const maxA2ABase = 512
+
+// a2aCard answers agent/a2a-card.
+func (n *Node) a2aCard(params json.RawMessage) (json.RawMessage, *protocol.Error) {
+	n.cardMu.Lock()
+	fn := n.a2aCardFn
+	n.cardMu.Unlock()
+	if fn == nil {
+		return nil, protocol.Errorf(protocol.CodeMethodNotFound, "method not found: %q: this node serves no A2A card", protocol.MethodA2ACard)
+	}
+	var p protocol.A2ACardParams
+	if err := protocol.Unmarshal(params, &p); err != nil {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %s", protocol.JSONErrorText(err))
+	}
+	u, err := url.Parse(p.Base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(p.Base) > maxA2ABase || u.RawQuery != "" || u.Fragment != "" {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: base must be an http(s) URL of at most %d bytes, without query or fragment", maxA2ABase)
+	}
+	if p.Version != "1.0" && p.Version != "0.3" {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: version must be 1.0 or 0.3")
+	}
+	card, err := fn(p.Base, p.Version)
+	if err != nil {
+		n.log.Error("a2a card", "err", err)
+		return nil, protocol.Errorf(protocol.CodeInternal, "internal error: the card could not be made")
+	}
+	return card, nil
 }

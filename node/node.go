@@ -6,6 +6,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -160,8 +161,9 @@ type Node struct {
 	closeMu sync.Mutex
 	closed  bool
 
-	cardMu  sync.Mutex // guards cardSeq, cfg.HTTPEndpoint and cfg.MTLS
-	cardSeq uint64
+	cardMu    sync.Mutex                                          // guards cardSeq, cfg.HTTPEndpoint, cfg.MTLS and a2aCardFn
+	a2aCardFn func(base, version string) (json.RawMessage, error) // agent/a2a-card; nil: none
+	cardSeq   uint64
 
 	*Client
 }

@@ -11,7 +11,18 @@ const (
 	MethodToolsList = "tools/list"
 	MethodToolsCall = "tools/call"
 	MethodAgentCard = "agent/card"
+	// MethodA2ACard asks a node for its A2A card, signed, with the JSON-RPC
+	// URL of the edge that serves it for the node: params {"base":
+	// "http(s)://host:port/peers/PEERID", "version": "1.0"|"0.3"}. Open to
+	// every caller, as agent/card (docs/a2a.md).
+	MethodA2ACard = "agent/a2a-card"
 )
+
+// A2ACardParams are the params of MethodA2ACard.
+type A2ACardParams struct {
+	Base    string `json:"base"`
+	Version string `json:"version"`
+}
 
 // Slot is one JSON-RPC request of a batch. A slot without an id member is a
 // notification and gets no response.

@@ -131,7 +131,7 @@ type runningNode struct {
 	n    *node.Node
 	srv  *edge.Server
 	face *mcp.Face
-	a2a  *a2a.Face // with the edge
+	a2a  *a2a.Face
 	log  *slog.Logger
 }
 
@@ -251,15 +251,18 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 			return nil, err
 		}
 	}
+	// The A2A face: on the edge, and for any edge that serves this node's
+	// card for it (agent/a2a-card over the mesh) even without one.
+	hosts := splitList(c.StringSlice("mcp-allowed-hosts"))
+	if r.a2a, err = a2a.New(n, a2a.WithLogger(log), a2a.WithAllowedHosts(hosts...)); err != nil {
+		return nil, err
+	}
+	n.SetA2ACard(r.a2a.CardFor)
 	if ecfg != nil {
 		if r.srv, err = edge.New(n, *ecfg); err != nil {
 			return nil, err
 		}
-		hosts := splitList(c.StringSlice("mcp-allowed-hosts"))
 		r.face.Mount(r.srv, mcp.HTTPOptions{AllowedHosts: hosts})
-		if r.a2a, err = a2a.New(n, a2a.WithLogger(log), a2a.WithAllowedHosts(hosts...)); err != nil {
-			return nil, err
-		}
 		r.a2a.Mount(r.srv)
 		if err = r.srv.Start(); err != nil {
 			return nil, err

@@ -30,6 +30,9 @@ type Backend interface {
 	Sign(data []byte) ([]byte, error)
 	// Handle runs a slot message for c (see edge.Backend).
 	Handle(ctx context.Context, c protocol.Caller, msg []byte) (out []byte, refused *protocol.Error)
+	// Forward sends a message from c to the mesh peer peerID with c's own
+	// grants (the gateway; see edge.Backend): the faces of mesh peers.
+	Forward(ctx context.Context, c protocol.Caller, peerID string, msg []byte) ([]byte, error)
 	// Audit writes one audit line of a request that did not reach Handle.
 	Audit(c protocol.Caller, method string, perr *protocol.Error, start time.Time)
 	// SaveTask, Task, TaskEvents and ListTasks keep the tasks (the node's
@@ -85,6 +88,11 @@ type Face struct {
 	mu     sync.Mutex      // guards runs and closed
 	runs   map[string]*run // the running tasks, by ID
 	closed bool
+
+	// ownerPrefix sets a peer face's tasks apart from the node's own and
+	// other peers' (the store's owner key); "" for the node's face.
+	ownerPrefix string
+	peers       *peerFaces // set by Mount
 }
 
 // Option configures New.
@@ -144,8 +152,8 @@ func New(b Backend, opts ...Option) (*Face, error) {
 	return f, nil
 }
 
-// Close cancels the running tasks (they end canceled) and waits for them.
-// A second Close returns net.ErrClosed.
+// Close cancels the running tasks (they end canceled) and waits for them,
+// the mesh peers' faces' too. A second Close returns net.ErrClosed.
 func (f *Face) Close() error {
 	f.mu.Lock()
 	if f.closed {
@@ -154,9 +162,30 @@ func (f *Face) Close() error {
 	}
 	f.closed = true
 	f.mu.Unlock()
+	if f.peers != nil {
+		f.peers.close()
+	}
 	f.cancel()
 	f.wg.Wait()
 	return nil
+}
+
+// CardFor is the node's A2A card for an edge that serves it at base
+// (http(s)://host:port, or …/peers/PEERID on another node's edge), in
+// version "1.0" or "0.3", signed. The node answers agent/a2a-card with it
+// (node.SetA2ACard), so that any edge serves this node's own signed card.
+func (f *Face) CardFor(base, version string) (json.RawMessage, error) {
+	var card map[string]any
+	var err error
+	if version == "1.0" {
+		card, err = f.cardV1(base)
+	} else {
+		card, err = f.cardV03(base)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(card)
 }
 
 // Mount serves the face on e: the card at CardPath and CardAlias (open,
@@ -170,6 +199,95 @@ func (f *Face) Mount(e *edge.Server) {
 	e.Mux().Handle(CardAlias, card)
 	standing := func(r *http.Request) bool { return strings.Contains(r.Header.Get("Accept"), "text/event-stream") }
 	e.Mux().Handle(Path, e.AuthenticatedFace([]string{http.MethodPost}, standing, f.serveRPC))
+	f.peers = &peerFaces{parent: f}
+	peerCard := http.HandlerFunc(f.servePeerCard)
+	e.Mux().Handle(PeerPath+CardPath, peerCard)
+	e.Mux().Handle(PeerPath+CardAlias, peerCard)
+	e.Mux().Handle(PeerPath+Path, e.AuthenticatedFace([]string{http.MethodPost}, standing, func(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
+		peer := r.PathValue("peer")
+		if !protocol.LooksLikePeerID(peer) {
+			e.Refuse(w, r, http.StatusBadRequest, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %q is not a PeerID (want /peers/12D3Koo…/a2a)", clip(peer, 80)))
+			return
+		}
+		if peer == f.b.PeerID() {
+			f.serveRPC(w, r, c)
+			return
+		}
+		if perr := e.AllowGateway(r.RemoteAddr); perr != nil {
+			w.Header().Set("Retry-After", "1")
+			e.Refuse(w, r, http.StatusTooManyRequests, perr)
+			return
+		}
+		f.peers.get(peer).serveRPC(w, r, c)
+	}))
+}
+
+// PeerPath prefixes the A2A face of a mesh peer on the edge: its card at
+// PeerPath+CardPath, its JSON-RPC URL at PeerPath+Path.
+const PeerPath = "/peers/{peer}"
+
+// servePeerCard answers GET of a mesh peer's card: the peer's own, signed
+// by the peer (agent/a2a-card over the mesh), naming this edge's URL for
+// it.
+func (f *Face) servePeerCard(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	c := protocol.Caller{ID: "ip:" + clientIP(r.RemoteAddr), Via: "a2a", Remote: r.RemoteAddr}
+	peer := r.PathValue("peer")
+	refuse := func(status int, perr *protocol.Error) {
+		f.e.Refuse(w, r, status, perr)
+	}
+	switch {
+	case r.Method != http.MethodGet && r.Method != http.MethodHead:
+		w.Header().Set("Allow", "GET")
+		refuse(http.StatusMethodNotAllowed, protocol.Errorf(protocol.CodeInvalidRequest, "invalid request: use GET"))
+		return
+	case !protocol.LooksLikePeerID(peer):
+		refuse(http.StatusBadRequest, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %q is not a PeerID", clip(peer, 80)))
+		return
+	}
+	if perr := f.e.AllowGateway(r.RemoteAddr); perr != nil {
+		w.Header().Set("Retry-After", "1")
+		refuse(http.StatusTooManyRequests, perr)
+		return
+	}
+	v, verr := version(r)
+	if verr != nil {
+		refuse(http.StatusBadRequest, &protocol.Error{Code: verr.Code, Message: verr.Message})
+		return
+	}
+	base := f.baseURL(r) + "/peers/" + peer
+	if peer == f.b.PeerID() {
+		card, err := f.CardFor(base, v)
+		if err != nil {
+			refuse(http.StatusInternalServerError, protocol.Errorf(protocol.CodeInternal, "internal error: the card could not be made"))
+			return
+		}
+		f.b.Audit(c, "a2a peer card", nil, start)
+		writeRaw(w, card)
+		return
+	}
+	params, _ := json.Marshal(protocol.A2ACardParams{Base: base, Version: v})
+	msg := append(append([]byte(`{"jsonrpc":"2.0","id":1,"method":"`+protocol.MethodA2ACard+`","params":`), params...), '}')
+	out, err := f.b.Forward(r.Context(), c, peer, msg)
+	var card json.RawMessage
+	perr := protocol.AsError(err)
+	if err == nil {
+		card, perr = protocol.OneResult(out, nil)
+	} else if perr.Code == protocol.CodeInternal {
+		perr = protocol.Errorf(protocol.CodeToolExecution, "could not reach peer %s: %s", peer, clip(err.Error(), 300))
+	}
+	if perr != nil {
+		refuse(http.StatusBadGateway, perr)
+		return
+	}
+	f.b.Audit(c, "a2a peer card", nil, start)
+	writeRaw(w, card)
+}
+
+func writeRaw(w http.ResponseWriter, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(b)
 }
 
 // version is the protocol version of a request: "1.0" or "0.3".

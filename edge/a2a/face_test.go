@@ -549,3 +549,73 @@ func TestRunningCaps(t *testing.T) {
 		t.Fatalf("another caller: %+v", e)
 	}
 }
+
+// TestPeerFace: an A2A client of A's edge uses B, which has no edge: B's
+// card, signed by B and naming A's URL for it, and tasks whose skills run
+// on B over libp2p with the caller's own grants on A.
+func TestPeerFace(t *testing.T) {
+	r := newRig(t, "")
+	b, err := node.New(node.Config{DataDir: t.TempDir(), ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, Secret: []byte(secret), Name: "bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	fb, err := a2a.New(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fb.Close()
+	b.SetA2ACard(fb.CardFor)
+	r.n.Host().Peerstore().AddAddrs(b.ID(), b.Host().Addrs(), time.Hour)
+
+	peerBase := r.base + "/peers/" + b.ID().String()
+	req, _ := http.NewRequest(http.MethodGet, peerBase+a2a.CardPath, nil)
+	req.Header.Set(a2a.VersionHeader, "1.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	card, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if signer, err := a2a.VerifyCard(card); err != nil || signer != b.ID().String() {
+		t.Fatalf("B's card through A: %v signer %s\n%s", err, signer, card)
+	}
+	if !strings.Contains(string(card), `"url":"`+peerBase+`/a2a"`) || !strings.Contains(string(card), `"name":"bob"`) {
+		t.Fatalf("B's card does not name A's URL for it: %s", card)
+	}
+
+	post := func(tok, method string, params any) string {
+		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
+		req, _ := http.NewRequest(http.MethodPost, peerBase+a2a.Path, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set(a2a.VersionHeader, "1.0")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		return string(out)
+	}
+	out := post(r.token(), "SendMessage", map[string]any{"message": msg(map[string]any{"data": map[string]any{"skill": "ping"}})})
+	if !strings.Contains(out, "TASK_STATE_COMPLETED") || !strings.Contains(out, b.ID().String()) {
+		t.Fatalf("ping on B through A: %s", out)
+	}
+	var w struct{ Result struct{ Task struct{ ID string } } }
+	_ = json.Unmarshal([]byte(out), &w)
+	if got := post(r.token(), "GetTask", map[string]any{"id": w.Result.Task.ID}); !strings.Contains(got, w.Result.Task.ID) {
+		t.Fatalf("GetTask through B's face: %s", got)
+	}
+	// B's face's tasks are not A's own face's.
+	if _, e := r.rpc(t, r.token(), "1.0", "GetTask", map[string]any{"id": w.Result.Task.ID}); e == nil || e.Code != -32001 {
+		t.Fatalf("a task of B's face through A's own face: %+v", e)
+	}
+	// An anonymous caller gets no more from B through A than from A.
+	out = post(r.anon(t), "SendMessage", map[string]any{"message": msg(map[string]any{"data": map[string]any{"skill": "upload_file", "arguments": map[string]any{"filename": "x", "content": "x"}}})})
+	if !strings.Contains(out, "TASK_STATE_REJECTED") {
+		t.Fatalf("anonymous upload to B through A: %s", out)
+	}
+	if _, _, err := b.Store().Files().Open("x"); err == nil {
+		t.Fatal("the anonymous upload reached B")
+	}
+}

@@ -72,7 +72,7 @@ type req struct {
 // serveRPC serves one JSON-RPC request of the face.
 func (f *Face) serveRPC(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
 	c.Via = "a2a"
-	q := &req{f: f, w: w, r: r, c: c, owner: c.Kind.String() + " " + c.ID, id: json.RawMessage("null"), started: time.Now()}
+	q := &req{f: f, w: w, r: r, c: c, owner: f.ownerPrefix + c.Kind.String() + " " + c.ID, id: json.RawMessage("null"), started: time.Now()}
 	body, ok := f.e.ReadBody(w, r)
 	if !ok {
 		return

@@ -21,7 +21,9 @@ import (
 // text to ask, a streamed task to its end, getTask, listTasks (v1.0),
 // cancel of a finished task (-32002), an unknown task (-32001), and a
 // resubscription to a running task after its stream was dropped that
-// replays the event missed meanwhile.
+// replays the event missed meanwhile. The same client, pointed at
+// /peers/{B} on A's edge, uses node B, which has no edge of its own: B's
+// card, signed by B, and B's skills over libp2p.
 func TestA2AClient(t *testing.T) {
 	needNPM(t, "mcp-inspector") // the lock file installs @a2a-js/sdk with it
 	nodeBin, err := exec.LookPath("node")
@@ -32,19 +34,28 @@ func TestA2AClient(t *testing.T) {
 	if err := os.WriteFile(skills, []byte(`{"skills":[{"name":"nap","description":"sleeps a second and a half","handler":{"type":"command","command":["sh","-c","sleep 1.5; echo '{\"slept\":true}'"]}}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a := startNode(t, "--port", "0", "--secret", secret, "--skills", skills)
-	base := strings.TrimSuffix(a.mcpURL(), "/mcp")
+	// B has no edge; A's edge serves it at /peers/{B}.
+	b := startNode(t, "--secret", secret, "--skills", skills)
+	a := startNode(t, "--port", "0", "--secret", secret, "--skills", skills, "--bootstrap", b.first("MCPV2_P2P_ADDRESS"))
+	edgeBase := strings.TrimSuffix(a.mcpURL(), "/mcp")
 	want := []string{"v1.0 card signature verified", "a forged card is refused", "ping completed", "ask answered",
 		"a streamed task: task,statusUpdate,artifactUpdate,statusUpdate", "getTask", "cancelTask of a finished task: -32002",
 		"getTask of an unknown task: -32001", "resubscribe after a dropped stream: statusUpdate,artifactUpdate,statusUpdate"}
-	for _, mode := range []string{"v1", "v03", "noheader"} {
-		t.Run(mode, func(t *testing.T) {
+	for _, c := range []struct{ name, mode, base, peer string }{
+		{"v1", "v1", edgeBase, a.first("MCPV2_PEER_ID")},
+		{"v03", "v03", edgeBase, a.first("MCPV2_PEER_ID")},
+		{"noheader", "noheader", edgeBase, a.first("MCPV2_PEER_ID")},
+		{"peer-without-edge-v1", "v1", edgeBase + "/peers/" + b.first("MCPV2_PEER_ID"), b.first("MCPV2_PEER_ID")},
+		{"peer-without-edge-v03", "v03", edgeBase + "/peers/" + b.first("MCPV2_PEER_ID"), b.first("MCPV2_PEER_ID")},
+	} {
+		mode := c.mode
+		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, nodeBin, "a2a-client.mjs")
 			cmd.Dir = npmDir
-			cmd.Env = append(testenv.CleanEnv(), "A2A_BASE_URL="+base, "A2A_TOKEN="+secretSession(secret),
-				"A2A_PEER_ID="+a.first("MCPV2_PEER_ID"), "A2A_MODE="+mode)
+			cmd.Env = append(testenv.CleanEnv(), "A2A_BASE_URL="+c.base, "A2A_TOKEN="+secretSession(secret),
+				"A2A_PEER_ID="+c.peer, "A2A_MODE="+mode)
 			var out, errb bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errb
 			if err := cmd.Run(); err != nil {
