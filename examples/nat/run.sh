@@ -126,9 +126,10 @@ start() {
 }
 banner() { sed -n "s/^$2=//p" "$WORK/$1.out"; }
 
-echo "== relay node (11.77.0.10): circuit relay, AutoNAT server, DHT server"
+echo "== relay node (11.77.0.10): circuit relay, AutoNAT server, DHT server, and an HTTP edge on :8080"
 start relay relay --relay-service \
-	--listen /ip4/11.77.0.10/tcp/4001 --listen /ip4/11.77.0.10/udp/4001/quic-v1
+	--listen /ip4/11.77.0.10/tcp/4001 --listen /ip4/11.77.0.10/udp/4001/quic-v1 \
+	--port 8080 --public-ip 11.77.0.10 --secret lab-secret
 RELAY=$(banner relay MCPV2_P2P_ADDRESS | grep -F -- "$KIND" | head -1)
 echo "   $RELAY"
 
@@ -187,6 +188,19 @@ echo
 echo "== from peerB: mcpv2 find demo, then call <alice> greet"
 client peerB bob-cli find demo
 client peerB bob-cli call "$ALICE" greet '{"name":"bob"}'
+echo
+echo "== an A2A client on the internet (curl, in the relay's namespace) uses bob, behind NAT, through the relay's edge"
+TOKEN=$(banner relay MCPV2_DEMO_SESSION_ADDRESS | sed 's/.*sessionId=//')
+EDGE=http://11.77.0.10:8080/peers/$BOB
+echo "   GET $EDGE/.well-known/agent-card.json (bob's card, signed by bob, naming the edge's URL)"
+nsx relay curl -s -H 'A2A-Version: 1.0' "$EDGE/.well-known/agent-card.json" | head -c 240
+echo "…"
+echo "   POST $EDGE/a2a SendMessage {skill: chess, arguments: {move: d4}}"
+A2A=$(nsx relay curl -s -X POST "$EDGE/a2a" -H "Authorization: Bearer $TOKEN" -H 'A2A-Version: 1.0' \
+	-d '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"data":{"skill":"chess","arguments":{"move":"d4"}}}]}}}')
+echo "$A2A" | head -c 400
+echo "…"
+echo "$A2A" | grep -q TASK_STATE_COMPLETED || { echo "the A2A task did not complete" >&2; exit 1; }
 echo
 echo "== how each call reached its agent (the agents' audit logs: remote address)"
 for a in bob alice; do
