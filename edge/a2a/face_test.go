@@ -601,7 +601,9 @@ func TestPeerFace(t *testing.T) {
 	if !strings.Contains(out, "TASK_STATE_COMPLETED") || !strings.Contains(out, b.ID().String()) {
 		t.Fatalf("ping on B through A: %s", out)
 	}
-	var w struct{ Result struct{ Task struct{ ID string } } }
+	var w struct {
+		Result struct{ Task struct{ ID string } }
+	}
 	_ = json.Unmarshal([]byte(out), &w)
 	if got := post(r.token(), "GetTask", map[string]any{"id": w.Result.Task.ID}); !strings.Contains(got, w.Result.Task.ID) {
 		t.Fatalf("GetTask through B's face: %s", got)
