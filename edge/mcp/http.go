@@ -60,8 +60,8 @@ type HTTPOptions struct {
 // go-sdk refuses a session ID presented by another user with 403). The
 // mesh tools draw from the edge's per-IP find and gateway limits.
 //
-// Mount also serves PeerPath: the face of a peer of the mesh (see
-// forPeer), so that an MCP client on plain HTTP uses an agent that has no
+// Mount also serves PeerPath: the face of a peer of the mesh (made on
+// first use by peerFaces.get), so that an MCP client on plain HTTP uses an agent that has no
 // edge of its own, behind NAT say, with its own grants on this node. Call
 // Mount once, before the edge serves.
 func (f *Face) Mount(e *edge.Server, o HTTPOptions) {
