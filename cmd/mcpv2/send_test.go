@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpv2/mcpv2/internal/testenv"
 )
 
 // bigFile writes size pseudo-random bytes to a temp file and returns its
@@ -71,18 +73,7 @@ func filesOf(t *testing.T, p *proc) (visible, parts []string) {
 // filesIn lists the files dir of the node with data dir dataDir.
 func filesIn(t *testing.T, dataDir string) (visible, parts []string) {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join(dataDir, "files"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), ".mcpv2-part-") {
-			parts = append(parts, e.Name())
-		} else {
-			visible = append(visible, e.Name())
-		}
-	}
-	return visible, parts
+	return testenv.FilesIn(t, dataDir)
 }
 
 func TestSend64MiB(t *testing.T) {

@@ -6,7 +6,7 @@
 #   sudo TRANSPORT=quic examples/nat/run.sh  # the same over QUIC
 #   sudo SYMMETRIC=1 examples/nat/run.sh     # symmetric NAT: the relay carries the calls
 #
-# It builds the topology of the NAT lab test (cmd/mcpv2/natlab_test.go,
+# It builds the topology of the NAT lab test (cmd/mcpv2/natlab/natlab_test.go,
 # docs/natlab.md) in network namespaces, with the same commands:
 #
 #   relay 11.77.0.10/16 ─┐

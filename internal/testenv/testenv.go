@@ -132,18 +132,22 @@ func RemoveStaleNetns(t testing.TB, ipBin string, re *regexp.Regexp) {
 	}
 }
 
-// BuildMCPV2 builds the mcpv2 command, without the race detector whatever
-// the tests' own build (the processes are the product under test, and many
-// race-detector processes would not fit a small machine), into a new
-// temporary directory. remove deletes that directory. A test package's
-// TestMain calls it once.
-func BuildMCPV2(dirPrefix string) (bin string, remove func(), err error) {
+// BuildMCPV2 builds the mcpv2 command into a new temporary directory,
+// with the race detector when race is set (a package whose few processes
+// should run with it when its tests do; many race-detector processes would
+// not fit a small machine). remove deletes that directory. A test
+// package's TestMain calls it once.
+func BuildMCPV2(dirPrefix string, race bool) (bin string, remove func(), err error) {
 	dir, err := os.MkdirTemp("", dirPrefix)
 	if err != nil {
 		return "", nil, err
 	}
 	bin = filepath.Join(dir, "mcpv2")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/mcpv2/mcpv2/cmd/mcpv2").CombinedOutput(); err != nil {
+	args := []string{"build", "-o", bin}
+	if race {
+		args = append(args, "-race")
+	}
+	if out, err := exec.Command("go", append(args, "github.com/mcpv2/mcpv2/cmd/mcpv2")...).CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		return "", nil, fmt.Errorf("build mcpv2: %v\n%s", err, out)
 	}
@@ -169,4 +173,22 @@ func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// FilesIn lists a node data dir's files directory: the visible names and
+// the partial uploads (kept under the reserved hidden prefix .mcpv2-part-).
+func FilesIn(t testing.TB, dataDir string) (visible, parts []string) {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(dataDir, "files"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".mcpv2-part-") {
+			parts = append(parts, e.Name())
+		} else {
+			visible = append(visible, e.Name())
+		}
+	}
+	return visible, parts
 }

@@ -30,7 +30,7 @@ var binPath string
 var npmDir, _ = filepath.Abs(filepath.Join("testdata", "npm"))
 
 func TestMain(m *testing.M) {
-	bin, remove, err := testenv.BuildMCPV2("mcpv2-mcptest-bin-")
+	bin, remove, err := testenv.BuildMCPV2("mcpv2-mcptest-bin-", false)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -16,7 +16,7 @@ import (
 var binPath string
 
 func TestMain(m *testing.M) {
-	bin, remove, err := testenv.BuildMCPV2("mcpv2-scale-bin-")
+	bin, remove, err := testenv.BuildMCPV2("mcpv2-scale-bin-", false)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package natlab
 
 import (
 	"bytes"
@@ -24,6 +24,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/mcpv2/mcpv2/internal/testenv"
 	"github.com/mcpv2/mcpv2/node/store"
 	"github.com/mcpv2/mcpv2/protocol"
 	"github.com/mcpv2/mcpv2/transport"
@@ -36,7 +37,7 @@ import (
 // runs as a new user would start it: the agent with only --bootstrap (and
 // its skill and secret), the clients with only --bootstrap (and the
 // secret); the transport of a trial is chosen by the relay address given
-// as --bootstrap. natlab_lab_test.go builds the topology.
+// as --bootstrap. lab_test.go builds the topology.
 
 var (
 	natlabTrials      = flag.Int("natlab.trials", 20, "TestNATLab: trials per transport behind endpoint-independent NAT")
@@ -152,7 +153,10 @@ func TestNATLab(t *testing.T) {
 	natlabWaitQuiet(t, 4*time.Minute)
 	begin := time.Now()
 	dir := t.TempDir()
-	skills := writeFile(t, filepath.Join(dir, "skills.json"), natlabSkills)
+	skills := filepath.Join(dir, "skills.json")
+	if err := os.WriteFile(skills, []byte(natlabSkills), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	file, sum := natlabRandomFile(t, filepath.Join(dir, "payload.bin"), natlabFileSize)
 
 	var reach []natReach
@@ -397,7 +401,7 @@ func natlabTrialRun(t *testing.T, lab *natLab, b *natProc, relayAddr string, tr 
 // -race).
 func natlabIdentity(t *testing.T, dir string) string {
 	t.Helper()
-	key, err := transport.LoadOrCreateIdentity(identityPath(dir))
+	key, err := transport.LoadOrCreateIdentity(filepath.Join(dir, "identity.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,7 +465,7 @@ func natlabGiveUp(t *testing.T, lab *natLab, b *natProc, relayAddr, file, sum st
 // uploads (kept under a reserved hidden prefix).
 func natlabFiles(t *testing.T, b *natProc) (visible, parts []string) {
 	t.Helper()
-	return filesIn(t, b.dataDir)
+	return testenv.FilesIn(t, b.dataDir)
 }
 
 func natlabLastLine(s string) string {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package natlab
+
+const raceEnabled = false
