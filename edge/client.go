@@ -506,3 +506,22 @@ func httpError(u string, status int, hdr http.Header, body []byte) *HTTPError {
 func hostPort(a protocol.Address) string {
 	return net.JoinHostPort(a.Host, strconv.Itoa(a.Port))
 }
+
+// HandleByForward answers msg for c as a node's Handle would, by
+// forwarding it with forward (a Backend's Forward) to the mesh peer peer:
+// the Handle of a face that serves a peer of the mesh. A peer that cannot
+// be reached refuses the whole message with -32004, naming it; a refusal
+// the gateway made (-32009 for a skill c may not run) is passed on.
+func HandleByForward(ctx context.Context, forward func(context.Context, protocol.Caller, string, []byte) ([]byte, error),
+	c protocol.Caller, peer string, msg []byte) ([]byte, *protocol.Error) {
+	out, err := forward(ctx, c, peer, msg)
+	if err == nil {
+		return out, nil
+	}
+	perr := protocol.AsError(err)
+	if perr.Code == protocol.CodeInternal {
+		perr = protocol.Errorf(protocol.CodeToolExecution, "could not reach peer %s: %s", peer, clip(err.Error(), 300))
+	}
+	o, _ := protocol.EncodeResponses(false, []protocol.Response{protocol.ErrorResponse(nil, perr)})
+	return o, perr
+}

@@ -92,7 +92,7 @@ type Face struct {
 	// ownerPrefix sets a peer face's tasks apart from the node's own and
 	// other peers' (the store's owner key); "" for the node's face.
 	ownerPrefix string
-	peers       *peerFaces // set by Mount
+	peers       *edge.Cache[*Face] // the faces of mesh peers; set by Mount
 }
 
 // Option configures New.
@@ -163,7 +163,7 @@ func (f *Face) Close() error {
 	f.closed = true
 	f.mu.Unlock()
 	if f.peers != nil {
-		f.peers.close()
+		f.peers.Close()
 	}
 	f.cancel()
 	f.wg.Wait()
@@ -199,7 +199,7 @@ func (f *Face) Mount(e *edge.Server) {
 	e.Mux().Handle(CardAlias, card)
 	standing := func(r *http.Request) bool { return strings.Contains(r.Header.Get("Accept"), "text/event-stream") }
 	e.Mux().Handle(Path, e.AuthenticatedFace([]string{http.MethodPost}, standing, f.serveRPC))
-	f.peers = &peerFaces{parent: f}
+	f.peers = f.newPeerFaces()
 	peerCard := http.HandlerFunc(f.servePeerCard)
 	e.Mux().Handle(PeerPath+CardPath, peerCard)
 	e.Mux().Handle(PeerPath+CardAlias, peerCard)
@@ -218,7 +218,7 @@ func (f *Face) Mount(e *edge.Server) {
 			e.Refuse(w, r, http.StatusTooManyRequests, perr)
 			return
 		}
-		f.peers.get(peer).serveRPC(w, r, c)
+		f.peers.Get(peer).serveRPC(w, r, c)
 	}))
 }
 
@@ -268,14 +268,7 @@ func (f *Face) servePeerCard(w http.ResponseWriter, r *http.Request) {
 	}
 	params, _ := json.Marshal(protocol.A2ACardParams{Base: base, Version: v})
 	msg := append(append([]byte(`{"jsonrpc":"2.0","id":1,"method":"`+protocol.MethodA2ACard+`","params":`), params...), '}')
-	out, err := f.b.Forward(r.Context(), c, peer, msg)
-	var card json.RawMessage
-	perr := protocol.AsError(err)
-	if err == nil {
-		card, perr = protocol.OneResult(out, nil)
-	} else if perr.Code == protocol.CodeInternal {
-		perr = protocol.Errorf(protocol.CodeToolExecution, "could not reach peer %s: %s", peer, clip(err.Error(), 300))
-	}
+	card, perr := protocol.OneResult(edge.HandleByForward(r.Context(), f.b.Forward, c, peer, msg))
 	if perr != nil {
 		refuse(http.StatusBadGateway, perr)
 		return

@@ -3,8 +3,8 @@ package a2a
 import (
 	"context"
 	"log/slog"
-	"sync"
 
+	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -23,67 +23,19 @@ type peerBackend struct {
 // Handle forwards msg to the peer; a peer that cannot be reached refuses
 // the whole message.
 func (p peerBackend) Handle(ctx context.Context, c protocol.Caller, msg []byte) ([]byte, *protocol.Error) {
-	out, err := p.Backend.Forward(ctx, c, p.peer, msg)
-	if err != nil {
-		perr := protocol.AsError(err)
-		if perr.Code == protocol.CodeInternal {
-			perr = protocol.Errorf(protocol.CodeToolExecution, "could not reach peer %s: %s", p.peer, clip(err.Error(), 300))
-		}
-		o, _ := protocol.EncodeResponses(false, []protocol.Response{protocol.ErrorResponse(nil, perr)})
-		return o, perr
-	}
-	return out, nil
+	return edge.HandleByForward(ctx, p.Backend.Forward, c, p.peer, msg)
 }
 
-// peerFaces are the faces of mesh peers an edge serves. mu guards faces
-// and order.
-type peerFaces struct {
-	parent *Face
-
-	mu    sync.Mutex
-	faces map[string]*Face
-	order []string // least recently used first
-}
-
-// get returns peer's face, made on first use: the parent's settings over
-// a peerBackend, its tasks kept apart by their owner key. It does not fail
-// interrupted tasks: the parent did that when it started.
-func (p *peerFaces) get(peer string) *Face {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if f, ok := p.faces[peer]; ok {
-		for i, id := range p.order {
-			if id == peer {
-				p.order = append(append(p.order[:i:i], p.order[i+1:]...), peer)
-				break
-			}
-		}
-		return f
-	}
-	if p.faces == nil {
-		p.faces = map[string]*Face{}
-	}
-	if len(p.order) >= maxPeerFaces {
-		old := p.order[0]
-		p.order = p.order[1:]
-		_ = p.faces[old].Close()
-		delete(p.faces, old)
-	}
-	par := p.parent
-	f := &Face{b: peerBackend{Backend: par.b, peer: peer}, log: par.log.With(slog.String("peer", peer)), e: par.e, hosts: par.hosts,
-		maxRunning: par.maxRunning, runs: map[string]*run{}, ownerPrefix: "via " + peer + " "}
-	f.ctx, f.cancel = context.WithCancel(par.ctx)
-	p.faces[peer] = f
-	p.order = append(p.order, peer)
-	return f
-}
-
-// close closes every peer face.
-func (p *peerFaces) close() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, f := range p.faces {
-		_ = f.Close()
-	}
-	p.faces, p.order = nil, nil
+// newPeerFaces is the cache of the faces of mesh peers that Mount serves:
+// at most maxPeerFaces, the least recently used closed first (its running
+// tasks canceled). A peer's face has f's settings over a peerBackend, its
+// tasks kept apart by their owner key; it does not fail interrupted tasks
+// (f did that when it started).
+func (f *Face) newPeerFaces() *edge.Cache[*Face] {
+	return &edge.Cache[*Face]{Max: maxPeerFaces, New: func(peer string) *Face {
+		pf := &Face{b: peerBackend{Backend: f.b, peer: peer}, log: f.log.With(slog.String("peer", peer)), e: f.e, hosts: f.hosts,
+			maxRunning: f.maxRunning, runs: map[string]*run{}, ownerPrefix: "via " + peer + " "}
+		pf.ctx, pf.cancel = context.WithCancel(f.ctx)
+		return pf
+	}}
 }

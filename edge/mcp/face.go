@@ -12,6 +12,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -84,10 +85,10 @@ type Face struct {
 	wg       sync.WaitGroup
 	closeMu  sync.Mutex // guards closed
 	closed   bool
-	promptsF string     // the prompts file read, for logs; "" when none
-	http     *httpFace  // set by Mount (or, for a peer's face, peerFaces.get)
-	peers    *peerFaces // the faces of mesh peers; set by Mount
-	selfID   string     // the node's PeerID, when the Backend tells it
+	promptsF string             // the prompts file read, for logs; "" when none
+	http     *httpFace          // set by Mount (or, for a peer's face, peerFaces.get)
+	peers    *edge.Cache[*Face] // the faces of mesh peers; set by Mount
+	selfID   string             // the node's PeerID, when the Backend tells it
 }
 
 // Option configures New.
@@ -195,7 +196,7 @@ func (f *Face) Close() error {
 	f.closed = true
 	f.cancel()
 	if f.peers != nil {
-		f.peers.close()
+		f.peers.Close()
 	}
 	for ss := range f.srv.Sessions() {
 		_ = ss.Close()

@@ -61,7 +61,7 @@ type HTTPOptions struct {
 // mesh tools draw from the edge's per-IP find and gateway limits.
 //
 // Mount also serves PeerPath: the face of a peer of the mesh (made on
-// first use by peerFaces.get), so that an MCP client on plain HTTP uses an agent that has no
+// first use: newPeerFaces), so that an MCP client on plain HTTP uses an agent that has no
 // edge of its own, behind NAT say, with its own grants on this node. Call
 // Mount once, before the edge serves.
 func (f *Face) Mount(e *edge.Server, o HTTPOptions) {
@@ -73,7 +73,7 @@ func (f *Face) Mount(e *edge.Server, o HTTPOptions) {
 	}
 	f.limiter = e
 	f.mountHTTP(e, o, o.MaxSessions)
-	f.peers = &peerFaces{parent: f, e: e, o: o}
+	f.peers = f.newPeerFaces(e, o)
 	allowed := hostSet(o.AllowedHosts)
 	methods := []string{http.MethodGet, http.MethodPost, http.MethodDelete}
 	standing := func(r *http.Request) bool {
@@ -106,7 +106,7 @@ func (f *Face) Mount(e *edge.Server, o HTTPOptions) {
 			e.Refuse(w, r, http.StatusTooManyRequests, perr)
 			return
 		}
-		f.peers.get(peer).serveHTTP(w, r, c)
+		f.peers.Get(peer).serveHTTP(w, r, c)
 	})))
 }
 

@@ -12,6 +12,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -172,14 +173,7 @@ func (f *Face) readAgent(ctx context.Context, req *sdk.ReadResourceRequest) (*sd
 		}
 	}
 	start := time.Now()
-	out, err := f.b.Forward(ctx, c, peer, []byte(`{"jsonrpc":"2.0","id":1,"method":"agent/card"}`))
-	var res json.RawMessage
-	perr := protocol.AsError(err)
-	if err == nil {
-		res, perr = protocol.OneResult(out, nil)
-	} else if perr.Code == protocol.CodeInternal {
-		perr = protocol.Errorf(protocol.CodeToolExecution, "could not reach agent %s: %s", peer, clip(err.Error(), 300))
-	}
+	res, perr := protocol.OneResult(edge.HandleByForward(ctx, f.b.Forward, c, peer, []byte(`{"jsonrpc":"2.0","id":1,"method":"agent/card"}`)))
 	f.b.Audit(c, "mcp resources/read agent", perr, start)
 	if perr != nil {
 		return nil, protocolToWire(perr)

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -206,15 +207,7 @@ func (f *Face) meshCall(ctx context.Context, c protocol.Caller, raw json.RawMess
 			return toolResult(nil, perr)
 		}
 	}
-	out, err := f.b.Forward(ctx, c, a.Peer, protocol.CallMessage(a.Skill, args))
-	if err != nil {
-		perr := protocol.AsError(err)
-		if perr.Code == protocol.CodeInternal {
-			perr = protocol.Errorf(protocol.CodeToolExecution, "mesh_call: could not reach peer %s: %s", a.Peer, clip(err.Error(), 300))
-		}
-		return toolResult(nil, perr)
-	}
-	return toolResult(protocol.OneResult(out, nil))
+	return toolResult(protocol.OneResult(edge.HandleByForward(ctx, f.b.Forward, c, a.Peer, protocol.CallMessage(a.Skill, args))))
 }
 
 // auditTool writes the one audit line of a mesh tool's call (the node

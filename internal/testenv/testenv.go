@@ -192,3 +192,27 @@ func FilesIn(t testing.TB, dataDir string) (visible, parts []string) {
 	}
 	return visible, parts
 }
+
+// MainWithMCPV2 is the TestMain of a package of process tests: it builds
+// the mcpv2 binary into *bin (BuildMCPV2), runs the tests, removes the
+// binary, and when they passed calls leaks (goleak.Find, with the
+// package's ignores), a failure of which fails the run. It returns the exit
+// code for os.Exit.
+func MainWithMCPV2(m *testing.M, dirPrefix string, race bool, bin *string, leaks func() error) int {
+	b, remove, err := BuildMCPV2(dirPrefix, race)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	*bin = b
+	code := m.Run()
+	remove()
+	if code == 0 {
+		// Every test waits for the processes it started and their readers.
+		if err := leaks(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	return code
+}

@@ -30,22 +30,10 @@ var binPath string
 var npmDir, _ = filepath.Abs(filepath.Join("testdata", "npm"))
 
 func TestMain(m *testing.M) {
-	bin, remove, err := testenv.BuildMCPV2("mcpv2-mcptest-bin-", false)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binPath = bin
-	code := m.Run()
-	remove()
-	if code == 0 {
-		if err := goleak.Find(goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop")); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(testenv.MainWithMCPV2(m, "mcpv2-mcptest-bin-", false, &binPath, func() error {
+		return goleak.Find(goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"))
+	}))
 }
 
 var npmOnce struct {

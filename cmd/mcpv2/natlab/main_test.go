@@ -3,7 +3,6 @@
 package natlab
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -17,19 +16,7 @@ import (
 var binPath string
 
 func TestMain(m *testing.M) {
-	bin, remove, err := testenv.BuildMCPV2("mcpv2-natlab-bin-", raceEnabled)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binPath = bin
-	code := m.Run()
-	remove()
-	if code == 0 {
-		if err := goleak.Find(goleak.IgnoreAnyFunction("github.com/ipfs/go-log/v2/writer.(*MirrorWriter).logRoutine")); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(testenv.MainWithMCPV2(m, "mcpv2-natlab-bin-", raceEnabled, &binPath, func() error {
+		return goleak.Find(goleak.IgnoreAnyFunction("github.com/ipfs/go-log/v2/writer.(*MirrorWriter).logRoutine"))
+	}))
 }

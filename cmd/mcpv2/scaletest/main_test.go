@@ -1,7 +1,6 @@
 package scaletest
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -16,20 +15,7 @@ import (
 var binPath string
 
 func TestMain(m *testing.M) {
-	bin, remove, err := testenv.BuildMCPV2("mcpv2-scale-bin-", false)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binPath = bin
-	code := m.Run()
-	remove()
-	if code == 0 {
-		// Every test waits for the processes it started and their readers.
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(testenv.MainWithMCPV2(m, "mcpv2-scale-bin-", false, &binPath, func() error {
+		return goleak.Find()
+	}))
 }
