@@ -80,7 +80,7 @@ func (s *Server) ai(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
 	provider := r.PathValue("provider")
 	if !protocol.ValidProvider(provider) {
 		s.refuse(w, r, q, http.StatusBadRequest, protocol.Errorf(protocol.CodeUnsupportedProvider,
-			"unsupported provider %q (want one of %s)", clip(provider, 40), strings.Join(protocol.Providers, ", ")))
+			"unsupported provider %q (want one of %s)", protocol.Clip(provider, 40), strings.Join(protocol.Providers, ", ")))
 		return
 	}
 	conv := r.Header.Get(ConversationHeader)
@@ -247,7 +247,7 @@ func claudeSystem(raw json.RawMessage) ([]string, error) {
 	var out []string
 	for i, b := range blocks {
 		if b.Type != "text" {
-			return nil, fmt.Errorf("block %d: type %q (want \"text\")", i, clip(b.Type, 40))
+			return nil, fmt.Errorf("block %d: type %q (want \"text\")", i, protocol.Clip(b.Type, 40))
 		}
 		out = append(out, nonEmpty(b.Text)...)
 	}
@@ -430,7 +430,7 @@ func contentText(raw json.RawMessage) string {
 		case "input_audio":
 			out = append(out, "[audio]")
 		default:
-			out = append(out, "["+clip(p.Type, 40)+"]")
+			out = append(out, "["+protocol.Clip(p.Type, 40)+"]")
 		}
 	}
 	return strings.Join(out, "\n")

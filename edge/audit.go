@@ -64,7 +64,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, c protocol.Caller
 	if since := v.Get("since"); since != "" {
 		t, err := time.Parse(time.RFC3339, since)
 		if err != nil {
-			bad("since %q is not an RFC 3339 time (2026-12-01T10:00:00Z)", clip(since, 60))
+			bad("since %q is not an RFC 3339 time (2026-12-01T10:00:00Z)", protocol.Clip(since, 60))
 			return
 		}
 		aq.Since = t

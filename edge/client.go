@@ -499,7 +499,7 @@ func httpError(u string, status int, hdr http.Header, body []byte) *HTTPError {
 		he.RPC = r.Error
 		return he
 	}
-	he.Body = strings.ToValidUTF8(clip(strings.TrimSpace(string(body)), 200), "?")
+	he.Body = strings.ToValidUTF8(protocol.Clip(strings.TrimSpace(string(body)), 200), "?")
 	return he
 }
 
@@ -520,7 +520,7 @@ func HandleByForward(ctx context.Context, forward func(context.Context, protocol
 	}
 	perr := protocol.AsError(err)
 	if perr.Code == protocol.CodeInternal {
-		perr = protocol.Errorf(protocol.CodeToolExecution, "could not reach peer %s: %s", peer, clip(err.Error(), 300))
+		perr = protocol.Errorf(protocol.CodeToolExecution, "could not reach peer %s: %s", peer, protocol.Clip(err.Error(), 300))
 	}
 	o, _ := protocol.EncodeResponses(false, []protocol.Response{protocol.ErrorResponse(nil, perr)})
 	return o, perr

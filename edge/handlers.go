@@ -286,20 +286,13 @@ func (s *Server) rateLimited(w http.ResponseWriter, r *http.Request, q *request,
 func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request, q *request, allowed string) {
 	w.Header().Set("Allow", allowed)
 	s.refuse(w, r, q, http.StatusMethodNotAllowed, protocol.Errorf(protocol.CodeInvalidRequest,
-		"invalid request: method %s is not allowed on %s; use %s", clip(r.Method, 20), r.URL.Path, allowed))
+		"invalid request: method %s is not allowed on %s; use %s", protocol.Clip(r.Method, 20), r.URL.Path, allowed))
 }
 
 // auditMethod names an edge request in the audit log: "http", the HTTP
 // method and the path, escaped and clipped.
 func auditMethod(r *http.Request) string {
-	return "http " + clip(r.Method, 20) + " " + clip(r.URL.EscapedPath(), 160)
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
+	return "http " + protocol.Clip(r.Method, 20) + " " + protocol.Clip(r.URL.EscapedPath(), 160)
 }
 
 // writeJSON writes v as the JSON body with status.
@@ -376,7 +369,7 @@ func (s *Server) agentCard(w http.ResponseWriter, r *http.Request, q *request) {
 
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request, q *request) {
 	s.refuse(w, r, q, http.StatusNotFound, protocol.Errorf(protocol.CodeMethodNotFound,
-		"not found: no endpoint at %q; this edge serves /mcpv2, /mcpv2/session, /mcpv2/health, /mcpv2/agent-card, /mcpv2/ai/{provider}, /mcpv2/peers/{PeerID} and /mcpv2/find", clip(r.URL.Path, 100)))
+		"not found: no endpoint at %q; this edge serves /mcpv2, /mcpv2/session, /mcpv2/health, /mcpv2/agent-card, /mcpv2/ai/{provider}, /mcpv2/peers/{PeerID} and /mcpv2/find", protocol.Clip(r.URL.Path, 100)))
 }
 
 // rpc is POST /mcpv2: a slot or a batch for the node.
@@ -471,7 +464,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, c protocol.Call
 	peer := r.PathValue("peer")
 	if !protocol.LooksLikePeerID(peer) {
 		s.refuse(w, r, q, http.StatusBadRequest, protocol.Errorf(protocol.CodeInvalidParams,
-			"invalid params: gateway: %q is not a PeerID (want /mcpv2/peers/12D3Koo…)", clip(peer, 80)))
+			"invalid params: gateway: %q is not a PeerID (want /mcpv2/peers/12D3Koo…)", protocol.Clip(peer, 80)))
 		return
 	}
 	if !s.allowIP(w, r, q, s.gwLimits, s.cfg.GatewayRateLimit, "gateway requests") {
@@ -495,7 +488,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, c protocol.Call
 			s.refuse(w, r, q, http.StatusGatewayTimeout, protocol.Errorf(protocol.CodeInternal, "gateway: peer %s did not answer before the request ended", peer))
 		default:
 			s.log.Debug("gateway forward failed", "peer", peer, "err", err)
-			s.refuse(w, r, q, http.StatusBadGateway, protocol.Errorf(protocol.CodeInternal, "gateway: could not reach peer %s: %s", peer, clip(err.Error(), 300)))
+			s.refuse(w, r, q, http.StatusBadGateway, protocol.Errorf(protocol.CodeInternal, "gateway: could not reach peer %s: %s", peer, protocol.Clip(err.Error(), 300)))
 		}
 		return
 	}
@@ -555,7 +548,7 @@ func (s *Server) find(w http.ResponseWriter, r *http.Request, c protocol.Caller)
 			s.refuse(w, r, q, errorStatus(pe), pe)
 		default:
 			s.log.Debug("find failed", "query", term, "err", err)
-			s.refuse(w, r, q, http.StatusBadGateway, protocol.Errorf(protocol.CodeInternal, "find: discovery failed: %s", clip(err.Error(), 300)))
+			s.refuse(w, r, q, http.StatusBadGateway, protocol.Errorf(protocol.CodeInternal, "find: discovery failed: %s", protocol.Clip(err.Error(), 300)))
 		}
 		return
 	}

@@ -75,7 +75,7 @@ func (a Address) String() string {
 func ParseAddress(s string) (Address, error) {
 	s = strings.TrimSpace(s)
 	bad := func(format string, args ...any) (Address, error) {
-		return Address{}, fmt.Errorf("%w %q: %s", ErrBadAddress, truncate(s, 80), fmt.Sprintf(format, args...))
+		return Address{}, fmt.Errorf("%w %q: %s", ErrBadAddress, Clip(s, 80), fmt.Sprintf(format, args...))
 	}
 	if s == "" {
 		return bad("empty")
@@ -94,7 +94,7 @@ func ParseAddress(s string) (Address, error) {
 		}
 		id := s[i+len("/p2p/"):]
 		if !LooksLikePeerID(id) {
-			return bad("%q is not a PeerID", truncate(id, 60))
+			return bad("%q is not a PeerID", Clip(id, 60))
 		}
 		return Address{Kind: AddrMesh, PeerID: id, Multiaddr: s}, nil
 	case strings.HasPrefix(s, "mcpv2://"), strings.HasPrefix(s, "http://"), strings.HasPrefix(s, "https://"):
@@ -123,10 +123,10 @@ func parseHTTP(u *url.URL, bad func(string, ...any) (Address, error)) (Address, 
 		return bad("no host")
 	}
 	if strings.Contains(host, ":") && !strings.HasPrefix(u.Host, "[") {
-		return bad("IPv6 host %q must be in brackets, as in mcpv2://[::1]:8000/mcpv2", truncate(host, 60))
+		return bad("IPv6 host %q must be in brackets, as in mcpv2://[::1]:8000/mcpv2", Clip(host, 60))
 	}
 	if !validHost(host) {
-		return bad("host %q is neither an IP address nor a DNS name", truncate(host, 60))
+		return bad("host %q is neither an IP address nor a DNS name", Clip(host, 60))
 	}
 	if portStr == "" {
 		switch u.Scheme {
@@ -136,7 +136,7 @@ func parseHTTP(u *url.URL, bad func(string, ...any) (Address, error)) (Address, 
 			portStr = "80"
 		default:
 			if u.Path == "" || u.Path == "/" {
-				return bad("no port, and %q is not a PeerID (want mcpv2://<PeerID> or mcpv2://host:port/mcpv2)", truncate(host, 60))
+				return bad("no port, and %q is not a PeerID (want mcpv2://<PeerID> or mcpv2://host:port/mcpv2)", Clip(host, 60))
 			}
 			return bad("no port (want mcpv2://host:port/mcpv2)")
 		}
@@ -207,7 +207,9 @@ func LooksLikePeerID(s string) bool {
 	return true
 }
 
-func truncate(s string, n int) string {
+// Clip returns s cut to n bytes with "…" when it is longer: a caller's
+// input quoted in an error message, bounded.
+func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

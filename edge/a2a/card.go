@@ -202,7 +202,7 @@ func verifyJWS(prot, sig string, payload []byte) (string, error) {
 	}
 	id, err := peer.Decode(h.Kid)
 	if err != nil {
-		return "", fmt.Errorf("kid %q is not a PeerID", clip(h.Kid, 80))
+		return "", fmt.Errorf("kid %q is not a PeerID", protocol.Clip(h.Kid, 80))
 	}
 	pub, err := id.ExtractPublicKey()
 	if err != nil || pub.Type() != crypto.Ed25519 {

@@ -206,7 +206,7 @@ func (f *Face) Mount(e *edge.Server) {
 	e.Mux().Handle(PeerPath+Path, e.AuthenticatedFace([]string{http.MethodPost}, standing, func(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
 		peer := r.PathValue("peer")
 		if !protocol.LooksLikePeerID(peer) {
-			e.Refuse(w, r, http.StatusBadRequest, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %q is not a PeerID (want /peers/12D3Koo…/a2a)", clip(peer, 80)))
+			e.Refuse(w, r, http.StatusBadRequest, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %q is not a PeerID (want /peers/12D3Koo…/a2a)", protocol.Clip(peer, 80)))
 			return
 		}
 		if peer == f.b.PeerID() {
@@ -242,7 +242,7 @@ func (f *Face) servePeerCard(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusMethodNotAllowed, protocol.Errorf(protocol.CodeInvalidRequest, "invalid request: use GET"))
 		return
 	case !protocol.LooksLikePeerID(peer):
-		refuse(http.StatusBadRequest, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %q is not a PeerID", clip(peer, 80)))
+		refuse(http.StatusBadRequest, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %q is not a PeerID", protocol.Clip(peer, 80)))
 		return
 	}
 	if perr := f.e.AllowGateway(r.RemoteAddr); perr != nil {
@@ -299,7 +299,7 @@ func version(r *http.Request) (string, *rpcError) {
 	case "1.0", "1":
 		return "1.0", nil
 	}
-	return "", &rpcError{Code: codeVersionNotSupported, Message: fmt.Sprintf("version not supported: %s %q; this agent speaks 1.0 and 0.3 (no header: 0.3)", VersionHeader, clip(v, 20))}
+	return "", &rpcError{Code: codeVersionNotSupported, Message: fmt.Sprintf("version not supported: %s %q; this agent speaks 1.0 and 0.3 (no header: 0.3)", VersionHeader, protocol.Clip(v, 20))}
 }
 
 // serveCard answers GET of the card: v1.0 form when the request asks for
@@ -309,7 +309,7 @@ func (f *Face) serveCard(w http.ResponseWriter, r *http.Request) {
 	c := protocol.Caller{ID: "ip:" + clientIP(r.RemoteAddr), Via: "a2a", Remote: r.RemoteAddr}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET")
-		f.e.Refuse(w, r, http.StatusMethodNotAllowed, protocol.Errorf(protocol.CodeInvalidRequest, "invalid request: method %s is not allowed on %s; use GET", clip(r.Method, 20), r.URL.Path))
+		f.e.Refuse(w, r, http.StatusMethodNotAllowed, protocol.Errorf(protocol.CodeInvalidRequest, "invalid request: method %s is not allowed on %s; use GET", protocol.Clip(r.Method, 20), r.URL.Path))
 		return
 	}
 	v, verr := version(r)

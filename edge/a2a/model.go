@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/mcpv2/mcpv2/protocol"
 )
 
 // The face keeps one model of tasks, messages and events (stored as JSON in
@@ -392,7 +394,7 @@ func decodeMessage(raw json.RawMessage) (Message, error) {
 	}
 	role := strings.ToLower(strings.TrimPrefix(w.Role, "ROLE_"))
 	if role != "user" && role != "agent" {
-		return Message{}, fmt.Errorf("message: role %q is not user (ROLE_USER) or agent (ROLE_AGENT)", clip(w.Role, 40))
+		return Message{}, fmt.Errorf("message: role %q is not user (ROLE_USER) or agent (ROLE_AGENT)", protocol.Clip(w.Role, 40))
 	}
 	if len(w.Parts) == 0 || len(w.Parts) > maxParts {
 		return Message{}, fmt.Errorf("message: want 1 to %d parts, got %d", maxParts, len(w.Parts))
@@ -457,7 +459,7 @@ func decodePart(raw json.RawMessage) (Part, error) {
 		return Part{}, fmt.Errorf("want exactly one of text, data, file (raw or url); got %d", kinds)
 	}
 	if w.Kind != "" && w.Kind != "text" && w.Kind != "data" && w.Kind != "file" {
-		return Part{}, fmt.Errorf("kind %q is not text, data or file", clip(w.Kind, 40))
+		return Part{}, fmt.Errorf("kind %q is not text, data or file", protocol.Clip(w.Kind, 40))
 	}
 	return p, nil
 }
@@ -487,11 +489,4 @@ func lastN(h []Message, n int) []Message {
 		return h
 	}
 	return h[len(h)-n:]
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

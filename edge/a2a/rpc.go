@@ -80,13 +80,13 @@ func (f *Face) serveRPC(w http.ResponseWriter, r *http.Request, c protocol.Calle
 	var rr rpcRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&rr); err != nil {
-		q.fail(&rpcError{Code: protocol.CodeParseError, Message: "parse error: the body is not one JSON-RPC request object: " + clip(protocol.JSONErrorText(err), 200)})
+		q.fail(&rpcError{Code: protocol.CodeParseError, Message: "parse error: the body is not one JSON-RPC request object: " + protocol.Clip(protocol.JSONErrorText(err), 200)})
 		return
 	}
 	if len(rr.ID) > 0 {
 		q.id = rr.ID
 	}
-	q.method = clip(rr.Method, 64)
+	q.method = protocol.Clip(rr.Method, 64)
 	if rr.JSONRPC != "2.0" || rr.Method == "" || !validID(rr.ID) {
 		q.fail(rpcErrf(protocol.CodeInvalidRequest, `invalid request: want {"jsonrpc":"2.0","id":…,"method":…,"params":…} with a string or number id`))
 		return
@@ -196,7 +196,7 @@ func reason(code int) string {
 func decodeParams(params json.RawMessage, v any) *rpcError {
 	dec := json.NewDecoder(bytes.NewReader(params))
 	if err := dec.Decode(v); err != nil {
-		return rpcErrf(protocol.CodeInvalidParams, "invalid params: %s", clip(err.Error(), 200))
+		return rpcErrf(protocol.CodeInvalidParams, "invalid params: %s", protocol.Clip(err.Error(), 200))
 	}
 	return nil
 }
@@ -225,7 +225,7 @@ func (q *req) load(id string) (Task, protocol.StoredTask, *rpcError) {
 	}
 	st, err := q.f.b.Task(id)
 	if errors.Is(err, protocol.ErrTaskNotFound) || (err == nil && st.Owner != q.owner) {
-		return Task{}, st, rpcErrf(codeTaskNotFound, "task not found: %q", clip(id, 80))
+		return Task{}, st, rpcErrf(codeTaskNotFound, "task not found: %q", protocol.Clip(id, 80))
 	}
 	if err != nil {
 		q.f.log.Error("a2a: load task", "id", id, "err", err)
@@ -301,7 +301,7 @@ func (f *Face) list(q *req, params json.RawMessage) {
 	if p.Status != "" && p.Status != "TASK_STATE_UNSPECIFIED" {
 		st, ok := stateFromWire(p.Status)
 		if !ok {
-			q.fail(rpcErrf(protocol.CodeInvalidParams, "invalid params: status %q is not a task state", clip(p.Status, 40)))
+			q.fail(rpcErrf(protocol.CodeInvalidParams, "invalid params: status %q is not a task state", protocol.Clip(p.Status, 40)))
 			return
 		}
 		query.State = string(st)
@@ -321,7 +321,7 @@ func (f *Face) list(q *req, params json.RawMessage) {
 			}
 		}
 		if start < 0 {
-			q.fail(rpcErrf(protocol.CodeInvalidParams, "invalid params: pageToken %q names no task of this listing", clip(p.PageToken, 80)))
+			q.fail(rpcErrf(protocol.CodeInvalidParams, "invalid params: pageToken %q names no task of this listing", protocol.Clip(p.PageToken, 80)))
 			return
 		}
 	}
@@ -464,7 +464,7 @@ func (f *Face) subscribe(q *req, params json.RawMessage) {
 	if v := q.r.Header.Get("Last-Event-ID"); v != "" {
 		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
 		if err != nil {
-			q.fail(rpcErrf(protocol.CodeInvalidParams, "invalid params: Last-Event-ID %q is not an event number", clip(v, 40)))
+			q.fail(rpcErrf(protocol.CodeInvalidParams, "invalid params: Last-Event-ID %q is not an event number", protocol.Clip(v, 40)))
 			return
 		}
 		after, replay = n, true

@@ -69,7 +69,7 @@ func callsOf(m Message, prev *call) ([]call, *rpcError) {
 			args = map[string]any{}
 		}
 		if _, ok := args.(map[string]any); !ok {
-			return nil, rpcErrf(protocol.CodeInvalidParams, "invalid params: the arguments of %q must be an object", clip(skill, 64))
+			return nil, rpcErrf(protocol.CodeInvalidParams, "invalid params: the arguments of %q must be an object", protocol.Clip(skill, 64))
 		}
 		b, _ := json.Marshal(args)
 		return []call{{Skill: skill, Args: b}}, nil
@@ -79,7 +79,7 @@ func callsOf(m Message, prev *call) ([]call, *rpcError) {
 	for _, p := range m.Parts {
 		switch {
 		case p.File != nil && p.File.URI != "":
-			return nil, rpcErrf(codeContentType, "content type not supported: a file by URI (%s); send the file's bytes", clip(p.File.URI, 100))
+			return nil, rpcErrf(codeContentType, "content type not supported: a file by URI (%s); send the file's bytes", protocol.Clip(p.File.URI, 100))
 		case p.File != nil:
 			name := p.File.Name
 			if name == "" {

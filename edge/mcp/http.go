@@ -83,7 +83,7 @@ func (f *Face) Mount(e *edge.Server, o HTTPOptions) {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if bad, what := badHost(r, allowed); bad != "" {
 				e.Refuse(w, r, http.StatusForbidden, protocol.Errorf(protocol.CodeNotPermitted,
-					"forbidden: the %s header names %q, which this edge does not serve (DNS rebinding protection); use its IP address, localhost, or a name it allows", what, clip(bad, 100)))
+					"forbidden: the %s header names %q, which this edge does not serve (DNS rebinding protection); use its IP address, localhost, or a name it allows", what, protocol.Clip(bad, 100)))
 				return
 			}
 			h.ServeHTTP(w, r)
@@ -94,7 +94,7 @@ func (f *Face) Mount(e *edge.Server, o HTTPOptions) {
 		peer := r.PathValue("peer")
 		if !protocol.LooksLikePeerID(peer) {
 			e.Refuse(w, r, http.StatusBadRequest, protocol.Errorf(protocol.CodeInvalidParams,
-				"invalid params: %q is not a PeerID (want /peers/12D3Koo…/mcp)", clip(peer, 80)))
+				"invalid params: %q is not a PeerID (want /peers/12D3Koo…/mcp)", protocol.Clip(peer, 80)))
 			return
 		}
 		if peer == f.selfID {
@@ -179,7 +179,7 @@ func (f *Face) auditTransport(r *http.Request, c protocol.Caller, status int, st
 	case http.StatusNotFound:
 		code = protocol.CodeInvalidSession
 	}
-	f.b.Audit(c, "http "+r.Method+" "+clip(r.URL.EscapedPath(), 160), protocol.Errorf(code, "mcp transport: HTTP %d", status), start)
+	f.b.Audit(c, "http "+r.Method+" "+protocol.Clip(r.URL.EscapedPath(), 160), protocol.Errorf(code, "mcp transport: HTTP %d", status), start)
 }
 
 // statusWriter remembers the status of the answer; it passes Flush on

@@ -109,7 +109,7 @@ func ParsePrompts(name string, data []byte) ([]Prompt, error) {
 // compile checks p and parses its template.
 func (p *Prompt) compile() error {
 	if !promptName.MatchString(p.Name) {
-		return fmt.Errorf("name %q: want 1 to 64 letters, digits, _ . or -", clip(p.Name, 80))
+		return fmt.Errorf("name %q: want 1 to 64 letters, digits, _ . or -", protocol.Clip(p.Name, 80))
 	}
 	if strings.TrimSpace(p.Template) == "" {
 		return fmt.Errorf("prompt %q: the template is empty", p.Name)
@@ -117,7 +117,7 @@ func (p *Prompt) compile() error {
 	args := map[string]bool{}
 	for _, a := range p.Arguments {
 		if !promptName.MatchString(a.Name) || args[a.Name] {
-			return fmt.Errorf("prompt %q: argument %q is not a valid name or is declared twice", p.Name, clip(a.Name, 80))
+			return fmt.Errorf("prompt %q: argument %q is not a valid name or is declared twice", p.Name, protocol.Clip(a.Name, 80))
 		}
 		args[a.Name] = true
 	}
@@ -151,18 +151,18 @@ func (p *Prompt) render(args map[string]string) (string, *protocol.Error) {
 		case len(v) > maxPromptArg:
 			return "", protocol.Errorf(protocol.CodeInvalidParams, "invalid params: argument %q of prompt %q is larger than %d bytes", a.Name, p.Name, maxPromptArg)
 		case ok && len(a.Enum) > 0 && !slices.Contains(a.Enum, v):
-			return "", protocol.Errorf(protocol.CodeInvalidParams, "invalid params: argument %q of prompt %q is %q; want one of %s", a.Name, p.Name, clip(v, 40), strings.Join(a.Enum, ", "))
+			return "", protocol.Errorf(protocol.CodeInvalidParams, "invalid params: argument %q of prompt %q is %q; want one of %s", a.Name, p.Name, protocol.Clip(v, 40), strings.Join(a.Enum, ", "))
 		}
 		vals[a.Name] = v
 	}
 	for k := range args {
 		if _, ok := vals[k]; !ok {
-			return "", protocol.Errorf(protocol.CodeInvalidParams, "invalid params: prompt %q has no argument %q", p.Name, clip(k, 64))
+			return "", protocol.Errorf(protocol.CodeInvalidParams, "invalid params: prompt %q has no argument %q", p.Name, protocol.Clip(k, 64))
 		}
 	}
 	var b bytes.Buffer
 	if err := p.tmpl.Execute(&limitBuffer{b: &b, n: maxRendered}, vals); err != nil {
-		return "", protocol.Errorf(protocol.CodeInvalidParams, "invalid params: prompt %q could not be rendered: %s", p.Name, clip(err.Error(), 200))
+		return "", protocol.Errorf(protocol.CodeInvalidParams, "invalid params: prompt %q could not be rendered: %s", p.Name, protocol.Clip(err.Error(), 200))
 	}
 	return b.String(), nil
 }

@@ -64,7 +64,7 @@ func (f *Face) listResources(ctx context.Context, c protocol.Caller, res sdk.Res
 	}
 	for _, card := range f.agents.list() {
 		out.Resources = append(out.Resources, &sdk.Resource{URI: agentURI(card.PeerID), Name: "agent " + card.Name,
-			MIMEType: "application/json", Description: clip(card.Description, 200)})
+			MIMEType: "application/json", Description: protocol.Clip(card.Description, 200)})
 	}
 	out.CacheScope = "private" // the list depends on who asks
 	return &out, nil
@@ -129,7 +129,7 @@ func (f *Face) readFile(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk
 	uri := req.Params.URI
 	name, err := url.PathUnescape(strings.TrimPrefix(uri, FilesURI+"/"))
 	if err != nil || name == "" || strings.Contains(name, "/") {
-		return nil, protocolToWire(protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %q does not name a stored file (want mcpv2://files/NAME, NAME path-escaped)", clip(uri, 200)))
+		return nil, protocolToWire(protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %q does not name a stored file (want mcpv2://files/NAME, NAME path-escaped)", protocol.Clip(uri, 200)))
 	}
 	args, _ := json.Marshal(map[string]any{"filename": name, "length": f.maxRes})
 	res, perr := f.call(ctx, callerOf(ctx, req), "read_file", args)
@@ -164,7 +164,7 @@ func (f *Face) readAgent(ctx context.Context, req *sdk.ReadResourceRequest) (*sd
 	uri := req.Params.URI
 	peer := strings.TrimPrefix(uri, AgentsURI+"/")
 	if !protocol.LooksLikePeerID(peer) {
-		return nil, protocolToWire(protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %q does not name an agent (want mcpv2://agents/PEERID)", clip(uri, 200)))
+		return nil, protocolToWire(protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %q does not name an agent (want mcpv2://agents/PEERID)", protocol.Clip(uri, 200)))
 	}
 	c := callerOf(ctx, req)
 	if f.limiter != nil && c.Remote != "" {

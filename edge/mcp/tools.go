@@ -157,7 +157,7 @@ func (f *Face) meshFind(ctx context.Context, c protocol.Caller, raw json.RawMess
 		case errors.Is(err, protocol.ErrNoDiscovery):
 			perr = protocol.Errorf(protocol.CodeMethodNotFound, "mesh_find: discovery is not enabled on this node, so it cannot search the mesh")
 		case perr.Code == protocol.CodeInternal:
-			perr = protocol.Errorf(protocol.CodeToolExecution, "mesh_find: the search of the mesh failed: %s", clip(err.Error(), 300))
+			perr = protocol.Errorf(protocol.CodeToolExecution, "mesh_find: the search of the mesh failed: %s", protocol.Clip(err.Error(), 300))
 		}
 		return toolResult(nil, perr)
 	}
@@ -191,7 +191,7 @@ func (f *Face) meshCall(ctx context.Context, c protocol.Caller, raw json.RawMess
 		return toolResult(nil, perr)
 	}
 	if !protocol.LooksLikePeerID(a.Peer) {
-		return toolResult(nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for mesh_call: peer %q is not a PeerID (12D3Koo…; mesh_find returns them)", clip(a.Peer, 80)))
+		return toolResult(nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for mesh_call: peer %q is not a PeerID (12D3Koo…; mesh_find returns them)", protocol.Clip(a.Peer, 80)))
 	}
 	if a.Skill == "" {
 		return toolResult(nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for mesh_call: skill is empty"))
@@ -233,7 +233,7 @@ func decodeArgs(tool string, raw json.RawMessage, v any) *protocol.Error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return protocol.Errorf(protocol.CodeInvalidParams, "invalid params for %s: %s", tool, clip(err.Error(), 200))
+		return protocol.Errorf(protocol.CodeInvalidParams, "invalid params for %s: %s", tool, protocol.Clip(err.Error(), 200))
 	}
 	return nil
 }
@@ -254,12 +254,5 @@ func wireToProtocol(err error) *protocol.Error {
 	if errors.As(err, &w) {
 		return &protocol.Error{Code: int(w.Code), Message: w.Message}
 	}
-	return protocol.Errorf(protocol.CodeInternal, "%s", clip(err.Error(), 200))
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
+	return protocol.Errorf(protocol.CodeInternal, "%s", protocol.Clip(err.Error(), 200))
 }

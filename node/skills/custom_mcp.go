@@ -452,7 +452,7 @@ func (s *mcpServer) call(ctx context.Context, skill, tool string, args json.RawM
 	s.mu.Unlock()
 	text := mcpText(res.Content)
 	if res.IsError {
-		return nil, protocol.Errorf(protocol.CodeToolExecution, "mcp skill %q: the tool %q failed: %s", skill, tool, clip(text, 1000))
+		return nil, protocol.Errorf(protocol.CodeToolExecution, "mcp skill %q: the tool %q failed: %s", skill, tool, protocol.Clip(text, 1000))
 	}
 	if res.StructuredContent != nil {
 		b, err := json.Marshal(res.StructuredContent)
@@ -502,7 +502,7 @@ type mcpStderr struct {
 func (w *mcpStderr) Write(p []byte) (int, error) {
 	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
 		if line != "" {
-			w.log.Debug("custom mcp server stderr", "server", w.server, "line", clip(line, 512))
+			w.log.Debug("custom mcp server stderr", "server", w.server, "line", protocol.Clip(line, 512))
 		}
 	}
 	return len(p), nil
@@ -524,16 +524,9 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.rt.RoundTrip(r)
 }
 
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
 func clipErr(err error) string {
 	if err == nil {
 		return ""
 	}
-	return clip(err.Error(), 300)
+	return protocol.Clip(err.Error(), 300)
 }

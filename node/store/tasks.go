@@ -207,7 +207,7 @@ func (s *Store) Task(id string) (protocol.StoredTask, error) {
 	err := s.db.View(func(tx *bolt.Tx) error {
 		v := tx.Bucket(taskBucket).Get([]byte(id))
 		if v == nil {
-			return fmt.Errorf("%q: %w", clipKey(id), ErrTaskNotFound)
+			return fmt.Errorf("%q: %w", protocol.Clip(id, 80), ErrTaskNotFound)
 		}
 		return json.Unmarshal(v, &t)
 	})
@@ -327,11 +327,4 @@ func (s *Store) ExpireTasks(now time.Time) (int, error) {
 			return total, nil
 		}
 	}
-}
-
-func clipKey(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
 }
