@@ -261,6 +261,38 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, q *request, stat
 	writeJSON(w, status, protocol.ErrorResponse(nil, perr))
 }
 
+// Caller is who sent r as the edge knows it: the caller Authenticated
+// checked, or, on an open endpoint of a face (a card), the observed IP
+// with no session.
+func (s *Server) Caller(r *http.Request) protocol.Caller {
+	if q := requestFrom(r.Context()); q != nil {
+		return q.caller
+	}
+	return s.newRequest(r).caller
+}
+
+// PeerFace serves a face's route for mesh peers (/peers/{peer}/…, inside
+// AuthenticatedFace): a path value that is not a PeerID is refused (400);
+// the node's own PeerID is served by own; any other peer costs one token of
+// the caller IP's gateway bucket (429 past it) and is served by the handler
+// forPeer returns.
+func (s *Server) PeerFace(own func(http.ResponseWriter, *http.Request, protocol.Caller),
+	forPeer func(peer string) func(http.ResponseWriter, *http.Request, protocol.Caller)) func(http.ResponseWriter, *http.Request, protocol.Caller) {
+	return func(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
+		peer := r.PathValue("peer")
+		switch {
+		case !protocol.LooksLikePeerID(peer):
+			s.Refuse(w, r, http.StatusBadRequest, protocol.Errorf(protocol.CodeInvalidParams,
+				"invalid params: %q is not a PeerID (want %s with 12D3Koo… in place of {peer})", protocol.Clip(peer, 80), r.Pattern))
+		case peer == s.b.PeerID():
+			own(w, r, c)
+		case !s.allowIP(w, r, requestFrom(r.Context()), s.gwLimits, s.cfg.GatewayRateLimit, "gateway requests"):
+		default:
+			forPeer(peer)(w, r, c)
+		}
+	}
+}
+
 // Refuse answers a refusal by a face mounted on Mux, as the edge answers its
 // own: status, a JSON-RPC error response with a null id, and one audit line
 // (for the caller the edge authenticated, when it did).

@@ -203,23 +203,10 @@ func (f *Face) Mount(e *edge.Server) {
 	peerCard := http.HandlerFunc(f.servePeerCard)
 	e.Mux().Handle(PeerPath+CardPath, peerCard)
 	e.Mux().Handle(PeerPath+CardAlias, peerCard)
-	e.Mux().Handle(PeerPath+Path, e.AuthenticatedFace([]string{http.MethodPost}, standing, func(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
-		peer := r.PathValue("peer")
-		if !protocol.LooksLikePeerID(peer) {
-			e.Refuse(w, r, http.StatusBadRequest, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %q is not a PeerID (want /peers/12D3Koo…/a2a)", protocol.Clip(peer, 80)))
-			return
-		}
-		if peer == f.b.PeerID() {
-			f.serveRPC(w, r, c)
-			return
-		}
-		if perr := e.AllowGateway(r.RemoteAddr); perr != nil {
-			w.Header().Set("Retry-After", "1")
-			e.Refuse(w, r, http.StatusTooManyRequests, perr)
-			return
-		}
-		f.peers.Get(peer).serveRPC(w, r, c)
-	}))
+	e.Mux().Handle(PeerPath+Path, e.AuthenticatedFace([]string{http.MethodPost}, standing, e.PeerFace(f.serveRPC,
+		func(peer string) func(http.ResponseWriter, *http.Request, protocol.Caller) {
+			return f.peers.Get(peer).serveRPC
+		})))
 }
 
 // PeerPath prefixes the A2A face of a mesh peer on the edge: its card at
@@ -231,7 +218,8 @@ const PeerPath = "/peers/{peer}"
 // it.
 func (f *Face) servePeerCard(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	c := protocol.Caller{ID: "ip:" + clientIP(r.RemoteAddr), Via: "a2a", Remote: r.RemoteAddr}
+	c := f.e.Caller(r)
+	c.Via = "a2a"
 	peer := r.PathValue("peer")
 	refuse := func(status int, perr *protocol.Error) {
 		f.e.Refuse(w, r, status, perr)
@@ -306,7 +294,8 @@ func version(r *http.Request) (string, *rpcError) {
 // A2A-Version 1.0, else v0.3 form.
 func (f *Face) serveCard(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	c := protocol.Caller{ID: "ip:" + clientIP(r.RemoteAddr), Via: "a2a", Remote: r.RemoteAddr}
+	c := f.e.Caller(r)
+	c.Via = "a2a"
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET")
 		f.e.Refuse(w, r, http.StatusMethodNotAllowed, protocol.Errorf(protocol.CodeInvalidRequest, "invalid request: method %s is not allowed on %s; use GET", protocol.Clip(r.Method, 20), r.URL.Path))
@@ -353,13 +342,6 @@ func (f *Face) baseURL(r *http.Request) string {
 		}
 	}
 	return u.Scheme + "://" + net.JoinHostPort(host, port)
-}
-
-func clientIP(remote string) string {
-	if h, _, err := net.SplitHostPort(remote); err == nil {
-		return h
-	}
-	return remote
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -88,7 +88,6 @@ type Face struct {
 	promptsF string             // the prompts file read, for logs; "" when none
 	http     *httpFace          // set by Mount (or, for a peer's face, peerFaces.get)
 	peers    *edge.Cache[*Face] // the faces of mesh peers; set by Mount
-	selfID   string             // the node's PeerID, when the Backend tells it
 }
 
 // Option configures New.
@@ -162,9 +161,6 @@ func New(b Backend, opts ...Option) (*Face, error) {
 			return nil, fmt.Errorf("mcp: prompts: %q is defined twice (the built-in prompts are summarize and analyze)", p.Name)
 		}
 		seen[p.Name] = true
-	}
-	if p, ok := b.(interface{ PeerID() string }); ok {
-		f.selfID = p.PeerID()
 	}
 	f.srv = f.newServer()
 	f.ctx, f.cancel = context.WithCancel(context.Background())

@@ -90,24 +90,10 @@ func (f *Face) Mount(e *edge.Server, o HTTPOptions) {
 		})
 	}
 	e.Mux().Handle(Path, guard(e.AuthenticatedFace(methods, standing, f.serveHTTP)))
-	e.Mux().Handle(PeerPath, guard(e.AuthenticatedFace(methods, standing, func(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
-		peer := r.PathValue("peer")
-		if !protocol.LooksLikePeerID(peer) {
-			e.Refuse(w, r, http.StatusBadRequest, protocol.Errorf(protocol.CodeInvalidParams,
-				"invalid params: %q is not a PeerID (want /peers/12D3Koo…/mcp)", protocol.Clip(peer, 80)))
-			return
-		}
-		if peer == f.selfID {
-			f.serveHTTP(w, r, c)
-			return
-		}
-		if perr := e.AllowGateway(r.RemoteAddr); perr != nil {
-			w.Header().Set("Retry-After", "1")
-			e.Refuse(w, r, http.StatusTooManyRequests, perr)
-			return
-		}
-		f.peers.Get(peer).serveHTTP(w, r, c)
-	})))
+	e.Mux().Handle(PeerPath, guard(e.AuthenticatedFace(methods, standing, e.PeerFace(f.serveHTTP,
+		func(peer string) func(http.ResponseWriter, *http.Request, protocol.Caller) {
+			return f.peers.Get(peer).serveHTTP
+		}))))
 }
 
 // PeerPath is where Mount serves the face of a mesh peer.
