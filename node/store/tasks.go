@@ -21,11 +21,14 @@ import (
 //	task-events      id → a bucket of seq (8-byte big-endian) → event JSON
 //	tasks-by-owner   owner, 0, updated (8-byte big-endian UnixNano), id → nil
 //	tasks-by-update  updated (8 bytes), id → nil: expiry and the cap walk it
+//	tasks-unfinished id → nil, the tasks not in a terminal state: what a
+//	                 face's start looks at, without reading every task
 var (
-	taskBucket   = []byte("tasks")
-	taskEvents   = []byte("task-events")
-	taskByOwner  = []byte("tasks-by-owner")
-	taskByUpdate = []byte("tasks-by-update")
+	taskBucket     = []byte("tasks")
+	taskEvents     = []byte("task-events")
+	taskByOwner    = []byte("tasks-by-owner")
+	taskByUpdate   = []byte("tasks-by-update")
+	taskUnfinished = []byte("tasks-unfinished")
 )
 
 // Limits of the task store.
@@ -50,7 +53,7 @@ var ErrTaskNotFound = protocol.ErrTaskNotFound
 var ErrTaskFinal = protocol.ErrTaskFinal
 
 func (s *Store) initTasks(tx *bolt.Tx) error {
-	for _, b := range [][]byte{taskBucket, taskEvents, taskByOwner, taskByUpdate} {
+	for _, b := range [][]byte{taskBucket, taskEvents, taskByOwner, taskByUpdate, taskUnfinished} {
 		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 			return err
 		}
@@ -130,6 +133,15 @@ func (s *Store) SaveTask(t protocol.StoredTask, event json.RawMessage) (uint64, 
 		}
 		t.Seq = seq
 		b, err := json.Marshal(t)
+		if err != nil {
+			return err
+		}
+		unfinished := tx.Bucket(taskUnfinished)
+		if t.Final {
+			err = unfinished.Delete([]byte(t.ID))
+		} else {
+			err = unfinished.Put([]byte(t.ID), nil)
+		}
 		if err != nil {
 			return err
 		}
@@ -245,7 +257,8 @@ func (s *Store) TaskEvents(id string, after uint64, max int) ([]protocol.TaskEve
 
 // ListTasks returns owner's tasks that q selects, the most recently updated
 // first. An empty owner lists every owner's (for the node itself, never a
-// caller), in no particular order. Safe for concurrent use.
+// caller), in no particular order; with q.Unfinished it reads only the
+// unfinished ones. Safe for concurrent use.
 func (s *Store) ListTasks(owner string, q protocol.TaskQuery) ([]protocol.StoredTask, error) {
 	const op = "list tasks"
 	if s.closed.Load() {
@@ -259,6 +272,15 @@ func (s *Store) ListTasks(owner string, q protocol.TaskQuery) ([]protocol.Stored
 	full := func() bool { return q.Limit > 0 && len(out) >= q.Limit }
 	err := s.db.View(func(tx *bolt.Tx) error {
 		tasks := tx.Bucket(taskBucket)
+		if owner == "" && q.Unfinished {
+			return tx.Bucket(taskUnfinished).ForEach(func(id, _ []byte) error {
+				var t protocol.StoredTask
+				if v := tasks.Get(id); v != nil && json.Unmarshal(v, &t) == nil && match(t) && !full() {
+					out = append(out, t)
+				}
+				return nil
+			})
+		}
 		if owner == "" {
 			return tasks.ForEach(func(_, v []byte) error {
 				var t protocol.StoredTask

@@ -69,6 +69,9 @@ func TestTasks(t *testing.T) {
 	if l, _ := s.ListTasks("alice", protocol.TaskQuery{Unfinished: true}); len(l) != 1 || l[0].ID != "c" {
 		t.Fatalf("unfinished: %+v", l)
 	}
+	if l, _ := s.ListTasks("", protocol.TaskQuery{Unfinished: true}); len(l) != 2 || l[0].Final || l[1].Final {
+		t.Fatalf("every owner's unfinished tasks (b, c): %+v", l)
+	}
 	if l, _ := s.ListTasks("al", protocol.TaskQuery{}); len(l) != 0 {
 		t.Fatalf("a prefix of an owner sees its tasks: %+v", l)
 	}
