@@ -132,6 +132,10 @@ func RemoveStaleNetns(t testing.TB, ipBin string, re *regexp.Regexp) {
 	}
 }
 
+// BinEnv names a prebuilt mcpv2 binary for MainWithMCPV2 to test instead
+// of building one.
+const BinEnv = "MCPV2_TEST_BIN"
+
 // BuildMCPV2 builds the mcpv2 command into a new temporary directory,
 // with the race detector when race is set (a package whose few processes
 // should run with it when its tests do; many race-detector processes would
@@ -198,9 +202,15 @@ func FilesIn(t testing.TB, dataDir string) (visible, parts []string) {
 // binary, and when they passed calls leaks (goleak.Find, with the
 // package's ignores), a failure of which fails the run. It returns the exit
 // code for os.Exit.
+//
+// With BinEnv set (MCPV2_TEST_BIN=/path/to/mcpv2) it runs the tests against
+// that binary instead of building one: the attack tests are run so against
+// an earlier release, to show what they find there.
 func MainWithMCPV2(m *testing.M, dirPrefix string, race bool, bin *string, leaks func() error) int {
-	b, remove, err := BuildMCPV2(dirPrefix, race)
-	if err != nil {
+	b, remove, err := "", func() {}, error(nil)
+	if p := os.Getenv(BinEnv); p != "" {
+		b = p
+	} else if b, remove, err = BuildMCPV2(dirPrefix, race); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

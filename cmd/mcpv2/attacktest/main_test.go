@@ -1,0 +1,283 @@
+package attacktest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/mcpv2/mcpv2/internal/testenv"
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// binPath is the mcpv2 binary the tests attack (built without the race
+// detector: the processes are the product, not the test).
+var binPath string
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.MainWithMCPV2(m, "mcpv2-attack-bin-", false, &binPath, func() error {
+		return goleak.Find(goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"))
+	}))
+}
+
+// secret is the --secret of the nodes that share one.
+const secret = "attack-test-shared-secret"
+
+// proc is a running `mcpv2 node` and what its banner said.
+type proc struct {
+	cmd     *exec.Cmd
+	dataDir string
+	banner  map[string][]string
+	log     *testenv.Buffer
+	exited  chan struct{}
+	exitErr error
+}
+
+// first returns the banner's first value of key.
+func (p *proc) first(key string) string {
+	if v := p.banner[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// peerID is the node's PeerID.
+func (p *proc) peerID() string { return p.first("MCPV2_PEER_ID") }
+
+// base is the node's edge on loopback, "http://127.0.0.1:PORT".
+func (p *proc) base() string { return "http://127.0.0.1:" + p.first("MCPV2_BOUND_PORT") }
+
+// p2pAddr is the node's loopback multiaddr with /p2p/.
+func (p *proc) p2pAddr(t *testing.T) string {
+	t.Helper()
+	for _, a := range p.banner["MCPV2_P2P_ADDRESS"] {
+		if strings.HasPrefix(a, "/ip4/127.0.0.1/") {
+			return a
+		}
+	}
+	t.Fatalf("no loopback P2P address in %v", p.banner["MCPV2_P2P_ADDRESS"])
+	return ""
+}
+
+// startNode runs `mcpv2 node` as a user starts it, with a fresh data dir
+// (unless args name one: pass "--data-dir" first), a free P2P port, no
+// mDNS and no NAT traversal (several run on one machine), and args; it
+// waits for the banner. It is stopped when the test ends.
+func startNode(t *testing.T, args ...string) *proc {
+	t.Helper()
+	dir := t.TempDir()
+	if len(args) >= 2 && args[0] == "--data-dir" {
+		dir, args = args[1], args[2:]
+	}
+	argv := append([]string{"node", "--data-dir", dir, "--p2p-port", "0", "--listen", "/ip4/127.0.0.1/tcp/0",
+		"--no-mdns", "--no-nat"}, args...)
+	cmd := exec.Command(binPath, argv...)
+	cmd.Env = testenv.CleanEnv()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, dataDir: dir, banner: map[string][]string{}, log: &testenv.Buffer{}, exited: make(chan struct{})}
+	cmd.Stderr = p.log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		closed := false
+		for sc.Scan() {
+			k, v, _ := strings.Cut(sc.Text(), "=")
+			if !closed {
+				p.banner[k] = append(p.banner[k], v)
+			}
+			if k == "MCPV2_DATA_DIR" && !closed {
+				close(done)
+				closed = true
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+		p.exitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() { p.stop(t) })
+	select {
+	case <-done:
+	case <-p.exited:
+		t.Fatalf("node exited before its banner: %v\n%s", p.exitErr, p.log.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("no banner in 60s:\n%s", p.log.String())
+	}
+	return p
+}
+
+// stop ends the node (SIGTERM, then SIGKILL after 10 s) and waits for it;
+// a failed test gets its log.
+func (p *proc) stop(t *testing.T) {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+	if t.Failed() {
+		t.Logf("node %v log:\n%s", p.cmd.Args, p.log.String())
+	}
+}
+
+// anonSession takes an anonymous session from the node, as anyone may.
+func (p *proc) anonSession(t *testing.T) string {
+	t.Helper()
+	st, b := do(t, http.MethodGet, p.base()+"/mcpv2/session", nil, nil)
+	var s struct {
+		SessionID string `json:"sessionId"`
+	}
+	if st != 200 || json.Unmarshal(b, &s) != nil || s.SessionID == "" {
+		t.Fatalf("GET /mcpv2/session: %d %s", st, b)
+	}
+	return s.SessionID
+}
+
+// secretSession is a secret holder's session for a client on loopback,
+// minted as mcpv2's own client mints it.
+func secretSession() string {
+	tok, _ := protocol.MintToken([]byte(secret), "127.0.0.1", time.Now(), time.Hour)
+	return tok
+}
+
+// do sends one HTTP request (body: nil, []byte, string, or a value to
+// encode as JSON) with the headers hdr and returns the status and body.
+func do(t *testing.T, method, url string, hdr map[string]string, body any) (int, []byte) {
+	t.Helper()
+	st, b, err := tryDo(method, url, hdr, body)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	return st, b
+}
+
+// tryDo is do returning the transport error.
+func tryDo(method, url string, hdr map[string]string, body any) (int, []byte, error) {
+	var r io.Reader
+	switch v := body.(type) {
+	case nil:
+	case []byte:
+		r = bytes.NewReader(v)
+	case string:
+		r = strings.NewReader(v)
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return 0, nil, err
+		}
+		r = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, url, r)
+	if err != nil {
+		return 0, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range hdr {
+		if strings.EqualFold(k, "Host") {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	return resp.StatusCode, b, err
+}
+
+// bearer is the Authorization header of tok.
+func bearer(tok string) map[string]string { return map[string]string{"Authorization": "Bearer " + tok} }
+
+// rpcAnswer is one JSON-RPC answer.
+type rpcAnswer struct {
+	ID     json.RawMessage `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	} `json:"error"`
+}
+
+// call runs one tools/call of skill with args at url (…/mcpv2 or
+// …/mcpv2/peers/P) with the session tok; ctxSession, when set, is the
+// slot's context.session. It returns the HTTP status and the answer.
+func call(t *testing.T, url, tok, skill string, args any, ctxSession string) (int, rpcAnswer) {
+	t.Helper()
+	slot := map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+		"params": map[string]any{"name": skill, "arguments": args}}
+	if ctxSession != "" {
+		slot["context"] = map[string]any{"session": ctxSession}
+	}
+	st, b := do(t, http.MethodPost, url, bearer(tok), slot)
+	var a rpcAnswer
+	if err := json.Unmarshal(b, &a); err != nil {
+		t.Fatalf("POST %s: %d %s", url, st, b)
+	}
+	return st, a
+}
+
+// auditLines reads a node's audit log.
+func auditLines(t *testing.T, dataDir string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dataDir, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("audit line %q: %v", sc.Text(), err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// waitFor polls cond every 50 ms until it holds or d passes (then the
+// test fails with what). It is for state another process changes, which
+// no event of this test's tells.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
