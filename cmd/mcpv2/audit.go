@@ -250,9 +250,11 @@ func newAuditPrinter(w io.Writer, asJSON bool) *auditPrinter {
 
 func (p *auditPrinter) print(r store.AuditRecord) {
 	if p.json {
+		// encoding/json escapes C0 controls, U+2028 and U+2029, not C1
+		// controls (U+009B, CSI), bidi or zero-width characters.
 		b, err := json.Marshal(r)
 		if err == nil {
-			fmt.Fprintf(p.w, "%s\n", b)
+			fmt.Fprintf(p.w, "%s\n", printableJSON(b))
 		}
 		return
 	}
@@ -272,7 +274,7 @@ func (p *auditPrinter) print(r store.AuditRecord) {
 		}
 		finds = append(finds, s)
 	}
-	// Every field but the time comes from callers: no control characters.
+	// Every field but the time comes from callers: each is one escaped line (oneLine).
 	fmt.Fprintf(p.tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05.000"),
 		oneLine(shortCaller(r.Caller), 80), oneLine(r.Via, 20), oneLine(r.Method, 200), dash(oneLine(r.Skill, 80)), oneLine(r.Outcome, 20),
 		dash(code), r.DurationMS, dash(oneLine(r.Threat, 20)), dash(oneLine(strings.Join(finds, " "), 400)))

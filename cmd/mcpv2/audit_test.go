@@ -30,7 +30,7 @@ func TestAuditTableHasNoControlCharacters(t *testing.T) {
 	if out := b.String(); strings.ContainsAny(out, "\x1b\x07") || !strings.Contains(out, "owned") {
 		t.Fatalf("table %q: want the text without its control characters", out)
 	}
-	if got := oneLine("a\x1b[1mb\n\tc", 80); got != "a\uFFFD[1mb c" {
+	if got := oneLine("a\x1b[1mb\n\tc", 80); got != `a\x1b[1mb\n\tc` {
 		t.Errorf("oneLine: %q", got)
 	}
 }

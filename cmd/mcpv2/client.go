@@ -327,7 +327,7 @@ func printJSON(c *cli.Context, raw json.RawMessage) error {
 		return fmt.Errorf("the peer answered invalid JSON: %w", err)
 	}
 	buf.WriteByte('\n')
-	_, err := c.App.Writer.Write(buf.Bytes())
+	_, err := c.App.Writer.Write(printableJSON(buf.Bytes()))
 	return err
 }
 
@@ -366,7 +366,7 @@ func pingCommand() *cli.Command {
 						PeerID string `json:"peer_id"`
 					}
 					_ = json.Unmarshal(res, &pr)
-					fmt.Fprintf(c.App.Writer, "pong from %s: seq=%d time=%.2f ms\n", pr.PeerID, i+1, ms(rtt))
+					fmt.Fprintf(c.App.Writer, "pong from %s: seq=%d time=%.2f ms\n", printableLine(pr.PeerID), i+1, ms(rtt))
 				}
 				lo, hi, sum := time.Duration(math.MaxInt64), time.Duration(0), time.Duration(0)
 				for _, r := range rtts {
@@ -419,7 +419,7 @@ func printIndented(c *cli.Context, raw json.RawMessage) error {
 		return fmt.Errorf("the peer answered invalid JSON: %w", err)
 	}
 	buf.WriteByte('\n')
-	_, err := c.App.Writer.Write(buf.Bytes())
+	_, err := c.App.Writer.Write(printableJSON(buf.Bytes()))
 	return err
 }
 

@@ -56,7 +56,7 @@ func findCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintf(c.App.Writer, "%s\n", b)
+				_, err = fmt.Fprintf(c.App.Writer, "%s\n", printableJSON(b))
 				return err
 			}
 			if len(res) == 0 {
@@ -65,11 +65,13 @@ func findCommand() *cli.Command {
 			w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "SCORE\tPEER\tNAME\tREACHABLE\tSKILLS")
 			for _, r := range res {
+				// Every field of a card is its peer's text (printable).
 				var names []string
 				for _, sk := range r.Card.Skills {
 					names = append(names, sk.Name)
 				}
-				fmt.Fprintf(w, "%.1f\t%s\t%s\t%v\t%s\n", r.Score, r.Card.PeerID, r.Card.Name, r.Reachable, strings.Join(names, ","))
+				fmt.Fprintf(w, "%.1f\t%s\t%s\t%v\t%s\n", r.Score, printableLine(r.Card.PeerID), oneLine(r.Card.Name, 64),
+					r.Reachable, oneLine(strings.Join(names, ","), 400))
 			}
 			return w.Flush()
 		},

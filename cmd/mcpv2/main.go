@@ -47,11 +47,13 @@ func main() {
 	err := app.RunContext(ctx, interspersed(app, os.Args))
 	stop()
 	if err != nil {
+		// An error may quote a peer or a caller (a skill's message, a
+		// card's field): it reaches the terminal escaped (printable).
 		var pe *protocol.Error
 		if errors.As(err, &pe) {
-			fmt.Fprintf(os.Stderr, "mcpv2: error %d: %s\n", pe.Code, pe.Message)
+			fmt.Fprintf(os.Stderr, "mcpv2: error %d: %s\n", pe.Code, printableLine(pe.Message))
 		} else {
-			fmt.Fprintf(os.Stderr, "mcpv2: %v\n", err)
+			fmt.Fprintf(os.Stderr, "mcpv2: %s\n", printable(err.Error()))
 		}
 		os.Exit(1)
 	}

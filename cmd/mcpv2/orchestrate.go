@@ -11,8 +11,6 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/urfave/cli/v2"
@@ -196,13 +194,13 @@ func (v *progressView) event(e orchestrate.Event) {
 			orchestrate.Event
 		}{"event", e})
 		if err == nil {
-			fmt.Fprintf(v.out, "%s\n", b)
+			fmt.Fprintf(v.out, "%s\n", printableJSON(b))
 		}
 		return
 	}
-	text := fmt.Sprintf("%-10s %-9s", printable(e.Subtask), e.State)
+	text := fmt.Sprintf("%-10s %-9s", oneLine(e.Subtask, 64), e.State)
 	if e.Agent != "" {
-		text += " " + shortCaller(e.Agent)
+		text += " " + printableLine(shortCaller(e.Agent))
 	}
 	if e.Attempt > 1 {
 		text += fmt.Sprintf(" (attempt %d)", e.Attempt)
@@ -251,7 +249,7 @@ func (v *progressView) result(r orchestrate.Result) error {
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(v.out, "%s\n", b)
+		_, err = fmt.Fprintf(v.out, "%s\n", printableJSON(b))
 		return err
 	}
 	w := tabwriter.NewWriter(v.out, 0, 4, 2, ' ', 0)
@@ -261,35 +259,12 @@ func (v *progressView) result(r orchestrate.Result) error {
 		if st.Error != "" {
 			out = st.Error
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%.2fs\t%.2fs\t%s\n", printable(st.ID), printable(st.Skill), dash(shortCaller(st.Agent)), st.Status, st.Attempts,
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%.2fs\t%.2fs\t%s\n", oneLine(st.ID, 64), oneLine(st.Skill, 64), dash(printableLine(shortCaller(st.Agent))), st.Status, st.Attempts,
 			st.StartedMS/1000, st.DurationMS/1000, oneLine(out, 60))
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(v.out, "\n%s\n\n%s in %.2fs (plan: %s)\n", printable(r.Answer), r.Status, r.DurationMS/1000, printable(r.Plan.Source))
+	_, err := fmt.Fprintf(v.out, "\n%s\n\n%s in %.2fs (plan: %s)\n", printable(r.Answer), r.Status, r.DurationMS/1000, printableLine(r.Plan.Source))
 	return err
-}
-
-// oneLine folds s onto one line of at most n runes, without control
-// characters (see printable).
-func oneLine(s string, n int) string {
-	s = printable(strings.Join(strings.Fields(s), " "))
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
-}
-
-// printable replaces the control characters of s, but for new lines and
-// tabs, with U+FFFD: text from other agents and callers (results, errors,
-// skill names in the audit log) must not drive the operator's terminal
-// with escape sequences.
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) && r != '\n' && r != '\t' {
-			return utf8.RuneError
-		}
-		return r
-	}, s)
 }

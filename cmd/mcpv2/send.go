@@ -104,7 +104,7 @@ func runSend(c *cli.Context) error {
 		Size     int64  `json:"size"`
 		SHA256   string `json:"sha256"`
 	}{info.Filename, info.Size, info.SHA256})
-	_, err = fmt.Fprintf(c.App.Writer, "%s\n", out)
+	_, err = fmt.Fprintf(c.App.Writer, "%s\n", printableJSON(out))
 	return err
 }
 
@@ -131,7 +131,7 @@ func (p *progressPrinter) report(sp node.SendProgress) {
 		if name == "" {
 			name = "(an upload of an earlier run)"
 		}
-		fmt.Fprintf(p.w, "note: the receiver dropped your unfinished upload %s (%d bytes received) to stay within its --max-partial; send it again to start over\n", name, d.Have)
+		fmt.Fprintf(p.w, "note: the receiver dropped your unfinished upload %s (%d bytes received) to stay within its --max-partial; send it again to start over\n", printableLine(name), d.Have)
 	}
 	if sp.Discarded > 0 { // the same attempt goes on from zero
 		fmt.Fprintf(p.w, "note: the receiver's %d bytes under this name and size are not the start of this file (another version of it); starting over\n", sp.Discarded)
@@ -139,7 +139,7 @@ func (p *progressPrinter) report(sp node.SendProgress) {
 	}
 	switch {
 	case sp.Err != nil:
-		fmt.Fprintf(p.w, "transfer interrupted (attempt %d): %v; retrying\n", sp.Attempt, sp.Err)
+		fmt.Fprintf(p.w, "transfer interrupted (attempt %d): %s; retrying\n", sp.Attempt, printableLine(sp.Err.Error()))
 	case sp.Attempt != p.attempt:
 		p.attempt, p.start, p.from, p.last = sp.Attempt, now, sp.Offset, now
 		if sp.Offset > 0 {

@@ -223,7 +223,8 @@ func (sh *shell) exec(ctx context.Context, line string) (quit bool) {
 	case errors.Is(err, errQuit):
 		return true
 	case err != nil:
-		fmt.Fprintln(sh.out, err)
+		// A failed call's message may quote the peer (printable).
+		fmt.Fprintln(sh.out, printable(err.Error()))
 	}
 	return false
 }

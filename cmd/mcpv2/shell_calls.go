@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -202,7 +203,8 @@ func (sh *shell) call(ctx context.Context, addr protocol.Address, skill string, 
 const staleNote = "note: the peer refused the session (expired, or issued under another secret); fetched a fresh one and retried"
 
 // describeCallErr says what went wrong with a call to addr, one distinct
-// message for each kind of failure.
+// message for each kind of failure; what the peer said is one escaped line
+// (printableLine).
 func describeCallErr(err error, addr protocol.Address) string {
 	target := addr.String()
 	if addr.Kind == protocol.AddrHTTP {
@@ -226,13 +228,13 @@ func describeCallErr(err error, addr protocol.Address) string {
 		return fmt.Sprintf("unreachable: cannot connect to %s over the mesh: %v", addr.PeerID, mu.err)
 	case errors.Is(err, edge.ErrSessionRefused):
 		if errors.As(err, &he) {
-			return fmt.Sprintf("session refused by %s: %s", target, strings.TrimPrefix(he.Error(), "edge: "))
+			return fmt.Sprintf("session refused by %s: %s", target, printableLine(strings.TrimPrefix(he.Error(), "edge: ")))
 		}
 		return fmt.Sprintf("session refused by %s: %v", target, err)
 	case errors.As(err, &pe):
-		return fmt.Sprintf("call refused by %s: error %d: %s", target, pe.Code, pe.Message)
+		return fmt.Sprintf("call refused by %s: error %d: %s", target, pe.Code, printableLine(pe.Message))
 	case errors.As(err, &he):
-		return fmt.Sprintf("call refused by %s: HTTP %d: %s", target, he.StatusCode, he.Error())
+		return fmt.Sprintf("call refused by %s: HTTP %d: %s", target, he.StatusCode, printableLine(he.Error()))
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("timed out: %s did not answer in time", target)
 	case errors.Is(err, context.Canceled):
@@ -276,7 +278,7 @@ func (sh *shell) connectTo(ctx context.Context, a shellArgs) error {
 		if h.LLMMode {
 			mode = "LLM mode"
 		}
-		fmt.Fprintf(sh.out, "Reachable: %s is an mcpv2 edge (peer %s, version %s, %s).\n", base, h.PeerID, h.Version, mode)
+		fmt.Fprintf(sh.out, "Reachable: %s is an mcpv2 edge (peer %s, version %s, %s).\n", base, printableLine(h.PeerID), printableLine(h.Version), mode)
 	}
 	start := time.Now()
 	res, refreshed, err := sh.call(ctx, addr, "ping", map[string]any{"payload": "ConnectTo"}, "")
@@ -308,7 +310,7 @@ func (sh *shell) connectTo(ctx context.Context, a shellArgs) error {
 			via = " via " + conns[0].RemoteMultiaddr().String()
 		}
 	}
-	fmt.Fprintf(sh.out, "Connected over the mesh to %s%s: ping in %.2f ms.\n", pong.PeerID, via, ms(rtt))
+	fmt.Fprintf(sh.out, "Connected over the mesh to %s%s: ping in %.2f ms.\n", printableLine(pong.PeerID), via, ms(rtt))
 	return nil
 }
 
@@ -334,7 +336,7 @@ func (sh *shell) pingTo(ctx context.Context, a shellArgs) error {
 		PeerID string `json:"peer_id"`
 	}
 	_ = json.Unmarshal(res, &pong)
-	fmt.Fprintf(sh.out, "pong from %s in %.2f ms\n", pong.PeerID, ms(rtt))
+	fmt.Fprintf(sh.out, "pong from %s in %.2f ms\n", printableLine(pong.PeerID), ms(rtt))
 	return nil
 }
 
@@ -394,14 +396,19 @@ func (sh *shell) sentTo(ctx context.Context, a shellArgs) error {
 		ConversationID string  `json:"conversation_id"`
 	}
 	if err := json.Unmarshal(res, &r); err != nil || r.Response == nil {
-		// A custom ask, or one shaped for a provider: show it as it came.
-		fmt.Fprintf(sh.out, "%s\n", res)
+		// A custom ask, or one shaped for a provider: show it as it came,
+		// compacted (no carriage return between its tokens) and escaped.
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, res); err != nil {
+			return fmt.Errorf("SentTo: the peer answered invalid JSON: %w", err)
+		}
+		fmt.Fprintf(sh.out, "%s\n", printableJSON(buf.Bytes()))
 		return nil
 	}
 	if r.ConversationID != "" {
 		sh.convs[key] = r.ConversationID
 	}
-	fmt.Fprintln(sh.out, *r.Response)
+	fmt.Fprintln(sh.out, printable(*r.Response))
 	meta := []string{r.Provider}
 	if r.Model != "" {
 		meta[0] += "/" + r.Model
@@ -409,7 +416,7 @@ func (sh *shell) sentTo(ctx context.Context, a shellArgs) error {
 	if r.ConversationID != "" {
 		meta = append(meta, fmt.Sprintf("turn %d of conversation %s", r.Turn, r.ConversationID))
 	}
-	fmt.Fprintf(sh.out, "  (%s)\n", strings.Join(meta, ", "))
+	fmt.Fprintf(sh.out, "  (%s)\n", printableLine(strings.Join(meta, ", ")))
 	return nil
 }
 
@@ -458,7 +465,7 @@ func (sh *shell) upload(ctx context.Context, path string, addr protocol.Address)
 	if hex.EncodeToString(sum[:]) != r.SHA256 || r.Size != int64(len(data)) {
 		check = fmt.Sprintf("DOES NOT match the local file (%d bytes, sha256 %x)", len(data), sum)
 	}
-	fmt.Fprintf(sh.out, "Sent %s to %s: stored as %s, %d bytes, sha256 %s (%s)\n", path, addr, r.Filename, r.Size, r.SHA256, check)
+	fmt.Fprintf(sh.out, "Sent %s to %s: stored as %s, %d bytes, sha256 %s (%s)\n", printableLine(path), addr, printableLine(r.Filename), r.Size, printableLine(r.SHA256), check)
 	return nil
 }
 
@@ -504,6 +511,6 @@ func (sh *shell) payTo(ctx context.Context, a shellArgs) error {
 		stub = " (a stub: nothing moved)"
 	}
 	fmt.Fprintf(sh.out, "Payment of %s %s to %s: %s, transaction %s%s\n",
-		strconv.FormatFloat(r.Amount, 'f', -1, 64), r.Currency, addr, r.Status, r.TransactionID, stub)
+		strconv.FormatFloat(r.Amount, 'f', -1, 64), printableLine(r.Currency), addr, printableLine(r.Status), printableLine(r.TransactionID), stub)
 	return nil
 }
