@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -426,11 +427,40 @@ func TestGateway(t *testing.T) {
 	if n := len(e.b.forwardList()); n != 2 {
 		t.Errorf("forwarded %d messages, want 2", n)
 	}
-	// The peer cannot be reached.
-	e.b.set(func(f *fakeBackend) { f.forwardErr = errors.New("failed to dial: no addresses") })
+	// The peer cannot be reached: whatever the dial found, the caller gets
+	// the same body, without it (issue 18: no port scan through the
+	// gateway).
+	var unreachable []byte
+	for i, cause := range []error{
+		errors.New("failed to dial: no addresses"),
+		errors.New("failed to dial 12D3KooW…: all dials failed\n  * [/ip4/127.0.0.1/tcp/4242] dial tcp4 127.0.0.1:4242: connect: connection refused"),
+		errors.New("failed to negotiate security protocol: read tcp4 127.0.0.1:4001->127.0.0.1:4243: EOF"),
+	} {
+		e.b.set(func(f *fakeBackend) { f.forwardErr = cause })
+		n = len(e.b.auditLines())
+		st, hdr, body = e.post(t, "/mcpv2/peers/"+testPeerID, msg)
+		perr := e.wantRefusal(t, n, st, hdr, body, 502, protocol.CodeToolExecution, "could not reach peer "+testPeerID)
+		if d, _ := json.Marshal(perr.Data); string(d) != `{"reason":"unreachable"}` {
+			t.Errorf("data = %s, want the reason unreachable", d)
+		}
+		for _, leak := range []string{"dial", "refused", "4242", "4243", "EOF", "addresses", "negotiate"} {
+			if bytes.Contains(body, []byte(leak)) {
+				t.Errorf("%q of the dial error reached the caller: %s", leak, body)
+			}
+		}
+		if i == 0 {
+			unreachable = body
+		} else if !bytes.Equal(body, unreachable) {
+			t.Errorf("unreachable peers answered differently:\n%s\n%s", unreachable, body)
+		}
+	}
+	// A peer reached that did not answer says so, without the cause.
+	e.b.set(func(f *fakeBackend) { f.forwardErr = noAnswer{errors.New("stream reset")} })
 	n = len(e.b.auditLines())
 	st, hdr, body = e.post(t, "/mcpv2/peers/"+testPeerID, msg)
-	e.wantRefusal(t, n, st, hdr, body, 502, protocol.CodeInternal, "could not reach peer", "no addresses")
+	if perr := e.wantRefusal(t, n, st, hdr, body, 502, protocol.CodeToolExecution, "could not reach peer "+testPeerID); fmt.Sprint(perr.Data) != "map[reason:no_answer]" || bytes.Contains(body, []byte("reset")) {
+		t.Errorf("no answer: %s", body)
+	}
 	// A protocol error from the node passes through.
 	e.b.set(func(f *fakeBackend) {
 		f.forwardErr = fmt.Errorf("node: %w", protocol.Errorf(protocol.CodeNotPermitted, "not permitted"))
@@ -705,3 +735,8 @@ func TestErrorStatus(t *testing.T) {
 		}
 	}
 }
+
+// noAnswer is a Forward error with a reason, as the node's PeerError.
+type noAnswer struct{ error }
+
+func (noAnswer) PeerReason() string { return ReasonNoAnswer }

@@ -7,7 +7,10 @@
 //
 //   - [LoadOrCreateIdentity] keeps the node's Ed25519 key in a 0600 file.
 //   - [NewHost] assembles a host with TCP and QUIC, Noise and TLS, yamux, the
-//     resource manager (with per-protocol caps) and the connection manager.
+//     resource manager (with per-protocol caps), the connection manager, and
+//     a connection gater that dials an address only within the host's own
+//     scope (scope.go: a host with a public address dials public addresses
+//     only, plus the ranges of [AllowRoutable]; see [WithDialScope]).
 //   - [WriteFrame] and [FrameReader] implement the framing of SPEC §2: an
 //     unsigned varint length followed by that many bytes, with a cap that is
 //     enforced before anything is allocated.

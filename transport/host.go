@@ -68,6 +68,8 @@ type hostConfig struct {
 	logger       *slog.Logger
 	extra        []libp2p.Option
 	natConfig    // what the NAT options (nat.go) add
+	// publicScope is WithDialScope("public"): dial public addresses only.
+	publicScope bool
 }
 
 // DefaultListenAddrs returns the addresses a host listens on by default, for
@@ -294,7 +296,9 @@ func (c *hostConfig) validate() error {
 // implementation speaks; QUIC always uses TLS 1.3), the yamux muxer, the
 // resource manager with go-libp2p's default limits and service limits
 // auto-scaled to the machine plus the caps of [WithProtocolLimit], and the
-// connection manager of [WithConnManager]. Everything else is libp2p's
+// connection manager of [WithConnManager], and a connection gater that
+// dials an address only within the host's scope (see [WithDialScope] and
+// the dialling rule in scope.go). Everything else is libp2p's
 // default (in-memory peerstore, identify, ping, the relay client transport,
 // metrics on the default Prometheus registry) except the resource manager's
 // metrics, which are off. The default listen addresses
@@ -394,6 +398,8 @@ func NewHost(opts ...Option) (host.Host, error) {
 	// to start (for instance when no listen address can be bound), which would
 	// leave their goroutines running; capture the swarm to close them then.
 	var sw *swarm.Swarm
+	gater := newScopeGater(c.listenAddrs, c.publicScope, c.logger)
+	c.warnOutOfScope(gater)
 	lopts := append([]libp2p.Option{
 		libp2p.Identity(c.key),
 		listen,
@@ -407,6 +413,7 @@ func NewHost(opts ...Option) (host.Host, error) {
 		libp2p.Transport(libp2pquic.NewTransport),
 		libp2p.ResourceManager(rm),
 		libp2p.ConnectionManager(cm),
+		libp2p.ConnectionGater(gater),
 		libp2p.WithFxOption(fx.Invoke(func(s *swarm.Swarm) { sw = s })),
 	}, c.extra...)
 
