@@ -507,11 +507,36 @@ func hostPort(a protocol.Address) string {
 	return net.JoinHostPort(a.Host, strconv.Itoa(a.Port))
 }
 
+// Reasons of PeerUnreachable's error (its data.reason).
+const (
+	// ReasonUnreachable: the node could not connect to the peer.
+	ReasonUnreachable = "unreachable"
+	// ReasonNoAnswer: the node reached the peer, which did not answer.
+	ReasonNoAnswer = "no_answer"
+)
+
+// PeerUnreachable is the error a caller gets when a Backend's Forward to
+// peer failed without a protocol error: -32004, "could not reach peer
+// <peer>", and data {"reason": …}: ReasonUnreachable, or the reason err
+// gives through a PeerReason() string method (the node's PeerError). What
+// the dial found stays out of it, so that a caller cannot tell an open port
+// from a closed one or a dead peer through the peers it asks for; the node
+// logs it. It is the same on the gateway, the MCP and the A2A faces.
+func PeerUnreachable(peer string, err error) *protocol.Error {
+	reason := ReasonUnreachable
+	var r interface{ PeerReason() string }
+	if errors.As(err, &r) && r.PeerReason() == ReasonNoAnswer {
+		reason = ReasonNoAnswer
+	}
+	return &protocol.Error{Code: protocol.CodeToolExecution, Message: "could not reach peer " + peer,
+		Data: map[string]string{"reason": reason}}
+}
+
 // HandleByForward answers msg for c as a node's Handle would, by
 // forwarding it with forward (a Backend's Forward) to the mesh peer peer:
 // the Handle of a face that serves a peer of the mesh. A peer that cannot
-// be reached refuses the whole message with -32004, naming it; a refusal
-// the gateway made (-32009 for a skill c may not run) is passed on.
+// be reached refuses the whole message with PeerUnreachable's error; a
+// refusal the gateway made (-32009 for a skill c may not run) is passed on.
 func HandleByForward(ctx context.Context, forward func(context.Context, protocol.Caller, string, []byte) ([]byte, error),
 	c protocol.Caller, peer string, msg []byte) ([]byte, *protocol.Error) {
 	out, err := forward(ctx, c, peer, msg)
@@ -520,7 +545,7 @@ func HandleByForward(ctx context.Context, forward func(context.Context, protocol
 	}
 	perr := protocol.AsError(err)
 	if perr.Code == protocol.CodeInternal {
-		perr = protocol.Errorf(protocol.CodeToolExecution, "could not reach peer %s: %s", peer, protocol.Clip(err.Error(), 300))
+		perr = PeerUnreachable(peer, err)
 	}
 	o, _ := protocol.EncodeResponses(false, []protocol.Response{protocol.ErrorResponse(nil, perr)})
 	return o, perr

@@ -204,7 +204,7 @@ func (n *Client) SendFile(ctx context.Context, addr protocol.Address, path strin
 		hdr := h
 		hdr.Restart, restart = restart, false
 		if hdr.Session == "" { // a current token for each attempt, however late
-			hdr.Session = n.meshSession()
+			hdr.Session = n.meshSession(pid, protocol.PurposeBlob)
 		}
 		info, off, err := n.sendAttempt(ctx, pid, f, hdr, attempt, &o, lim)
 		if err == nil {

@@ -98,7 +98,7 @@ func (n *Node) handleBlob(s network.Stream) {
 	defer stop()
 
 	start := time.Now()
-	c := Caller{ID: s.Conn().RemotePeer().String(), Via: "mesh", Remote: s.Conn().RemoteMultiaddr().String(), Kind: protocol.CallerPeer}
+	c := meshPeer(s.Conn())
 	perr := n.serveBlob(s, c, s.Protocol() == protocol.BlobProtocolID11)
 	n.audit(c, blobAudit, blobSkill, perr, start)
 }
@@ -135,7 +135,7 @@ func (n *Node) serveBlob(s network.Stream, c Caller, v11 bool) *protocol.Error {
 			Message: fmt.Sprintf("rate limited: retry after %dms", wait.Milliseconds()),
 			Data:    map[string]any{"retry_after_ms": wait.Milliseconds()}})
 	}
-	if perr := n.authorize(c, &protocol.Slot{Context: &protocol.SlotContext{Session: h.Session}}, blobSkill); perr != nil {
+	if perr := n.authorize(c, &protocol.Slot{Context: &protocol.SlotContext{Session: h.Session}}, protocol.PurposeBlob, blobSkill); perr != nil {
 		return n.blobRefuse(s, c, perr)
 	}
 	files := n.store.Files()

@@ -199,6 +199,74 @@ func (p *streamPool) closeAll() {
 // addresses and no peer routing can find it.
 var ErrNoRoute = errors.New("node: no route to peer")
 
+// Reasons of a [PeerError].
+const (
+	// ReasonUnreachable: no connection to the peer could be made, or no
+	// stream opened on it (no known address, every dial failed or was
+	// refused by the dialling rule, the peer is gone).
+	ReasonUnreachable = "unreachable"
+	// ReasonNoAnswer: the peer was reached, and its answer never came
+	// whole (the stream was reset or ended, or the answer did not match).
+	ReasonNoAnswer = "no_answer"
+)
+
+// PeerError is Node.Forward's error when the peer could not be reached or
+// did not answer. Its text names the peer and the reason only: what the
+// dial found (a closed port, an open one that speaks no libp2p, a
+// handshake with someone else) would let a remote caller probe the
+// addresses the node dials, so it goes to the node's log, not to the
+// caller. Err is the cause, for errors.Is and the log.
+type PeerError struct {
+	// Peer is the peer called.
+	Peer peer.ID
+	// Reason is ReasonUnreachable or ReasonNoAnswer.
+	Reason string
+	// Err is what the dial or the stream found; never nil.
+	Err error
+}
+
+// Error returns "node: could not reach peer <PeerID> (<reason>)".
+func (e *PeerError) Error() string {
+	return "node: could not reach peer " + e.Peer.String() + " (" + e.Reason + ")"
+}
+
+// Unwrap returns the cause.
+func (e *PeerError) Unwrap() error { return e.Err }
+
+// PeerReason returns the reason, for a face that reports it (the edge
+// reads it through an interface of its own).
+func (e *PeerError) PeerReason() string { return e.Reason }
+
+// openStreamError is send's error when no stream to the peer could be
+// opened (which dials the peer when the connection is gone).
+type openStreamError struct {
+	pid peer.ID
+	err error
+}
+
+func (e *openStreamError) Error() string {
+	return fmt.Sprintf("node: open stream to %s: %v", e.pid, e.err)
+}
+
+func (e *openStreamError) Unwrap() error { return e.err }
+
+// sendReason is the PeerError reason of an error of send: unreachable when
+// no stream could be opened, else no answer.
+func sendReason(err error) string {
+	var oe *openStreamError
+	if errors.As(err, &oe) {
+		return ReasonUnreachable
+	}
+	return ReasonNoAnswer
+}
+
+// peerFailed logs why a forward to pid failed, at Debug (a caller chose
+// the peer), and returns the PeerError the caller sees.
+func (n *Node) peerFailed(pid peer.ID, reason string, err error) error {
+	n.log.Debug("gateway: could not reach peer", "peer", pid, "reason", reason, "err", err)
+	return &PeerError{Peer: pid, Reason: reason, Err: err}
+}
+
 // PeerRouter finds a peer's addresses (the DHT satisfies it).
 type PeerRouter interface {
 	FindPeer(ctx context.Context, id peer.ID) (peer.AddrInfo, error)
@@ -221,9 +289,11 @@ type Client struct {
 	ids    atomic.Uint64 // the last wire id handed out
 	// waitDirect is ClientConfig.WaitDirect.
 	waitDirect time.Duration
-	// session is the mesh session token calls carry while it is fresh
-	// (meshSession); nil until the first call with a secret.
-	session atomic.Pointer[mintedSession]
+	// sessions are the mesh session tokens calls carry while fresh
+	// (meshSession), one per receiver and purpose; sessMu guards it. No
+	// other lock is taken while sessMu is held.
+	sessMu   sync.Mutex
+	sessions map[sessionKey]mintedSession
 	// lastPeer is the PeerID decodePeer decoded last.
 	lastPeer atomic.Pointer[decodedPeer]
 
@@ -288,20 +358,37 @@ type mintedSession struct {
 	issued time.Time
 }
 
-// meshSession returns the mesh session token a call carries ("" without a
-// secret): one minted for sessionTTL and reused by the calls of its first
-// sessionReuse, so a burst of calls mints (and the peer verifies the
-// freshness of) one token rather than one each.
-func (n *Client) meshSession() string {
+// sessionKey names what a mesh session is for: its receiver and purpose.
+type sessionKey struct {
+	to      peer.ID
+	purpose string
+}
+
+// maxSessions bounds Client.sessions; past it the map starts over.
+const maxSessions = 1024
+
+// meshSession returns the mesh session token a call to the peer to for
+// purpose carries ("" without a secret): a version 2 token naming this
+// node, to and purpose (so that to cannot replay it elsewhere), minted for
+// sessionTTL and reused by the calls of its first sessionReuse, so a burst
+// of calls mints (and the peer verifies the freshness of) one token rather
+// than one each.
+func (n *Client) meshSession(to peer.ID, purpose string) string {
 	if len(n.secret) == 0 {
 		return ""
 	}
 	now := n.now()
-	if m := n.session.Load(); m != nil && !now.Before(m.issued) && now.Sub(m.issued) < sessionReuse {
+	k := sessionKey{to, purpose}
+	n.sessMu.Lock()
+	defer n.sessMu.Unlock()
+	if m, ok := n.sessions[k]; ok && !now.Before(m.issued) && now.Sub(m.issued) < sessionReuse {
 		return m.token
 	}
-	tok, _ := protocol.MintToken(n.secret, n.host.ID().String(), now, sessionTTL)
-	n.session.Store(&mintedSession{token: tok, issued: now})
+	tok := protocol.MintMeshToken(n.secret, n.host.ID().String(), to.String(), purpose, now, sessionTTL)
+	if n.sessions == nil || len(n.sessions) >= maxSessions {
+		n.sessions = make(map[sessionKey]mintedSession)
+	}
+	n.sessions[k] = mintedSession{token: tok, issued: now}
 	return tok
 }
 
@@ -519,7 +606,7 @@ func (n *Client) send(ctx context.Context, pid peer.ID, msg []byte, want []json.
 	for attempt := 0; ; attempt++ {
 		ps, reused, err := n.pool.get(ctx, pid, n.maxMsg)
 		if err != nil {
-			return nil, nil, fmt.Errorf("node: open stream to %s: %w", pid, err)
+			return nil, nil, &openStreamError{pid: pid, err: err}
 		}
 		out, sent, reusable, err := exchange(ctx, ps, msg, len(want) > 0)
 		if err == nil && len(want) == 0 {
@@ -672,7 +759,7 @@ func (n *Client) call(ctx context.Context, addr protocol.Address, slots []protoc
 		return nil, err
 	}
 	if o.Session == "" {
-		o.Session = n.meshSession()
+		o.Session = n.meshSession(pid, protocol.PurposeRPC)
 	}
 	slots = slices.Clone(slots)
 	var orig, want []json.RawMessage // callers' ids, wire ids

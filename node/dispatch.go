@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
 
 	"github.com/mcpv2/mcpv2/node/skills"
 	"github.com/mcpv2/mcpv2/node/store"
@@ -122,6 +125,7 @@ func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot) (resp *p
 		perr = s.Err
 		return
 	}
+	c = forwardedBy(c, s)
 	var provider string
 	if s.Context != nil {
 		provider = s.Context.Provider
@@ -132,14 +136,14 @@ func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot) (resp *p
 	case protocol.MethodAgentCard:
 		result, perr = marshalResult(n.Card())
 	case protocol.MethodA2ACard:
-		result, perr = n.a2aCard(s.Params)
+		result, perr = n.a2aCard(c, s.Params)
 	case protocol.MethodToolsCall:
 		var p protocol.CallParams
 		if p, perr = protocol.ParseCallParams(s.Params); perr != nil {
 			return
 		}
 		skill = p.Name
-		if perr = n.authorize(c, s, skill); perr != nil {
+		if perr = n.authorize(c, s, protocol.PurposeRPC, skill); perr != nil {
 			return
 		}
 		if ok, wait := n.policy.allowSkill(c.ID, skill, start); !ok {
@@ -152,7 +156,7 @@ func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot) (resp *p
 			return
 		}
 		kind := c.Kind
-		if s.Context != nil && s.Context.Session != "" {
+		if s.Context != nil && s.Context.Session != "" && kind == protocol.CallerPeer {
 			kind = protocol.CallerSecretHolder // authorize verified it
 		}
 		cctx := skills.WithCallInfo(ctx, skills.CallInfo{Caller: c.ID, Via: c.Via, Provider: provider, Kind: kind})
@@ -165,9 +169,28 @@ func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot) (resp *p
 	return
 }
 
-// authorize applies SPEC §6 to a tools/call slot: the skill must exist,
-// then grant decides.
-func (n *Node) authorize(c Caller, s *protocol.Slot, skill string) *protocol.Error {
+// meshPeer is the caller of a stream a mesh peer opened.
+func meshPeer(conn network.Conn) Caller {
+	id := conn.RemotePeer().String()
+	return Caller{ID: id, Via: "mesh", Remote: conn.RemoteMultiaddr().String(), Kind: protocol.CallerPeer, Owner: "peer:" + id}
+}
+
+// forwardedBy returns the caller of slot s that mesh peer c sent: c
+// itself, or, when c forwards it for a caller of its own who is not a
+// secret holder (context.forwarded), the forwarded caller "via:<c's
+// PeerID>", who owns nothing here and may run only what the policy grants
+// that key, "http" or "*". A face's caller (c not a peer) is left as it is:
+// only a mesh peer forwards.
+func forwardedBy(c Caller, s *protocol.Slot) Caller {
+	if c.Kind != protocol.CallerPeer || s.Context == nil || s.Context.Forwarded == "" {
+		return c
+	}
+	return Caller{ID: protocol.PolicyVia + c.ID, Via: "mesh", Remote: c.Remote, Kind: protocol.CallerForwarded}
+}
+
+// authorize applies SPEC §6 to a tools/call slot (or a blob transfer, with
+// purpose protocol.PurposeBlob): the skill must exist, then grant decides.
+func (n *Node) authorize(c Caller, s *protocol.Slot, purpose, skill string) *protocol.Error {
 	if _, ok := n.reg.Lookup(skill); !ok {
 		return protocol.Errorf(protocol.CodeSkillNotFound, "skill not found: %q", skill)
 	}
@@ -175,21 +198,24 @@ func (n *Node) authorize(c Caller, s *protocol.Slot, skill string) *protocol.Err
 	if s.Context != nil {
 		session = s.Context.Session
 	}
-	return n.grant(c, session, skill)
+	return n.grant(c, session, purpose, skill)
 }
 
 // grant is the one authorization rule of every face (SPEC §6): may c, which
-// presented the mesh session token session ("" for none), run skill? A valid
-// mesh session grants every skill; otherwise the caller's kind decides: a
-// secret holder may run anything, a mesh peer what the policy grants its
-// PeerID or "*", an anonymous edge session what it grants "http" or "*".
-// The open skills need no grant.
-func (n *Node) grant(c Caller, session, skill string) *protocol.Error {
-	if session != "" {
+// presented the mesh session token session ("" for none) for purpose, run
+// skill? A mesh peer's valid session — a version 2 token minted with the
+// shared secret by that peer for this node and purpose — grants every
+// skill; otherwise the caller's kind decides: a secret holder may run
+// anything, a mesh peer what the policy grants its PeerID or "*", a caller
+// a peer forwards what it grants "via:<PeerID>", "http" or "*", an
+// anonymous edge session what it grants "http" or "*". A forwarded
+// caller's session is not honoured. The open skills need no grant.
+func (n *Node) grant(c Caller, session, purpose, skill string) *protocol.Error {
+	if session != "" && c.Kind != protocol.CallerForwarded {
 		if len(n.secret) == 0 {
 			return protocol.Errorf(protocol.CodeInvalidSession, "invalid session: this node accepts no mesh sessions (it has no --secret)")
 		}
-		if _, err := protocol.VerifyToken(n.secret, session, c.ID, n.now(), n.clockSkew); err != nil {
+		if _, err := protocol.VerifyMeshToken(n.secret, session, c.ID, n.PeerID(), purpose, n.now(), n.clockSkew); err != nil {
 			return protocol.Errorf(protocol.CodeInvalidSession, "%v", err)
 		}
 		return nil
@@ -205,6 +231,15 @@ func (n *Node) grant(c Caller, session, skill string) *protocol.Error {
 			Message: fmt.Sprintf("not permitted: peer %s is not granted skill %q. To allow it, either run both sides with the same --secret, "+
 				"or grant the caller's PeerID (`mcpv2 id` prints it) in this node's policy file (policy.json in its data dir, or its --policy) and restart it: "+
 				"{\"grants\": {\"%s\": [\"%s\"]}}", c.ID, skill, c.ID, skill),
+			Data: map[string]string{"skill": skill, "caller": c.Kind.String()}}
+	case protocol.CallerForwarded:
+		if n.policy.Allows(c.ID, skill) || n.policy.Allows(protocol.PolicyHTTP, skill) {
+			return nil
+		}
+		return &protocol.Error{Code: protocol.CodeNotPermitted,
+			Message: fmt.Sprintf("not permitted: a caller forwarded by peer %s (its gateway, a face or an orchestration, for a caller who is not a secret holder there) may not run skill %q. "+
+				"To allow it, grant it to the callers that peer forwards, or to every HTTP caller, in this node's policy file (policy.json in its data dir, or its --policy) and restart it: "+
+				"{\"grants\": {\"%s\": [\"%s\"]}}", strings.TrimPrefix(c.ID, protocol.PolicyVia), skill, c.ID, skill),
 			Data: map[string]string{"skill": skill, "caller": c.Kind.String()}}
 	default:
 		if n.policy.Allows(protocol.PolicyHTTP, skill) {

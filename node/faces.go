@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -30,10 +31,13 @@ func (n *Node) Audit(c protocol.Caller, method string, perr *protocol.Error, sta
 // (the edge's gateway) and returns its raw answer, nil when the message
 // holds only notifications. It forwards with c's own grants (SPEC §6): a
 // tools/call slot that c may not run here is answered -32009 by this node,
-// with an audit line, and never leaves it; the node's mesh session goes only
-// with a secret holder's slots, so the peer grants anyone else what it
-// grants this node's PeerID without a session. Each forwarded slot gets a
-// wire id unique to this node, and the answer carries the caller's ids.
+// with an audit line, and never leaves it, and so is a slot that carries a
+// context.session of its own (only this node adds one). The node's mesh
+// session, minted for peerID alone, goes only with a secret holder's
+// slots; anyone else's are marked context.forwarded, and the peer runs
+// them as a caller forwarded by this node ("via:<PeerID>" in its policy),
+// never with this node's own grants. Each forwarded slot gets a wire id
+// unique to this node, and the answer carries the caller's ids.
 func (n *Node) Forward(ctx context.Context, c Caller, peerID string, msg []byte) ([]byte, error) {
 	start := time.Now()
 	pid, err := peer.Decode(peerID)
@@ -50,9 +54,9 @@ func (n *Node) Forward(ctx context.Context, c Caller, peerID string, msg []byte)
 			return nil, protocol.Errorf(protocol.CodeParseError, "parse error: the batch could not be split")
 		}
 	}
-	var session string
+	session, forwarded := "", c.Kind.String()
 	if c.Kind == protocol.CallerSecretHolder {
-		session = n.meshSession()
+		session, forwarded = n.meshSession(pid, protocol.PurposeRPC), ""
 	}
 	local := make([]*protocol.Response, len(req.Slots)) // answered here
 	remote := make([]bool, len(req.Slots))              // forwarded, an answer expected
@@ -72,7 +76,7 @@ func (n *Node) Forward(ctx context.Context, c Caller, peerID string, msg []byte)
 			if !s.IsNotification() {
 				id = n.wireID()
 			}
-			if raw, err = rewriteSlot(raw, id, session); err != nil {
+			if raw, err = rewriteSlot(raw, id, session, forwarded); err != nil {
 				return nil, protocol.Errorf(protocol.CodeParseError, "parse error: slot %d could not be re-encoded", i)
 			}
 		}
@@ -85,7 +89,7 @@ func (n *Node) Forward(ctx context.Context, c Caller, peerID string, msg []byte)
 	var resps []protocol.Response
 	if len(fwd) > 0 {
 		if _, err := n.Connect(ctx, protocol.Address{Kind: protocol.AddrMesh, PeerID: pid.String()}); err != nil {
-			return nil, err
+			return nil, n.peerFailed(pid, ReasonUnreachable, err)
 		}
 		out := fwd[0]
 		if req.IsBatch {
@@ -94,7 +98,7 @@ func (n *Node) Forward(ctx context.Context, c Caller, peerID string, msg []byte)
 			}
 		}
 		if _, resps, err = n.send(ctx, pid, out, want); err != nil {
-			return nil, err
+			return nil, n.peerFailed(pid, sendReason(err), err)
 		}
 		if len(resps) != len(want) {
 			// The peer refused the message as a whole (matchIDs allows
@@ -129,14 +133,21 @@ func (n *Node) Forward(ctx context.Context, c Caller, peerID string, msg []byte)
 }
 
 // gatewayGrant applies the caller's grants on this node to a slot it asks
-// the gateway to forward: a tools/call that carries no session of its own
-// needs grant; everything else goes on for the peer to judge.
+// the gateway to forward: a slot that carries a context.session is refused
+// (a mesh session is this node's to add, for the peer it calls; one the
+// caller brings was minted for someone else), a tools/call needs grant,
+// and everything else goes on for the peer to judge.
 func (n *Node) gatewayGrant(c Caller, s *protocol.Slot) *protocol.Error {
+	if s.Context != nil && s.Context.Session != "" {
+		return &protocol.Error{Code: protocol.CodeNotPermitted,
+			Message: "not permitted: a forwarded slot may not carry a context.session: this node adds its own mesh session, for the peer it calls, to a secret holder's slots; send the call without one (as a secret holder of this node for every skill)",
+			Data:    map[string]string{"skill": callName(s), "caller": c.Kind.String(), "reason": "session"}}
+	}
 	name := callName(s)
-	if name == "" || (s.Context != nil && s.Context.Session != "") {
+	if name == "" {
 		return nil
 	}
-	return n.grant(c, "", name)
+	return n.grant(c, "", protocol.PurposeRPC, name)
 }
 
 // callName returns the skill a valid tools/call slot names, else "".
@@ -153,8 +164,9 @@ func callName(s *protocol.Slot) string {
 
 // rewriteSlot returns the slot object raw with its id set to id (unless id
 // is nil: a notification) and, when session is not empty and the slot has
-// none, context.session set to it.
-func rewriteSlot(raw, id json.RawMessage, session string) (json.RawMessage, error) {
+// none, context.session set to it; when forwarded is not empty,
+// context.forwarded set to it.
+func rewriteSlot(raw, id json.RawMessage, session, forwarded string) (json.RawMessage, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil, err
@@ -162,21 +174,24 @@ func rewriteSlot(raw, id json.RawMessage, session string) (json.RawMessage, erro
 	if id != nil {
 		obj["id"] = id
 	}
-	if session != "" {
+	if session != "" || forwarded != "" {
 		ctxObj := map[string]json.RawMessage{}
 		if cr, ok := obj["context"]; ok && !isNull(cr) {
 			if err := json.Unmarshal(cr, &ctxObj); err != nil {
 				return nil, err
 			}
 		}
-		if _, has := ctxObj["session"]; !has {
+		if _, has := ctxObj["session"]; !has && session != "" {
 			ctxObj["session"], _ = json.Marshal(session)
-			b, err := json.Marshal(ctxObj)
-			if err != nil {
-				return nil, err
-			}
-			obj["context"] = b
 		}
+		if forwarded != "" {
+			ctxObj["forwarded"], _ = json.Marshal(forwarded)
+		}
+		b, err := json.Marshal(ctxObj)
+		if err != nil {
+			return nil, err
+		}
+		obj["context"] = b
 	}
 	return json.Marshal(obj)
 }
@@ -238,10 +253,10 @@ func (n *Node) ListTasks(owner string, q protocol.TaskQuery) ([]protocol.StoredT
 }
 
 // SetA2ACard sets how the node answers agent/a2a-card: fn builds and signs
-// its A2A card for an edge that serves it at base (the A2A face's
-// CardFor). Without it the method is not found. Call before the node is
-// called.
-func (n *Node) SetA2ACard(fn func(base, version string) (json.RawMessage, error)) {
+// its A2A card for the edge of PeerID edge that serves it at base (the A2A
+// face's CardFor). Without it the method is not found. Call before the
+// node is called.
+func (n *Node) SetA2ACard(fn func(base, version, edge string) (json.RawMessage, error)) {
 	n.cardMu.Lock()
 	n.a2aCardFn = fn
 	n.cardMu.Unlock()
@@ -250,8 +265,27 @@ func (n *Node) SetA2ACard(fn func(base, version string) (json.RawMessage, error)
 // maxA2ABase caps the base URL an agent/a2a-card names.
 const maxA2ABase = 512
 
-// a2aCard answers agent/a2a-card.
-func (n *Node) a2aCard(params json.RawMessage) (json.RawMessage, *protocol.Error) {
+// PeerA2ACard asks the mesh peer peerID, as this node, for its A2A card for
+// this node's edge at base (the A2A face's peer cards; agent/a2a-card).
+func (n *Node) PeerA2ACard(ctx context.Context, peerID, base, version string) (json.RawMessage, error) {
+	params, err := json.Marshal(protocol.A2ACardParams{Base: base, Version: version})
+	if err != nil {
+		return nil, err
+	}
+	return n.callOne(ctx, protocol.Address{Kind: protocol.AddrMesh, PeerID: peerID}, protocol.MethodA2ACard, params, CallOptions{})
+}
+
+// a2aCard answers agent/a2a-card: only to a mesh peer that asks for itself
+// (an edge that fronts this node at base, …/peers/<this PeerID>), signed
+// for that edge: a node signs no card naming a URL it was not asked for by
+// the edge behind it.
+func (n *Node) a2aCard(c Caller, params json.RawMessage) (json.RawMessage, *protocol.Error) {
+	if c.Kind != protocol.CallerPeer {
+		return nil, &protocol.Error{Code: protocol.CodeNotPermitted,
+			Message: fmt.Sprintf("not permitted: %s is answered to mesh peers only, for the edge that serves this node at …/peers/%s; an HTTP caller gets the card from that edge's /peers/%s/.well-known/agent-card.json",
+				protocol.MethodA2ACard, n.PeerID(), n.PeerID()),
+			Data: map[string]string{"caller": c.Kind.String()}}
+	}
 	n.cardMu.Lock()
 	fn := n.a2aCardFn
 	n.cardMu.Unlock()
@@ -269,7 +303,10 @@ func (n *Node) a2aCard(params json.RawMessage) (json.RawMessage, *protocol.Error
 	if p.Version != "1.0" && p.Version != "0.3" {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: version must be 1.0 or 0.3")
 	}
-	card, err := fn(p.Base, p.Version)
+	if want := "/peers/" + n.PeerID(); !strings.HasSuffix(u.Path, want) {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: base must be the asking edge's face of this node, ending in %s", want)
+	}
+	card, err := fn(p.Base, p.Version, c.ID)
 	if err != nil {
 		n.log.Error("a2a card", "err", err)
 		return nil, protocol.Errorf(protocol.CodeInternal, "internal error: the card could not be made")

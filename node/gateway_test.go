@@ -129,8 +129,36 @@ func TestGatewayForwardsWithCallersGrants(t *testing.T) {
 		!strings.Contains(r.Error.Message, g2.PeerID()) {
 		t.Errorf("anonymous list_files through a gateway granting http: %s", out)
 	}
+	// P grants G2's own PeerID list_files: still refused to the callers G2
+	// forwards (never the forwarder's own grants). Granted to
+	// "via:<G2>", they run it.
+	for _, tc := range []struct {
+		key  string
+		want bool
+	}{{g2.PeerID(), false}, {protocol.PolicyVia + g2.PeerID(), true}, {"http", true}} {
+		p2 := newTestNode(t, func(c *Config) {
+			c.Secret = secret
+			c.PolicyFile = writePolicy(t, map[string][]string{tc.key: {"list_files"}})
+		})
+		if _, err := g2.Connect(ctxT(t), addrOf(t, p2)); err != nil {
+			t.Fatal(err)
+		}
+		out, err = g2.Forward(ctxT(t), anon, p2.PeerID(), []byte(one))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r protocol.Response
+		if err := json.Unmarshal(out, &r); err != nil || (r.Error == nil) != tc.want {
+			t.Errorf("P grants %s list_files; a forwarded anonymous caller got %s", tc.key, out)
+		}
+		l := readAudit(t, p2)
+		if last := l[len(l)-1]; last["auth"] != "forwarded" || last["caller"] != protocol.PolicyVia+g2.PeerID() {
+			t.Errorf("P's audit line of a forwarded call: %v", last)
+		}
+	}
 	// A secret holder's slot carries G's session: P serves it. A slot
-	// with its own (forged) session keeps it: P refuses that one.
+	// with its own session (forged, or another peer's) is refused by G
+	// and never leaves it.
 	holder := Caller{ID: "ip:10.1.1.2", Via: "http", Kind: protocol.CallerSecretHolder}
 	two := `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_files","arguments":{}}},` +
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_files","arguments":{}},"context":{"session":"forged.00"}}]`
@@ -142,8 +170,8 @@ func TestGatewayForwardsWithCallersGrants(t *testing.T) {
 	if rs[0].Error != nil || string(rs[0].ID) != "1" {
 		t.Errorf("secret holder's slot: %+v", rs[0])
 	}
-	if rs[1].Error == nil || rs[1].Error.Code != protocol.CodeInvalidSession || string(rs[1].ID) != "2" {
-		t.Errorf("slot's own forged session was replaced: %+v", rs[1])
+	if rs[1].Error == nil || rs[1].Error.Code != protocol.CodeNotPermitted || string(rs[1].ID) != "2" || !strings.Contains(rs[1].Error.Message, "context.session") {
+		t.Errorf("a slot's own session: %+v", rs[1])
 	}
 	// Only notifications: nothing comes back.
 	if out, err := g.Forward(ctxT(t), anon, p.PeerID(), []byte(`[{"jsonrpc":"2.0","method":"tools/call","params":{"name":"ping"}}]`)); err != nil || out != nil {

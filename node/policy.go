@@ -105,8 +105,9 @@ func ParsePolicy(name string, data []byte) (*Policy, error) {
 		return nil, fmt.Errorf("policy file %s: %w", name, err)
 	}
 	for who, skills := range pf.Grants {
-		if who != "*" && who != protocol.PolicyHTTP && !protocol.LooksLikePeerID(who) {
-			return nil, fmt.Errorf("policy file %s: grant key %q is neither a PeerID, \"http\" (anonymous edge sessions) nor \"*\" (everyone)", name, who)
+		via, isVia := strings.CutPrefix(who, protocol.PolicyVia)
+		if who != "*" && who != protocol.PolicyHTTP && !protocol.LooksLikePeerID(who) && !(isVia && protocol.LooksLikePeerID(via)) {
+			return nil, fmt.Errorf("policy file %s: grant key %q is neither a PeerID, \"via:<PeerID>\" (the callers that peer forwards), \"http\" (anonymous edge sessions) nor \"*\" (everyone)", name, who)
 		}
 		for _, s := range skills {
 			if s == "" {

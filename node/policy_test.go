@@ -59,23 +59,26 @@ func TestMeshSessions(t *testing.T) {
 	if _, err := a.CallSkill(ctxT(t), addr, "ask", json.RawMessage(`{"query":"hi"}`), CallOptions{}); err != nil {
 		t.Fatalf("valid session refused: %v", err)
 	}
-	aid := a.ID().String()
+	aid, bid := a.ID().String(), b.ID().String()
 	now := time.Now()
-	good := protocol.EncodeToken(secret, protocol.Token{Subject: aid, Nonce: "n1", IssuedAt: now.Unix(), TTL: 300})
+	good := protocol.MintMeshToken(secret, aid, bid, protocol.PurposeRPC, now, 300*time.Second)
 	payload, mac, _ := strings.Cut(good, ".")
 	tampered := payload + "." + strings.Repeat("0", len(mac))
-	cases := map[string]string{
-		"tampered":     tampered,
-		"other secret": protocol.EncodeToken([]byte("other"), protocol.Token{Subject: aid, Nonce: "n", IssuedAt: now.Unix(), TTL: 300}),
-		"expired":      protocol.EncodeToken(secret, protocol.Token{Subject: aid, Nonce: "n", IssuedAt: now.Add(-time.Hour).Unix(), TTL: 60}),
-		"future":       protocol.EncodeToken(secret, protocol.Token{Subject: aid, Nonce: "n", IssuedAt: now.Add(time.Hour).Unix(), TTL: 60}),
-		"other peer":   protocol.EncodeToken(secret, protocol.Token{Subject: b.ID().String(), Nonce: "n", IssuedAt: now.Unix(), TTL: 300}),
-		"garbage":      "not-a-token",
+	cases := map[string]struct{ tok, want string }{
+		"tampered":      {tampered, "bad signature"},
+		"other secret":  {protocol.MintMeshToken([]byte("other"), aid, bid, protocol.PurposeRPC, now, 300*time.Second), "bad signature"},
+		"expired":       {protocol.MintMeshToken(secret, aid, bid, protocol.PurposeRPC, now.Add(-time.Hour), 60*time.Second), "expired"},
+		"future":        {protocol.MintMeshToken(secret, aid, bid, protocol.PurposeRPC, now.Add(time.Hour), 60*time.Second), "future"},
+		"other sender":  {protocol.MintMeshToken(secret, bid, bid, protocol.PurposeRPC, now, 300*time.Second), "another caller"},
+		"other peer":    {protocol.MintMeshToken(secret, aid, aid, protocol.PurposeRPC, now, 300*time.Second), "another peer or purpose"},
+		"other purpose": {protocol.MintMeshToken(secret, aid, bid, protocol.PurposeBlob, now, 300*time.Second), "another peer or purpose"},
+		"version 1":     {protocol.EncodeToken(secret, protocol.Token{Subject: aid, Nonce: "n1", IssuedAt: now.Unix(), TTL: 300}), "version 1 mesh session"},
+		"garbage":       {"not-a-token", "malformed"},
 	}
-	for name, tok := range cases {
-		_, err := a.CallSkill(ctxT(t), addr, "ask", json.RawMessage(`{"query":"hi"}`), CallOptions{Session: tok})
-		if codeOf(err) != protocol.CodeInvalidSession {
-			t.Errorf("%s: want -32001, got %v", name, err)
+	for name, c := range cases {
+		_, err := a.CallSkill(ctxT(t), addr, "ask", json.RawMessage(`{"query":"hi"}`), CallOptions{Session: c.tok})
+		if codeOf(err) != protocol.CodeInvalidSession || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: want -32001 saying %q, got %v", name, c.want, err)
 		}
 	}
 	if _, err := a.CallSkill(ctxT(t), addr, "ask", json.RawMessage(`{"query":"hi"}`), CallOptions{Session: good}); err != nil {

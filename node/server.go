@@ -79,7 +79,7 @@ func (n *Node) handleRPC(s network.Stream) {
 	stop := context.AfterFunc(n.ctx, func() { _ = s.Reset() })
 	defer stop()
 
-	caller := Caller{ID: s.Conn().RemotePeer().String(), Via: "mesh", Remote: s.Conn().RemoteMultiaddr().String(), Kind: protocol.CallerPeer}
+	caller := meshPeer(s.Conn())
 	fr := transport.NewFrameReader(s, n.maxMsg)
 	// One context for the stream's requests, cancelled when the caller
 	// resets the stream (lateWatch), which ends the stream too: a context

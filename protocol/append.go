@@ -47,17 +47,20 @@ func AppendSlot(b []byte, s *Slot) []byte {
 	}
 	if c := s.Context; c != nil {
 		b = append(b, `,"context":{`...)
-		if c.Provider != "" {
-			b = append(b, `"provider":`...)
-			b = AppendJSONString(b, c.Provider)
-		}
-		if c.Session != "" {
-			if c.Provider != "" {
+		open := len(b)
+		member := func(name, v string) {
+			if v == "" {
+				return
+			}
+			if len(b) > open {
 				b = append(b, ',')
 			}
-			b = append(b, `"session":`...)
-			b = AppendJSONString(b, c.Session)
+			b = append(b, name...)
+			b = AppendJSONString(b, v)
 		}
+		member(`"provider":`, c.Provider)
+		member(`"session":`, c.Session)
+		member(`"forwarded":`, c.Forwarded)
 		b = append(b, '}')
 	}
 	return append(b, '}')

@@ -59,6 +59,11 @@ const (
 	// CallerSecretHolder presented an edge token minted with the node's
 	// --secret (as the seed's client did): every skill.
 	CallerSecretHolder
+	// CallerForwarded is a slot a mesh peer forwarded for a caller of its
+	// own who is not a secret holder (SlotContext.Forwarded): the open
+	// methods, and what the policy grants "via:<forwarder PeerID>", "http"
+	// or "*" — never the forwarder's own grants.
+	CallerForwarded
 )
 
 // String names the kind as the audit log writes it.
@@ -70,6 +75,8 @@ func (k CallerKind) String() string {
 		return "secret"
 	case CallerAnonymous:
 		return "anonymous"
+	case CallerForwarded:
+		return "forwarded"
 	}
 	return fmt.Sprintf("CallerKind(%d)", int(k))
 }
@@ -90,7 +97,19 @@ type Caller struct {
 	Remote string
 	// Kind is how the face authenticated the caller.
 	Kind CallerKind
+	// Owner is the handle of what the caller owns on this node (A2A tasks,
+	// MCP sessions, subscriptions): one per credential, so that callers who
+	// share an IP share nothing. "secret" for secret holders, "session:"
+	// and a digest of the token's nonce for an anonymous edge session,
+	// "peer:<PeerID>" for a mesh peer, "local:stdio" for the stdio owner;
+	// empty for a caller that presented no credential, who owns nothing it
+	// could list (an unguessable task or session id is its only handle).
+	Owner string
 }
+
+// PolicyVia is the prefix of the policy key that grants skills to the
+// callers a peer forwards (CallerForwarded): "via:<PeerID>".
+const PolicyVia = "via:"
 
 // FindResult is one ranked answer of a find by skill or tag (SPEC §4).
 type FindResult struct {

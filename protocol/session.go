@@ -52,17 +52,25 @@ func (t Token) ExpiresAt() time.Time { return time.Unix(t.IssuedAt+t.TTL, 0) }
 // MintToken returns a token for subject valid for ttl from now:
 // base64url(payload) + "." + hex(HMAC_SHA256(secret, payload)).
 func MintToken(secret []byte, subject string, now time.Time, ttl time.Duration) (string, Token) {
-	var nb [16]byte
-	_, _ = rand.Read(nb[:])
-	t := Token{Subject: subject, Nonce: hex.EncodeToString(nb[:]), IssuedAt: now.Unix(), TTL: int64(ttl / time.Second)}
+	t := Token{Subject: subject, Nonce: newNonce(), IssuedAt: now.Unix(), TTL: int64(ttl / time.Second)}
 	return EncodeToken(secret, t), t
 }
+
+// newNonce returns 16 random bytes in hex.
+func newNonce() string {
+	var nb [16]byte
+	_, _ = rand.Read(nb[:])
+	return hex.EncodeToString(nb[:])
+}
+
+// b64 is the payload's encoding in a token.
+func b64(payload string) string { return base64.RawURLEncoding.EncodeToString([]byte(payload)) }
 
 // EncodeToken signs t with secret. Tests use it to build expired, future or
 // tampered tokens.
 func EncodeToken(secret []byte, t Token) string {
 	payload := fmt.Sprintf("%s:%s:%d:%d", t.Subject, t.Nonce, t.IssuedAt, t.TTL)
-	return base64.RawURLEncoding.EncodeToString([]byte(payload)) + "." + hex.EncodeToString(sign(secret, payload))
+	return b64(payload) + "." + hex.EncodeToString(sign(secret, payload))
 }
 
 func sign(secret []byte, payload string) []byte {

@@ -43,6 +43,13 @@ type Slot struct {
 type SlotContext struct {
 	Provider string `json:"provider,omitempty"`
 	Session  string `json:"session,omitempty"`
+	// Forwarded is set by a node that forwards the slot for a caller of its
+	// own who is not a secret holder (its gateway, a face, an orchestrate
+	// subtask): the kind of that caller ("anonymous", "peer"). The receiver
+	// then runs the slot as a forwarded caller, "via:<forwarder PeerID>",
+	// with what its policy grants that key or "http", never with the
+	// forwarder's own grants; a session in such a slot is not honoured.
+	Forwarded string `json:"forwarded,omitempty"`
 }
 
 // IsNotification reports whether the slot has no id and so gets no response.
@@ -240,7 +247,7 @@ func parseSlot(raw []byte) Slot {
 // context.
 var (
 	slotMembers    = []string{"jsonrpc", "id", "method", "params", "context"}
-	contextMembers = []string{"provider", "session"}
+	contextMembers = []string{"provider", "session", "forwarded"}
 )
 
 // caseVariant returns a member name of the slot object raw (or of its

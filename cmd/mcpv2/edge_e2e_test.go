@@ -1471,10 +1471,12 @@ func TestEdgeE2E(t *testing.T) {
 // session), and C's grants A's PeerID every skill, so both must agree
 // (SPEC §6: the gateway forwards with the caller's own grants).
 func TestGatewayToMeshOnlyPeer(t *testing.T) {
-	// C grants A (by PeerID) every skill; ping is open to all.
+	// C grants A (by PeerID) every skill, and the callers A forwards
+	// ("via:<A>") ask; ping is open to all. A's own grants never go to
+	// the callers it forwards (issue 18).
 	aDir, cDir := t.TempDir(), t.TempDir()
 	aID := peerIDOf(t, aDir)
-	writeFile(t, filepath.Join(cDir, "policy.json"), fmt.Sprintf(`{"grants":{%q:["*"]}}`, aID))
+	writeFile(t, filepath.Join(cDir, "policy.json"), fmt.Sprintf(`{"grants":{%q:["*"],%q:["ask"]}}`, aID, "via:"+aID))
 	writeFile(t, filepath.Join(aDir, "policy.json"), `{"grants":{"http":["ask"]}}`)
 	common := []string{"--secret", edgeSecret, "--no-mdns", "--no-nat"}
 	cp := startEdgeProc(t, "C", nil, append([]string{"--data-dir", cDir, "--listen", "/ip4/127.0.0.1/tcp/0", "--name", "carol-mesh-only"}, common...)...)

@@ -31,7 +31,7 @@ var (
 
 // cardV1 is the node's A2A card in v1.0 form, for an A2A URL of base
 // (http://host:port), signed.
-func (f *Face) cardV1(base string) (map[string]any, error) {
+func (f *Face) cardV1(base, edge string) (map[string]any, error) {
 	c := f.b.Card()
 	ifaces := []any{
 		map[string]any{"url": base + Path, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
@@ -43,7 +43,7 @@ func (f *Face) cardV1(base string) (map[string]any, error) {
 	card := map[string]any{
 		"name": nonEmpty(c.Name, "mcpv2 agent"), "description": nonEmpty(c.Description, "An mcpv2 agent."), "version": nonEmpty(c.Version, "dev"),
 		"supportedInterfaces": ifaces,
-		"capabilities":        map[string]any{"streaming": true, "pushNotifications": false},
+		"capabilities":        capabilities(map[string]any{"streaming": true, "pushNotifications": false}, edge),
 		"defaultInputModes":   inputModes, "defaultOutputModes": outputModes,
 		"skills": cardSkills(c),
 		"securitySchemes": map[string]any{"mcpv2Session": map[string]any{"httpAuthSecurityScheme": map[string]any{
@@ -53,14 +53,14 @@ func (f *Face) cardV1(base string) (map[string]any, error) {
 }
 
 // cardV03 is the node's A2A card in v0.3 form, signed over its own JSON.
-func (f *Face) cardV03(base string) (map[string]any, error) {
+func (f *Face) cardV03(base, edge string) (map[string]any, error) {
 	c := f.b.Card()
 	card := map[string]any{
 		"protocolVersion": "0.3.0",
 		"name":            nonEmpty(c.Name, "mcpv2 agent"), "description": nonEmpty(c.Description, "An mcpv2 agent."), "version": nonEmpty(c.Version, "dev"),
 		"url": base + Path, "preferredTransport": "JSONRPC",
 		"additionalInterfaces": []any{map[string]any{"url": base + Path, "transport": "JSONRPC"}},
-		"capabilities":         map[string]any{"streaming": true, "pushNotifications": false, "stateTransitionHistory": false},
+		"capabilities":         capabilities(map[string]any{"streaming": true, "pushNotifications": false, "stateTransitionHistory": false}, edge),
 		"defaultInputModes":    inputModes, "defaultOutputModes": outputModes,
 		"skills":          cardSkills(c),
 		"securitySchemes": map[string]any{"mcpv2Session": map[string]any{"type": "http", "scheme": "bearer", "description": "an mcpv2 edge session: GET /mcpv2/session on this host issues one"}},
@@ -70,6 +70,25 @@ func (f *Face) cardV03(base string) (map[string]any, error) {
 		card["additionalInterfaces"] = append(card["additionalInterfaces"].([]any), map[string]any{"url": a, "transport": LibP2PBinding})
 	}
 	return card, f.sign(card)
+}
+
+// EdgeExtension is the URI of the card's capability extension that names,
+// in its params {"edge": PeerID}, the edge a card was made for: a node
+// signs a card for another edge's /peers/<its PeerID> face only for that
+// edge, asked over the mesh (agent/a2a-card).
+const EdgeExtension = "urn:mcpv2:a2a:edge:v1"
+
+// capabilities is caps with the EdgeExtension naming edge, when edge is set.
+// It writes no member at its default value ("required": false): a verifier
+// that canonicalizes the card through the v1.0 schema (@a2a-js/sdk) drops
+// those, and the signature would no longer match.
+func capabilities(caps map[string]any, edge string) map[string]any {
+	if edge != "" {
+		caps["extensions"] = []any{map[string]any{"uri": EdgeExtension,
+			"description": "the mcpv2 edge this card was signed for: the node serves its card only to the edges that front it",
+			"params":      map[string]any{"edge": edge}}}
+	}
+	return caps
 }
 
 func cardSkills(c protocol.AgentCard) []any {

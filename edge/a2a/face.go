@@ -35,6 +35,11 @@ type Backend interface {
 	Forward(ctx context.Context, c protocol.Caller, peerID string, msg []byte) ([]byte, error)
 	// Audit writes one audit line of a request that did not reach Handle.
 	Audit(c protocol.Caller, method string, perr *protocol.Error, start time.Time)
+	// PeerA2ACard asks the mesh peer peerID, as this node, for its signed
+	// A2A card in version "1.0" or "0.3" for this edge's face of it at
+	// base (…/peers/<peerID>): agent/a2a-card, which a peer answers only
+	// to mesh peers. A refusal by the peer is a *protocol.Error.
+	PeerA2ACard(ctx context.Context, peerID, base, version string) (json.RawMessage, error)
 	// SaveTask, Task, TaskEvents and ListTasks keep the tasks (the node's
 	// store; see protocol.StoredTask).
 	SaveTask(t protocol.StoredTask, event json.RawMessage) (uint64, error)
@@ -79,7 +84,6 @@ type Face struct {
 	b          Backend
 	log        *slog.Logger
 	e          *edge.Server
-	hosts      map[string]bool // host names a card may name, besides IPs the edge serves
 	maxRunning int
 	ctx        context.Context
 	cancel     context.CancelFunc
@@ -121,24 +125,13 @@ func WithMaxRunning(n int) Option {
 	}
 }
 
-// WithAllowedHosts names the DNS names the edge is reached by, which the
-// card's URLs may name (the edge's IP addresses always may).
-func WithAllowedHosts(names ...string) Option {
-	return func(f *Face) error {
-		for _, n := range names {
-			f.hosts[strings.ToLower(strings.TrimSuffix(n, "."))] = true
-		}
-		return nil
-	}
-}
-
 // New builds the face over b. The tasks that were running when the node
 // last stopped are marked failed (input-required ones keep waiting).
 func New(b Backend, opts ...Option) (*Face, error) {
 	if b == nil {
 		return nil, errors.New("a2a: new: nil Backend")
 	}
-	f := &Face{b: b, log: slog.New(slog.DiscardHandler), hosts: map[string]bool{"localhost": true}, maxRunning: DefaultMaxRunning, runs: map[string]*run{}}
+	f := &Face{b: b, log: slog.New(slog.DiscardHandler), maxRunning: DefaultMaxRunning, runs: map[string]*run{}}
 	for _, o := range opts {
 		if err := o(f); err != nil {
 			return nil, err
@@ -173,14 +166,17 @@ func (f *Face) Close() error {
 // CardFor is the node's A2A card for an edge that serves it at base
 // (http(s)://host:port, or …/peers/PEERID on another node's edge), in
 // version "1.0" or "0.3", signed. The node answers agent/a2a-card with it
-// (node.SetA2ACard), so that any edge serves this node's own signed card.
-func (f *Face) CardFor(base, version string) (json.RawMessage, error) {
+// (node.SetA2ACard), so that any edge serves this node's own signed card;
+// edge is then that edge's PeerID, named inside the signed card (the
+// capability extension EdgeExtension), so that a card cannot be passed
+// off as another edge's. edge is "" for the node's own edge.
+func (f *Face) CardFor(base, version, edge string) (json.RawMessage, error) {
 	var card map[string]any
 	var err error
 	if version == "1.0" {
-		card, err = f.cardV1(base)
+		card, err = f.cardV1(base, edge)
 	} else {
-		card, err = f.cardV03(base)
+		card, err = f.cardV03(base, edge)
 	}
 	if err != nil {
 		return nil, err
@@ -205,7 +201,7 @@ func (f *Face) Mount(e *edge.Server) {
 	e.Mux().Handle(PeerPath+CardAlias, peerCard)
 	e.Mux().Handle(PeerPath+Path, e.AuthenticatedFace([]string{http.MethodPost}, standing, e.PeerFace(f.serveRPC,
 		func(peer string) func(http.ResponseWriter, *http.Request, protocol.Caller) {
-			return f.peers.Get(peer).serveRPC
+			return f.peers.Serve(e, peer, (*Face).serveRPC)
 		})))
 }
 
@@ -245,7 +241,7 @@ func (f *Face) servePeerCard(w http.ResponseWriter, r *http.Request) {
 	}
 	base := f.baseURL(r) + "/peers/" + peer
 	if peer == f.b.PeerID() {
-		card, err := f.CardFor(base, v)
+		card, err := f.CardFor(base, v, f.b.PeerID())
 		if err != nil {
 			refuse(http.StatusInternalServerError, protocol.Errorf(protocol.CodeInternal, "internal error: the card could not be made"))
 			return
@@ -254,9 +250,17 @@ func (f *Face) servePeerCard(w http.ResponseWriter, r *http.Request) {
 		writeRaw(w, card)
 		return
 	}
-	params, _ := json.Marshal(protocol.A2ACardParams{Base: base, Version: v})
-	msg := append(append([]byte(`{"jsonrpc":"2.0","id":1,"method":"`+protocol.MethodA2ACard+`","params":`), params...), '}')
-	card, perr := protocol.OneResult(edge.HandleByForward(r.Context(), f.b.Forward, c, peer, msg))
+	// The card is asked for as this node (a mesh peer), not for c: the
+	// peer answers agent/a2a-card to mesh peers only. HandleByForward
+	// words a failure as every peer face does.
+	fetch := func(ctx context.Context, _ protocol.Caller, peer string, _ []byte) ([]byte, error) {
+		card, err := f.b.PeerA2ACard(ctx, peer, base, v)
+		if err != nil {
+			return nil, err
+		}
+		return protocol.EncodeResponses(false, []protocol.Response{{JSONRPC: "2.0", ID: json.RawMessage("1"), Result: card}})
+	}
+	card, perr := protocol.OneResult(edge.HandleByForward(r.Context(), fetch, c, peer, nil))
 	if perr != nil {
 		refuse(http.StatusBadGateway, perr)
 		return
@@ -311,9 +315,9 @@ func (f *Face) serveCard(w http.ResponseWriter, r *http.Request) {
 	var card map[string]any
 	var err error
 	if v == "1.0" {
-		card, err = f.cardV1(base)
+		card, err = f.cardV1(base, "")
 	} else {
-		card, err = f.cardV03(base)
+		card, err = f.cardV03(base, "")
 	}
 	if err != nil {
 		f.log.Error("a2a card", "err", err)
@@ -337,7 +341,7 @@ func (f *Face) baseURL(r *http.Request) string {
 	host, port := u.Hostname(), u.Port()
 	if h, p, err := net.SplitHostPort(r.Host); err == nil && p == port {
 		h = strings.ToLower(strings.Trim(h, "[]"))
-		if ip := net.ParseIP(h); (ip != nil && ip.IsLoopback()) || f.hosts[h] {
+		if ip := net.ParseIP(h); (ip != nil && ip.IsLoopback()) || (ip == nil && f.e.AllowsHost(h)) {
 			host = h
 		}
 	}
