@@ -69,7 +69,7 @@ func FuzzSessionToken(f *testing.F) {
 	f.Add("a.b", false)
 
 	f.Fuzz(func(t *testing.T, tok string, inQuery bool) {
-		r := httptest.NewRequest(http.MethodPost, "/mcpv2", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcpv2", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 		if inQuery {
 			r.URL.RawQuery = url.Values{SessionParam: {tok}}.Encode()
 		} else {
@@ -153,7 +153,7 @@ func FuzzHTTPRequest(f *testing.F) {
 		case 2:
 			path = "/mcpv2/peers/" + testPeerID
 		}
-		r := httptest.NewRequest(http.MethodPost, "/mcpv2", bytes.NewReader(body))
+		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcpv2", bytes.NewReader(body))
 		r.URL.Path = path
 		r.Header.Set(SessionHeader, tok)
 		r.Header.Set("Content-Type", contentType)
@@ -256,7 +256,7 @@ func TestSessionTokenCorpus(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", e.Name(), err)
 		}
-		r := httptest.NewRequest(http.MethodPost, "/mcpv2", nil)
+		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcpv2", nil)
 		if lines[2] == "bool(true)" {
 			r.URL.RawQuery = url.Values{SessionParam: {tok}}.Encode()
 		} else {

@@ -1,6 +1,8 @@
 package edge
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -133,28 +135,49 @@ func (s *Server) AuthenticatedFace(methods []string, standing func(*http.Request
 			s.refuse(w, r, q, http.StatusUnauthorized, perr)
 			return
 		}
-		q.caller.Kind = kind
+		q.caller.Kind, q.caller.Owner = kind, ownerOf(kind, tok)
 		if ok, wait := s.sessLimits.allow(tok.Nonce, s.cfg.Now()); !ok {
 			s.rateLimited(w, r, q, wait, fmt.Sprintf("rate limited: this session may send %s requests per second", formatRate(s.cfg.RateLimit)))
 			return
 		}
-		slots, what := s.inflight, "requests"
-		if standing != nil && standing(r) {
-			slots, what = s.streams, "event streams"
-		}
-		select {
-		case slots <- struct{}{}:
-			defer func() { <-slots }()
-		default:
+		busy := func(msg string) {
 			w.Header().Set("Retry-After", "1")
 			s.refuse(w, r, q, http.StatusServiceUnavailable, &protocol.Error{Code: protocol.CodeRateLimited,
-				Message: fmt.Sprintf("busy: this edge serves at most %d %s at once; retry after 1s", cap(slots), what),
-				Data:    map[string]int64{"retry_after_ms": 1000}})
-			return
+				Message: msg, Data: map[string]int64{"retry_after_ms": 1000}})
+		}
+		if standing != nil && standing(r) {
+			// A standing stream holds a stream slot by the identity rule
+			// (Slots), not an in-flight one.
+			release, _, msg := s.streams.Acquire(q.caller, clientIP(r.RemoteAddr))
+			if release == nil {
+				busy(msg)
+				return
+			}
+			defer release()
+		} else {
+			select {
+			case s.inflight <- struct{}{}:
+				defer func() { <-s.inflight }()
+			default:
+				busy(fmt.Sprintf("busy: this edge serves at most %d requests at once; retry after 1s", cap(s.inflight)))
+				return
+			}
 		}
 		ctx := withRequest(r.Context(), q)
 		h(w, r.WithContext(ctx), q.caller)
 	})
+}
+
+// ownerOf is the Owner of a caller who presented tok (protocol.Caller):
+// every secret holder is the node's owner, "secret"; an anonymous session
+// is its own, named by a digest of its nonce (the nonce is no credential
+// without the MAC, but it need not be written anywhere either).
+func ownerOf(kind protocol.CallerKind, tok protocol.Token) string {
+	if kind == protocol.CallerSecretHolder {
+		return "secret"
+	}
+	sum := sha256.Sum256([]byte(tok.Nonce))
+	return "session:" + hex.EncodeToString(sum[:12])
 }
 
 // verify checks the request's session token against the caller's IP and
@@ -272,16 +295,17 @@ func (s *Server) Caller(r *http.Request) protocol.Caller {
 }
 
 // PeerFace serves a face's route for mesh peers (/peers/{peer}/…, inside
-// AuthenticatedFace): a path value that is not a PeerID is refused (400);
-// the node's own PeerID is served by own; any other peer costs one token of
-// the caller IP's gateway bucket (429 past it) and is served by the handler
-// forPeer returns.
+// AuthenticatedFace): a path value that does not decode as a PeerID is
+// refused (400); the node's own PeerID is served by own; any other peer
+// costs one token of the caller IP's gateway bucket (429 past it) and is
+// served by the handler forPeer returns (Cache.Serve: a face is made only
+// for a peer that answers, within the caps).
 func (s *Server) PeerFace(own func(http.ResponseWriter, *http.Request, protocol.Caller),
 	forPeer func(peer string) func(http.ResponseWriter, *http.Request, protocol.Caller)) func(http.ResponseWriter, *http.Request, protocol.Caller) {
 	return func(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
 		peer := r.PathValue("peer")
 		switch {
-		case !protocol.LooksLikePeerID(peer):
+		case !protocol.LooksLikePeerID(peer) || !decodes(peer):
 			s.Refuse(w, r, http.StatusBadRequest, protocol.Errorf(protocol.CodeInvalidParams,
 				"invalid params: %q is not a PeerID (want %s with 12D3Koo… in place of {peer})", protocol.Clip(peer, 80), r.Pattern))
 		case peer == s.b.PeerID():
@@ -520,7 +544,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, c protocol.Call
 			s.refuse(w, r, q, http.StatusGatewayTimeout, protocol.Errorf(protocol.CodeInternal, "gateway: peer %s did not answer before the request ended", peer))
 		default:
 			s.log.Debug("gateway forward failed", "peer", peer, "err", err)
-			s.refuse(w, r, q, http.StatusBadGateway, protocol.Errorf(protocol.CodeInternal, "gateway: could not reach peer %s: %s", peer, protocol.Clip(err.Error(), 300)))
+			s.refuse(w, r, q, http.StatusBadGateway, PeerUnreachable(peer, err))
 		}
 		return
 	}

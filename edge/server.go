@@ -137,6 +137,12 @@ type Config struct {
 	// allowed per client IP, whatever its sessions (default 50); a negative
 	// value turns the limit off.
 	GatewayRateLimit float64
+	// AllowedHosts are DNS names (not IPs: every IP literal, and localhost,
+	// are allowed) that a request's Host and Origin headers may name, for
+	// an edge reached by a name. A request naming any other host is refused
+	// with 403 on every endpoint: a web page that rebinds its DNS name to
+	// the edge's address must not reach it (DNS rebinding).
+	AllowedHosts []string
 	// LLMMode is reported by the health endpoint.
 	LLMMode bool
 	// TLSCert and TLSKey are the paths of a PEM certificate (the server's
@@ -181,14 +187,15 @@ type Server struct {
 	tls       *tls.Config // nil: plain HTTP
 	started   time.Time
 
-	sessLimits *limiterSet   // per session nonce
-	ipLimits   *limiterSet   // session issues per client IP
-	findLimits *limiterSet   // GET /mcpv2/find per client IP
-	gwLimits   *limiterSet   // gateway forwards per client IP
-	inflight   chan struct{} // a slot per session request being served
-	streams    chan struct{} // a slot per standing event stream of a face
-	anonKey    []byte        // HMAC key of anonymous sessions, derived from secret
-	verified   tokenCache    // tokens that verified lately
+	sessLimits *limiterSet     // per session nonce
+	ipLimits   *limiterSet     // session issues per client IP
+	findLimits *limiterSet     // GET /mcpv2/find per client IP
+	gwLimits   *limiterSet     // gateway forwards per client IP
+	inflight   chan struct{}   // a slot per session request being served
+	streams    *Slots          // the standing event streams of the faces (identity rule)
+	anonKey    []byte          // HMAC key of anonymous sessions, derived from secret
+	hosts      map[string]bool // names Host and Origin may name (hostSet)
+	verified   tokenCache      // tokens that verified lately
 
 	ctx    context.Context // the base context of requests; cancelled by Close
 	cancel context.CancelFunc
@@ -264,13 +271,18 @@ func New(b Backend, cfg Config) (*Server, error) {
 	s.findLimits = newLimiterSet(cfg.FindRateLimit)
 	s.gwLimits = newLimiterSet(cfg.GatewayRateLimit)
 	s.inflight = make(chan struct{}, cfg.MaxInFlight)
-	s.streams = make(chan struct{}, cfg.MaxInFlight)
+	s.streams = &Slots{What: "event streams", Total: cfg.MaxInFlight, Reserved: max(1, cfg.MaxInFlight/4),
+		PerOwner: max(1, cfg.MaxInFlight/8), PerIP: max(1, cfg.MaxInFlight/4)}
 	s.anonKey = anonymousKey(s.secret)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mux = http.NewServeMux()
 	s.routes()
+	s.hosts = hostSet(cfg.AllowedHosts)
 	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if s.checkHost(w, r) {
+			return
+		}
 		s.mux.ServeHTTP(w, r)
 	})
 	s.srv = &http.Server{

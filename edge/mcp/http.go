@@ -2,10 +2,7 @@ package mcp
 
 import (
 	"context"
-	"net"
 	"net/http"
-	"net/netip"
-	"net/url"
 	"strings"
 	"time"
 
@@ -35,12 +32,6 @@ const (
 
 // HTTPOptions configure Mount.
 type HTTPOptions struct {
-	// AllowedHosts are host names (not IPs: every IP literal, and
-	// localhost, are allowed) that the Host and Origin headers may name,
-	// for an edge reached by a DNS name. A request naming any other host
-	// is refused with 403: a web page that rebinds its DNS name to the
-	// edge's address must not reach it (DNS rebinding).
-	AllowedHosts []string
 	// MaxSessions bounds the stateful sessions (default DefaultMaxSessions).
 	MaxSessions int
 	// SessionIdle ends a stateful session idle this long (default
@@ -74,26 +65,16 @@ func (f *Face) Mount(e *edge.Server, o HTTPOptions) {
 	f.limiter = e
 	f.mountHTTP(e, o, o.MaxSessions)
 	f.peers = f.newPeerFaces(e, o)
-	allowed := hostSet(o.AllowedHosts)
 	methods := []string{http.MethodGet, http.MethodPost, http.MethodDelete}
 	standing := func(r *http.Request) bool {
 		return r.Method == http.MethodGet || r.Header.Get("Mcp-Method") == "subscriptions/listen"
 	}
-	guard := func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if bad, what := badHost(r, allowed); bad != "" {
-				e.Refuse(w, r, http.StatusForbidden, protocol.Errorf(protocol.CodeNotPermitted,
-					"forbidden: the %s header names %q, which this edge does not serve (DNS rebinding protection); use its IP address, localhost, or a name it allows", what, protocol.Clip(bad, 100)))
-				return
-			}
-			h.ServeHTTP(w, r)
-		})
-	}
-	e.Mux().Handle(Path, guard(e.AuthenticatedFace(methods, standing, f.serveHTTP)))
-	e.Mux().Handle(PeerPath, guard(e.AuthenticatedFace(methods, standing, e.PeerFace(f.serveHTTP,
+	// The edge checks Host and Origin (DNS rebinding) on every endpoint.
+	e.Mux().Handle(Path, e.AuthenticatedFace(methods, standing, f.serveHTTP))
+	e.Mux().Handle(PeerPath, e.AuthenticatedFace(methods, standing, e.PeerFace(f.serveHTTP,
 		func(peer string) func(http.ResponseWriter, *http.Request, protocol.Caller) {
-			return f.peers.Get(peer).serveHTTP
-		}))))
+			return f.peers.Serve(e, peer, (*Face).serveHTTP)
+		})))
 }
 
 // PeerPath is where Mount serves the face of a mesh peer.
@@ -103,7 +84,7 @@ const PeerPath = "/peers/{peer}/mcp"
 type httpFace struct {
 	e                   *edge.Server
 	stateful, stateless http.Handler
-	maxSessions         int
+	book                *sessionBook // who holds the stateful sessions
 }
 
 // mountHTTP builds f's handlers.
@@ -113,7 +94,7 @@ func (f *Face) mountHTTP(e *edge.Server, o HTTPOptions, maxSessions int) {
 		Logger: f.log, MaxRequestBodyBytes: e.MaxBody(), SessionTimeout: o.SessionIdle})
 	stateless := sdk.NewStreamableHTTPHandler(get, &sdk.StreamableHTTPOptions{
 		Logger: f.log, MaxRequestBodyBytes: e.MaxBody(), Stateless: true, PropagateRequestCancellation: true})
-	f.http = &httpFace{e: e, stateful: withTokenInfo(stateful), stateless: withTokenInfo(stateless), maxSessions: maxSessions}
+	f.http = &httpFace{e: e, stateful: withTokenInfo(stateful), stateless: withTokenInfo(stateless), book: newSessionBook(maxSessions)}
 }
 
 // withTokenInfo wraps h in the go-sdk's bearer-token middleware, with the
@@ -125,7 +106,7 @@ func withTokenInfo(h http.Handler) http.Handler {
 		if !ok {
 			return nil, auth.ErrInvalidToken // not reached: serveHTTP puts it there
 		}
-		return &auth.TokenInfo{UserID: c.Kind.String() + " " + c.ID, Extra: map[string]any{callerKey: c}}, nil
+		return &auth.TokenInfo{UserID: c.Owner, Extra: map[string]any{callerKey: c}}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 }
 
@@ -141,13 +122,7 @@ func (f *Face) serveHTTP(w http.ResponseWriter, r *http.Request, c protocol.Call
 		h.stateless.ServeHTTP(w, withHTTPCaller(r, c))
 		return
 	}
-	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && f.sessions() >= h.maxSessions {
-		w.Header().Set("Retry-After", "60")
-		h.e.Refuse(w, r, http.StatusServiceUnavailable, protocol.Errorf(protocol.CodeRateLimited,
-			"busy: this face holds %d MCP sessions, its most; retry later, or speak MCP 2026-07-28, which needs no session", h.maxSessions))
-		return
-	}
-	h.stateful.ServeHTTP(w, withHTTPCaller(r, c))
+	f.serveStateful(sw, r, c)
 }
 
 // auditTransport writes the audit line of a request that the go-sdk's
@@ -219,46 +194,4 @@ func (f *Face) sessions() int {
 		n++
 	}
 	return n
-}
-
-func hostSet(names []string) map[string]bool {
-	m := map[string]bool{"localhost": true}
-	for _, n := range names {
-		m[strings.ToLower(strings.TrimSuffix(n, "."))] = true
-	}
-	return m
-}
-
-// badHost returns the host that the Host header, or else the Origin header
-// when present, names and that is neither an IP literal nor allowed; ""
-// when both pass.
-func badHost(r *http.Request, allowed map[string]bool) (host, header string) {
-	if h := hostOnly(r.Host); !hostOK(h, allowed) {
-		return h, "Host"
-	}
-	if o := r.Header.Get("Origin"); o != "" {
-		u, err := url.Parse(o)
-		if err != nil || u.Host == "" {
-			return o, "Origin"
-		}
-		if h := hostOnly(u.Host); !hostOK(h, allowed) {
-			return h, "Origin"
-		}
-	}
-	return "", ""
-}
-
-func hostOnly(hostport string) string {
-	h := hostport
-	if host, _, err := net.SplitHostPort(hostport); err == nil {
-		h = host
-	}
-	return strings.ToLower(strings.TrimSuffix(strings.Trim(h, "[]"), "."))
-}
-
-func hostOK(h string, allowed map[string]bool) bool {
-	if _, err := netip.ParseAddr(h); err == nil {
-		return true
-	}
-	return allowed[h]
 }

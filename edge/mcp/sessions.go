@@ -1,0 +1,161 @@
+package mcp
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mcpv2/mcpv2/edge"
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// Stateful MCP sessions (the 2025-11-25 era) are held by their callers
+// under the identity rule (edge.Slots, docs/spec.md §0): a face's sessions
+// are capped in all, a share is kept for secret holders, a credential
+// holds at most sessionsPerOwner (a new one closes the caller's own oldest
+// idle session first), and the callers of one IP without the secret hold
+// at most a share of the total together.
+
+// sessionsPerOwner is how many sessions one credential may hold at once.
+const sessionsPerOwner = 16
+
+// sessionBook knows who holds each stateful session of one face, and
+// whether it is in use. mu guards m; it is never held while calling into
+// the go-sdk or the Slots.
+type sessionBook struct {
+	slots edge.Slots
+	mu    sync.Mutex
+	m     map[string]*heldSession // by Mcp-Session-Id
+}
+
+// heldSession is one session in the book.
+type heldSession struct {
+	owner    string
+	priv     bool
+	release  func()
+	inflight int       // requests of the session being served
+	last     time.Time // when the last one started
+}
+
+// newSessionBook caps a face's sessions at total.
+func newSessionBook(total int) *sessionBook {
+	return &sessionBook{m: map[string]*heldSession{}, slots: edge.Slots{What: "MCP sessions", Total: total,
+		Reserved: max(1, total/8), PerOwner: sessionsPerOwner, PerIP: max(sessionsPerOwner, total/16)}}
+}
+
+// admit takes a slot for a new session of c on f, closing c's own oldest
+// idle session when c's credential (or, for a secret holder, the face)
+// holds its most. It returns the release, or nil and the refusal.
+func (b *sessionBook) admit(f *Face, c protocol.Caller) (func(), string) {
+	b.prune(f)
+	ip := edge.ClientIP(c)
+	release, why, msg := b.slots.Acquire(c, ip)
+	if release == nil && (why == edge.CapOwner || (why == edge.CapTotal && edge.Privileged(c))) {
+		if b.evictOldestIdle(f, c) {
+			release, _, msg = b.slots.Acquire(c, ip)
+		}
+	}
+	return release, msg
+}
+
+// add records the new session id held by c, with the slot release.
+func (b *sessionBook) add(id string, c protocol.Caller, release func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.m[id] = &heldSession{owner: c.Owner, priv: edge.Privileged(c), release: release, last: time.Now()}
+}
+
+// begin marks a request of session id in use; end (the result) marks it
+// done. An id not in the book is a no-op.
+func (b *sessionBook) begin(id string) (end func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h := b.m[id]
+	if h == nil {
+		return func() {}
+	}
+	h.inflight++
+	h.last = time.Now()
+	return func() {
+		b.mu.Lock()
+		h.inflight--
+		b.mu.Unlock()
+	}
+}
+
+// prune drops the sessions that the go-sdk no longer holds (ended by
+// DELETE, idle timeout or close), releasing their slots.
+func (b *sessionBook) prune(f *Face) {
+	live := map[string]bool{}
+	for ss := range f.srv.Sessions() {
+		live[ss.ID()] = true
+	}
+	var gone []func()
+	b.mu.Lock()
+	for id, h := range b.m {
+		if !live[id] {
+			gone = append(gone, h.release)
+			delete(b.m, id)
+		}
+	}
+	b.mu.Unlock()
+	for _, r := range gone {
+		r()
+	}
+}
+
+// evictOldestIdle closes the session used longest ago, with no request in
+// flight, of c's credential (a secret holder: of any secret holder), and
+// reports whether it closed one.
+func (b *sessionBook) evictOldestIdle(f *Face, c protocol.Caller) bool {
+	priv := edge.Privileged(c)
+	b.mu.Lock()
+	var oldest string
+	var when time.Time
+	for id, h := range b.m {
+		mine := h.owner == c.Owner && h.priv == priv
+		if mine && h.inflight == 0 && (oldest == "" || h.last.Before(when)) {
+			oldest, when = id, h.last
+		}
+	}
+	h := b.m[oldest]
+	delete(b.m, oldest)
+	b.mu.Unlock()
+	if oldest == "" {
+		return false
+	}
+	for ss := range f.srv.Sessions() {
+		if ss.ID() == oldest {
+			_ = ss.Close()
+		}
+	}
+	h.release()
+	f.log.Debug("mcp: closed the caller's oldest idle session for a new one", "owner", c.Owner)
+	return true
+}
+
+// serveStateful serves a request of the 2025-11-25 era: a new session only
+// within the caps, each request of a session marked in use.
+func (f *Face) serveStateful(w *statusWriter, r *http.Request, c protocol.Caller) {
+	h := f.http
+	id := r.Header.Get("Mcp-Session-Id")
+	if id != "" || r.Method != http.MethodPost {
+		defer h.book.begin(id)()
+		h.stateful.ServeHTTP(w, withHTTPCaller(r, c))
+		return
+	}
+	release, msg := h.book.admit(f, c)
+	if release == nil {
+		w.Header().Set("Retry-After", "60")
+		h.e.Refuse(w, r, http.StatusServiceUnavailable, protocol.Errorf(protocol.CodeRateLimited,
+			"%s (or speak MCP 2026-07-28, which needs no session)", msg))
+		return
+	}
+	h.stateful.ServeHTTP(w, withHTTPCaller(r, c))
+	if nid := w.Header().Get("Mcp-Session-Id"); nid != "" && w.status < 400 {
+		h.book.add(nid, c, release)
+		h.book.prune(f) // an initialize that failed has closed its session
+		return
+	}
+	release()
+}
