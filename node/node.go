@@ -84,6 +84,12 @@ type Config struct {
 	// last update (0: store.DefaultTaskTTL, 7 days; negative: until the
 	// store's cap of tasks).
 	TaskTTL time.Duration
+	// MaxTasksBytes caps the bytes the faces' tasks (A2A) hold in state.db,
+	// each with its events, and one owner's tasks at a sixteenth of it; a
+	// task that does not fit drops its owner's finished tasks, oldest
+	// first (for the total, then anyone's), else it is refused with -32004
+	// (default store.DefaultMaxTasksBytes, 256 MiB; negative: no cap).
+	MaxTasksBytes int64
 	// LLM is the backend of ask and process_instructions (default local).
 	LLM llm.Backend
 	// LLMMode keeps per-conversation history across turns and restarts.
@@ -108,6 +114,11 @@ type Config struct {
 	RunAs string
 	// RateLimit is calls per second per caller (default 200; negative: none).
 	RateLimit float64
+	// FindRate is the mesh finds per second one caller's orchestrations
+	// may make here, each subtask's finds counted (default DefaultFindRate,
+	// the edge's --find-rate-limit; negative: none). A find waits at most
+	// maxFindWait for its turn; past that its subtask fails with -32005.
+	FindRate float64
 	// Guard is what the prompt-injection guard does with what it finds in
 	// the arguments it scans (ask, process_instructions, file names, and
 	// custom skills that opt in): GuardBlock (the zero value) refuses a
@@ -142,6 +153,7 @@ type Node struct {
 	reg       *skills.Registry
 	policy    *Policy
 	limits    *limiters
+	finds     *limiters // per caller: Config.FindRate (orchestrate's finds)
 	guardMode GuardMode
 	guardMin  guard.Level
 	scanSlots chan struct{} // guard scans running (screen)
@@ -161,8 +173,8 @@ type Node struct {
 	closeMu sync.Mutex
 	closed  bool
 
-	cardMu    sync.Mutex                                          // guards cardSeq, cfg.HTTPEndpoint, cfg.MTLS and a2aCardFn
-	a2aCardFn func(base, version string) (json.RawMessage, error) // agent/a2a-card; nil: none
+	cardMu    sync.Mutex                                                // guards cardSeq, cfg.HTTPEndpoint, cfg.MTLS and a2aCardFn
+	a2aCardFn func(base, version, edge string) (json.RawMessage, error) // agent/a2a-card; nil: none
 	cardSeq   uint64
 
 	*Client
@@ -273,6 +285,7 @@ func New(cfg Config) (_ *Node, err error) {
 	}
 	burst := max(int(cfg.RateLimit), protocol.MaxBatchSize)
 	n.limits = newLimiters(cfg.RateLimit, burst)
+	n.finds = newFindLimiters(cfg.FindRate)
 
 	hopts := []transport.Option{
 		transport.WithIdentity(key),
@@ -447,12 +460,22 @@ func (n *Node) Card() protocol.AgentCard {
 	}
 }
 
-// MintMeshSession mints a mesh session token for this node as the caller
-// (SPEC §6), valid for ttl. It fails when the node has no secret.
-func (n *Node) MintMeshSession(ttl time.Duration) (string, error) {
+// MintMeshSession mints a mesh session token from this node to the peer
+// audience for purpose (protocol.PurposeRPC or PurposeBlob; SPEC §6), valid
+// for ttl. It fails when the node has no secret.
+func (n *Node) MintMeshSession(audience, purpose string, ttl time.Duration) (string, error) {
 	if len(n.secret) == 0 {
 		return "", errors.New("node: no secret configured for mesh sessions")
 	}
-	tok, _ := protocol.MintToken(n.secret, n.host.ID().String(), n.now(), ttl)
-	return tok, nil
+	return protocol.MintMeshToken(n.secret, n.host.ID().String(), audience, purpose, n.now(), ttl), nil
+}
+
+// Authorize says whether c may run skill now, without running anything or
+// writing an audit line: nil, or the error a call of it would be refused
+// with (-32002 no such skill, -32009 not granted). It is dispatch's one
+// rule (SPEC §6) asked ahead, for a face that keeps what a call carries:
+// the A2A face stores a task's message only when the node would run it.
+// Handle still decides every call. Safe for concurrent use.
+func (n *Node) Authorize(c Caller, skill string) *protocol.Error {
+	return n.authorize(c, &protocol.Slot{}, protocol.PurposeRPC, skill)
 }

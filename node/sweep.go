@@ -37,6 +37,7 @@ func storeLimits(cfg *Config) []store.Option {
 	cfg.MaxConversations = int(orNone(int64(cfg.MaxConversations), store.DefaultMaxConversations))
 	cfg.ConversationTTL = time.Duration(orNone(int64(cfg.ConversationTTL), int64(store.DefaultConversationTTL)))
 	cfg.TaskTTL = time.Duration(orNone(int64(cfg.TaskTTL), int64(store.DefaultTaskTTL)))
+	cfg.MaxTasksBytes = orNone(cfg.MaxTasksBytes, store.DefaultMaxTasksBytes)
 	return []store.Option{
 		store.WithMaxPartial(cfg.MaxPartial),
 		store.WithPartialTTL(cfg.PartialTTL),
@@ -45,6 +46,7 @@ func storeLimits(cfg *Config) []store.Option {
 		store.WithMaxConversations(cfg.MaxConversations),
 		store.WithConversationTTL(cfg.ConversationTTL),
 		store.WithTaskTTL(cfg.TaskTTL),
+		store.WithMaxTasksBytes(cfg.MaxTasksBytes),
 		store.WithClock(cfg.Now),
 	}
 }

@@ -78,6 +78,8 @@ func nodeFlags() []cli.Flag {
 			Usage: "unfinished uploads untouched this long are removed while the node runs"},
 		&cli.Int64Flag{Name: "max-store", EnvVars: []string{"MCPV2_MAX_STORE"}, Value: store.DefaultMaxStore,
 			Usage: "quota in bytes on the files directory, unfinished uploads included; writes over it get -32004 (0: none)"},
+		&cli.Int64Flag{Name: "max-tasks-bytes", EnvVars: []string{"MCPV2_MAX_TASKS_BYTES"}, Value: store.DefaultMaxTasksBytes,
+			Usage: "bytes the A2A tasks may hold in state.db, one caller's a sixteenth; a caller's oldest finished tasks make room, else -32004 (0: no cap)"},
 		&cli.Int64Flag{Name: "audit-max-bytes", EnvVars: []string{"MCPV2_AUDIT_MAX_BYTES"}, Value: store.DefaultAuditMaxBytes,
 			Usage: "rotate audit.jsonl at this size (0: never)"},
 		&cli.IntFlag{Name: "audit-keep", EnvVars: []string{"MCPV2_AUDIT_KEEP"}, Value: store.DefaultAuditKeep,
@@ -105,8 +107,8 @@ func nodeFlags() []cli.Flag {
 		&cli.IntFlag{Name: "max-inflight", EnvVars: []string{"MCPV2_MAX_INFLIGHT"}, Value: edge.DefaultMaxInFlight, Usage: "edge session requests served at once; more are refused with 503"},
 		// The MCP face (docs/mcp.md): on the edge at /mcp, and mcpv2 mcp.
 		&cli.StringFlag{Name: "prompts", EnvVars: []string{"MCPV2_PROMPTS"}, Usage: "MCP prompt templates file (default <data-dir>/prompts.json)"},
-		&cli.StringSliceFlag{Name: "mcp-allowed-hosts", EnvVars: []string{"MCPV2_MCP_ALLOWED_HOSTS"},
-			Usage: "DNS names that the Host and Origin of /mcp requests may name (IP addresses and localhost always may); others get 403 (DNS rebinding protection)"},
+		&cli.StringSliceFlag{Name: "allowed-hosts", Aliases: []string{"mcp-allowed-hosts"}, EnvVars: []string{"MCPV2_ALLOWED_HOSTS", "MCPV2_MCP_ALLOWED_HOSTS"},
+			Usage: "DNS names that the Host and Origin of edge requests may name (IP addresses and localhost always may); others get 403 on every endpoint (DNS rebinding protection). --mcp-allowed-hosts is its older name"},
 	}, slices.Concat(llmFlags, tlsFlags)...)
 }
 
@@ -209,7 +211,7 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 			ClockSkew: secondsOf(c, "clock-skew"), RateLimit: rl,
 			SessionRateLimit: c.Float64("session-rate-limit"), MaxBody: int64(c.Int("max-message")),
 			FindRateLimit: c.Float64("find-rate-limit"), GatewayRateLimit: c.Float64("gateway-rate-limit"), MaxInFlight: c.Int("max-inflight"),
-			LLMMode: c.Bool("llm-mode"), Logger: log,
+			LLMMode: c.Bool("llm-mode"), Logger: log, AllowedHosts: splitList(c.StringSlice("allowed-hosts")),
 			TLSCert: c.String("tls-cert"), TLSKey: c.String("tls-key"), TLSClientCA: c.String("tls-client-ca"),
 		}
 	}
@@ -227,10 +229,11 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 		Name: c.String("name"), Description: c.String("description"),
 		MaxMessage: c.Int("max-message"), MaxFile: c.Int64("max-file"), FilesDir: c.String("file-store"),
 		LLM: backend, LLMMode: c.Bool("llm-mode"), Secret: []byte(c.String("secret")),
-		PolicyFile: c.String("policy"), SkillsFile: c.String("skills"), RateLimit: rl,
+		PolicyFile: c.String("policy"), SkillsFile: c.String("skills"), RateLimit: rl, FindRate: c.Float64("find-rate-limit"),
 		Guard: guardMode, GuardThreshold: guardMin,
 		MaxCommandRuns: c.Int("max-command-runs"), RunAs: c.String("run-as"),
 		MaxPartial: noneIfZero(c.Int64("max-partial")), PartialTTL: c.Duration("partial-ttl"), MaxStore: noneIfZero(c.Int64("max-store")),
+		MaxTasksBytes: noneIfZero(c.Int64("max-tasks-bytes")),
 		AuditMaxBytes: noneIfZero(c.Int64("audit-max-bytes")), AuditKeep: noneIfZero(c.Int("audit-keep")),
 		MaxConversations: noneIfZero(c.Int("max-conversations")), ConversationTTL: noneIfZero(c.Duration("conversation-ttl")),
 		ClockSkew: secondsOf(c, "clock-skew"), TaskTTL: noneIfZero(c.Duration("task-ttl")),
@@ -253,8 +256,7 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 	}
 	// The A2A face: on the edge, and for any edge that serves this node's
 	// card for it (agent/a2a-card over the mesh) even without one.
-	hosts := splitList(c.StringSlice("mcp-allowed-hosts"))
-	if r.a2a, err = a2a.New(n, a2a.WithLogger(log), a2a.WithAllowedHosts(hosts...)); err != nil {
+	if r.a2a, err = a2a.New(n, a2a.WithLogger(log)); err != nil {
 		return nil, err
 	}
 	n.SetA2ACard(r.a2a.CardFor)
@@ -262,7 +264,7 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 		if r.srv, err = edge.New(n, *ecfg); err != nil {
 			return nil, err
 		}
-		r.face.Mount(r.srv, mcp.HTTPOptions{AllowedHosts: hosts})
+		r.face.Mount(r.srv, mcp.HTTPOptions{})
 		r.a2a.Mount(r.srv)
 		if err = r.srv.Start(); err != nil {
 			return nil, err
@@ -326,12 +328,12 @@ func nodeListen(c *cli.Context) ([]string, error) {
 }
 
 // edgeOnlyFlags configure the HTTP edge, which runs only with --port.
-var edgeOnlyFlags = []string{"public-ip", "bind-host", "port-fallback", "port-file", "mcp-allowed-hosts"}
+var edgeOnlyFlags = []string{"public-ip", "bind-host", "port-fallback", "port-file", "allowed-hosts"}
 
 // nonNegativeFlags are the numeric flags of `mcpv2 node` where a negative
 // value means nothing (0 is "off" or "the default", as each usage says).
 var nonNegativeFlags = []string{
-	"task-ttl", "max-message", "max-file", "max-partial", "partial-ttl", "max-store", "audit-max-bytes", "audit-keep",
+	"task-ttl", "max-tasks-bytes", "max-message", "max-file", "max-partial", "partial-ttl", "max-store", "audit-max-bytes", "audit-keep",
 	"max-conversations", "conversation-ttl", "rate-limit", "max-command-runs", "max-inflight",
 	"relay-max-duration", "relay-max-data", "relay-max-circuits",
 }

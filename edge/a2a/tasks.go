@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,9 +31,137 @@ type call struct {
 	Args  json.RawMessage `json:"arguments"`
 }
 
-// callMeta is the task metadata key of the call a task runs, kept for the
-// message that answers an input-required state.
+// callMeta is the task metadata key of the call a task runs, kept while
+// the task waits for input, for the message that answers it.
 const callMeta = "mcpv2/call"
+
+// withheldMeta marks the one part that stands for a message's parts the
+// store did not keep (withheld).
+const withheldMeta = "mcpv2/withheld"
+
+// maxContextID caps a client's contextId, as decodeMessage caps a
+// messageId: it is stored with the task and each of its events.
+const maxContextID = 256
+
+// maxSkillName caps the skill a data part names: a refusal quotes it, and
+// the task keeps the refusal.
+const maxSkillName = 256
+
+// Authorizer is what a Backend may also offer (*node.Node does): the
+// node's one authorization rule asked ahead of a call — may c run skill
+// now? — with nothing run and nothing audited. The face asks it before it
+// stores a message, so that the body of a task the node will refuse is
+// never written; Handle still decides the call itself.
+type Authorizer interface {
+	Authorize(c protocol.Caller, skill string) *protocol.Error
+}
+
+// refusal is whether the node would refuse calls as c (Authorizer), and
+// why; nil when it would run them, or cannot say.
+func (f *Face) refusal(c protocol.Caller, calls []call) *protocol.Error {
+	a, ok := f.b.(Authorizer)
+	if !ok {
+		return nil
+	}
+	for _, cl := range calls {
+		if perr := a.Authorize(c, cl.Skill); perr != nil {
+			return perr
+		}
+	}
+	return nil
+}
+
+// refused says whether perr refuses a call rather than reports its failure:
+// the message that asked for it is then not kept (withheld).
+func refused(perr *protocol.Error) bool {
+	return perr != nil && (perr.Code == protocol.CodeNotPermitted || perr.Code == protocol.CodeSkillNotFound)
+}
+
+// withheld is m as the store keeps it when the node refused what it asks:
+// its IDs and role, and in place of its parts and metadata one text part
+// that says what was dropped. A refused task records the refusal, not the
+// caller's bytes.
+func withheld(m Message, perr *protocol.Error) Message {
+	if len(m.Parts) == 1 && m.Parts[0].Metadata[withheldMeta] != nil {
+		return m
+	}
+	b, _ := json.Marshal(m.Parts)
+	mb, _ := json.Marshal(m.Metadata)
+	text := fmt.Sprintf("(not kept: this node refused the message, error %d; its %d parts and metadata, %d bytes, were dropped)", perr.Code, len(m.Parts), len(b)+len(mb))
+	m.Parts = []Part{{Text: &text, Metadata: map[string]any{withheldMeta: len(b) + len(mb)}}}
+	m.Metadata = nil
+	return m
+}
+
+// withholdLast returns h with its last message withheld (a new slice:
+// another snapshot of the task may share h).
+func withholdLast(h []Message, perr *protocol.Error) []Message {
+	if len(h) == 0 {
+		return h
+	}
+	out := slices.Clone(h)
+	out[len(out)-1] = withheld(out[len(out)-1], perr)
+	return out
+}
+
+// storedEvent is an event as the store keeps it: a task event names how
+// many of the task's messages and artifacts it held, and an artifact event
+// which artifact it brought, rather than copying them; the store holds
+// each message and artifact once, in the task. Events stored before
+// carry no Ref and are whole.
+type storedEvent struct {
+	Task     *Task          `json:"task,omitempty"`
+	Status   *StatusEvent   `json:"status,omitempty"`
+	Artifact *ArtifactEvent `json:"artifact,omitempty"`
+	Ref      *eventRef      `json:"ref,omitempty"`
+}
+
+// eventRef is what a stored event takes from its task.
+type eventRef struct {
+	// History and Artifacts: a task event's first messages and artifacts.
+	History   int `json:"history,omitempty"`
+	Artifacts int `json:"artifacts,omitempty"`
+	// Artifact: an artifact event's artifact, numbered from 1.
+	Artifact int `json:"artifact,omitempty"`
+}
+
+// storeForm is ev as the store keeps it, t the task as it is saved with it.
+func storeForm(ev Event, t *Task) storedEvent {
+	switch {
+	case ev.Task != nil:
+		head := Task{ID: ev.Task.ID, ContextID: ev.Task.ContextID, Status: ev.Task.Status, Metadata: ev.Task.Metadata}
+		return storedEvent{Task: &head, Ref: &eventRef{History: len(ev.Task.History), Artifacts: len(ev.Task.Artifacts)}}
+	case ev.Artifact != nil:
+		for i := len(t.Artifacts) - 1; i >= 0; i-- {
+			if t.Artifacts[i].ArtifactID == ev.Artifact.Artifact.ArtifactID {
+				a := *ev.Artifact
+				a.Artifact = Artifact{ArtifactID: a.Artifact.ArtifactID}
+				return storedEvent{Artifact: &a, Ref: &eventRef{Artifact: i + 1}}
+			}
+		}
+	}
+	return storedEvent{Task: ev.Task, Status: ev.Status, Artifact: ev.Artifact}
+}
+
+// eventFrom reads a stored event, taking what it names from t, the task as
+// it is now (read after the event: a task only grows).
+func eventFrom(raw json.RawMessage, t Task) (Event, bool) {
+	var se storedEvent
+	if json.Unmarshal(raw, &se) != nil {
+		return Event{}, false
+	}
+	ev := Event{Task: se.Task, Status: se.Status, Artifact: se.Artifact}
+	if r := se.Ref; r != nil {
+		switch {
+		case ev.Task != nil:
+			ev.Task.History = t.History[:min(r.History, len(t.History))]
+			ev.Task.Artifacts = t.Artifacts[:min(r.Artifacts, len(t.Artifacts))]
+		case ev.Artifact != nil && r.Artifact >= 1 && r.Artifact <= len(t.Artifacts):
+			ev.Artifact.Artifact = t.Artifacts[r.Artifact-1]
+		}
+	}
+	return ev, ev.Task != nil || ev.Status != nil || ev.Artifact != nil
+}
 
 func newID() string {
 	b := make([]byte, 16)
@@ -64,6 +194,9 @@ func callsOf(m Message, prev *call) ([]call, *rpcError) {
 		}
 		if skill == "" {
 			return nil, rpcErrf(protocol.CodeInvalidParams, `invalid params: a data part must be {"skill": NAME, "arguments": {…}}`)
+		}
+		if len(skill) > maxSkillName {
+			return nil, rpcErrf(protocol.CodeInvalidParams, "invalid params: a skill name is at most %d bytes", maxSkillName)
 		}
 		if args == nil {
 			args = map[string]any{}
@@ -131,6 +264,10 @@ func (f *Face) send(q *req, params json.RawMessage, stream bool) {
 		q.fail(rpcErrf(protocol.CodeInvalidParams, "invalid params: a client sends messages with role user"))
 		return
 	}
+	if len(m.ContextID) > maxContextID {
+		q.fail(rpcErrf(protocol.CodeInvalidParams, "invalid params: message.contextId is longer than %d bytes", maxContextID))
+		return
+	}
 	var t Task
 	var prev *call
 	if m.TaskID != "" {
@@ -162,11 +299,11 @@ func (f *Face) send(q *req, params json.RawMessage, stream bool) {
 		return
 	}
 	m.TaskID, m.ContextID = t.ID, t.ContextID
-	t.History = append(t.History, m)
-	if t.Metadata == nil {
-		t.Metadata = map[string]any{}
+	if perr := f.refusal(q.c, calls); perr != nil {
+		m = withheld(m, perr) // the node will refuse it: its body is never stored
 	}
-	t.Metadata[callMeta] = calls[0]
+	t.History = append(t.History, m)
+	delete(t.Metadata, callMeta) // the call runs now; it is kept again if it waits for input
 	t.Status = Status{State: StateSubmitted, Timestamp: time.Now().UTC()}
 
 	ch, first, rerr := f.start(t, q.owner, q.c, calls)
@@ -256,12 +393,17 @@ func (f *Face) save(t *Task, owner string, ev Event) (Event, *rpcError) {
 	if err != nil {
 		return ev, rpcErrf(protocol.CodeInternal, "internal error")
 	}
-	eb, err := json.Marshal(ev)
+	eb, err := json.Marshal(storeForm(ev, t))
 	if err != nil {
 		return ev, rpcErrf(protocol.CodeInternal, "internal error")
 	}
 	seq, err := f.b.SaveTask(protocol.StoredTask{ID: t.ID, ContextID: t.ContextID, Owner: owner, State: string(t.Status.State),
 		Final: t.Status.State.Terminal(), Task: tb}, eb)
+	if perr := (*protocol.Error)(nil); errors.As(err, &perr) { // a cap of the task store
+		f.log.Debug("a2a: save task", "id", t.ID, "err", err)
+		return ev, &rpcError{Code: perr.Code, Data: perr.Data, Message: perr.Message +
+			"; a task keeps its messages and results until it expires, and one caller's finished tasks are dropped, oldest first, to make room for its new ones, but not its unfinished ones: cancel one, or send less"}
+	}
 	if err != nil {
 		f.log.Error("a2a: save task", "id", t.ID, "err", err)
 		return ev, rpcErrf(protocol.CodeInternal, "internal error: the task could not be saved")
@@ -270,11 +412,12 @@ func (f *Face) save(t *Task, owner string, ev Event) (Event, *rpcError) {
 	return ev, nil
 }
 
-// emit saves and publishes one event of a running task.
-func (f *Face) emit(r *run, t *Task, owner string, ev Event) {
+// emit saves and publishes one event of a running task; an event that
+// could not be saved is not published.
+func (f *Face) emit(r *run, t *Task, owner string, ev Event) *rpcError {
 	ev, err := f.save(t, owner, ev)
 	if err != nil {
-		return
+		return err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -286,6 +429,7 @@ func (f *Face) emit(r *run, t *Task, owner string, ev Event) {
 			close(ch)
 		}
 	}
+	return nil
 }
 
 // watch subscribes to the running task id; ch is nil when it does not run.
@@ -332,7 +476,7 @@ func (f *Face) exec(ctx context.Context, r *run, t Task, owner string, c protoco
 		return Event{Status: &StatusEvent{TaskID: t.ID, ContextID: t.ContextID, Status: s}}
 	}
 	finish := func(ev Event) {
-		f.emit(r, &t, owner, ev)
+		_ = f.emit(r, &t, owner, ev) // a save that ends a task is not refused for its size
 		f.mu.Lock()
 		delete(f.runs, t.ID)
 		for ch := range r.subs {
@@ -342,7 +486,7 @@ func (f *Face) exec(ctx context.Context, r *run, t Task, owner string, c protoco
 		close(r.done)
 		f.mu.Unlock()
 	}
-	f.emit(r, &t, owner, status(StateWorking, "", nil))
+	_ = f.emit(r, &t, owner, status(StateWorking, "", nil))
 	for i, cl := range calls {
 		res, perr := f.call(ctx, c, cl)
 		switch {
@@ -350,19 +494,32 @@ func (f *Face) exec(ctx context.Context, r *run, t Task, owner string, c protoco
 			finish(status(StateCanceled, "canceled", nil))
 			return
 		case perr != nil && perr.Code == protocol.CodeInvalidParams && missingArgs(perr.Message):
+			t.Metadata = maps.Clone(t.Metadata) // the first event's snapshot shares the map
+			if t.Metadata == nil {
+				t.Metadata = map[string]any{}
+			}
+			t.Metadata[callMeta] = cl
 			finish(status(StateInputRequired, fmt.Sprintf("%s needs more: %s. Send a message to this task with a data part {\"arguments\": {…}}.", cl.Skill, perr.Message),
 				map[string]any{"error": perr}))
 			return
 		case perr != nil && perr.Code == protocol.CodeNotPermitted:
+			t.History = withholdLast(t.History, perr)
 			finish(status(StateRejected, perr.Message, map[string]any{"error": perr}))
 			return
 		case perr != nil:
+			if refused(perr) {
+				t.History = withholdLast(t.History, perr)
+			}
 			finish(status(StateFailed, fmt.Sprintf("%s failed: error %d: %s", cl.Skill, perr.Code, perr.Message), map[string]any{"error": perr}))
 			return
 		}
 		a := Artifact{ArtifactID: fmt.Sprintf("%s-%d", t.ID[:8], i+1), Name: cl.Skill, Parts: resultParts(res)}
 		t.Artifacts = append(t.Artifacts, a)
-		f.emit(r, &t, owner, Event{Artifact: &ArtifactEvent{TaskID: t.ID, ContextID: t.ContextID, Artifact: a}})
+		if e := f.emit(r, &t, owner, Event{Artifact: &ArtifactEvent{TaskID: t.ID, ContextID: t.ContextID, Artifact: a}}); e != nil {
+			t.Artifacts = t.Artifacts[:len(t.Artifacts)-1]
+			finish(status(StateFailed, fmt.Sprintf("%s ran, but its result could not be kept: error %d: %s", cl.Skill, e.Code, e.Message), nil))
+			return
+		}
 	}
 	finish(status(StateCompleted, "", nil))
 }

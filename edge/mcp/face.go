@@ -71,23 +71,26 @@ const (
 // ServeStdio, or over streamable HTTP with Mount or Handler. New builds it;
 // Close stops it. Safe for concurrent use.
 type Face struct {
-	b        Backend
-	log      *slog.Logger
-	version  string
-	prompts  []Prompt
-	maxRes   int64
-	limiter  Limiter // nil: no per-IP limits (stdio)
-	srv      *sdk.Server
-	agents   agentCache
-	subs     subscribed
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	closeMu  sync.Mutex // guards closed
-	closed   bool
-	promptsF string             // the prompts file read, for logs; "" when none
-	http     *httpFace          // set by Mount (or, for a peer's face, peerFaces.get)
-	peers    *edge.Cache[*Face] // the faces of mesh peers; set by Mount
+	b       Backend
+	log     *slog.Logger
+	version string
+	prompts []Prompt
+	maxRes  int64
+	limiter Limiter // nil: no per-IP limits (stdio)
+	srv     *sdk.Server
+	agents  agentCache
+	subs    subscribed
+	// sdkHandler is the go-sdk's own method handler (keepDefault), set
+	// once by newServer.
+	sdkHandler sdk.MethodHandler
+	ctx        context.Context
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	closeMu    sync.Mutex // guards closed
+	closed     bool
+	promptsF   string             // the prompts file read, for logs; "" when none
+	http       *httpFace          // set by Mount (or, for a peer's face, peerFaces.get)
+	peers      *edge.Cache[*Face] // the faces of mesh peers; set by Mount
 }
 
 // Option configures New.
@@ -197,6 +200,9 @@ func (f *Face) Close() error {
 	for ss := range f.srv.Sessions() {
 		_ = ss.Close()
 	}
+	for _, ss := range f.subs.close() { // dropWithSession waits for them
+		_ = ss.Close()
+	}
 	f.wg.Wait()
 	return nil
 }
@@ -214,9 +220,9 @@ func (f *Face) newServer() *sdk.Server {
 		Instructions: "The tools are this mcpv2 node's skills, and two mesh tools: mesh_find finds agents by skill or tag, " +
 			"mesh_call runs a skill of another agent. Resources are the node's stored files (mcpv2://files/NAME), " +
 			"its agent card (mcpv2://card) and the cards of agents found on the mesh (mcpv2://agents/PEERID).",
-		Logger:             f.log,
+		Logger:             clipLogger(f.log),
 		SubscribeHandler:   f.subscribe,
-		UnsubscribeHandler: func(context.Context, *sdk.UnsubscribeRequest) error { return nil },
+		UnsubscribeHandler: f.unsubscribe,
 		Capabilities: &sdk.ServerCapabilities{
 			Logging:   &sdk.LoggingCapabilities{},
 			Tools:     &sdk.ToolCapabilities{ListChanged: true},
@@ -224,6 +230,7 @@ func (f *Face) newServer() *sdk.Server {
 			Prompts:   &sdk.PromptCapabilities{ListChanged: true},
 		},
 	})
+	s.AddReceivingMiddleware(f.keepDefault)
 	s.AddReceivingMiddleware(f.middleware)
 	f.addResources(s)
 	for _, p := range f.prompts {

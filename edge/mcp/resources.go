@@ -5,11 +5,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpv2/mcpv2/edge"
@@ -248,51 +250,240 @@ func (a *agentCache) list() []protocol.AgentCard {
 	return out
 }
 
-// subscribe accepts resources/subscribe for the files (the list and each
-// file) and the card; the go-sdk keeps who subscribed. A change of the
-// files sends notifications/resources/updated for the list and for every
-// file URI anyone subscribed to (a file's subscribers hear of any change
-// of the files; they read again to see whether theirs did).
-func (f *Face) subscribe(_ context.Context, req *sdk.SubscribeRequest) error {
+// Caps of subscriptions.
+const (
+	// MaxSubscribeURI caps the bytes of the URI a resources/subscribe
+	// names: 1 KiB. Every URI the face serves is shorter.
+	MaxSubscribeURI = 1 << 10
+	// MaxSubscriptions caps the resources one session subscribes to at
+	// once: 64.
+	MaxSubscriptions = 64
+	// logURI is how much of a URI a log line quotes.
+	logURI = 200
+)
+
+// subscribe accepts resources/subscribe to what the caller may read,
+// checked as a read would check it: the card (open to all), the files'
+// list (list_files, run as the caller) and a file (read_file of one byte,
+// run as the caller: a file that does not exist yet may be subscribed to
+// by a caller who may read files). A URI is at most MaxSubscribeURI bytes,
+// in the form the face writes it, and a session holds at most
+// MaxSubscriptions; they are dropped when the session ends. A change of
+// the files sends notifications/resources/updated for the list and for
+// every file URI a session subscribed to (a file's subscribers hear of any
+// change of the files; they read again to see whether theirs did).
+func (f *Face) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
 	uri := req.Params.URI
-	switch {
-	case uri == FilesURI || uri == CardURI:
-	case strings.HasPrefix(uri, FilesURI+"/"):
-		f.subs.add(uri)
-	default:
-		return sdk.ResourceNotFoundError(uri)
+	if len(uri) > MaxSubscribeURI {
+		return protocolToWire(protocol.Errorf(protocol.CodeInvalidParams,
+			"invalid params: the URI is %d bytes, more than the %d bytes (1 KiB) a subscription may name: %q", len(uri), MaxSubscribeURI, protocol.Clip(uri, 100)))
 	}
+	c := subscriberOf(ctx, req)
+	switch {
+	case uri == CardURI:
+	case uri == FilesURI:
+		if _, perr := f.call(ctx, c, "list_files", json.RawMessage(`{}`)); perr != nil {
+			return protocolToWire(perr)
+		}
+	case strings.HasPrefix(uri, FilesURI+"/"):
+		name, err := url.PathUnescape(strings.TrimPrefix(uri, FilesURI+"/"))
+		if err != nil || name == "" || strings.Contains(name, "/") || fileURI(name) != uri {
+			return protocolToWire(protocol.Errorf(protocol.CodeInvalidParams,
+				"invalid params: %q does not name a stored file as this face writes it (mcpv2://files/NAME, NAME path-escaped)", protocol.Clip(uri, logURI)))
+		}
+		args, _ := json.Marshal(map[string]any{"filename": name, "length": 1})
+		if _, perr := f.call(ctx, c, "read_file", args); perr != nil && perr.Code != protocol.CodeFileNotFound {
+			return protocolToWire(perr)
+		}
+	case strings.HasPrefix(uri, AgentsURI+"/"):
+		return protocolToWire(protocol.Errorf(protocol.CodeInvalidParams,
+			"invalid params: an agent's card (%s) has no updates to subscribe to; read it again to see it now", protocol.Clip(uri, logURI)))
+	default:
+		return protocolToWire(protocol.Errorf(protocol.CodeInvalidParams,
+			"invalid params: %q is not a resource of this node (%s, %s, %s/NAME)", protocol.Clip(uri, logURI), CardURI, FilesURI, FilesURI))
+	}
+	if perr := f.subs.add(req.Session, uri, func() {
+		f.wg.Add(1)
+		go f.dropWithSession(req.Session)
+	}); perr != nil {
+		return protocolToWire(perr)
+	}
+	f.log.Debug("mcp: subscribed", "uri", protocol.Clip(uri, logURI), "caller", c.ID)
 	return nil
 }
 
-// maxSubscribed bounds the file URIs remembered for updates.
-const maxSubscribed = 4096
-
-// subscribed remembers the file URIs subscribed to, besides the list,
-// which is always updated. mu guards uris.
-type subscribed struct {
-	mu   sync.Mutex
-	uris map[string]bool
+// subscriberOf is callerOf for a subscription: the go-sdk's
+// subscriptions/listen (MCP 2026-07-28) calls the handler with a request of
+// its own, without the HTTP request's token, which the context still
+// carries.
+func subscriberOf(ctx context.Context, req *sdk.SubscribeRequest) protocol.Caller {
+	if ex := req.GetExtra(); ex == nil || ex.TokenInfo == nil {
+		if ti := auth.TokenInfoFromContext(ctx); ti != nil {
+			if c, ok := ti.Extra[callerKey].(protocol.Caller); ok {
+				return c
+			}
+		}
+	}
+	return callerOf(ctx, req)
 }
 
-func (s *subscribed) add(uri string) {
+// unsubscribe forgets one subscription of the session (the go-sdk forgets
+// its own after this).
+func (f *Face) unsubscribe(_ context.Context, req *sdk.UnsubscribeRequest) error {
+	f.subs.remove(req.Session, req.Params.URI)
+	return nil
+}
+
+// keepDefault is the innermost receiving middleware: it keeps the go-sdk's
+// own method handler, through which dropWithSession makes the go-sdk
+// forget an ended session's subscriptions.
+func (f *Face) keepDefault(next sdk.MethodHandler) sdk.MethodHandler {
+	f.sdkHandler = next
+	return next
+}
+
+// dropWithSession waits for ss to end, then drops its subscriptions: the
+// face's, and the go-sdk's entries for its URIs, which the go-sdk would
+// otherwise keep (empty) for the life of the server. The face's wg owns
+// it; Close ends the sessions it waits for.
+func (f *Face) dropWithSession(ss *sdk.ServerSession) {
+	defer f.wg.Done()
+	_ = ss.Wait()
+	for _, uri := range f.subs.drop(ss) {
+		if f.sdkHandler != nil {
+			_, _ = f.sdkHandler(context.Background(), "resources/unsubscribe",
+				&sdk.UnsubscribeRequest{Session: ss, Params: &sdk.UnsubscribeParams{URI: uri}})
+		}
+	}
+}
+
+// subscribed is who subscribed to which file URIs and the card, per
+// session; the list of files is always updated. mu guards by and closed.
+type subscribed struct {
+	mu     sync.Mutex
+	by     map[*sdk.ServerSession]map[string]bool
+	closed bool // the face is closing: no more subscriptions
+}
+
+// add records that ss subscribed to uri, at most MaxSubscriptions per
+// session; at ss's first it calls first, under the lock (close waits).
+func (s *subscribed) add(ss *sdk.ServerSession, uri string, first func()) *protocol.Error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.uris == nil {
-		s.uris = map[string]bool{}
+	if s.closed || ss == nil {
+		return protocol.Errorf(protocol.CodeInternal, "internal error: the face is closing")
 	}
-	if len(s.uris) < maxSubscribed {
-		s.uris[uri] = true
+	if s.by == nil {
+		s.by = map[*sdk.ServerSession]map[string]bool{}
 	}
+	mine := s.by[ss]
+	if mine[uri] {
+		return nil
+	}
+	if len(mine) >= MaxSubscriptions {
+		// -32602, not the store quotas' -32004: MCP clients (the go-sdk's)
+		// read -32004 as "server is closing".
+		return &protocol.Error{Code: protocol.CodeInvalidParams,
+			Message: fmt.Sprintf("quota exceeded: this session holds %d subscriptions, the most one session may; unsubscribe from one first", MaxSubscriptions),
+			Data:    map[string]any{"quota": "subscriptions per session", "limit": MaxSubscriptions}}
+	}
+	if mine == nil {
+		mine = map[string]bool{}
+		s.by[ss] = mine
+		first()
+	}
+	mine[uri] = true
+	return nil
 }
 
-// list returns the list's URI and the subscribed files'.
+// close refuses new subscriptions from now on and returns the sessions
+// that hold some, for Close to end.
+func (s *subscribed) close() []*sdk.ServerSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	out := make([]*sdk.ServerSession, 0, len(s.by))
+	for ss := range s.by {
+		out = append(out, ss)
+	}
+	return out
+}
+
+func (s *subscribed) remove(ss *sdk.ServerSession, uri string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.by[ss], uri)
+}
+
+// drop forgets ss and returns the URIs it had subscribed to.
+func (s *subscribed) drop(ss *sdk.ServerSession) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for u := range s.by[ss] {
+		out = append(out, u)
+	}
+	delete(s.by, ss)
+	return out
+}
+
+// list returns the list's URI and every file URI a session subscribed to.
 func (s *subscribed) list() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	seen := map[string]bool{FilesURI: true}
 	out := []string{FilesURI}
-	for u := range s.uris {
-		out = append(out, u)
+	for _, uris := range s.by {
+		for u := range uris {
+			if !seen[u] && strings.HasPrefix(u, FilesURI+"/") {
+				seen[u] = true
+				out = append(out, u)
+			}
+		}
 	}
 	return out
+}
+
+// clipLogger is l with every string value of a record clipped to logURI
+// bytes (protocol.Clip), for the go-sdk, which logs the URIs and other
+// strings a client sends whole.
+func clipLogger(l *slog.Logger) *slog.Logger { return slog.New(clipHandler{l.Handler()}) }
+
+type clipHandler struct{ slog.Handler }
+
+func (h clipHandler) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, r.Level, protocol.Clip(r.Message, logURI), r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(clipAttr(a))
+		return true
+	})
+	return h.Handler.Handle(ctx, out)
+}
+
+func (h clipHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	cs := make([]slog.Attr, len(as))
+	for i, a := range as {
+		cs[i] = clipAttr(a)
+	}
+	return clipHandler{h.Handler.WithAttrs(cs)}
+}
+
+func (h clipHandler) WithGroup(name string) slog.Handler {
+	return clipHandler{h.Handler.WithGroup(name)}
+}
+
+func clipAttr(a slog.Attr) slog.Attr {
+	switch v := a.Value.Resolve(); v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, protocol.Clip(v.String(), logURI))
+	case slog.KindGroup:
+		g := v.Group()
+		cs := make([]any, len(g))
+		for i, ga := range g {
+			cs[i] = clipAttr(ga)
+		}
+		return slog.Group(a.Key, cs...)
+	default:
+		return slog.Attr{Key: a.Key, Value: v}
+	}
 }

@@ -86,6 +86,7 @@ type config struct {
 	conversationTTL  time.Duration
 	taskTTL          time.Duration
 	maxTasks         int
+	maxTasksBytes    int64
 	now              func() time.Time
 }
 
@@ -171,6 +172,7 @@ type Store struct {
 	conversationTTL  time.Duration
 	taskTTL          time.Duration
 	maxTasks         int
+	maxTasksBytes    int64 // 0: no cap
 	now              func() time.Time
 
 	db    *bolt.DB
@@ -208,6 +210,7 @@ func Open(dataDir string, opts ...Option) (_ *Store, err error) {
 		conversationTTL:  DefaultConversationTTL,
 		taskTTL:          DefaultTaskTTL,
 		maxTasks:         DefaultMaxTasks,
+		maxTasksBytes:    DefaultMaxTasksBytes,
 		now:              time.Now,
 	}
 	for _, o := range opts {
@@ -238,6 +241,8 @@ func Open(dataDir string, opts ...Option) (_ *Store, err error) {
 		return nil, fmt.Errorf("store: open: conversation TTL %v is negative", cfg.conversationTTL)
 	case cfg.taskTTL < 0 || cfg.maxTasks < 0:
 		return nil, fmt.Errorf("store: open: task TTL %v and max tasks %d: neither may be negative", cfg.taskTTL, cfg.maxTasks)
+	case cfg.maxTasksBytes < 0:
+		return nil, fmt.Errorf("store: open: max tasks bytes %d is negative", cfg.maxTasksBytes)
 	case cfg.now == nil:
 		return nil, errors.New("store: open: nil clock")
 	}
@@ -260,7 +265,7 @@ func Open(dataDir string, opts ...Option) (_ *Store, err error) {
 
 	s := &Store{dir: dir, maxTurns: cfg.maxTurns, maxTurnBytes: cfg.maxTurnBytes,
 		maxConversations: cfg.maxConversations, conversationTTL: cfg.conversationTTL, now: cfg.now,
-		taskTTL: cfg.taskTTL, maxTasks: cfg.maxTasks,
+		taskTTL: cfg.taskTTL, maxTasks: cfg.maxTasks, maxTasksBytes: cfg.maxTasksBytes,
 		auditMaxBytes: cfg.auditMaxBytes, auditKeep: cfg.auditKeep}
 	defer func() {
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"slices"
 	"time"
@@ -23,12 +24,18 @@ import (
 //	tasks-by-update  updated (8 bytes), id → nil: expiry and the cap walk it
 //	tasks-unfinished id → nil, the tasks not in a terminal state: what a
 //	                 face's start looks at, without reading every task
+//	tasks-size       id → the task's bytes (8-byte big-endian): its JSON and
+//	                 its events', each with recordOverhead; the bucket's
+//	                 sequence is the sum over every task
+//	tasks-owner-size "o" + owner → the bytes of the owner's tasks
 var (
 	taskBucket     = []byte("tasks")
 	taskEvents     = []byte("task-events")
 	taskByOwner    = []byte("tasks-by-owner")
 	taskByUpdate   = []byte("tasks-by-update")
 	taskUnfinished = []byte("tasks-unfinished")
+	taskSize       = []byte("tasks-size")
+	taskOwnerSize  = []byte("tasks-owner-size")
 )
 
 // Limits of the task store.
@@ -43,7 +50,35 @@ const (
 	MaxTaskEvents = 10_000
 	// MaxTaskBytes caps one task's JSON, and one event's.
 	MaxTaskBytes = 16 << 20
+	// DefaultMaxTasksBytes caps the bytes of every task together
+	// (WithMaxTasksBytes): 256 MiB. One owner's tasks may hold
+	// 1/OwnerShare of the cap (16 MiB by default).
+	DefaultMaxTasksBytes = 256 << 20
+	// OwnerShare divides the cap on the bytes of the tasks into one
+	// owner's share: an owner's tasks may hold at most
+	// max-tasks-bytes/OwnerShare.
+	OwnerShare = 16
+	// recordOverhead is what each task and event counts beyond its JSON:
+	// its keys and index entries.
+	recordOverhead = 64
 )
+
+// The quotas of the tasks' bytes, as a *QuotaError names them.
+const (
+	// QuotaTasks is the cap on the bytes of every task together.
+	QuotaTasks = "max-tasks-bytes"
+	// QuotaTasksOwner is one owner's share of it.
+	QuotaTasksOwner = "max-tasks-bytes/16, one owner's share"
+)
+
+// WithMaxTasksBytes caps the bytes the tasks hold in state.db, each task
+// counted with its events (default DefaultMaxTasksBytes; 0: no cap), and
+// one owner's tasks at a sixteenth of it (OwnerShare). A save that does
+// not fit first drops the owner's own finished tasks, oldest first; then,
+// for the total, anyone's finished tasks, the one updated longest ago
+// first; then it is refused with a *QuotaError. A save that finishes a task
+// is never refused for its bytes. It must not be negative.
+func WithMaxTasksBytes(n int64) Option { return func(c *config) { c.maxTasksBytes = n } }
 
 // ErrTaskNotFound is wrapped when no task has the ID asked for; it is
 // protocol's, so that a face can test for it.
@@ -53,12 +88,77 @@ var ErrTaskNotFound = protocol.ErrTaskNotFound
 var ErrTaskFinal = protocol.ErrTaskFinal
 
 func (s *Store) initTasks(tx *bolt.Tx) error {
-	for _, b := range [][]byte{taskBucket, taskEvents, taskByOwner, taskByUpdate, taskUnfinished} {
+	sized := tx.Bucket(taskSize) != nil
+	for _, b := range [][]byte{taskBucket, taskEvents, taskByOwner, taskByUpdate, taskUnfinished, taskSize, taskOwnerSize} {
 		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 			return err
 		}
 	}
-	return nil
+	if sized {
+		return nil
+	}
+	return countTaskBytes(tx)
+}
+
+// countTaskBytes fills tasks-size and tasks-owner-size from the tasks a
+// store made before it counted them: once, when such a store is opened.
+func countTaskBytes(tx *bolt.Tx) error {
+	events, sizes := tx.Bucket(taskEvents), tx.Bucket(taskSize)
+	var total uint64
+	owners := map[string]uint64{}
+	err := tx.Bucket(taskBucket).ForEach(func(id, v []byte) error {
+		var t protocol.StoredTask
+		if json.Unmarshal(v, &t) != nil {
+			return nil
+		}
+		n := recordBytes(len(v))
+		if eb := events.Bucket(id); eb != nil {
+			_ = eb.ForEach(func(_, ev []byte) error {
+				n += recordBytes(len(ev))
+				return nil
+			})
+		}
+		total += n
+		owners[t.Owner] += n
+		return sizes.Put(id, binary.BigEndian.AppendUint64(nil, n))
+	})
+	if err != nil {
+		return err
+	}
+	for owner, n := range owners {
+		if err := tx.Bucket(taskOwnerSize).Put(ownerSizeKey(owner), binary.BigEndian.AppendUint64(nil, n)); err != nil {
+			return err
+		}
+	}
+	return sizes.SetSequence(total)
+}
+
+// recordBytes is what a stored task or event of n bytes of JSON counts.
+func recordBytes(n int) uint64 { return uint64(n) + recordOverhead }
+
+func ownerSizeKey(owner string) []byte { return append([]byte{'o'}, owner...) }
+
+func getUint(b *bolt.Bucket, k []byte) uint64 {
+	if v := b.Get(k); len(v) == 8 {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
+}
+
+// addTaskBytes adds delta bytes to task id of owner, to the owner's and to
+// the total.
+func addTaskBytes(tx *bolt.Tx, owner, id string, delta int64) error {
+	sizes, owners := tx.Bucket(taskSize), tx.Bucket(taskOwnerSize)
+	add := func(v uint64) uint64 { return uint64(max(int64(v)+delta, 0)) }
+	put := func(b *bolt.Bucket, k []byte, v uint64) error {
+		if v == 0 {
+			return b.Delete(k)
+		}
+		return b.Put(k, binary.BigEndian.AppendUint64(nil, v))
+	}
+	return errors.Join(put(sizes, []byte(id), add(getUint(sizes, []byte(id)))),
+		put(owners, ownerSizeKey(owner), add(getUint(owners, ownerSizeKey(owner)))),
+		sizes.SetSequence(add(sizes.Sequence())))
 }
 
 func ownerKey(owner string, updated time.Time, id string) []byte {
@@ -78,7 +178,9 @@ func updateKey(updated time.Time, id string) []byte {
 // with MaxTaskEvents events takes no more (ErrTooLarge), nor does a task or
 // event over MaxTaskBytes. A new task beyond the cap (WithMaxTasks) drops
 // the finished task updated longest ago, or fails with ErrTooLarge when
-// every task is unfinished. Safe for concurrent use.
+// every task is unfinished. A save that takes the tasks' bytes over their
+// cap or the owner's share (WithMaxTasksBytes) makes room or is refused
+// with a *QuotaError (protocol code -32004). Safe for concurrent use.
 func (s *Store) SaveTask(t protocol.StoredTask, event json.RawMessage) (uint64, error) {
 	const op = "save task"
 	if s.closed.Load() {
@@ -96,7 +198,9 @@ func (s *Store) SaveTask(t protocol.StoredTask, event json.RawMessage) (uint64, 
 		byOwner, byUpdate := tx.Bucket(taskByOwner), tx.Bucket(taskByUpdate)
 		now := s.now()
 		t.Updated = now
-		if old := tasks.Get([]byte(t.ID)); old != nil {
+		var was int64 // the bytes of the task's JSON this save replaces
+		old := tasks.Get([]byte(t.ID))
+		if old != nil {
 			var prev protocol.StoredTask
 			if err := json.Unmarshal(old, &prev); err != nil {
 				return err
@@ -108,6 +212,7 @@ func (s *Store) SaveTask(t protocol.StoredTask, event json.RawMessage) (uint64, 
 				return fmt.Errorf("%q: a task keeps its owner: %w", t.ID, ErrInvalidKey)
 			}
 			t.Created = prev.Created
+			was = int64(recordBytes(len(old)))
 			if err := errors.Join(byOwner.Delete(ownerKey(prev.Owner, prev.Updated, prev.ID)),
 				byUpdate.Delete(updateKey(prev.Updated, prev.ID))); err != nil {
 				return err
@@ -134,6 +239,15 @@ func (s *Store) SaveTask(t protocol.StoredTask, event json.RawMessage) (uint64, 
 		t.Seq = seq
 		b, err := json.Marshal(t)
 		if err != nil {
+			return err
+		}
+		delta := int64(recordBytes(len(b))+recordBytes(len(event))) - was
+		if old == nil || !t.Final { // a save that ends a task always lands
+			if err := s.fitTaskBytes(tx, t.Owner, delta); err != nil {
+				return err
+			}
+		}
+		if err := addTaskBytes(tx, t.Owner, t.ID, delta); err != nil {
 			return err
 		}
 		unfinished := tx.Bucket(taskUnfinished)
@@ -167,12 +281,65 @@ func (s *Store) makeRoom(tx *bolt.Tx) error {
 	return err
 }
 
+// fitTaskBytes makes room for need more bytes of owner's tasks within the
+// caps (WithMaxTasksBytes): it drops owner's own finished tasks, oldest
+// first, until the owner's share and the total fit; then, for the total,
+// anyone's finished tasks, the one updated longest ago first. What still
+// does not fit is a *QuotaError; the caller's transaction then rolls back,
+// the drops with it.
+func (s *Store) fitTaskBytes(tx *bolt.Tx, owner string, need int64) error {
+	if s.maxTasksBytes <= 0 || need <= 0 {
+		return nil
+	}
+	share := s.maxTasksBytes / OwnerShare
+	mine := func() int64 { return int64(getUint(tx.Bucket(taskOwnerSize), ownerSizeKey(owner))) }
+	total := func() int64 { return int64(tx.Bucket(taskSize).Sequence()) }
+	over := func() bool { return mine()+need > share || total()+need > s.maxTasksBytes }
+	if over() {
+		if err := s.dropOwnerTasks(tx, owner, over); err != nil {
+			return err
+		}
+	}
+	if mine()+need > share {
+		return &QuotaError{Quota: QuotaTasksOwner, Limit: share, Used: mine(), Need: need}
+	}
+	if total()+need > s.maxTasksBytes {
+		if _, err := s.dropTasks(tx, math.MaxInt, func(protocol.StoredTask) bool { return total()+need > s.maxTasksBytes }); err != nil {
+			return err
+		}
+		if total()+need > s.maxTasksBytes {
+			return &QuotaError{Quota: QuotaTasks, Limit: s.maxTasksBytes, Used: total(), Need: need}
+		}
+	}
+	return nil
+}
+
+// dropOwnerTasks deletes owner's finished tasks, the one updated longest
+// ago first, while more() holds.
+func (s *Store) dropOwnerTasks(tx *bolt.Tx, owner string, more func() bool) error {
+	tasks := tx.Bucket(taskBucket)
+	prefix := append([]byte(owner), 0)
+	c := tx.Bucket(taskByOwner).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && more(); {
+		idx := slices.Clone(k)
+		var t protocol.StoredTask
+		if len(idx) < len(prefix)+8 || json.Unmarshal(tasks.Get(idx[len(prefix)+8:]), &t) != nil || !t.Final || t.Owner != owner {
+			k, _ = c.Next()
+			continue
+		}
+		if err := deleteTask(tx, t); err != nil {
+			return err
+		}
+		k, _ = c.Seek(idx)
+	}
+	return nil
+}
+
 // dropTasks walks the tasks from the one updated longest ago and deletes
 // the finished ones drop accepts, at most limit; the walk ends at the
 // first finished task drop refuses (drop is monotone in the update time).
 func (s *Store) dropTasks(tx *bolt.Tx, limit int, drop func(protocol.StoredTask) bool) (int, error) {
-	tasks, events := tx.Bucket(taskBucket), tx.Bucket(taskEvents)
-	byOwner, byUpdate := tx.Bucket(taskByOwner), tx.Bucket(taskByUpdate)
+	tasks, byUpdate := tx.Bucket(taskBucket), tx.Bucket(taskByUpdate)
 	dropped := 0
 	c := byUpdate.Cursor()
 	for k, _ := c.First(); k != nil && dropped < limit; {
@@ -193,20 +360,51 @@ func (s *Store) dropTasks(tx *bolt.Tx, limit int, drop func(protocol.StoredTask)
 		if !drop(t) {
 			break
 		}
-		err := errors.Join(tasks.Delete(id), byUpdate.Delete(idx), byOwner.Delete(ownerKey(t.Owner, t.Updated, t.ID)))
-		if err == nil && events.Bucket(id) != nil {
-			err = events.DeleteBucket(id)
-		}
-		if err == nil {
-			err = tasks.SetSequence(tasks.Sequence() - 1)
-		}
-		if err != nil {
+		if err := deleteTask(tx, t); err != nil {
 			return dropped, err
 		}
 		dropped++
 		k, _ = c.Seek(idx)
 	}
 	return dropped, nil
+}
+
+// deleteTask deletes task t, its events, its index entries, and its bytes
+// from the counts.
+func deleteTask(tx *bolt.Tx, t protocol.StoredTask) error {
+	tasks, events := tx.Bucket(taskBucket), tx.Bucket(taskEvents)
+	id := []byte(t.ID)
+	n := getUint(tx.Bucket(taskSize), id)
+	err := errors.Join(tasks.Delete(id), tx.Bucket(taskByUpdate).Delete(updateKey(t.Updated, t.ID)),
+		tx.Bucket(taskByOwner).Delete(ownerKey(t.Owner, t.Updated, t.ID)), tx.Bucket(taskUnfinished).Delete(id))
+	if err == nil && events.Bucket(id) != nil {
+		err = events.DeleteBucket(id)
+	}
+	if err == nil {
+		err = addTaskBytes(tx, t.Owner, t.ID, -int64(n))
+	}
+	if err == nil {
+		err = tasks.SetSequence(tasks.Sequence() - 1)
+	}
+	return err
+}
+
+// TaskBytes returns the bytes owner's tasks hold and those of every task,
+// as the caps of WithMaxTasksBytes count them.
+func (s *Store) TaskBytes(owner string) (mine, total int64, err error) {
+	const op = "task bytes"
+	if s.closed.Load() {
+		return 0, 0, fmt.Errorf("store: %s: %w", op, net.ErrClosed)
+	}
+	err = s.db.View(func(tx *bolt.Tx) error {
+		mine = int64(getUint(tx.Bucket(taskOwnerSize), ownerSizeKey(owner)))
+		total = int64(tx.Bucket(taskSize).Sequence())
+		return nil
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("store: %s: %w", op, closedErr(err))
+	}
+	return mine, total, nil
 }
 
 // Task returns the task id, or an error wrapping ErrTaskNotFound.

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/mcpv2/mcpv2/protocol"
 )
@@ -99,5 +102,108 @@ func TestTasks(t *testing.T) {
 	}
 	if l, _ := s.ListTasks("", protocol.TaskQuery{}); len(l) != 2 {
 		t.Fatalf("left: %+v", l)
+	}
+}
+
+// TestTaskBytesCaps: the bytes of the tasks are capped per owner (a
+// sixteenth) and in total; a new task first drops its owner's finished
+// tasks, oldest first, then (for the total) anyone's; what still does not
+// fit is refused with a *QuotaError (-32004); a save that finishes a task
+// always lands; drops, expiry and a reopen keep the counts right.
+func TestTaskBytesCaps(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	dir := t.TempDir()
+	const total = 16 * 4096 // one owner's share: 4096 bytes
+	s, err := Open(dir, WithClock(func() time.Time { return now }), WithMaxTasksBytes(total))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close() }()
+	body := func(n int) json.RawMessage { return json.RawMessage(`"` + strings.Repeat("x", n) + `"`) }
+	save := func(id, owner string, final bool, n int) error {
+		now = now.Add(time.Second)
+		_, err := s.SaveTask(protocol.StoredTask{ID: id, Owner: owner, State: "s", Final: final, Task: body(n)}, json.RawMessage(`{}`))
+		return err
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	quota := func(err error, which string) {
+		t.Helper()
+		var qe *QuotaError
+		var pe *protocol.Error
+		if !errors.As(err, &qe) || qe.Quota != which || !errors.Is(err, ErrQuota) || !errors.As(err, &pe) || pe.Code != protocol.CodeToolExecution ||
+			!strings.Contains(err.Error(), "max-tasks-bytes") {
+			t.Fatalf("want a %s quota error naming max-tasks-bytes: %v", which, err)
+		}
+	}
+	exists := func(id string) bool { _, err := s.Task(id); return err == nil }
+	// Alice: three finished tasks of about 1 KiB, then a fourth and a
+	// fifth: her oldest finished ones go to make room.
+	for _, id := range []string{"a1", "a2", "a3"} {
+		must(save(id, "alice", true, 1000))
+	}
+	mine, all, err := s.TaskBytes("alice")
+	if err != nil || mine < 3000 || mine > 4096 || all != mine {
+		t.Fatalf("alice's bytes %d of %d: %v", mine, all, err)
+	}
+	must(save("a4", "alice", false, 1000))
+	must(save("a5", "alice", false, 1000))
+	if exists("a1") || exists("a2") || !exists("a3") || !exists("a4") || !exists("a5") {
+		t.Fatal("the oldest finished tasks of alice were not the ones dropped")
+	}
+	// Her unfinished tasks are not dropped: a message that does not fit
+	// beside them is refused, and nothing is dropped for it.
+	quota(save("a6", "alice", false, 1500), QuotaTasksOwner)
+	if !exists("a3") {
+		t.Fatal("a refused save dropped a task")
+	}
+	quota(save("big", "bob", false, 5000), QuotaTasksOwner) // larger than a share
+	// A save that grows an unfinished task must fit; one that finishes it
+	// lands whatever its size.
+	quota(save("a4", "alice", false, 3000), QuotaTasksOwner)
+	must(save("a4", "alice", true, 3000))
+	// The total: 15 owners of about 3 KiB each (finished) and alice; a new
+	// owner's task drops the finished task updated longest ago.
+	for i := range 15 {
+		must(save(fmt.Sprintf("o%d", i), fmt.Sprintf("owner%d", i), true, 3500))
+	}
+	_, all, _ = s.TaskBytes("")
+	if all > total {
+		t.Fatalf("the tasks hold %d bytes, over the cap of %d", all, total)
+	}
+	must(save("n1", "newcomer", false, 3800))
+	_, all, _ = s.TaskBytes("")
+	if all > total || exists("a3") || !exists("n1") {
+		t.Fatalf("after a newcomer: %d bytes (cap %d); alice's oldest finished task a3 stayed: %v", all, total, exists("a3"))
+	}
+	// Counts survive a reopen, and a store that never counted (its size
+	// buckets gone) counts once when opened.
+	mineBefore, allBefore, _ := s.TaskBytes("alice")
+	must(s.db.Update(func(tx *bolt.Tx) error {
+		return errors.Join(tx.DeleteBucket(taskSize), tx.DeleteBucket(taskOwnerSize))
+	}))
+	s.Close()
+	if s, err = Open(dir, WithClock(func() time.Time { return now }), WithMaxTasksBytes(total)); err != nil {
+		t.Fatal(err)
+	}
+	if m, a, _ := s.TaskBytes("alice"); m != mineBefore || a != allBefore {
+		t.Fatalf("counted again: alice %d (was %d), all %d (was %d)", m, mineBefore, a, allBefore)
+	}
+	// Expiry gives the bytes back.
+	now = now.Add(DefaultTaskTTL + time.Hour)
+	if _, err := s.ExpireTasks(now); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := s.ListTasks("", protocol.TaskQuery{})
+	var want int64
+	for _, lt := range left {
+		want += int64(len(lt.Task))
+	}
+	if _, a, _ := s.TaskBytes(""); a < want || a > want+int64(len(left))*1024 {
+		t.Fatalf("after expiry %d bytes for %d tasks of %d bytes of JSON", a, len(left), want)
 	}
 }
