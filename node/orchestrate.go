@@ -44,7 +44,8 @@ func (n *Node) registerOrchestrate() {
 func (n *Node) orchestrate(ctx context.Context, a OrchestrateArgs) (orchestrate.Result, error) {
 	ci := skills.CallInfoFrom(ctx)
 	c := Caller{ID: ci.Caller, Via: ci.Via, Kind: ci.Kind}
-	o, err := n.orchestrator(meshCaller{n: n, c: c})
+	m := meshCaller{n: n, c: c}
+	o, err := n.orchestrator(m, m, orchestrate.WithAuthorize(m.authorize))
 	if err != nil {
 		return orchestrate.Result{}, err
 	}
@@ -93,14 +94,14 @@ func fitResult(res *orchestrate.Result, budget int) {
 }
 
 // orchestrator builds the orchestrator of one run: it finds agents through
-// this node's discovery, plans and summarizes with the node's LLM backend
-// when that is a real one, and calls through c.
-func (n *Node) orchestrator(c orchestrate.Caller, opts ...orchestrate.Option) (*orchestrate.Orchestrator, error) {
+// f (this node's discovery), plans and summarizes with the node's LLM
+// backend when that is a real one, and calls through c.
+func (n *Node) orchestrator(f orchestrate.Finder, c orchestrate.Caller, opts ...orchestrate.Option) (*orchestrate.Orchestrator, error) {
 	base := []orchestrate.Option{orchestrate.WithLogger(n.log), orchestrate.WithLatency(n.latency)}
 	if b := n.cfg.LLM; b != nil && b.Name() != llm.KindLocal {
 		base = append(base, orchestrate.WithPlanner(orchestrate.NewLLMPlanner(b, n.reg.List())), orchestrate.WithSummarizer(orchestrate.NewLLMSummarizer(b)))
 	}
-	return orchestrate.New(n, c, append(base, opts...)...)
+	return orchestrate.New(f, c, append(base, opts...)...)
 }
 
 // latency is the host's measured round-trip time to a peer, for ties
@@ -116,10 +117,60 @@ func (n *Node) latency(peerID string) (time.Duration, bool) {
 
 // meshCaller runs an orchestration's calls as the caller c of the
 // orchestrate skill: on this node through Handle, on another through
-// Forward, both with c's grants.
+// Forward, both with c's grants. It is also the run's Finder and its
+// authorizer: a subtask's skill is checked against c's grants before any
+// find, and c's finds are counted against c's find budget.
 type meshCaller struct {
 	n *Node
 	c Caller
+}
+
+// authorize is the check of a subtask before it is assigned: the skill
+// must be one c may run (the node's grant, as the gateway applies it), and
+// not orchestrate itself. A refusal is audited ("orchestrate assign").
+func (m meshCaller) authorize(_ context.Context, skill string) error {
+	if skill == OrchestrateSkill {
+		return protocol.Errorf(protocol.CodeInvalidParams, "invalid params: an orchestration's subtask may not be another orchestration")
+	}
+	start := time.Now()
+	slot := protocol.Slot{JSONRPC: "2.0", ID: json.RawMessage("1"), Method: protocol.MethodToolsCall,
+		Params: protocol.AppendCallParams(nil, skill, nil)}
+	if perr := m.n.gatewayGrant(m.c, &slot); perr != nil {
+		m.n.audit(m.c, "orchestrate assign", skill, perr, start)
+		return perr
+	}
+	return nil
+}
+
+// Find implements orchestrate.Finder: the node's Find, counted against
+// c's find budget (Config.FindRate per second, per caller). A find waits
+// for its turn at most maxFindWait; past that it is refused -32005. Each
+// find is audited ("orchestrate find", the skill or tag as the skill).
+func (m meshCaller) Find(ctx context.Context, skillOrTag string, limit int) ([]protocol.FindResult, error) {
+	start := time.Now()
+	ok, wait, err := m.n.finds.wait(ctx, m.c.ID, maxFindWait, start)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		rate := m.n.cfg.FindRate
+		if rate == 0 {
+			rate = DefaultFindRate
+		}
+		perr := &protocol.Error{Code: protocol.CodeRateLimited,
+			Message: fmt.Sprintf("rate limited: an orchestration's finds count against its caller's find budget of %g per second on this node (--find-rate-limit); retry after %dms",
+				rate, wait.Milliseconds()),
+			Data: map[string]any{"retry_after_ms": wait.Milliseconds(), "budget": "find"}}
+		m.n.audit(m.c, "orchestrate find", skillOrTag, perr, start)
+		return nil, perr
+	}
+	res, err := m.n.Find(ctx, skillOrTag, limit)
+	var perr *protocol.Error
+	if err != nil {
+		perr = protocol.AsError(err)
+	}
+	m.n.audit(m.c, "orchestrate find", skillOrTag, perr, start)
+	return res, err
 }
 
 // CallSkill implements orchestrate.Caller.

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -48,7 +50,22 @@ func (ls *limiters) allow(key string, n int, now time.Time) (bool, time.Duration
 	if ls.rps <= 0 {
 		return true, 0
 	}
+	e := ls.entry(key, now)
+	if n > ls.burst {
+		n = ls.burst
+	}
+	r := e.l.ReserveN(now, n)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d
+	}
+	return true, 0
+}
+
+// entry returns key's bucket, made when there is none, marked used at now.
+func (ls *limiters) entry(key string, now time.Time) *limiterEntry {
 	ls.mu.Lock()
+	defer ls.mu.Unlock()
 	e, ok := ls.m[key]
 	if !ok {
 		ls.inserts++
@@ -63,14 +80,57 @@ func (ls *limiters) allow(key string, n int, now time.Time) (bool, time.Duration
 		ls.m[key] = e
 	}
 	e.last = now
-	ls.mu.Unlock()
-	if n > ls.burst {
-		n = ls.burst
+	return e
+}
+
+// DefaultFindRate is Config.FindRate's default: the finds per second of
+// one caller's orchestrations, as the edge allows one client IP on GET
+// /mcpv2/find (edge.DefaultFindRateLimit).
+const DefaultFindRate = 2
+
+// maxFindWait is how long one find of an orchestration waits for its turn
+// in the caller's find budget; a find that would wait longer is refused
+// (-32005), so that a plan of many finds fails fast instead of hanging.
+const maxFindWait = 2 * time.Second
+
+// newFindLimiters returns the per-caller find budget of rate finds per
+// second (0: DefaultFindRate; negative: none), with a burst of the rate
+// rounded up, as the edge's.
+func newFindLimiters(rate float64) *limiters {
+	if rate == 0 {
+		rate = DefaultFindRate
 	}
-	r := e.l.ReserveN(now, n)
-	if d := r.DelayFrom(now); d > 0 {
+	if rate < 0 {
+		return newLimiters(0, 1) // rps 0: allow and wait always pass
+	}
+	return newLimiters(rate, int(math.Ceil(rate)))
+}
+
+// wait takes one token from key's bucket, waiting for it when it comes
+// within maxWait (or ctx's end, whichever is first). When it does not, it
+// takes nothing and returns false and how long until a token would be
+// there; when ctx ends first, ctx's error.
+func (ls *limiters) wait(ctx context.Context, key string, maxWait time.Duration, now time.Time) (bool, time.Duration, error) {
+	if ls.rps <= 0 {
+		return true, 0, nil
+	}
+	e := ls.entry(key, now)
+	r := e.l.ReserveN(now, 1)
+	d := r.DelayFrom(now)
+	if !r.OK() || d > maxWait {
 		r.CancelAt(now)
-		return false, d
+		return false, d, nil
 	}
-	return true, 0
+	if d <= 0 {
+		return true, 0, nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true, 0, nil
+	case <-ctx.Done():
+		r.Cancel()
+		return false, 0, ctx.Err()
+	}
 }

@@ -141,6 +141,10 @@ type SubtaskResult struct {
 	Result json.RawMessage `json:"result,omitempty"`
 	// Error says why the subtask failed or was skipped.
 	Error string `json:"error,omitempty"`
+	// Code is the error code of a failure that carried one (a
+	// *protocol.Error: -32009 not permitted, -32005 rate limited, or an
+	// agent's refusal); 0 otherwise.
+	Code int `json:"code,omitempty"`
 }
 
 // Run statuses.
@@ -179,6 +183,7 @@ type config struct {
 	planner        Planner
 	log            *slog.Logger
 	latency        func(peerID string) (time.Duration, bool)
+	authorize      func(ctx context.Context, skill string) error
 }
 
 // Option configures an Orchestrator; New reports an option's error.
@@ -264,6 +269,17 @@ func WithLogger(l *slog.Logger) Option {
 // PeerID only. f is called concurrently.
 func WithLatency(f func(peerID string) (time.Duration, bool)) Option {
 	return func(c *config) error { c.latency = f; return nil }
+}
+
+// WithAuthorize makes each subtask ask auth, before it finds any agent,
+// whether the run's caller may run the subtask's skill: an error fails the
+// subtask at once (its SubtaskResult.Code is the error's code when it is a
+// *protocol.Error), with no find and no call, so that a caller cannot make
+// the node search the mesh for skills it may not run. nil (the default)
+// asks nothing; the agents' own checks still apply. auth is called
+// concurrently.
+func WithAuthorize(auth func(ctx context.Context, skill string) error) Option {
+	return func(c *config) error { c.authorize = auth; return nil }
 }
 
 // Orchestrator runs requests across the agents of a mesh. It holds no state
@@ -540,6 +556,9 @@ func (r *run) runSubtask(ctx context.Context, i int) {
 	fail := func(err error) {
 		res.Status = StateFailed
 		res.Error = truncate(err.Error(), maxErrorLen)
+		if pe := (*protocol.Error)(nil); errors.As(err, &pe) {
+			res.Code = pe.Code
+		}
 		r.emit(Event{Subtask: st.ID, State: StateFailed, Agent: res.Agent, Attempt: res.Attempts, Error: res.Error})
 		log.Debug("orchestrate: subtask failed", "err", err)
 	}
@@ -547,6 +566,12 @@ func (r *run) runSubtask(ctx context.Context, i int) {
 	if err := ctx.Err(); err != nil {
 		fail(err)
 		return
+	}
+	if auth := r.o.cfg.authorize; auth != nil {
+		if err := auth(ctx, st.Skill); err != nil {
+			fail(fmt.Errorf("refused before any agent was sought: %w", err))
+			return
+		}
 	}
 	data := make(map[string]any, len(st.DependsOn))
 	for _, d := range st.DependsOn {

@@ -463,3 +463,59 @@ func TestRunRefuses(t *testing.T) {
 		t.Errorf("nil options: %v", err)
 	}
 }
+
+// TestAuthorizeBeforeAssign: a subtask whose skill the caller may not run
+// is refused by WithAuthorize before any find or call: its result carries
+// the refusal's code, and the mesh sees no find for its skill or tags;
+// the permitted subtask runs.
+func TestAuthorizeBeforeAssign(t *testing.T) {
+	m := newMesh()
+	m.add("alpha", []string{"alpha", "secret"}, []string{"t"}, answer("ok"))
+	var asked atomic.Int32
+	o := mustNew(t, m, WithAuthorize(func(_ context.Context, skill string) error {
+		asked.Add(1)
+		if skill == "secret" {
+			return protocol.Errorf(protocol.CodeNotPermitted, "not permitted: %q", skill)
+		}
+		return nil
+	}))
+	p := Plan{Subtasks: []Subtask{
+		{ID: "a", Text: "allowed", Skill: "alpha"},
+		{ID: "s", Text: "refused", Skill: "secret", Tags: []string{"hidden-tag"}},
+		{ID: "d", Text: "after the refused one", Skill: "alpha", DependsOn: []string{"s"}},
+	}}
+	res, err := o.RunPlan(ctxT(t), "x", p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Subtasks[1]
+	if s.Status != StateFailed || s.Code != protocol.CodeNotPermitted || !strings.Contains(s.Error, "-32009") || s.Attempts != 0 {
+		t.Fatalf("refused subtask: %+v", s)
+	}
+	if res.Subtasks[0].Status != StateDone || res.Subtasks[2].Status != StateSkipped || asked.Load() != 2 {
+		t.Fatalf("subtasks %+v, authorize asked %d times", res.Subtasks, asked.Load())
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.finds["secret"] != 0 || m.finds["hidden-tag"] != 0 || m.finds["alpha"] != 1 {
+		t.Fatalf("finds %v: a refused subtask's skill or tag was sought", m.finds)
+	}
+	if len(m.calls) != 1 {
+		t.Fatalf("calls %+v", m.calls)
+	}
+}
+
+// TestFindRefusalCode: a find refused with a *protocol.Error (the caller's
+// find budget) fails its subtask with that code, at once.
+func TestFindRefusalCode(t *testing.T) {
+	m := newMesh()
+	m.add("alpha", []string{"alpha"}, nil, answer("ok"))
+	m.findErr = protocol.Errorf(protocol.CodeRateLimited, "rate limited: find budget")
+	res, err := mustNew(t, m).RunPlan(ctxT(t), "x", Plan{Subtasks: []Subtask{{ID: "a", Text: "x", Skill: "alpha"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := res.Subtasks[0]; st.Status != StateFailed || st.Code != protocol.CodeRateLimited || !strings.Contains(st.Error, "find budget") {
+		t.Fatalf("subtask %+v", st)
+	}
+}
