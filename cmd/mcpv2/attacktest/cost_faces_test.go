@@ -1,13 +1,9 @@
 package attacktest
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -52,15 +48,15 @@ func TestAttackCostFaces(t *testing.T) {
 	mcpURL := tn.base() + "/peers/" + uID + "/mcp"
 	var sid string
 	waitFor(t, 60*time.Second, "T's face of U to answer an MCP initialize", func() bool {
-		st, hdr, _ := facesPost(t, mcpURL, victim, facesInitialize, nil)
+		st, hdr, _ := postFace(t, mcpURL, victim, facesInitialize, nil)
 		sid = hdr.Get("Mcp-Session-Id")
 		return st == http.StatusOK && sid != ""
 	})
-	if st, _, b := facesPost(t, mcpURL, victim, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, map[string]string{"Mcp-Session-Id": sid}); st/100 != 2 {
+	if st, _, b := postFace(t, mcpURL, victim, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, map[string]string{"Mcp-Session-Id": sid}); st/100 != 2 {
 		t.Fatalf("notifications/initialized: %d %s", st, b)
 	}
 	a2aURL := tn.base() + "/peers/" + uID + "/a2a"
-	st, _, b := facesPost(t, a2aURL, victim, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"victim-1","role":"ROLE_USER",
+	st, _, b := postFace(t, a2aURL, victim, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"victim-1","role":"ROLE_USER",
 		"parts":[{"data":{"skill":"slow","arguments":{}}}]},"configuration":{"returnImmediately":true}}}`, map[string]string{"A2A-Version": "1.0"})
 	var sent struct {
 		Result struct {
@@ -107,9 +103,9 @@ func TestAttackCostFaces(t *testing.T) {
 			var st int
 			var b []byte
 			if i%2 == 0 {
-				st, _, b = facesPost(t, tn.base()+"/peers/"+f+"/mcp", attacker, facesInitialize, nil)
+				st, _, b = postFace(t, tn.base()+"/peers/"+f+"/mcp", attacker, facesInitialize, nil)
 			} else {
-				st, _, b = facesPost(t, tn.base()+"/peers/"+f+"/a2a", attacker, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m`+fmt.Sprint(i)+`","role":"ROLE_USER",
+				st, _, b = postFace(t, tn.base()+"/peers/"+f+"/a2a", attacker, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m`+fmt.Sprint(i)+`","role":"ROLE_USER",
 					"parts":[{"data":{"skill":"ping","arguments":{}}}]},"configuration":{"returnImmediately":true}}}`, map[string]string{"A2A-Version": "1.0"})
 			}
 			answers[i] = answer{st, string(b)}
@@ -121,7 +117,7 @@ func TestAttackCostFaces(t *testing.T) {
 
 	// The victim's session and task are intact.
 	st, _, b = facesRetry429(t, func() (int, http.Header, []byte) {
-		return facesPost(t, mcpURL, victim, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"})
+		return postFace(t, mcpURL, victim, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"})
 	})
 	if st != http.StatusOK || !strings.Contains(string(b), `"slow"`) {
 		t.Errorf("the victim's MCP session on /peers/U/mcp after the attack: HTTP %d %s (want 200 with U's tools)", st, facesClip(b))
@@ -129,7 +125,7 @@ func TestAttackCostFaces(t *testing.T) {
 	state := ""
 	waitFor(t, 60*time.Second, "the victim's A2A task to end", func() bool {
 		_, _, b := facesRetry429(t, func() (int, http.Header, []byte) {
-			return facesPost(t, a2aURL, victim, `{"jsonrpc":"2.0","id":3,"method":"GetTask","params":{"id":"`+taskID+`"}}`, map[string]string{"A2A-Version": "1.0"})
+			return postFace(t, a2aURL, victim, `{"jsonrpc":"2.0","id":3,"method":"GetTask","params":{"id":"`+taskID+`"}}`, map[string]string{"A2A-Version": "1.0"})
 		})
 		var got struct {
 			Result struct {
@@ -246,45 +242,6 @@ func TestAttackCostFaces(t *testing.T) {
 
 // facesInitialize is an MCP initialize of the 2025-11-25 era.
 const facesInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"attack-test","version":"1"}}}`
-
-// facesPost POSTs body to url with the session tok as a bearer, as MCP and
-// A2A clients do, and returns the status, headers and body (an SSE answer's
-// data lines joined).
-func facesPost(t *testing.T, url, tok, body string, hdr map[string]string) (int, http.Header, []byte) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		t.Error(err)
-		return 0, nil, nil
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+tok)
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Errorf("POST %s: %v", url, err)
-		return 0, nil, nil
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		var data bytes.Buffer
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		sc.Buffer(make([]byte, 1<<20), 4<<20)
-		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
-				data.WriteString(strings.TrimSpace(d))
-			}
-		}
-		b = data.Bytes()
-	}
-	return resp.StatusCode, resp.Header, b
-}
 
 // facesRetry429 repeats a request the gateway bucket refused (429), for
 // up to 10 s.

@@ -68,7 +68,7 @@ func TestAttackDialScope(t *testing.T) {
 	common := []string{"--no-mdns", "--no-nat", "--log-level", "debug"}
 	start := func(args ...string) *proc {
 		t.Helper()
-		return dialStart(t, in, append(append([]string{}, common...), args...)...)
+		return startExact(t, in, append(append([]string{}, common...), args...)...)
 	}
 	q := start("--data-dir", t.TempDir(), "--listen", "/ip4/"+dialNetQ+"/tcp/0", "--listen", "/ip4/127.0.0.1/tcp/0", "--dht-mode", "server")
 	qPublic, qLoop := dialP2P(t, q, dialNetQ), dialP2P(t, q, "127.0.0.1")

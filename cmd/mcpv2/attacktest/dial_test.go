@@ -1,16 +1,11 @@
 package attacktest
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -21,8 +16,6 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
-
-	"github.com/mcpv2/mcpv2/internal/testenv"
 )
 
 // TestAttackDialErrors is issue 18, item 4, from the attacker's side: in a
@@ -190,55 +183,8 @@ func dialFreePort(t *testing.T) int {
 // bootstrapped from boot.
 func dialStartPeer(t *testing.T, port int, boot string) *proc {
 	t.Helper()
-	return dialStart(t, nil, "--data-dir", t.TempDir(), "--listen", fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", port),
+	return startExact(t, nil, "--data-dir", t.TempDir(), "--listen", fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", port),
 		"--no-mdns", "--no-nat", "--bootstrap", boot)
-}
-
-// dialStart runs prefix (a command that runs another, as `ip netns exec
-// NS`; none when empty) `mcpv2 node` with exactly args, and waits for its
-// banner, as startNode does. It is stopped when the test ends.
-func dialStart(t *testing.T, prefix []string, args ...string) *proc {
-	t.Helper()
-	argv := append(append(append([]string{}, prefix...), binPath, "node"), args...)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = testenv.CleanEnv()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{cmd: cmd, banner: map[string][]string{}, log: &testenv.Buffer{}, exited: make(chan struct{})}
-	cmd.Stderr = p.log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		closed := false
-		for sc.Scan() {
-			k, v, _ := strings.Cut(sc.Text(), "=")
-			if !closed {
-				p.banner[k] = append(p.banner[k], v)
-			}
-			if k == "MCPV2_DATA_DIR" && !closed {
-				p.dataDir = v
-				close(done)
-				closed = true
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-		p.exitErr = cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() { p.stop(t) })
-	select {
-	case <-done:
-	case <-p.exited:
-		t.Fatalf("node exited before its banner: %v\n%s", p.exitErr, p.log.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("no banner in 60s:\n%s", p.log.String())
-	}
-	return p
 }
 
 // dialCounter is a local TCP service that speaks no libp2p: it accepts,
@@ -295,42 +241,8 @@ func dialRandomPeer(t *testing.T) string {
 // lines joined).
 func dialPost(t *testing.T, url, tok, body string, hdr map[string]string) (int, []byte) {
 	t.Helper()
-	st, _, b := dialPostHdr(t, url, tok, body, hdr)
+	st, _, b := postFace(t, url, tok, body, hdr)
 	return st, b
-}
-
-func dialPostHdr(t *testing.T, url, tok, body string, hdr map[string]string) (int, http.Header, []byte) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+tok)
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("POST %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		var data bytes.Buffer
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		sc.Buffer(make([]byte, 1<<20), 4<<20)
-		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
-				data.WriteString(strings.TrimSpace(d))
-			}
-		}
-		b = data.Bytes()
-	}
-	return resp.StatusCode, resp.Header, b
 }
 
 // dialMCPCall runs one tools/call of tool with args on the MCP face at url
@@ -339,7 +251,7 @@ func dialPostHdr(t *testing.T, url, tok, body string, hdr map[string]string) (in
 func dialMCPCall(t *testing.T, url, tok, tool string, args any) (int, []byte) {
 	t.Helper()
 	ver := map[string]string{"Mcp-Protocol-Version": "2025-11-25"}
-	st, hdr, b := dialPostHdr(t, url, tok, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"attacker","version":"1"}}}`, ver)
+	st, hdr, b := postFace(t, url, tok, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"attacker","version":"1"}}}`, ver)
 	sid := hdr.Get("Mcp-Session-Id")
 	if st != http.StatusOK || sid == "" {
 		return st, b

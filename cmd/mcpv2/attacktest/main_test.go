@@ -81,15 +81,23 @@ func startNode(t *testing.T, args ...string) *proc {
 	if len(args) >= 2 && args[0] == "--data-dir" {
 		dir, args = args[1], args[2:]
 	}
-	argv := append([]string{"node", "--data-dir", dir, "--p2p-port", "0", "--listen", "/ip4/127.0.0.1/tcp/0",
-		"--no-mdns", "--no-nat"}, args...)
-	cmd := exec.Command(binPath, argv...)
+	return startExact(t, nil, append([]string{"--data-dir", dir, "--p2p-port", "0", "--listen", "/ip4/127.0.0.1/tcp/0",
+		"--no-mdns", "--no-nat"}, args...)...)
+}
+
+// startExact runs prefix (a command that runs another, as `ip netns exec
+// NS`; none when empty) `mcpv2 node` with exactly args, and waits for its
+// banner. It is stopped when the test ends.
+func startExact(t *testing.T, prefix []string, args ...string) *proc {
+	t.Helper()
+	argv := append(append(append([]string{}, prefix...), binPath, "node"), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = testenv.CleanEnv()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, dataDir: dir, banner: map[string][]string{}, log: &testenv.Buffer{}, exited: make(chan struct{})}
+	p := &proc{cmd: cmd, banner: map[string][]string{}, log: &testenv.Buffer{}, exited: make(chan struct{})}
 	cmd.Stderr = p.log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -104,6 +112,7 @@ func startNode(t *testing.T, args ...string) *proc {
 				p.banner[k] = append(p.banner[k], v)
 			}
 			if k == "MCPV2_DATA_DIR" && !closed {
+				p.dataDir = v
 				close(done)
 				closed = true
 			}
@@ -218,6 +227,46 @@ func tryDo(method, url string, hdr map[string]string, body any) (int, []byte, er
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	return resp.StatusCode, b, err
+}
+
+// postFace POSTs body to url with the session tok as a bearer, as MCP and
+// A2A clients do, and returns the status, headers and body (an SSE
+// answer's data lines joined). A failure is t.Errorf and a zero status,
+// so that the attacks' goroutines may call it.
+func postFace(t *testing.T, url, tok, body string, hdr map[string]string) (int, http.Header, []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Error(err)
+		return 0, nil, nil
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+tok)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Errorf("POST %s: %v", url, err)
+		return 0, nil, nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		var data bytes.Buffer
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Buffer(make([]byte, 1<<20), 4<<20)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
+				data.WriteString(strings.TrimSpace(d))
+			}
+		}
+		b = data.Bytes()
+	}
+	return resp.StatusCode, resp.Header, b
 }
 
 // bearer is the Authorization header of tok.
