@@ -174,7 +174,7 @@ func (s *Server) AuthenticatedFace(methods []string, standing func(*http.Request
 // without the MAC, but it need not be written anywhere either).
 func ownerOf(kind protocol.CallerKind, tok protocol.Token) string {
 	if kind == protocol.CallerSecretHolder {
-		return "secret"
+		return protocol.OwnerSecret
 	}
 	sum := sha256.Sum256([]byte(tok.Nonce))
 	return "session:" + hex.EncodeToString(sum[:12])

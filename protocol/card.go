@@ -107,6 +107,9 @@ type Caller struct {
 	Owner string
 }
 
+// OwnerSecret is the Owner of every secret holder: the node's owners.
+const OwnerSecret = "secret"
+
 // PolicyVia is the prefix of the policy key that grants skills to the
 // callers a peer forwards (CallerForwarded): "via:<PeerID>".
 const PolicyVia = "via:"

@@ -14,9 +14,13 @@ type StoredTask struct {
 	ID string `json:"id"`
 	// ContextID groups the tasks of one conversation.
 	ContextID string `json:"context_id"`
-	// Owner is who may see the task: the caller that created it, as its
-	// kind and ID ("secret ip:10.0.0.5", "peer 12D3Koo…").
+	// Owner is who may see the task: the Owner of the caller that created
+	// it (Caller.Owner), prefixed by the face that keeps it.
 	Owner string `json:"owner"`
+	// Trusted says the owner is the node's own (a secret holder): its
+	// tasks count against the store's total cap of task bytes, not against
+	// one owner's share of it.
+	Trusted bool `json:"trusted,omitempty"`
 	// State is the face's name of the task's state.
 	State string `json:"state"`
 	// Final says the state is terminal: the task never changes again.

@@ -398,7 +398,7 @@ func (f *Face) save(t *Task, owner string, ev Event) (Event, *rpcError) {
 		return ev, rpcErrf(protocol.CodeInternal, "internal error")
 	}
 	seq, err := f.b.SaveTask(protocol.StoredTask{ID: t.ID, ContextID: t.ContextID, Owner: owner, State: string(t.Status.State),
-		Final: t.Status.State.Terminal(), Task: tb}, eb)
+		Final: t.Status.State.Terminal(), Task: tb, Trusted: owner == f.ownerPrefix+protocol.OwnerSecret}, eb)
 	if perr := (*protocol.Error)(nil); errors.As(err, &perr) { // a cap of the task store
 		f.log.Debug("a2a: save task", "id", t.ID, "err", err)
 		return ev, &rpcError{Code: perr.Code, Data: perr.Data, Message: perr.Message +

@@ -243,7 +243,7 @@ func (s *Store) SaveTask(t protocol.StoredTask, event json.RawMessage) (uint64, 
 		}
 		delta := int64(recordBytes(len(b))+recordBytes(len(event))) - was
 		if old == nil || !t.Final { // a save that ends a task always lands
-			if err := s.fitTaskBytes(tx, t.Owner, delta); err != nil {
+			if err := s.fitTaskBytes(tx, t.Owner, t.Trusted, delta); err != nil {
 				return err
 			}
 		}
@@ -283,24 +283,25 @@ func (s *Store) makeRoom(tx *bolt.Tx) error {
 
 // fitTaskBytes makes room for need more bytes of owner's tasks within the
 // caps (WithMaxTasksBytes): it drops owner's own finished tasks, oldest
-// first, until the owner's share and the total fit; then, for the total,
-// anyone's finished tasks, the one updated longest ago first. What still
-// does not fit is a *QuotaError; the caller's transaction then rolls back,
-// the drops with it.
-func (s *Store) fitTaskBytes(tx *bolt.Tx, owner string, need int64) error {
+// first, until the owner's share (not for a trusted owner: a secret
+// holder) and the total fit; then, for the total, anyone's finished tasks,
+// the one updated longest ago first. What still does not fit is a
+// *QuotaError; the caller's transaction then rolls back, the drops with it.
+func (s *Store) fitTaskBytes(tx *bolt.Tx, owner string, trusted bool, need int64) error {
 	if s.maxTasksBytes <= 0 || need <= 0 {
 		return nil
 	}
 	share := s.maxTasksBytes / OwnerShare
 	mine := func() int64 { return int64(getUint(tx.Bucket(taskOwnerSize), ownerSizeKey(owner))) }
 	total := func() int64 { return int64(tx.Bucket(taskSize).Sequence()) }
-	over := func() bool { return mine()+need > share || total()+need > s.maxTasksBytes }
+	overShare := func() bool { return !trusted && mine()+need > share }
+	over := func() bool { return overShare() || total()+need > s.maxTasksBytes }
 	if over() {
 		if err := s.dropOwnerTasks(tx, owner, over); err != nil {
 			return err
 		}
 	}
-	if mine()+need > share {
+	if overShare() {
 		return &QuotaError{Quota: QuotaTasksOwner, Limit: share, Used: mine(), Need: need}
 	}
 	if total()+need > s.maxTasksBytes {

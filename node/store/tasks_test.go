@@ -162,6 +162,19 @@ func TestTaskBytesCaps(t *testing.T) {
 		t.Fatal("a refused save dropped a task")
 	}
 	quota(save("big", "bob", false, 5000), QuotaTasksOwner) // larger than a share
+	// A trusted owner (the node's secret holders) is held to the total
+	// alone: past a share, nothing of its own is dropped or refused.
+	for i := range 3 {
+		_, err := s.SaveTask(protocol.StoredTask{ID: fmt.Sprintf("s%d", i), Owner: "secret", State: "s", Trusted: true, Task: body(2000)}, json.RawMessage(`{}`))
+		must(err)
+	}
+	if mine, _, _ := s.TaskBytes("secret"); mine <= total/OwnerShare || !exists("s0") {
+		t.Fatalf("a trusted owner's %d bytes: held to a share", mine)
+	}
+	for i := range 3 {
+		_, err := s.SaveTask(protocol.StoredTask{ID: fmt.Sprintf("s%d", i), Owner: "secret", State: "s", Final: true, Trusted: true, Task: body(10)}, json.RawMessage(`{}`))
+		must(err)
+	}
 	// A save that grows an unfinished task must fit; one that finishes it
 	// lands whatever its size.
 	quota(save("a4", "alice", false, 3000), QuotaTasksOwner)
