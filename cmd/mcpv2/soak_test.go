@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	cryptorand "crypto/rand"
@@ -26,11 +27,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/mcpv2/mcpv2/internal/testenv"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -43,14 +47,17 @@ import (
 	"github.com/mcpv2/mcpv2/transport"
 )
 
-// The soak run of issue 7 (acceptance 3; docs/soak.md): one real `mcpv2
-// node` under mixed mesh, edge, gateway and blob traffic from 20 clients
-// for MCPV2_SOAK (a duration), with faults injected: calls cut mid-flight,
+// The soak run of issue 7 (acceptance 3; docs/soak.md), with the MCP and
+// A2A clients of issue 18 (acceptance 2): one real `mcpv2 node` under
+// mixed mesh, edge, gateway, blob, MCP and A2A traffic from 36 clients for
+// MCPV2_SOAK (a duration), with faults injected: calls cut mid-flight,
 // client hosts closed mid-call, `mcpv2 send` processes SIGKILLed mid-file,
-// and the node itself SIGKILLed and restarted twice. It passes with 0 wrong
-// answers, 0 lost committed files, RSS and open files flat after warm-up,
-// and every error a clear JSON-RPC error. It is not part of CI: without
-// MCPV2_SOAK it skips.
+// MCP sessions closed or abandoned mid-way, A2A event streams dropped and
+// resumed, and the node itself SIGKILLed and restarted twice. It passes
+// with 0 wrong answers, 0 lost committed files, 0 tasks or sessions seen
+// by a caller that does not own them, RSS, open files and state.db flat
+// after warm-up, and every error a clear JSON-RPC error. Without
+// MCPV2_SOAK it skips; CI runs it for 90s (.ci/run).
 
 const (
 	soakEnv    = "MCPV2_SOAK"     // the run's length, e.g. 10m
@@ -82,7 +89,40 @@ const (
 	soakFlatRatio = 1.25
 	soakRSSSlack  = 16 << 20
 	soakFDSlack   = 16
+
+	// The MCP and A2A clients (issue 18): even workers are anonymous
+	// (GET /mcpv2/session, two of each face per source address), odd ones
+	// secret holders.
+	soakMCPWorkers = 8
+	soakA2AWorkers = 8
+	soakFaceRate   = 5 // operations per second per MCP or A2A worker
+	// soakNapSkill is the node's custom command skill that sleeps 1.2 s and
+	// answers its arguments: a task that runs long enough for its event
+	// stream to be dropped and resumed.
+	soakNapSkill = "soak_nap"
+	// soakAnonRenew is how long an anonymous A2A worker keeps a session
+	// (plus up to 20 s): then it takes a new one, a new owner, and its old
+	// tasks must be another caller's to it.
+	soakAnonRenew = 30 * time.Second
+
+	// The node's caps on state.db's contents, low enough that a soak
+	// reaches them within its first minute or two: then state.db must
+	// stop growing. Its file (bbolt) grows sparsely, by doubling up to
+	// 16 MiB, and never shrinks, so its size moves in steps too coarse to
+	// judge; the bytes the file system holds for it are the pages bbolt
+	// ever wrote. It is flat when, after warm-up, the largest of those of
+	// the last third is at most soakDBRatio × the first third's +
+	// soakDBSlack, and its size never exceeds soakDBMax.
+	soakMaxTasksBytes    = 1 << 20
+	soakMaxConversations = 64
+	soakDBRatio          = 1.25
+	soakDBSlack          = 1 << 20
+	soakDBMax            = 64 << 20
 )
+
+// soakAnonIPs are the source addresses of the anonymous MCP and A2A
+// workers: several anonymous sessions per address, each its own owner.
+var soakAnonIPs = []string{"127.0.0.40", "127.0.0.41"}
 
 // soakKnownCodes are the error codes of SPEC §2.
 var soakKnownCodes = map[int]bool{-32700: true, -32600: true, -32601: true, -32602: true, -32603: true,
@@ -92,7 +132,7 @@ var soakKnownCodes = map[int]bool{-32700: true, -32600: true, -32601: true, -326
 func TestSoak(t *testing.T) {
 	v := os.Getenv(soakEnv)
 	if v == "" {
-		t.Skipf("the soak run is not part of CI; run it with %s=10m go test -run TestSoak -timeout 30m -v ./cmd/mcpv2/ (docs/soak.md)", soakEnv)
+		t.Skipf("the soak runs only with %s set: %s=10m go test -run TestSoak -timeout 30m -v ./cmd/mcpv2/ (CI runs 90s; docs/soak.md)", soakEnv, soakEnv)
 	}
 	dur, err := time.ParseDuration(v)
 	if err != nil || dur < 30*time.Second {
@@ -131,9 +171,23 @@ type soakRun struct {
 	bLife    *soakLife
 	windows  []soakWindow
 	restarts []time.Duration // kill to banner
+	db       []soakDBSample  // state.db's samples, guarded by mu
+
+	ownMu    sync.Mutex                // guards mcpSess, a2aTasks, a2aNext
+	mcpSess  map[string]soakSessionRef // by MCP worker: its stateful session now
+	a2aTasks []soakTaskRef             // the A2A workers' recent tasks (a ring), for the cross-owner probes
+	a2aNext  int
 
 	ledger soakLedger
 	stats  soakStats
+}
+
+// soakDBSample is one sample of state.db: its size, and the bytes the
+// file system holds for it (bbolt grows the file sparsely, so these are
+// the pages it ever wrote: its high-water mark).
+type soakDBSample struct {
+	at          time.Time
+	size, alloc int64
 }
 
 // soakWindow is a span in which the node was down or just back: [from, to];
@@ -163,6 +217,8 @@ func newSoakRun(t *testing.T, dur time.Duration) *soakRun {
 	s.stats.calls = map[string]*soakCount{}
 	s.stats.codes = map[int]int{}
 	s.stats.lostSet = map[string]bool{}
+	s.stats.probes = map[string]*soakProbe{}
+	s.mcpSess = map[string]soakSessionRef{}
 	s.out = os.Getenv(soakOutEnv)
 	if s.out == "" {
 		s.out = t.TempDir()
@@ -183,11 +239,24 @@ func (s *soakRun) run() {
 
 	// A: the node under test, at fixed addresses so that it comes back where
 	// it was, with the same identity (its data dir).
+	// Its policy grants anonymous sessions the nap skill and translations
+	// (list_files and the rest stay refused to them, -32009).
 	port, p2p := edgeFreePort(t, "127.0.0.1"), soakFreeP2PPort(t)
+	policy, skillsFile := filepath.Join(s.dataDir, "policy.json"), filepath.Join(s.dataDir, "custom_skills.json")
+	if err := os.WriteFile(policy, []byte(`{"grants":{"http":["`+soakNapSkill+`","translate_history"]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(skillsFile, []byte(`{"skills":[{"name":"`+soakNapSkill+`","description":"sleeps 1.2 s and answers its arguments",`+
+		`"input_schema":{"type":"object","properties":{"payload":{"type":"string"}},"required":["payload"]},`+
+		`"handler":{"type":"command","command":["/bin/sh","-c","sleep 1.2; cat"]}}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	s.nodeArgs = []string{"--data-dir", s.dataDir,
 		"--listen", fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", p2p), "--listen", fmt.Sprintf("/ip4/127.0.0.1/udp/%d/quic-v1", p2p),
 		"--port", strconv.Itoa(port), "--bind-host", "127.0.0.1", "--secret", soakSecret,
-		"--llm-mode", "--no-mdns", "--no-nat", "--bootstrap", bp.tcpAddr(t)}
+		"--llm-mode", "--no-mdns", "--no-nat", "--bootstrap", bp.tcpAddr(t),
+		"--policy", policy, "--skills", skillsFile, "--max-command-runs", "16",
+		"--max-tasks-bytes", strconv.Itoa(soakMaxTasksBytes), "--max-conversations", strconv.Itoa(soakMaxConversations)}
 	s.edgeBase = "http://127.0.0.1:" + strconv.Itoa(port)
 	s.startNode()
 	s.nodeID = s.node.first("MCPV2_PEER_ID")
@@ -232,8 +301,16 @@ func (s *soakRun) run() {
 		}
 		workers.Go(func() { w.run(ctx) })
 	}
-	t.Logf("soak: %v of traffic from %d clients (%d mesh, %d edge, %d blob) against %s; restarts at %v and %v",
-		s.dur, soakMeshWorkers+soakEdgeWorkers+soakBlobWorkers, soakMeshWorkers, soakEdgeWorkers, soakBlobWorkers,
+	for i := range soakMCPWorkers {
+		w := newSoakMCPWorker(s, i)
+		workers.Go(func() { w.run(ctx) })
+	}
+	for i := range soakA2AWorkers {
+		w := newSoakA2AWorker(s, i)
+		workers.Go(func() { w.run(ctx) })
+	}
+	t.Logf("soak: %v of traffic from %d clients (%d mesh, %d edge, %d blob, %d MCP, %d A2A) against %s; restarts at %v and %v",
+		s.dur, soakClients, soakMeshWorkers, soakEdgeWorkers, soakBlobWorkers, soakMCPWorkers, soakA2AWorkers,
 		s.nodeID, s.dur/3, 2*s.dur/3)
 
 	// The fault injector's node kills, from this goroutine.
@@ -342,6 +419,15 @@ func (s *soakRun) sample(ctx context.Context) {
 			l.samples = append(l.samples, soakSample{at: time.Now(), rss: rss, fds: fds})
 			s.mu.Unlock()
 		}
+		if fi, err := os.Stat(filepath.Join(s.dataDir, "state.db")); err == nil {
+			x := soakDBSample{at: time.Now(), size: fi.Size(), alloc: fi.Size()}
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				x.alloc = st.Blocks * 512
+			}
+			s.mu.Lock()
+			s.db = append(s.db, x)
+			s.mu.Unlock()
+		}
 	}
 }
 
@@ -413,9 +499,11 @@ type soakStats struct {
 	unexplained soakList // transport failures outside fault windows, not caused by the injector
 	lost        soakList // committed files missing or changed
 	lostSet     map[string]bool
-	faults      map[string]int // injected client faults by kind
-	sends       int            // completed blob sends
-	resumed     int            // of which resumed a killed send
+	faults      map[string]int        // injected client faults by kind
+	owners      soakList              // a task or session seen by a caller that does not own it
+	probes      map[string]*soakProbe // cross-owner probes by kind
+	sends       int                   // completed blob sends
+	resumed     int                   // of which resumed a killed send
 	blobBytes   int64
 }
 
@@ -1130,7 +1218,7 @@ func (m *soakMeshClient) send(ctx context.Context, slots []soakSlot, batch bool)
 	if err != nil {
 		return nil, err
 	}
-	tok, _ := protocol.MintToken(m.s.secret, m.h.ID().String(), time.Now(), 5*time.Minute)
+	tok := protocol.MintMeshToken(m.s.secret, m.h.ID().String(), pid.String(), protocol.PurposeRPC, time.Now(), 5*time.Minute)
 	want := false
 	for _, sl := range slots {
 		want = want || sl.id != nil
@@ -1623,6 +1711,1477 @@ func soakLastLine(s string) string {
 	return soakClip(lines[len(lines)-1], 300)
 }
 
+// --- MCP and A2A clients (issue 18)
+
+// soakClients counts every client of the run.
+const soakClients = soakMeshWorkers + soakEdgeWorkers + soakBlobWorkers + soakMCPWorkers + soakA2AWorkers
+
+// soakProbe counts one kind of cross-owner probe: a caller presenting
+// another owner's MCP session or A2A task. refused is the right answer
+// (403, or A2A's -32001), gone a session that no longer exists (404), other
+// an answer that says neither (busy); violations are answers that served
+// the prober.
+type soakProbe struct{ refused, gone, other, violations int }
+
+func (s *soakRun) probe(kind string, f func(p *soakProbe)) {
+	s.stats.mu.Lock()
+	defer s.stats.mu.Unlock()
+	p := s.stats.probes[kind]
+	if p == nil {
+		p = &soakProbe{}
+		s.stats.probes[kind] = p
+	}
+	f(p)
+}
+
+// violation records a task or session seen by a caller that does not own
+// it.
+func (s *soakRun) violation(kind, format string, args ...any) {
+	s.probe(kind, func(p *soakProbe) { p.violations++ })
+	s.record(&s.stats.owners, "%s: %s", kind, fmt.Sprintf(format, args...))
+}
+
+// noAnswer judges a request of key that got no answer: cut by the
+// injector, or a transport failure (expected only in a fault window).
+func (s *soakRun) noAnswer(key string, start time.Time, err error, cut bool) {
+	s.count(key, func(c *soakCount) {
+		if cut {
+			c.cut++
+		} else {
+			c.transport++
+		}
+	})
+	if !cut && !s.inFault(start, time.Now()) {
+		s.record(&s.stats.unexplained, "%s: %v", key, soakClip(err.Error(), 300))
+	}
+}
+
+// soakBusy reports whether an HTTP status is the edge's "busy" or rate
+// limit (its JSON-RPC error is -32005).
+func soakBusy(status int) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
+}
+
+// soakClient is an HTTP client whose connections come from ip.
+func soakClient(ip string) (*http.Transport, *http.Client) {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			d := net.Dialer{Timeout: 10 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+			return d.DialContext(ctx, network, addr)
+		},
+		MaxIdleConnsPerHost: 8, IdleConnTimeout: 30 * time.Second, DisableCompression: true,
+	}
+	return tr, &http.Client{Transport: tr}
+}
+
+// anonSession takes an anonymous session the way any stranger does:
+// GET /mcpv2/session (the token is bound to c's source address).
+func (s *soakRun) anonSession(ctx context.Context, c *http.Client) (string, error) {
+	cctx, cancel := context.WithTimeout(ctx, soakCallTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, s.edgeBase+"/mcpv2/session", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var r struct {
+		SessionID string `json:"sessionId"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &r) != nil || r.SessionID == "" {
+		return "", fmt.Errorf("GET /mcpv2/session: HTTP %d %s", resp.StatusCode, soakClip(string(b), 200))
+	}
+	return r.SessionID, nil
+}
+
+// soakSessionRef is an MCP worker's stateful session, as the probes of the
+// other workers see it.
+type soakSessionRef struct {
+	id, owner string
+}
+
+// soakTaskRef is an A2A task and the owner label of the worker that made it.
+type soakTaskRef struct {
+	id, owner string
+}
+
+// addTask remembers a task for the probes (the last 512).
+func (s *soakRun) addTask(id, owner string) {
+	s.ownMu.Lock()
+	defer s.ownMu.Unlock()
+	if len(s.a2aTasks) < 512 {
+		s.a2aTasks = append(s.a2aTasks, soakTaskRef{id, owner})
+		return
+	}
+	s.a2aTasks[s.a2aNext] = soakTaskRef{id, owner}
+	s.a2aNext = (s.a2aNext + 1) % len(s.a2aTasks)
+}
+
+// pickTask returns a task of an owner other than owner (a secret holder:
+// of an anonymous owner).
+func (s *soakRun) pickTask(owner string, rng *mrand.Rand) (soakTaskRef, bool) {
+	s.ownMu.Lock()
+	defer s.ownMu.Unlock()
+	var c []soakTaskRef
+	for _, r := range s.a2aTasks {
+		if r.owner != owner {
+			c = append(c, r)
+		}
+	}
+	if len(c) == 0 {
+		return soakTaskRef{}, false
+	}
+	return c[rng.IntN(len(c))], true
+}
+
+// pickSession returns another worker's stateful MCP session of an owner
+// other than owner.
+func (s *soakRun) pickSession(worker, owner string, rng *mrand.Rand) (soakSessionRef, bool) {
+	s.ownMu.Lock()
+	defer s.ownMu.Unlock()
+	var c []soakSessionRef
+	for _, w := range slices.Sorted(maps.Keys(s.mcpSess)) {
+		if r := s.mcpSess[w]; w != worker && r.owner != owner {
+			c = append(c, r)
+		}
+	}
+	if len(c) == 0 {
+		return soakSessionRef{}, false
+	}
+	return c[rng.IntN(len(c))], true
+}
+
+func (s *soakRun) setSession(worker string, r *soakSessionRef) {
+	s.ownMu.Lock()
+	defer s.ownMu.Unlock()
+	if r == nil {
+		delete(s.mcpSess, worker)
+		return
+	}
+	s.mcpSess[worker] = *r
+}
+
+// --- MCP workers
+
+// soakMCPEras are the MCP eras of streamable HTTP the node serves: with
+// sessions (Mcp-Session-Id) and stateless.
+var soakMCPEras = []string{"2025-11-25", "2026-07-28"}
+
+// soakBearer is the MCP client's HTTP transport: it sends the worker's
+// session token as a bearer token, and refuses every request once the
+// client is "killed" (an abandoned session: no DELETE reaches the node).
+type soakBearer struct {
+	base http.RoundTripper
+	tok  atomic.Pointer[string]
+	dead atomic.Bool
+}
+
+func (b *soakBearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	if b.dead.Load() {
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return nil, errors.New("soak: the client process is gone")
+	}
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+*b.tok.Load())
+	return b.base.RoundTrip(r)
+}
+
+// soakMCPWorker is an MCP client on the go-sdk (the stock Go client) over
+// streamable HTTP at /mcp, in either era: tools/list, ping with a payload,
+// list_files (anonymous callers: refused -32009), translate_history,
+// resources/read of mcpv2://card; sessions closed, abandoned and closed
+// mid-call, then opened again; and, with a session ID of another owner's
+// worker, raw requests that must be refused.
+type soakMCPWorker struct {
+	s     *soakRun
+	name  string
+	face  string // "mcp-anon" or "mcp-secret", for the counts
+	anon  bool
+	ip    string
+	rng   *mrand.Rand
+	tr    *http.Transport
+	raw   *http.Client
+	tok   string
+	tokAt time.Time
+	tokN  int
+	owner string // "secret", or "anon-<name>-<n>": one per anonymous session token
+
+	cs   *sdk.ClientSession
+	rt   *soakBearer
+	era  string
+	seq  int
+	lost bool // the session was lost to a transport failure (a restart)
+}
+
+func newSoakMCPWorker(s *soakRun, i int) *soakMCPWorker {
+	w := &soakMCPWorker{s: s, name: fmt.Sprintf("m%02d", i), anon: i%2 == 0, rng: mrand.New(mrand.NewPCG(uint64(i), 4))}
+	if w.anon {
+		w.face, w.ip = "mcp-anon", soakAnonIPs[(i/2)%len(soakAnonIPs)]
+	} else {
+		w.face, w.ip, w.owner = "mcp-secret", fmt.Sprintf("127.0.0.%d", 50+i), "secret"
+	}
+	w.tr, w.raw = soakClient(w.ip)
+	return w
+}
+
+func (w *soakMCPWorker) run(ctx context.Context) {
+	defer func() {
+		w.drop(false)
+		w.tr.CloseIdleConnections()
+	}()
+	tk := time.NewTicker(time.Second / soakFaceRate)
+	defer tk.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tk.C:
+		}
+		if !w.anon && time.Since(w.tokAt) > time.Minute {
+			w.tok, _ = protocol.MintToken(w.s.secret, w.ip, time.Now(), 5*time.Minute)
+			w.tokAt = time.Now()
+			if w.rt != nil {
+				tok := w.tok
+				w.rt.tok.Store(&tok)
+			}
+		}
+		if w.cs == nil {
+			w.connect(ctx)
+			continue
+		}
+		switch r := w.rng.IntN(100); {
+		case r < 30:
+			w.callTool(ctx, w.s.pingSlot(nil, w.rng, w.name, w.s.nodeID))
+		case r < 38:
+			w.listTools(ctx)
+		case r < 46:
+			w.readCard(ctx)
+		case r < 60:
+			if w.anon {
+				w.callTool(ctx, soakSlot{kind: "list_files", skill: "list_files", args: map[string]any{},
+					check: func(json.RawMessage) error {
+						return errors.New("list_files answered to an anonymous caller, who is not granted it")
+					},
+					allowed: func(code int) bool { return code == protocol.CodeNotPermitted }})
+			} else {
+				w.callTool(ctx, w.s.listSlot(nil, w.face+" "+w.name))
+			}
+		case r < 70:
+			w.callTool(ctx, w.s.translateSlot(nil, w.rng, w.name))
+		case r < 82:
+			if !w.probe(ctx) {
+				w.callTool(ctx, w.s.pingSlot(nil, w.rng, w.name, w.s.nodeID))
+			}
+		case r < 85:
+			w.s.fault("mcp session closed (DELETE)")
+			w.drop(false)
+		case r < 86:
+			w.s.fault("mcp session abandoned (no DELETE)")
+			w.drop(true)
+		case r < 88:
+			w.closeMidCall(ctx)
+		default:
+			w.callTool(ctx, w.s.pingSlot(nil, w.rng, w.name, w.s.nodeID))
+		}
+	}
+}
+
+// connect opens a session in a random era; an anonymous worker first
+// takes an anonymous session token (a new one one time in three: a new
+// owner).
+func (w *soakMCPWorker) connect(ctx context.Context) {
+	start := time.Now()
+	if w.anon && (w.tok == "" || w.rng.IntN(3) == 0) {
+		tok, err := w.s.anonSession(ctx, w.raw)
+		if err != nil {
+			w.s.noAnswer(w.face+" GET /mcpv2/session", start, err, ctx.Err() != nil)
+			soakSleep(ctx, 200*time.Millisecond)
+			return
+		}
+		w.tokN++
+		w.tok, w.owner = tok, fmt.Sprintf("anon-%s-%d", w.name, w.tokN)
+		w.s.count(w.face+" GET /mcpv2/session", func(c *soakCount) { c.ok++ })
+	}
+	era := soakMCPEras[w.rng.IntN(len(soakMCPEras))]
+	key := w.face + " connect " + era
+	rt := &soakBearer{base: w.tr}
+	tok := w.tok
+	rt.tok.Store(&tok)
+	c := sdk.NewClient(&sdk.Implementation{Name: "soak-" + w.name, Version: "1"}, nil)
+	cctx, cancel := context.WithTimeout(ctx, soakCallTimeout)
+	cs, err := c.Connect(cctx, &sdk.StreamableClientTransport{Endpoint: w.s.edgeBase + "/mcp", HTTPClient: &http.Client{Transport: rt}},
+		&sdk.ClientSessionOptions{ProtocolVersion: era})
+	cancel()
+	if err != nil {
+		if w.failed(key, start, err, ctx.Err() != nil) {
+			soakSleep(ctx, 200*time.Millisecond)
+		}
+		return
+	}
+	if got := cs.InitializeResult().ProtocolVersion; got != era || (era < "2026" && cs.ID() == "") {
+		w.s.record(&w.s.stats.wrong, "%s: negotiated %q with session ID %q, want %s", key, got, cs.ID(), era)
+		_ = cs.Close()
+		return
+	}
+	w.cs, w.rt, w.era = cs, rt, era
+	w.s.count(key, func(c *soakCount) { c.ok++ })
+	if w.lost {
+		w.s.fault("mcp session lost in a restart, opened again")
+		w.lost = false
+	}
+	if id := cs.ID(); id != "" {
+		w.s.setSession(w.name, &soakSessionRef{id: id, owner: w.owner})
+	}
+}
+
+// drop ends the session: with a DELETE, or abandoned (the client process
+// killed: the node hears nothing and keeps the session until it is idle
+// or evicted).
+func (w *soakMCPWorker) drop(abandon bool) {
+	if w.cs == nil {
+		return
+	}
+	w.s.setSession(w.name, nil)
+	if abandon {
+		w.rt.dead.Store(true)
+	}
+	_ = w.cs.Close() // the node may be down
+	w.cs, w.rt = nil, nil
+}
+
+// failed judges a request of the session that got no answer and reports
+// whether the session is lost (the worker opens another).
+func (w *soakMCPWorker) failed(key string, start time.Time, err error, cut bool) bool {
+	var we *jsonrpc.Error
+	switch {
+	case cut:
+		w.s.noAnswer(key, start, err, true)
+		return false
+	case strings.Contains(err.Error(), http.StatusText(http.StatusServiceUnavailable)) || strings.Contains(err.Error(), http.StatusText(http.StatusTooManyRequests)):
+		code, msg := protocol.CodeRateLimited, err.Error()
+		w.s.rpcError(key, &code, &msg, start, nil)
+		return false
+	case errors.As(err, &we):
+		code, msg := int(we.Code), we.Message
+		w.s.rpcError(key, &code, &msg, start, nil)
+		return false
+	}
+	w.s.noAnswer(key, start, err, false)
+	w.drop(false)
+	w.lost = true
+	return true
+}
+
+// timeout is a call's context: one in 25 is cut after 1–30 ms.
+func (w *soakMCPWorker) timeout(ctx context.Context) (context.Context, context.CancelFunc, time.Duration, bool) {
+	d, cut := soakCallTimeout, false
+	if w.rng.IntN(25) == 0 {
+		d, cut = time.Duration(1+w.rng.IntN(30))*time.Millisecond, true
+	}
+	cctx, cancel := context.WithTimeout(ctx, d)
+	return cctx, cancel, d, cut
+}
+
+// cutErr reports whether a call that failed was cut (by the injector, or
+// by the end of the run).
+func (w *soakMCPWorker) cutErr(ctx, cctx context.Context, start time.Time, d time.Duration, cut bool) bool {
+	switch {
+	case ctx.Err() != nil:
+		return true
+	case cut && soakPast(cctx, start, d):
+		w.s.fault("mcp call cut mid-flight")
+		return true
+	}
+	return false
+}
+
+// callTool runs sl as tools/call: a result is checked by sl.check, an
+// isError result's mcpv2 error is judged as a JSON-RPC error of the slot.
+func (w *soakMCPWorker) callTool(ctx context.Context, sl soakSlot) {
+	key := w.face + " " + sl.kind
+	start := time.Now()
+	cctx, cancel, d, cut := w.timeout(ctx)
+	defer cancel()
+	res, err := w.cs.CallTool(cctx, &sdk.CallToolParams{Name: sl.skill, Arguments: sl.args})
+	if err != nil {
+		w.failed(key, start, err, w.cutErr(ctx, cctx, start, d, cut))
+		return
+	}
+	w.judgeTool(key, sl, res, start)
+}
+
+func (w *soakMCPWorker) judgeTool(key string, sl soakSlot, res *sdk.CallToolResult, start time.Time) {
+	sc, _ := json.Marshal(res.StructuredContent)
+	if res.IsError {
+		var e struct {
+			Error *soakErrObj `json:"error"`
+		}
+		if json.Unmarshal(sc, &e) != nil || e.Error == nil {
+			w.s.record(&w.s.stats.unclear, "%s: an isError result without the mcpv2 error: %s", key, soakClip(string(sc), 300))
+			return
+		}
+		w.s.rpcError(key, e.Error.Code, e.Error.Message, start, sl.allowed)
+		return
+	}
+	if sl.check != nil {
+		if err := sl.check(sc); err != nil {
+			w.s.record(&w.s.stats.wrong, "%s (%s era): %v", key, w.era, err)
+			return
+		}
+	}
+	w.s.count(key, func(c *soakCount) { c.ok++ })
+}
+
+// listTools checks that tools/list names the node's skills and the mesh
+// tools.
+func (w *soakMCPWorker) listTools(ctx context.Context) {
+	key := w.face + " tools/list"
+	start := time.Now()
+	cctx, cancel, d, cut := w.timeout(ctx)
+	defer cancel()
+	res, err := w.cs.ListTools(cctx, nil)
+	if err != nil {
+		w.failed(key, start, err, w.cutErr(ctx, cctx, start, d, cut))
+		return
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	for _, want := range []string{"ping", "list_files", "translate_history", soakNapSkill, "mesh_call"} {
+		if !slices.Contains(names, want) {
+			w.s.record(&w.s.stats.wrong, "%s: no %s in %v", key, want, names)
+			return
+		}
+	}
+	w.s.count(key, func(c *soakCount) { c.ok++ })
+}
+
+// readCard reads the resource mcpv2://card: the node's own card.
+func (w *soakMCPWorker) readCard(ctx context.Context) {
+	key := w.face + " resources/read mcpv2://card"
+	start := time.Now()
+	cctx, cancel, d, cut := w.timeout(ctx)
+	defer cancel()
+	res, err := w.cs.ReadResource(cctx, &sdk.ReadResourceParams{URI: "mcpv2://card"})
+	if err != nil {
+		w.failed(key, start, err, w.cutErr(ctx, cctx, start, d, cut))
+		return
+	}
+	var card struct {
+		PeerID string `json:"peer_id"`
+		Skills []struct {
+			Name string `json:"name"`
+		} `json:"skills"`
+	}
+	if len(res.Contents) != 1 || json.Unmarshal([]byte(res.Contents[0].Text), &card) != nil || card.PeerID != w.s.nodeID ||
+		!slices.ContainsFunc(card.Skills, func(sk struct {
+			Name string `json:"name"`
+		}) bool {
+			return sk.Name == soakNapSkill
+		}) {
+		w.s.record(&w.s.stats.wrong, "%s: not the node's card: %s", key, soakClip(fmt.Sprint(res.Contents), 300))
+		return
+	}
+	w.s.count(key, func(c *soakCount) { c.ok++ })
+}
+
+// closeMidCall closes the session (with a DELETE or abandoned) while a
+// ping is in flight.
+func (w *soakMCPWorker) closeMidCall(ctx context.Context) {
+	key := w.face + " ping"
+	sl := w.s.pingSlot(nil, w.rng, w.name, w.s.nodeID)
+	start := time.Now()
+	cs := w.cs
+	var res *sdk.CallToolResult
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: sl.skill, Arguments: sl.args})
+	}()
+	time.Sleep(time.Duration(w.rng.IntN(20)) * time.Millisecond)
+	w.drop(w.rng.IntN(2) == 0)
+	<-done
+	w.s.fault("mcp session closed mid-call")
+	if err != nil {
+		w.s.noAnswer(key, start, err, true)
+		return
+	}
+	w.judgeTool(key, sl, res, start)
+}
+
+// probe presents the session ID of another owner's worker, with this
+// worker's own token, in a raw request (POST a tools/call, GET the event
+// stream, or DELETE it): the node must refuse it 403 (the go-sdk's
+// session check), or 404 when that session is gone. It reports whether
+// there was a session to try.
+func (w *soakMCPWorker) probe(ctx context.Context) bool {
+	v, ok := w.s.pickSession(w.name, w.owner, w.rng)
+	if !ok {
+		return false
+	}
+	method := http.MethodPost
+	switch r := w.rng.IntN(10); {
+	case r == 0:
+		method = http.MethodGet
+	case r < 3:
+		method = http.MethodDelete
+	}
+	kind := "mcp: another owner's session, " + method
+	var body io.Reader
+	if method == http.MethodPost {
+		w.seq++
+		body = strings.NewReader(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"ping","arguments":{"payload":"probe"}}}`, w.seq))
+	}
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(cctx, method, w.s.edgeBase+"/mcp", body)
+	if err != nil {
+		w.s.t.Error(err)
+		return true
+	}
+	req.Header.Set("Authorization", "Bearer "+w.tok)
+	req.Header.Set("Mcp-Session-Id", v.id)
+	req.Header.Set("MCP-Protocol-Version", soakMCPEras[0])
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if method == http.MethodGet {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := w.raw.Do(req)
+	if err != nil {
+		w.s.noAnswer(kind, start, err, ctx.Err() != nil)
+		return true
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	resp.Body.Close()
+	switch st := resp.StatusCode; {
+	case st == http.StatusForbidden:
+		w.s.probe(kind, func(p *soakProbe) { p.refused++ })
+	case st == http.StatusNotFound:
+		w.s.probe(kind, func(p *soakProbe) { p.gone++ })
+	case st >= 200 && st < 300:
+		w.s.violation(kind, "%s (owner %s) used session %s of owner %s: HTTP %d %s", w.name, w.owner, v.id, v.owner, st, soakClip(string(b), 200))
+	case soakBusy(st):
+		w.s.probe(kind, func(p *soakProbe) { p.other++ })
+	default:
+		w.s.probe(kind, func(p *soakProbe) { p.other++ })
+		w.s.record(&w.s.stats.unclear, "%s: HTTP %d %s", kind, st, soakClip(string(b), 200))
+	}
+	return true
+}
+
+func soakSleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// --- A2A workers
+
+// soakA2AWorker is an A2A client over raw HTTP JSON-RPC (the wire a stock
+// client speaks; docs/a2a.md), in v1.0 (A2A-Version: 1.0) or v0.3 (no
+// header), one at random per request: SendMessage of ping with a payload
+// the artifact must carry; a streamed soak_nap task whose SSE stream is
+// dropped part-way and resumed (SubscribeToTask / tasks/resubscribe, with
+// or without Last-Event-ID: no event lost or repeated); an input-required
+// task answered; GetTask of its newest task; ListTasks, which must list
+// only tasks this worker's owner made; GetTask, CancelTask and
+// SubscribeToTask of another owner's task, which must be "task not found".
+// An anonymous worker takes a new session (a new owner) every 30–50 s;
+// the tasks of its old one are then another owner's.
+type soakA2AWorker struct {
+	s       *soakRun
+	name    string
+	face    string // "a2a-anon" or "a2a-secret"
+	anon    bool
+	ip      string
+	rng     *mrand.Rand
+	tr      *http.Transport
+	c       *http.Client
+	tok     string
+	tokAt   time.Time
+	tokN    int
+	owner   string // "secret", or "anon-<name>-<n>"
+	renewAt time.Time
+	last    *soakOwnTask // the newest task made with this token
+	old     []string     // tasks made with this worker's previous anonymous tokens
+	seq     int
+}
+
+// soakOwnTask is a task a worker made: what its artifact must carry.
+type soakOwnTask struct {
+	id, skill, payload string
+	at                 time.Time
+}
+
+func newSoakA2AWorker(s *soakRun, i int) *soakA2AWorker {
+	w := &soakA2AWorker{s: s, name: fmt.Sprintf("a%02d", i), anon: i%2 == 0, rng: mrand.New(mrand.NewPCG(uint64(i), 5))}
+	if w.anon {
+		w.face, w.ip = "a2a-anon", soakAnonIPs[(i/2)%len(soakAnonIPs)]
+	} else {
+		w.face, w.ip, w.owner = "a2a-secret", fmt.Sprintf("127.0.0.%d", 60+i), "secret"
+	}
+	w.tr, w.c = soakClient(w.ip)
+	return w
+}
+
+func (w *soakA2AWorker) run(ctx context.Context) {
+	defer w.tr.CloseIdleConnections()
+	tk := time.NewTicker(time.Second / soakFaceRate)
+	defer tk.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tk.C:
+		}
+		if !w.renew(ctx) {
+			continue
+		}
+		switch r := w.rng.IntN(100); {
+		case r < 28:
+			w.sendPing(ctx)
+		case r < 43:
+			w.stream(ctx)
+		case r < 52:
+			w.getOwn(ctx)
+		case r < 62:
+			w.list(ctx)
+		case r < 80:
+			if !w.probe(ctx) {
+				w.sendPing(ctx)
+			}
+		case r < 84:
+			w.inputRequired(ctx)
+		case r < 88 && w.anon:
+			w.refused(ctx)
+		default:
+			w.sendPing(ctx)
+		}
+	}
+}
+
+// renew keeps the worker's token: a secret holder mints one a minute; an
+// anonymous worker takes a new anonymous session now and then (a new
+// owner). It reports whether the worker has a token.
+func (w *soakA2AWorker) renew(ctx context.Context) bool {
+	if !w.anon {
+		if time.Since(w.tokAt) > time.Minute {
+			w.tok, _ = protocol.MintToken(w.s.secret, w.ip, time.Now(), 5*time.Minute)
+			w.tokAt = time.Now()
+		}
+		return true
+	}
+	if w.tok != "" && time.Now().Before(w.renewAt) {
+		return true
+	}
+	start := time.Now()
+	tok, err := w.s.anonSession(ctx, w.c)
+	if err != nil {
+		w.s.noAnswer(w.face+" GET /mcpv2/session", start, err, ctx.Err() != nil)
+		soakSleep(ctx, 200*time.Millisecond)
+		return false
+	}
+	w.s.count(w.face+" GET /mcpv2/session", func(c *soakCount) { c.ok++ })
+	if w.last != nil {
+		w.old = append(w.old, w.last.id)
+		if len(w.old) > 8 {
+			w.old = w.old[1:]
+		}
+	}
+	w.tokN++
+	w.tok, w.owner, w.last = tok, fmt.Sprintf("anon-%s-%d", w.name, w.tokN), nil
+	w.renewAt = time.Now().Add(soakAnonRenew + time.Duration(w.rng.IntN(20))*time.Second)
+	if len(w.old) > 0 {
+		// At once: the newest task of the old session is another owner's now.
+		w.probeTask(ctx, soakTaskRef{id: w.old[len(w.old)-1], owner: "previous"}, "a2a: its own previous anonymous session's task")
+	}
+	return true
+}
+
+// version is the A2A version of one request: "1.0" or "0.3".
+func (w *soakA2AWorker) version() string {
+	if w.rng.IntN(2) == 0 {
+		return "1.0"
+	}
+	return "0.3"
+}
+
+var soakA2AMethods = map[string]map[string]string{
+	"1.0": {"send": "SendMessage", "stream": "SendStreamingMessage", "get": "GetTask", "list": "ListTasks", "cancel": "CancelTask", "subscribe": "SubscribeToTask"},
+	"0.3": {"send": "message/send", "stream": "message/stream", "get": "tasks/get", "cancel": "tasks/cancel", "subscribe": "tasks/resubscribe"},
+}
+
+// message is a user message of the worker in version v, with a data part
+// (data non-nil) or a text part; its messageId names the worker's owner,
+// so that a listing shows whose each task is.
+func (w *soakA2AWorker) message(v string, data any, taskID string) map[string]any {
+	w.seq++
+	m := map[string]any{"messageId": fmt.Sprintf("soak-a2a|%s|%s|%d", w.owner, w.name, w.seq)}
+	if v == "1.0" {
+		m["role"], m["parts"] = "ROLE_USER", []any{map[string]any{"data": data}}
+	} else {
+		m["kind"], m["role"], m["parts"] = "message", "user", []any{map[string]any{"kind": "data", "data": data}}
+	}
+	if taskID != "" {
+		m["taskId"] = taskID
+	}
+	return m
+}
+
+// post sends one JSON-RPC request to /a2a; sse asks for an event stream,
+// lastEventID (when set) resumes one.
+func (w *soakA2AWorker) post(ctx context.Context, v, op string, params any, sse bool, lastEventID string) (*http.Response, json.RawMessage, error) {
+	w.seq++
+	var id any = w.seq
+	if w.rng.IntN(2) == 0 {
+		id = fmt.Sprintf("%s-%d", w.name, w.seq)
+	}
+	idb, _ := json.Marshal(id)
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": soakA2AMethods[v][op], "params": params})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.s.edgeBase+"/a2a", bytes.NewReader(b))
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+w.tok)
+	if v == "1.0" {
+		req.Header.Set("A2A-Version", "1.0")
+	}
+	if sse {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	if lastEventID != "" {
+		req.Header.Set("Last-Event-ID", lastEventID)
+	}
+	resp, err := w.c.Do(req)
+	return resp, idb, err
+}
+
+// rpc sends one request and reads its JSON answer (status, response).
+func (w *soakA2AWorker) rpc(ctx context.Context, v, op string, params any) (int, soakResp, []byte, json.RawMessage, error) {
+	resp, id, err := w.post(ctx, v, op, params, false, "")
+	if err != nil {
+		return 0, soakResp{}, nil, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, soakResp{}, nil, nil, err
+	}
+	var r soakResp
+	_ = json.Unmarshal(b, &r)
+	return resp.StatusCode, r, b, id, nil
+}
+
+// judge checks a JSON answer to a request of key: the request's id, and
+// exactly one of result and error. An error is judged (allowed codes, the
+// edge's busy and rate-limit refusals and the face's "busy" are expected)
+// and false returned; true means a result to check.
+func (w *soakA2AWorker) judge(key string, status int, r soakResp, body, id json.RawMessage, start time.Time, allowed func(int) bool) bool {
+	if r.Error != nil && r.Result == nil {
+		code, msg := r.Error.Code, r.Error.Message
+		if soakBusy(status) || (code != nil && msg != nil && *code == protocol.CodeInternal && strings.HasPrefix(*msg, "busy:")) {
+			w.s.count(key, func(c *soakCount) { c.rpcErr++ })
+			w.s.stats.mu.Lock()
+			w.s.stats.codes[soakDerefInt(code)]++
+			w.s.stats.mu.Unlock()
+			return false
+		}
+		if status != http.StatusOK && status != http.StatusBadRequest {
+			w.s.record(&w.s.stats.unclear, "%s: HTTP %d with a JSON-RPC error: %s", key, status, soakClip(string(body), 300))
+		}
+		w.s.rpcError(key, code, msg, start, allowed)
+		return false
+	}
+	switch {
+	case status != http.StatusOK || r.Result == nil || r.Error != nil || r.JSONRPC == nil || *r.JSONRPC != "2.0":
+		w.s.record(&w.s.stats.unclear, "%s: HTTP %d, not a JSON-RPC answer: %s", key, status, soakClip(string(body), 300))
+		return false
+	case !edgeJSONEqual(r.ID, id):
+		w.s.record(&w.s.stats.wrong, "%s: the answer to id %s came with id %s", key, id, r.ID)
+		return false
+	}
+	return true
+}
+
+func soakDerefInt(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// soakTaskView is what the harness reads of a task, in either version.
+type soakTaskView struct {
+	id, state string
+	payloads  []string // the payload members of its artifacts' data
+	peers     []string // the peer_id members of its artifacts' data
+	msgID     string   // the last message of its history
+	errCode   int      // the code in its status message's data, if any
+}
+
+// soakState reads a state in either version as v0.3 names it.
+func soakState(s string) string {
+	if rest, ok := strings.CutPrefix(s, "TASK_STATE_"); ok {
+		return strings.ToLower(strings.ReplaceAll(rest, "_", "-"))
+	}
+	return s
+}
+
+type soakWirePart struct {
+	Data json.RawMessage `json:"data"`
+}
+
+type soakWireArtifact struct {
+	Parts []soakWirePart `json:"parts"`
+}
+
+type soakWireStatus struct {
+	State   string `json:"state"`
+	Message *struct {
+		Parts []soakWirePart `json:"parts"`
+	} `json:"message"`
+}
+
+type soakWireTask struct {
+	ID        string             `json:"id"`
+	Status    soakWireStatus     `json:"status"`
+	Artifacts []soakWireArtifact `json:"artifacts"`
+	History   []struct {
+		MessageID string `json:"messageId"`
+	} `json:"history"`
+}
+
+func (v *soakTaskView) addArtifact(a soakWireArtifact) {
+	for _, p := range a.Parts {
+		var d struct {
+			Payload *string `json:"payload"`
+			PeerID  *string `json:"peer_id"`
+		}
+		if json.Unmarshal(p.Data, &d) == nil {
+			if d.Payload != nil {
+				v.payloads = append(v.payloads, *d.Payload)
+			}
+			if d.PeerID != nil {
+				v.peers = append(v.peers, *d.PeerID)
+			}
+		}
+	}
+}
+
+func (v *soakTaskView) setStatus(st soakWireStatus) {
+	v.state = soakState(st.State)
+	if st.Message != nil {
+		for _, p := range st.Message.Parts {
+			var d struct {
+				Error *struct {
+					Code int `json:"code"`
+				} `json:"error"`
+			}
+			if json.Unmarshal(p.Data, &d) == nil && d.Error != nil {
+				v.errCode = d.Error.Code
+			}
+		}
+	}
+}
+
+// soakParseTask reads a task (v1.0 SendMessage wraps it in {"task": …}).
+func soakParseTask(raw json.RawMessage) (soakTaskView, error) {
+	var wrap struct {
+		Task *soakWireTask `json:"task"`
+	}
+	var t soakWireTask
+	if json.Unmarshal(raw, &wrap) == nil && wrap.Task != nil {
+		t = *wrap.Task
+	} else if err := json.Unmarshal(raw, &t); err != nil {
+		return soakTaskView{}, err
+	}
+	if t.ID == "" || t.Status.State == "" {
+		return soakTaskView{}, fmt.Errorf("not a task: %s", soakClip(string(raw), 200))
+	}
+	v := soakTaskView{id: t.ID}
+	v.setStatus(t.Status)
+	for _, a := range t.Artifacts {
+		v.addArtifact(a)
+	}
+	if n := len(t.History); n > 0 {
+		v.msgID = t.History[n-1].MessageID
+	}
+	return v, nil
+}
+
+// soakMsgOwner is the owner label a soak worker wrote into a messageId.
+func soakMsgOwner(id string) (string, bool) {
+	f := strings.Split(id, "|")
+	if len(f) != 4 || f[0] != "soak-a2a" {
+		return "", false
+	}
+	return f[1], true
+}
+
+// created records a task this worker made.
+func (w *soakA2AWorker) created(id, skill, payload string) {
+	w.last = &soakOwnTask{id: id, skill: skill, payload: payload, at: time.Now()}
+	w.s.addTask(id, w.owner)
+}
+
+// checkDone checks a finished task of skill: completed with payload in its
+// artifact (ping: from the node); failed only when it ran across a
+// restart, which fails the tasks that ran (then it counts as a transport
+// failure in a restart).
+func (w *soakA2AWorker) checkDone(key string, t soakTaskView, skill, payload string, start time.Time) {
+	switch {
+	case t.state == "failed" && w.s.inFault(start, time.Now()):
+		w.s.count(key, func(c *soakCount) { c.transport++ })
+	case t.state != "completed":
+		w.s.record(&w.s.stats.wrong, "%s: task %s of %s ended %s (error %d), want completed", key, t.id, skill, t.state, t.errCode)
+	case !slices.Contains(t.payloads, payload) || (skill == "ping" && !slices.Contains(t.peers, w.s.nodeID)):
+		w.s.record(&w.s.stats.wrong, "%s: task %s of %s with payload %q answered payloads %q from %v", key, t.id, skill, payload, t.payloads, t.peers)
+	default:
+		w.s.count(key, func(c *soakCount) { c.ok++ })
+	}
+}
+
+func (w *soakA2AWorker) payload() string {
+	return fmt.Sprintf("%s-%016x-olá", w.name, w.rng.Uint64())
+}
+
+// sendPing sends ping with a payload; the completed task's artifact must
+// carry it.
+func (w *soakA2AWorker) sendPing(ctx context.Context) {
+	v := w.version()
+	key := w.face + " " + soakA2AMethods[v]["send"] + " ping"
+	payload := w.payload()
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, soakCallTimeout)
+	defer cancel()
+	st, r, body, id, err := w.rpc(cctx, v, "send", map[string]any{"message": w.message(v, map[string]any{"skill": "ping", "arguments": map[string]any{"payload": payload}}, "")})
+	if err != nil {
+		w.s.noAnswer(key, start, err, ctx.Err() != nil)
+		return
+	}
+	if !w.judge(key, st, r, body, id, start, nil) {
+		return
+	}
+	t, err := soakParseTask(r.Result)
+	if err != nil {
+		w.s.record(&w.s.stats.wrong, "%s: %v", key, err)
+		return
+	}
+	w.created(t.id, "ping", payload)
+	w.checkDone(key, t, "ping", payload, start)
+}
+
+// refused sends list_files as an anonymous caller, who is not granted it:
+// the task must be rejected with -32009.
+func (w *soakA2AWorker) refused(ctx context.Context) {
+	v := w.version()
+	key := w.face + " " + soakA2AMethods[v]["send"] + " list_files (not granted)"
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, soakCallTimeout)
+	defer cancel()
+	st, r, body, id, err := w.rpc(cctx, v, "send", map[string]any{"message": w.message(v, map[string]any{"skill": "list_files", "arguments": map[string]any{}}, "")})
+	if err != nil {
+		w.s.noAnswer(key, start, err, ctx.Err() != nil)
+		return
+	}
+	if !w.judge(key, st, r, body, id, start, nil) {
+		return
+	}
+	t, err := soakParseTask(r.Result)
+	switch {
+	case err != nil:
+		w.s.record(&w.s.stats.wrong, "%s: %v", key, err)
+	case t.state != "rejected" || t.errCode != protocol.CodeNotPermitted:
+		w.s.record(&w.s.stats.wrong, "%s: task %s ended %s (error %d), want rejected with %d", key, t.id, t.state, t.errCode, protocol.CodeNotPermitted)
+	default:
+		w.created(t.id, "list_files", "")
+		w.s.count(key, func(c *soakCount) { c.ok++ })
+	}
+}
+
+// inputRequired sends soak_nap without its required payload: the task
+// waits for input; a second message to it gives the payload, and the
+// completed task must carry it.
+func (w *soakA2AWorker) inputRequired(ctx context.Context) {
+	v := w.version()
+	key := w.face + " " + soakA2AMethods[v]["send"] + " input-required, answered"
+	payload := w.payload()
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, soakCallTimeout)
+	defer cancel()
+	st, r, body, id, err := w.rpc(cctx, v, "send", map[string]any{"message": w.message(v, map[string]any{"skill": soakNapSkill, "arguments": map[string]any{}}, "")})
+	if err != nil {
+		w.s.noAnswer(key, start, err, ctx.Err() != nil)
+		return
+	}
+	if !w.judge(key, st, r, body, id, start, nil) {
+		return
+	}
+	t, err := soakParseTask(r.Result)
+	if err != nil || t.state != "input-required" {
+		w.s.record(&w.s.stats.wrong, "%s: want an input-required task, got %+v (%v)", key, t, err)
+		return
+	}
+	w.created(t.id, soakNapSkill, payload)
+	st, r, body, id, err = w.rpc(cctx, v, "send", map[string]any{"message": w.message(v, map[string]any{"arguments": map[string]any{"payload": payload}}, t.id)})
+	if err != nil {
+		w.s.noAnswer(key, start, err, ctx.Err() != nil)
+		return
+	}
+	if !w.judge(key, st, r, body, id, start, nil) {
+		return
+	}
+	if t, err = soakParseTask(r.Result); err != nil {
+		w.s.record(&w.s.stats.wrong, "%s: %v", key, err)
+		return
+	}
+	w.checkDone(key, t, soakNapSkill, payload, start)
+}
+
+// getOwn gets the worker's newest task: it must be there, and a finished
+// one must carry its payload.
+func (w *soakA2AWorker) getOwn(ctx context.Context) {
+	own := w.last
+	if own == nil {
+		w.sendPing(ctx)
+		return
+	}
+	v := w.version()
+	key := w.face + " " + soakA2AMethods[v]["get"] + " (own task)"
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, soakCallTimeout)
+	defer cancel()
+	st, r, body, id, err := w.rpc(cctx, v, "get", map[string]any{"id": own.id, "historyLength": 1})
+	if err != nil {
+		w.s.noAnswer(key, start, err, ctx.Err() != nil)
+		return
+	}
+	if !w.judge(key, st, r, body, id, start, nil) {
+		return
+	}
+	t, err := soakParseTask(r.Result)
+	switch {
+	case err != nil:
+		w.s.record(&w.s.stats.wrong, "%s: %v", key, err)
+	case t.id != own.id:
+		w.s.record(&w.s.stats.wrong, "%s: GetTask %s answered task %s", key, own.id, t.id)
+	case t.state == "completed" && own.payload != "" && !slices.Contains(t.payloads, own.payload):
+		w.s.record(&w.s.stats.wrong, "%s: task %s of %s with payload %q holds payloads %q", key, t.id, own.skill, own.payload, t.payloads)
+	default:
+		w.s.count(key, func(c *soakCount) { c.ok++ })
+	}
+}
+
+// list lists the caller's tasks (v1.0): every task listed must be one a
+// worker of the same owner made (its messageId says), and an anonymous
+// worker's newest task must be among them.
+func (w *soakA2AWorker) list(ctx context.Context) {
+	key := w.face + " ListTasks"
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, soakCallTimeout)
+	defer cancel()
+	st, r, body, id, err := w.rpc(cctx, "1.0", "list", map[string]any{"pageSize": 50, "historyLength": 1})
+	if err != nil {
+		w.s.noAnswer(key, start, err, ctx.Err() != nil)
+		return
+	}
+	if !w.judge(key, st, r, body, id, start, nil) {
+		return
+	}
+	var l struct {
+		Tasks     []json.RawMessage `json:"tasks"`
+		TotalSize int               `json:"totalSize"`
+	}
+	if err := json.Unmarshal(r.Result, &l); err != nil || l.TotalSize < len(l.Tasks) {
+		w.s.record(&w.s.stats.wrong, "%s: not a task list: %s", key, soakClip(string(r.Result), 300))
+		return
+	}
+	var ids []string
+	for _, raw := range l.Tasks {
+		t, err := soakParseTask(raw)
+		if err != nil {
+			w.s.record(&w.s.stats.wrong, "%s: %v", key, err)
+			return
+		}
+		ids = append(ids, t.id)
+		if o, ok := soakMsgOwner(t.msgID); !ok || o != w.owner {
+			w.s.violation("a2a: ListTasks", "%s (owner %s) was listed task %s, made by %q (messageId %q)", w.name, w.owner, t.id, o, t.msgID)
+		}
+	}
+	if w.anon && w.last != nil && !slices.Contains(ids, w.last.id) {
+		w.s.record(&w.s.stats.wrong, "%s: %s's newest task %s is not among the %d listed (of %d)", key, w.name, w.last.id, len(ids), l.TotalSize)
+		return
+	}
+	w.s.count(key, func(c *soakCount) { c.ok++ })
+}
+
+// probe tries a task of another owner (for an anonymous worker, one time
+// in four a task of its own previous session). It reports whether there
+// was one to try.
+func (w *soakA2AWorker) probe(ctx context.Context) bool {
+	if w.anon && len(w.old) > 0 && w.rng.IntN(4) == 0 {
+		w.probeTask(ctx, soakTaskRef{id: w.old[w.rng.IntN(len(w.old))], owner: "previous"}, "a2a: its own previous anonymous session's task")
+		return true
+	}
+	ref, ok := w.s.pickTask(w.owner, w.rng)
+	if !ok {
+		return false
+	}
+	w.probeTask(ctx, ref, "a2a: another owner's task")
+	return true
+}
+
+// probeTask asks for ref's task with GetTask, CancelTask or
+// SubscribeToTask: each must be refused as for a task that does not
+// exist (-32001).
+func (w *soakA2AWorker) probeTask(ctx context.Context, ref soakTaskRef, kind string) {
+	v := w.version()
+	op := "get"
+	switch r := w.rng.IntN(10); {
+	case r < 2:
+		op = "cancel"
+	case r < 4:
+		op = "subscribe"
+	}
+	kind += ", " + soakA2AMethods["1.0"][op]
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, soakCallTimeout)
+	defer cancel()
+	resp, _, err := w.post(cctx, v, op, map[string]any{"id": ref.id}, op == "subscribe", "")
+	if err != nil {
+		w.s.noAnswer(kind, start, err, ctx.Err() != nil)
+		return
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	var r soakResp
+	_ = json.Unmarshal(b, &r)
+	switch {
+	case strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") || (r.Result != nil && r.Error == nil):
+		w.s.violation(kind, "%s (owner %s) was served task %s of %s: HTTP %d %s", w.name, w.owner, ref.id, ref.owner, resp.StatusCode, soakClip(string(b), 200))
+	case resp.StatusCode == http.StatusOK && r.Error != nil && r.Error.Code != nil && *r.Error.Code == -32001:
+		w.s.probe(kind, func(p *soakProbe) { p.refused++ })
+	case soakBusy(resp.StatusCode) || (r.Error != nil && r.Error.Message != nil && strings.HasPrefix(*r.Error.Message, "busy:")):
+		w.s.probe(kind, func(p *soakProbe) { p.other++ })
+	default:
+		w.s.probe(kind, func(p *soakProbe) { p.other++ })
+		w.s.record(&w.s.stats.unexpected, "%s: HTTP %d %s", kind, resp.StatusCode, soakClip(string(b), 300))
+	}
+}
+
+// soakSSE reads server-sent events.
+type soakSSE struct{ r *bufio.Reader }
+
+// next returns the next event's id and data.
+func (x soakSSE) next() (uint64, []byte, error) {
+	var id uint64
+	var data []byte
+	for {
+		line, err := x.r.ReadString('\n')
+		if err != nil {
+			return 0, nil, err
+		}
+		line = strings.TrimRight(line, "\r\n")
+		switch {
+		case line == "":
+			if data != nil {
+				return id, data, nil
+			}
+		case strings.HasPrefix(line, ":"): // a keep-alive comment
+		case strings.HasPrefix(line, "id:"):
+			id, _ = strconv.ParseUint(strings.TrimSpace(line[3:]), 10, 64)
+		case strings.HasPrefix(line, "data:"):
+			data = append(data, strings.TrimSpace(line[5:])...)
+		}
+	}
+}
+
+// soakStream follows one task over its event streams: the events must be
+// numbered one after another (a resumed stream starts after the last one
+// seen, or with the task as it is now), all of one task.
+type soakStream struct {
+	view soakTaskView // the task as the events built it
+	seen uint64       // the last event's number
+	snap uint64       // the number of the snapshot that opened the current stream (0: none)
+}
+
+// take reads one event (its SSE id and data) of the stream answering
+// request reqID; snapshot says whether it opens a resumed stream without
+// Last-Event-ID (the task as it is now, numbered as its latest event).
+func (st *soakStream) take(id uint64, data []byte, reqID json.RawMessage, snapshot bool) error {
+	var r soakResp
+	if err := json.Unmarshal(data, &r); err != nil || r.Result == nil || !edgeJSONEqual(r.ID, reqID) {
+		return fmt.Errorf("event %d is not a result for id %s: %s", id, reqID, soakClip(string(data), 200))
+	}
+	var ev struct {
+		Kind           string           `json:"kind"`
+		Task           *soakWireTask    `json:"task"`
+		StatusUpdate   *json.RawMessage `json:"statusUpdate"`
+		ArtifactUpdate *json.RawMessage `json:"artifactUpdate"`
+	}
+	if err := json.Unmarshal(r.Result, &ev); err != nil {
+		return err
+	}
+	var upd struct {
+		TaskID   string           `json:"taskId"`
+		Status   soakWireStatus   `json:"status"`
+		Artifact soakWireArtifact `json:"artifact"`
+	}
+	kind := ev.Kind
+	switch {
+	case ev.Task != nil: // v1.0
+		kind = "task"
+	case ev.StatusUpdate != nil:
+		kind = "status-update"
+		_ = json.Unmarshal(*ev.StatusUpdate, &upd)
+	case ev.ArtifactUpdate != nil:
+		kind = "artifact-update"
+		_ = json.Unmarshal(*ev.ArtifactUpdate, &upd)
+	default: // v0.3
+		_ = json.Unmarshal(r.Result, &upd)
+		if kind == "task" {
+			var t soakWireTask
+			_ = json.Unmarshal(r.Result, &t)
+			ev.Task = &t
+		}
+	}
+	switch {
+	case snapshot && kind != "task":
+		return fmt.Errorf("a resumed stream without Last-Event-ID began with a %s (event %d), not the task", kind, id)
+	case snapshot && id < st.seen:
+		return fmt.Errorf("a resumed stream began with the task as of event %d, after event %d was seen", id, st.seen)
+	case !snapshot && id != st.seen+1 && st.snap != 0 && st.snap == st.seen:
+		return fmt.Errorf("event %d after the task as of event %d, which opened a stream resumed without Last-Event-ID: an event lost or repeated", id, st.seen)
+	case !snapshot && id != st.seen+1:
+		return fmt.Errorf("event %d after event %d: an event lost or repeated", id, st.seen)
+	}
+	if snapshot {
+		st.snap = id
+	}
+	st.seen = id
+	switch kind {
+	case "task":
+		t, err := soakParseTask(mustJSON(ev.Task))
+		if err != nil {
+			return err
+		}
+		if st.view.id != "" && t.id != st.view.id {
+			return fmt.Errorf("event %d is of task %s, the stream's is %s", id, t.id, st.view.id)
+		}
+		st.view = t
+	case "status-update", "artifact-update":
+		if upd.TaskID != st.view.id {
+			return fmt.Errorf("event %d is of task %q, the stream's is %s", id, upd.TaskID, st.view.id)
+		}
+		if kind == "status-update" {
+			st.view.setStatus(upd.Status)
+		} else {
+			st.view.addArtifact(upd.Artifact)
+		}
+	default:
+		return fmt.Errorf("event %d of kind %q", id, kind)
+	}
+	return nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// final says whether the stream's task is in a state that ends a stream.
+func (st *soakStream) final() bool {
+	switch st.view.state {
+	case "completed", "failed", "canceled", "rejected", "input-required":
+		return true
+	}
+	return false
+}
+
+// follow reads a stream's events until a final state, the drop (after
+// dropAfter events, 0: never) or the end of the body; snapshot as take.
+func (st *soakStream) follow(resp *http.Response, reqID json.RawMessage, snapshot bool, dropAfter int) (n int, err error) {
+	rd := soakSSE{r: bufio.NewReader(resp.Body)}
+	for {
+		id, data, err := rd.next()
+		if err != nil {
+			return n, err
+		}
+		if err := st.take(id, data, reqID, snapshot && n == 0); err != nil {
+			return n, &soakWrongEvent{err}
+		}
+		n++
+		if st.final() || n == dropAfter {
+			return n, nil
+		}
+	}
+}
+
+// soakWrongEvent is an event that does not follow from the ones before.
+type soakWrongEvent struct{ error }
+
+// stream streams a soak_nap task (SendStreamingMessage / message/stream)
+// and, two times in three, drops the stream after its first or second
+// event; then it resumes with SubscribeToTask / tasks/resubscribe (with
+// Last-Event-ID two times in three), or gets the task if it has finished.
+// The events must follow one another to completed, with the payload in
+// the artifact.
+func (w *soakA2AWorker) stream(ctx context.Context) {
+	v := w.version()
+	key := w.face + " " + soakA2AMethods[v]["stream"] + " " + soakNapSkill
+	payload := w.payload()
+	start := time.Now()
+	sctx, cancel := context.WithTimeout(ctx, soakCallTimeout)
+	defer cancel()
+	resp, reqID, err := w.post(sctx, v, "stream", map[string]any{"message": w.message(v, map[string]any{"skill": soakNapSkill, "arguments": map[string]any{"payload": payload}}, "")}, true, "")
+	if err != nil {
+		w.s.noAnswer(key, start, err, ctx.Err() != nil)
+		return
+	}
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var r soakResp
+		_ = json.Unmarshal(b, &r)
+		if w.judge(key, resp.StatusCode, r, b, reqID, start, nil) {
+			w.s.record(&w.s.stats.unclear, "%s: a result without an event stream: %s", key, soakClip(string(b), 300))
+		}
+		return
+	}
+	dropAfter := 0
+	if w.rng.IntN(3) != 0 {
+		dropAfter = 1 + w.rng.IntN(2)
+	}
+	st := &soakStream{}
+	n, ferr := st.follow(resp, reqID, false, dropAfter)
+	resp.Body.Close()
+	cancel()
+	var we *soakWrongEvent
+	switch {
+	case errors.As(ferr, &we):
+		w.s.record(&w.s.stats.wrong, "%s: %v", key, we.error)
+		return
+	case st.view.id == "":
+		if ferr == nil {
+			ferr = errors.New("no event")
+		}
+		w.s.noAnswer(key, start, ferr, ctx.Err() != nil)
+		return
+	}
+	w.created(st.view.id, soakNapSkill, payload)
+	if st.final() {
+		w.checkDone(key, st.view, soakNapSkill, payload, start)
+		return
+	}
+	if ferr == nil && n == dropAfter {
+		w.s.fault("a2a stream dropped mid-task")
+	} else if ctx.Err() != nil {
+		w.s.noAnswer(key, start, ferr, true)
+		return
+	} else if !w.s.inFault(start, time.Now()) {
+		w.s.record(&w.s.stats.unexplained, "%s: the stream of task %s ended at event %d before a final state: %v", key, st.view.id, st.seen, ferr)
+		return
+	} else {
+		w.s.fault("a2a stream cut by a restart")
+	}
+	w.resume(ctx, v, key, st, payload, start)
+}
+
+// resume resubscribes to a task whose stream was dropped (or cut by a
+// restart), and follows it to its end; a task that finished meanwhile is
+// read with GetTask.
+func (w *soakA2AWorker) resume(ctx context.Context, v, key string, st *soakStream, payload string, start time.Time) {
+	lei := ""
+	rkey := w.face + " " + soakA2AMethods[v]["subscribe"]
+	if w.rng.IntN(3) != 0 {
+		lei = strconv.FormatUint(st.seen, 10)
+		rkey += " with Last-Event-ID"
+	}
+	for attempt := 0; ctx.Err() == nil; attempt++ {
+		rstart := time.Now()
+		cctx, cancel := context.WithTimeout(ctx, soakCallTimeout)
+		resp, reqID, err := w.post(cctx, v, "subscribe", map[string]any{"id": st.view.id}, true, lei)
+		if err != nil {
+			cancel()
+			if w.s.inFault(start, time.Now()) && attempt < 100 {
+				soakSleep(ctx, 250*time.Millisecond) // the node is coming back
+				continue
+			}
+			w.s.noAnswer(rkey, rstart, err, ctx.Err() != nil)
+			return
+		}
+		if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			cancel()
+			var r soakResp
+			_ = json.Unmarshal(b, &r)
+			finished := func(code int) bool { return code == -32004 }
+			if w.judge(rkey, resp.StatusCode, r, b, reqID, rstart, finished) {
+				w.s.record(&w.s.stats.unclear, "%s: a result without an event stream: %s", rkey, soakClip(string(b), 300))
+				return
+			}
+			if r.Error != nil && r.Error.Code != nil && *r.Error.Code == -32004 {
+				// It finished before the resubscription: read it whole.
+				w.s.fault("a2a task finished before its stream was resumed")
+				w.getDone(ctx, v, key, st.view.id, payload, start)
+			}
+			return
+		}
+		_, ferr := st.follow(resp, reqID, lei == "", 0)
+		resp.Body.Close()
+		cancel()
+		var we *soakWrongEvent
+		switch {
+		case errors.As(ferr, &we):
+			w.s.record(&w.s.stats.wrong, "%s: task %s: %v", rkey, st.view.id, we.error)
+		case st.final():
+			w.s.count(rkey, func(c *soakCount) { c.ok++ })
+			w.checkDone(key, st.view, soakNapSkill, payload, start)
+		default:
+			w.s.noAnswer(rkey, rstart, fmt.Errorf("the resumed stream of task %s ended at event %d before a final state: %v", st.view.id, st.seen, ferr), ctx.Err() != nil)
+		}
+		return
+	}
+}
+
+// getDone gets a finished task and checks it.
+func (w *soakA2AWorker) getDone(ctx context.Context, v, key, taskID, payload string, start time.Time) {
+	gkey := w.face + " " + soakA2AMethods[v]["get"] + " (finished before resumed)"
+	gstart := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, soakCallTimeout)
+	defer cancel()
+	st, r, body, id, err := w.rpc(cctx, v, "get", map[string]any{"id": taskID})
+	if err != nil {
+		w.s.noAnswer(gkey, gstart, err, ctx.Err() != nil)
+		return
+	}
+	if !w.judge(gkey, st, r, body, id, gstart, nil) {
+		return
+	}
+	t, err := soakParseTask(r.Result)
+	if err != nil {
+		w.s.record(&w.s.stats.wrong, "%s: %v", gkey, err)
+		return
+	}
+	w.s.count(gkey, func(c *soakCount) { c.ok++ })
+	w.checkDone(key, t, soakNapSkill, payload, start)
+}
+
 // --- the report
 
 func (s *soakRun) report() {
@@ -1631,8 +3190,8 @@ func (s *soakRun) report() {
 	st := &s.stats
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	fmt.Fprintf(&b, "# Soak run\n\n%v of traffic, %d clients (%d mesh, %d edge of which %d also through the gateway, %d blob), node under test %s.\n\n",
-		s.dur, soakMeshWorkers+soakEdgeWorkers+soakBlobWorkers, soakMeshWorkers, soakEdgeWorkers, soakEdgeWorkers/2, soakBlobWorkers, s.nodeID)
+	fmt.Fprintf(&b, "# Soak run\n\n%v of traffic, %d clients (%d mesh, %d edge of which %d also through the gateway, %d blob, %d MCP and %d A2A of which half anonymous), node under test %s.\n\n",
+		s.dur, soakClients, soakMeshWorkers, soakEdgeWorkers, soakEdgeWorkers/2, soakBlobWorkers, soakMCPWorkers, soakA2AWorkers, s.nodeID)
 	s.mu.Lock()
 	fmt.Fprintf(&b, "Node SIGKILLed and restarted %d times; back after %v.\n\n", len(s.restarts), s.restarts)
 	s.mu.Unlock()
@@ -1653,6 +3212,13 @@ func (s *soakRun) report() {
 	b.WriteString("\n## Injected client faults\n\n| fault | count |\n|---|---:|\n")
 	for _, k := range slices.Sorted(maps.Keys(st.faults)) {
 		fmt.Fprintf(&b, "| %s | %d |\n", k, st.faults[k])
+	}
+
+	b.WriteString("\n## Owners: another caller's MCP sessions and A2A tasks\n\nEach probe presents another owner's MCP session ID or A2A task ID with the prober's own token. Refused: 403 (MCP) or task not found, -32001 (A2A); gone: 404, the session no longer exists; other: busy. A violation is an answer that served the prober (and every A2A task listed to a caller that its owner did not make).\n\n")
+	b.WriteString("| probe | refused | gone | other | violations |\n|---|---:|---:|---:|---:|\n")
+	for _, k := range slices.Sorted(maps.Keys(st.probes)) {
+		p := st.probes[k]
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d |\n", k, p.refused, p.gone, p.other, p.violations)
 	}
 
 	s.ledger.mu.Lock()
@@ -1700,6 +3266,21 @@ func (s *soakRun) report() {
 		}
 	}
 
+	db := s.dbFlatness()
+	b.WriteString("\n## state.db\n\n")
+	fmt.Fprintf(&b, "The node's caps: `--max-tasks-bytes %d` (one owner's share a sixteenth), `--max-conversations %d`. Sampled with the rest: the file's size, and the bytes allocated to it (bbolt's high-water mark). Flat: after warm-up, the largest allocation of the last third ≤ %.2f × the first third's + %d MiB, and the size never over %d MiB.\n\n",
+		soakMaxTasksBytes, soakMaxConversations, soakDBRatio, soakDBSlack>>20, soakDBMax>>20)
+	b.WriteString("| samples | size first → last MiB | allocated first → last MiB | allocated first→last third max MiB (after warm-up) | largest size MiB | flat |\n|---:|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| %d | %.2f → %.2f | %.2f → %.2f | %.2f→%.2f | %.2f | %s |\n", db.n, soakMiB(db.firstSize), soakMiB(db.lastSize),
+		soakMiB(db.firstAlloc), soakMiB(db.lastAlloc), soakMiB(db.first), soakMiB(db.last), soakMiB(db.maxSize), map[bool]string{true: "yes", false: "NO"}[db.flat])
+	var dbcsv strings.Builder
+	dbcsv.WriteString("elapsed_s,state_db_bytes,state_db_allocated_bytes\n")
+	s.mu.Lock()
+	for _, x := range s.db {
+		fmt.Fprintf(&dbcsv, "%.1f,%d,%d\n", x.at.Sub(s.begin).Seconds(), x.size, x.alloc)
+	}
+	s.mu.Unlock()
+
 	b.WriteString("\n## Verdict\n\n| check | count |\n|---|---:|\n")
 	for _, v := range []struct {
 		what string
@@ -1709,12 +3290,15 @@ func (s *soakRun) report() {
 		{"transport failures outside restarts, not injected", &st.unexplained}} {
 		fmt.Fprintf(&b, "| %s | %d |\n", v.what, v.l.n)
 	}
+	fmt.Fprintf(&b, "| tasks or sessions seen by a caller that does not own them | %d |\n", st.owners.n)
 	fmt.Fprintf(&b, "| lifetimes not flat | %d |\n", len(notFlat))
+	fmt.Fprintf(&b, "| state.db not flat | %d |\n", map[bool]int{true: 0, false: 1}[db.flat])
 	for _, v := range []struct {
 		what string
 		l    *soakList
 	}{{"Wrong answers", &st.wrong}, {"Lost committed files", &st.lost}, {"Unclear errors", &st.unclear},
-		{"Unexpected errors", &st.unexpected}, {"Unexplained transport failures", &st.unexplained}} {
+		{"Unexpected errors", &st.unexpected}, {"Unexplained transport failures", &st.unexplained},
+		{"Owner violations", &st.owners}} {
 		if v.l.n == 0 {
 			continue
 		}
@@ -1729,6 +3313,9 @@ func (s *soakRun) report() {
 		t.Error(err)
 	}
 	if err := os.WriteFile(samples, []byte(csv.String()), 0o644); err != nil {
+		t.Error(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.out, "soak-statedb.csv"), []byte(dbcsv.String()), 0o644); err != nil {
 		t.Error(err)
 	}
 	t.Logf("soak summary (also in %s; samples in %s):\n%s", summary, samples, b.String())
@@ -1752,6 +3339,13 @@ func (s *soakRun) report() {
 	if len(notFlat) > 0 {
 		t.Errorf("RSS or open files grew after warm-up in lifetimes %v", notFlat)
 	}
+	if st.owners.n > 0 {
+		t.Errorf("%d tasks or sessions seen by a caller that does not own them", st.owners.n)
+	}
+	if !db.flat {
+		t.Errorf("state.db grew after warm-up: %.2f MiB allocated at most in the first third, %.2f MiB in the last (%d samples); its size at most %.2f MiB",
+			soakMiB(db.first), soakMiB(db.last), db.n, soakMiB(db.maxSize))
+	}
 	// A run that did not do what it says proves nothing.
 	if len(s.restarts) != 2 {
 		t.Errorf("%d restarts, want 2", len(s.restarts))
@@ -1762,11 +3356,82 @@ func (s *soakRun) report() {
 			t.Errorf("no successful %s in the run", k)
 		}
 	}
-	for _, k := range []string{"mesh call cut mid-flight", "edge call cut mid-flight", "mcpv2 send SIGKILLed mid-file"} {
+	for _, k := range []string{"mcp-anon ping", "mcp-secret ping", "mcp-secret list_files", "mcp-anon translate_history",
+		"mcp-anon connect 2025-11-25", "mcp-anon connect 2026-07-28", "mcp-secret connect 2025-11-25", "mcp-secret connect 2026-07-28",
+		"mcp-anon tools/list", "mcp-secret resources/read mcpv2://card", "a2a-anon GET /mcpv2/session",
+		"a2a-anon ListTasks", "a2a-secret ListTasks", "a2a-anon SendMessage ping", "a2a-secret message/send ping",
+		"a2a-anon SendStreamingMessage " + soakNapSkill, "a2a-secret message/stream " + soakNapSkill,
+		"a2a-anon message/send list_files (not granted)"} {
+		if c := st.calls[k]; c == nil || c.ok == 0 {
+			t.Errorf("no successful %s in the run", k)
+		}
+	}
+	// A resumption with Last-Event-ID, in either face and version.
+	resumed := 0
+	for k, c := range st.calls {
+		if strings.HasSuffix(k, "with Last-Event-ID") {
+			resumed += c.ok
+		}
+	}
+	if resumed == 0 {
+		t.Errorf("no A2A stream was resumed with Last-Event-ID")
+	}
+	if c := st.calls["mcp-anon list_files"]; c == nil || c.rpcErr == 0 {
+		t.Errorf("no anonymous MCP list_files was refused")
+	}
+	for _, k := range []string{"mcp: another owner's session, POST", "a2a: another owner's task, GetTask", "a2a: its own previous anonymous session's task, GetTask"} {
+		if p := st.probes[k]; p == nil || p.refused == 0 {
+			t.Errorf("no probe %q was refused: the check never ran", k)
+		}
+	}
+	for _, k := range []string{"mesh call cut mid-flight", "edge call cut mid-flight", "mcpv2 send SIGKILLed mid-file",
+		"mcp call cut mid-flight", "mcp session closed (DELETE)", "mcp session abandoned (no DELETE)", "mcp session closed mid-call",
+		"a2a stream dropped mid-task"} {
 		if st.faults[k] == 0 {
 			t.Errorf("the injector never did %q", k)
 		}
 	}
+}
+
+// soakDBFlat judges state.db over the run.
+type soakDBFlat struct {
+	n                     int   // samples after warm-up
+	firstSize, lastSize   int64 // the file's size, over the whole run
+	firstAlloc, lastAlloc int64 // the bytes allocated to it
+	maxSize               int64
+	first, last           int64 // the largest allocation of the first and last third after warm-up
+	flat                  bool
+}
+
+// dbFlatness judges state.db's samples after warm-up (s.warm from the
+// start of the traffic), cut in thirds: flat when the last third's largest
+// allocation is at most soakDBRatio times the first third's plus
+// soakDBSlack, and its size never exceeds soakDBMax. The file outlives
+// restarts, so the run is one series.
+func (s *soakRun) dbFlatness() soakDBFlat {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var f soakDBFlat
+	if len(s.db) == 0 {
+		return f
+	}
+	f.firstSize, f.lastSize = s.db[0].size, s.db[len(s.db)-1].size
+	f.firstAlloc, f.lastAlloc = s.db[0].alloc, s.db[len(s.db)-1].alloc
+	var post []int64
+	for _, x := range s.db {
+		f.maxSize = max(f.maxSize, x.size)
+		if x.at.Sub(s.begin) >= s.warm {
+			post = append(post, x.alloc)
+		}
+	}
+	f.n = len(post)
+	if len(post) < 3 {
+		return f
+	}
+	third := len(post) / 3
+	f.first, f.last = slices.Max(post[:third]), slices.Max(post[len(post)-third:])
+	f.flat = float64(f.last) <= soakDBRatio*float64(f.first)+soakDBSlack && f.maxSize <= soakDBMax
+	return f
 }
 
 func soakMiB(n int64) float64 { return float64(n) / (1 << 20) }
