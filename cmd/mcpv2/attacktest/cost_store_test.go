@@ -151,15 +151,30 @@ func TestAttackCostStore(t *testing.T) {
 	})
 
 	t.Run("max-tasks-bytes", func(t *testing.T) {
-		// A cap of 32 MiB: one caller may hold 2 MiB of tasks; a 4 MiB
-		// message of a secret holder, who may run ask, does not fit.
-		q := startNode(t, "--port", "0", "--public-ip", "127.0.0.1", "--secret", secret, "--max-tasks-bytes", "33554432")
-		_, b := do(t, http.MethodPost, q.base()+"/a2a", bearer(secretSession()), map[string]any{"jsonrpc": "2.0", "id": 1, "method": "message/send",
-			"params": map[string]any{"message": map[string]any{"kind": "message", "messageId": "big", "role": "user",
-				"parts": []any{map[string]any{"kind": "text", "text": strings.Repeat("y", 4<<20)}}}}})
+		// A cap of 32 MiB: one anonymous caller may hold 2 MiB of tasks; a
+		// 4 MiB message of one who may run ask does not fit. The node's
+		// secret holders are held to the total alone: theirs is not
+		// refused for the share.
+		qdir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(qdir, "policy.json"), []byte(`{"grants":{"http":["ask"]}}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		q := startNode(t, "--data-dir", qdir, "--port", "0", "--public-ip", "127.0.0.1", "--secret", secret, "--max-tasks-bytes", "33554432")
+		send := func(tok string) []byte {
+			_, b := do(t, http.MethodPost, q.base()+"/a2a", bearer(tok), map[string]any{"jsonrpc": "2.0", "id": 1, "method": "message/send",
+				"params": map[string]any{"message": map[string]any{"kind": "message", "messageId": "big", "role": "user",
+					"parts": []any{map[string]any{"kind": "text", "text": strings.Repeat("y", 4<<20)}}}}})
+			return b
+		}
+		b := send(q.anonSession(t))
 		var a rpcAnswer
 		if err := json.Unmarshal(b, &a); err != nil || a.Error == nil || a.Error.Code != -32004 || !strings.Contains(a.Error.Message, "max-tasks-bytes") {
 			t.Fatalf("a message over one caller's share of --max-tasks-bytes: want -32004 naming the cap, got %.400s", b)
+		}
+		b = send(secretSession())
+		var sa rpcAnswer
+		if err := json.Unmarshal(b, &sa); err != nil || (sa.Error != nil && sa.Error.Code == -32004) {
+			t.Fatalf("a secret holder's 4 MiB message refused for one owner's share: %.400s", b)
 		}
 	})
 }
