@@ -3,6 +3,8 @@ package a2a_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -157,9 +159,16 @@ func TestEventsReferToTask(t *testing.T) {
 // --max-tasks-bytes is refused with -32004 naming the cap; its finished
 // tasks make room for new ones, oldest first.
 func TestTaskBytesCap(t *testing.T) {
-	r := newCostRig(t, func(c *node.Config) { c.MaxTasksBytes = 1 << 20 }, nil) // a share of 64 KiB
-	tok := r.token()
-	_, e := r.rpc(t, tok, "1.0", "SendMessage", map[string]any{"message": msg(map[string]any{"text": strings.Repeat("x", 100<<10)})})
+	// An anonymous caller granted ask and ping has a share of 64 KiB; the
+	// node's secret holders are held to the total (1 MiB) alone.
+	policy := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(policy, []byte(`{"grants":{"http":["ask","ping"]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := newCostRig(t, func(c *node.Config) { c.MaxTasksBytes = 1 << 20; c.PolicyFile = policy }, nil)
+	tok := r.anon(t)
+	big := map[string]any{"message": msg(map[string]any{"text": strings.Repeat("x", 100<<10)})}
+	_, e := r.rpc(t, tok, "1.0", "SendMessage", big)
 	if e == nil || e.Code != -32004 || !strings.Contains(e.Message, "max-tasks-bytes") {
 		t.Fatalf("a message larger than a caller's share: %+v", e)
 	}
@@ -181,6 +190,9 @@ func TestTaskBytesCap(t *testing.T) {
 	}
 	if _, all, _ := r.n.Store().TaskBytes(""); all > 64<<10 {
 		t.Fatalf("the tasks hold %d bytes, over the share", all)
+	}
+	if _, e := r.rpc(t, r.token(), "1.0", "SendMessage", big); e != nil && e.Code == -32004 {
+		t.Fatalf("a secret holder's message refused for one owner's share: %+v", e)
 	}
 }
 
