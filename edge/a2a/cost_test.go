@@ -5,74 +5,17 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/edge/a2a"
 	"github.com/mcpv2/mcpv2/node"
-	"github.com/mcpv2/mcpv2/protocol"
 )
 
 // noAuthorizer hides the node's Authorize from the face, as a Backend that
 // cannot say ahead whether a call will be refused (a peer's face).
 type noAuthorizer struct{ a2a.Backend }
-
-// newCostRig is newRig with cfg changed by mod, and the face over b(n).
-func newCostRig(t *testing.T, mod func(*node.Config), b func(*node.Node) a2a.Backend) *rig {
-	t.Helper()
-	cfg := node.Config{DataDir: t.TempDir(), ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, Secret: []byte(secret), Name: "alice"}
-	if mod != nil {
-		mod(&cfg)
-	}
-	n, err := node.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &rig{n: n, release: make(chan struct{})}
-	if err := n.Registry().AddRaw(protocol.SkillDescriptor{Name: "slow", Description: "waits", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(ctx context.Context, _ json.RawMessage) (any, error) {
-			select {
-			case <-r.release:
-				return map[string]any{"text": "slow done"}, nil
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}); err != nil {
-		t.Fatal(err)
-	}
-	e, err := edge.New(n, edge.Config{BindHost: "127.0.0.1", Secret: []byte(secret)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back a2a.Backend = n
-	if b != nil {
-		back = b(n)
-	}
-	f, err := a2a.New(back)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Mount(e)
-	if err := e.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r.e, r.face = e, f
-	r.base = "http://127.0.0.1:" + strconv.Itoa(e.BoundPort())
-	t.Cleanup(func() {
-		select {
-		case <-r.release:
-		default:
-			close(r.release)
-		}
-		e.Close()
-		f.Close()
-		n.Close()
-	})
-	return r
-}
 
 // TestRefusedMessageNotKept: a message the node refuses (an anonymous
 // caller may not run ask) leaves a rejected task that records the refusal,
@@ -85,7 +28,7 @@ func TestRefusedMessageNotKept(t *testing.T) {
 		"no authorizer": func(n *node.Node) a2a.Backend { return noAuthorizer{n} },
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := newCostRig(t, nil, b)
+			r := newRigWith(t, nil, b)
 			res, e := r.rpc(t, r.anon(t), "", "message/send", map[string]any{"message": msg(map[string]any{"kind": "text", "text": big})})
 			if e != nil || !strings.Contains(string(res), `"state":"rejected"`) || !strings.Contains(string(res), "-32009") {
 				t.Fatalf("refused ask: %.300s %+v", res, e)
@@ -116,7 +59,7 @@ func TestRefusedMessageNotKept(t *testing.T) {
 // artifacts rather than copy them; a replay from the store (Last-Event-ID)
 // gives them whole.
 func TestEventsReferToTask(t *testing.T) {
-	r := newCostRig(t, nil, nil)
+	r := newRigWith(t, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	marker := strings.Repeat("m", 10_000)
@@ -165,7 +108,7 @@ func TestTaskBytesCap(t *testing.T) {
 	if err := os.WriteFile(policy, []byte(`{"grants":{"http":["ask","ping"]}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := newCostRig(t, func(c *node.Config) { c.MaxTasksBytes = 1 << 20; c.PolicyFile = policy }, nil)
+	r := newRigWith(t, func(c *node.Config) { c.MaxTasksBytes = 1 << 20; c.PolicyFile = policy }, nil)
 	tok := r.anon(t)
 	big := map[string]any{"message": msg(map[string]any{"text": strings.Repeat("x", 100<<10)})}
 	_, e := r.rpc(t, tok, "1.0", "SendMessage", big)

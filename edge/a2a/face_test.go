@@ -44,15 +44,27 @@ type rig struct {
 
 func newRig(t *testing.T, dataDir string) *rig {
 	t.Helper()
-	if dataDir == "" {
-		dataDir = t.TempDir()
+	return newRigWith(t, func(c *node.Config) {
+		if dataDir != "" {
+			c.DataDir = dataDir
+		}
+	}, nil)
+}
+
+// newRigWith is a node "alice" with cfg changed by mod (nil: none), its
+// edge, and the face over b(n) (b nil: the node itself). The skill "slow"
+// waits for release: a task that runs while the test looks.
+func newRigWith(t *testing.T, mod func(*node.Config), b func(*node.Node) a2a.Backend) *rig {
+	t.Helper()
+	cfg := node.Config{DataDir: t.TempDir(), ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, Secret: []byte(secret), Name: "alice"}
+	if mod != nil {
+		mod(&cfg)
 	}
-	n, err := node.New(node.Config{DataDir: dataDir, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, Secret: []byte(secret), Name: "alice"})
+	n, err := node.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &rig{n: n, release: make(chan struct{})}
-	// slow waits for release: a task that runs while the test looks.
 	if err := n.Registry().AddRaw(protocol.SkillDescriptor{Name: "slow", Description: "waits", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, _ json.RawMessage) (any, error) {
 			select {
@@ -68,7 +80,11 @@ func newRig(t *testing.T, dataDir string) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := a2a.New(n)
+	var back a2a.Backend = n
+	if b != nil {
+		back = b(n)
+	}
+	f, err := a2a.New(back)
 	if err != nil {
 		t.Fatal(err)
 	}
