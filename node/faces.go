@@ -163,9 +163,8 @@ func callName(s *protocol.Slot) string {
 }
 
 // rewriteSlot returns the slot object raw with its id set to id (unless id
-// is nil: a notification) and, when session is not empty and the slot has
-// none, context.session set to it; when forwarded is not empty,
-// context.forwarded set to it.
+// is nil: a notification), and context.session and context.forwarded set
+// to session and forwarded when they are not empty.
 func rewriteSlot(raw, id json.RawMessage, session, forwarded string) (json.RawMessage, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
@@ -181,7 +180,7 @@ func rewriteSlot(raw, id json.RawMessage, session, forwarded string) (json.RawMe
 				return nil, err
 			}
 		}
-		if _, has := ctxObj["session"]; !has && session != "" {
+		if session != "" { // the caller's own were refused (gatewayGrant)
 			ctxObj["session"], _ = json.Marshal(session)
 		}
 		if forwarded != "" {

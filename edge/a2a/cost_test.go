@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mcpv2/mcpv2/edge/a2a"
 	"github.com/mcpv2/mcpv2/node"
@@ -81,17 +80,7 @@ func TestEventsReferToTask(t *testing.T) {
 		t.Fatalf("the replayed task event lacks its message: %.300v", evs[0])
 	}
 	close(r.release)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		res, _ := r.rpc(t, r.token(), "1.0", "GetTask", map[string]any{"id": id})
-		if strings.Contains(string(res), "TASK_STATE_COMPLETED") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not completed: %.300s", res)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	r.waitCompleted(t, id)
 	stored, _ = r.n.Store().TaskEvents(id, 0, 0)
 	if len(stored) != 4 || strings.Contains(string(stored[2].Event), "slow done") {
 		t.Fatalf("the stored artifact event copies the artifact: %d events", len(stored))

@@ -107,6 +107,23 @@ func newRigWith(t *testing.T, mod func(*node.Config), b func(*node.Node) a2a.Bac
 	return r
 }
 
+// waitCompleted polls GetTask until task id is completed, at most 10 s
+// (the task runs in the node; no event of the test's says when).
+func (r *rig) waitCompleted(t *testing.T, id string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, _ := r.rpc(t, r.token(), "1.0", "GetTask", map[string]any{"id": id})
+		if strings.Contains(string(res), "TASK_STATE_COMPLETED") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s did not complete: %.300s", id, res)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func (r *rig) token() string { tok, _ := r.e.MintSession("127.0.0.1"); return tok }
 
 // rpc posts one JSON-RPC request in version v ("" sends no header) and
@@ -388,17 +405,7 @@ func TestStreamResubscribeCancel(t *testing.T) {
 	}
 	close(r.release) // the task finishes while nobody listens… almost: see below
 	// Wait for it to finish, then a resubscription is refused (terminal).
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		res, _ := r.rpc(t, r.token(), "1.0", "GetTask", map[string]any{"id": id})
-		if strings.Contains(string(res), "TASK_STATE_COMPLETED") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the task did not complete: %s", res)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	r.waitCompleted(t, id)
 	if _, e := r.rpc(t, r.token(), "1.0", "SubscribeToTask", map[string]any{"id": id}); e == nil || e.Code != -32004 {
 		t.Fatalf("subscribe to a finished task: %+v", e)
 	}
