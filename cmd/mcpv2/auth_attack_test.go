@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mcpv2/mcpv2/internal/testenv"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -21,25 +21,7 @@ import (
 // and a custom command skill.
 
 // auditLines reads a node's audit log.
-func auditLines(t *testing.T, dataDir string) []map[string]any {
-	t.Helper()
-	f, err := os.Open(filepath.Join(dataDir, "audit.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []map[string]any
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("audit line %q: %v", sc.Text(), err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
+func auditLines(t *testing.T, dataDir string) []map[string]any { return testenv.AuditLines(t, dataDir) }
 
 // TestAttackAnonymousEdgeCaller is defect 1: a stranger who knows no secret
 // takes a session from GET /mcpv2/session and tries every costly or

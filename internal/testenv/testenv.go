@@ -8,6 +8,7 @@ package testenv
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -225,4 +226,26 @@ func MainWithMCPV2(m *testing.M, dirPrefix string, race bool, bin *string, leaks
 		}
 	}
 	return code
+}
+
+// AuditLines reads the audit log of the node whose data dir is dataDir
+// (audit.jsonl), each line decoded; a line that is not JSON fails t.
+func AuditLines(t testing.TB, dataDir string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dataDir, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("audit line %q: %v", sc.Text(), err)
+		}
+		out = append(out, m)
+	}
+	return out
 }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -302,25 +301,7 @@ func call(t *testing.T, url, tok, skill string, args any, ctxSession string) (in
 }
 
 // auditLines reads a node's audit log.
-func auditLines(t *testing.T, dataDir string) []map[string]any {
-	t.Helper()
-	f, err := os.Open(filepath.Join(dataDir, "audit.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []map[string]any
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("audit line %q: %v", sc.Text(), err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
+func auditLines(t *testing.T, dataDir string) []map[string]any { return testenv.AuditLines(t, dataDir) }
 
 // waitFor polls cond every 50 ms until it holds or d passes (then the
 // test fails with what). It is for state another process changes, which
