@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -163,6 +164,49 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock of tokens and rate limits (default time.Now).
 	Now func() time.Time
+	// Keys verifies API keys, an Authorization: Bearer credential on every
+	// endpoint (docs/spec.md §0); nil accepts none.
+	Keys KeyVerifier
+	// OIDCIssuers are the OpenID Connect issuers whose access tokens (JWTs)
+	// the edge accepts as Authorization: Bearer; empty accepts none.
+	OIDCIssuers []string
+	// OIDCAudience is the audience (RFC 8707 resource) an access token
+	// must name; empty: the URL of the resource the request is for (the
+	// face's URL as the client reached it).
+	OIDCAudience string
+	// RequireAuth refuses a request without a credential on the faces (MCP,
+	// A2A, peer faces) with 401 and a WWW-Authenticate challenge, instead of
+	// serving it as an anonymous caller.
+	RequireAuth bool
+}
+
+// KeyVerifier checks API keys (node/keys implements it; the edge imports
+// no node package).
+type KeyVerifier interface {
+	// VerifyKey returns the name and grants of the key whose secret is
+	// presented, or an error that says why it is refused (unknown,
+	// revoked, expired). A revocation is seen by the next call.
+	VerifyKey(secret string) (name string, grants []string, err error)
+	// ActiveKeys counts the keys that are neither revoked nor expired.
+	ActiveKeys() int
+}
+
+// Accepts says which credentials an edge accepts, for the faces' cards
+// and the protected-resource metadata.
+type Accepts struct {
+	// Keys: API keys as Authorization: Bearer.
+	Keys bool
+	// OIDCIssuers are the OpenID Connect issuers whose access tokens it
+	// accepts.
+	OIDCIssuers []string
+	// Anonymous: a request without a credential is served on the faces (as
+	// the policy's "http" caller); false when RequireAuth is set.
+	Anonymous bool
+}
+
+// Accepts reports the credentials this edge accepts.
+func (s *Server) Accepts() Accepts {
+	return Accepts{Keys: s.cfg.Keys != nil, OIDCIssuers: slices.Clone(s.cfg.OIDCIssuers), Anonymous: !s.cfg.RequireAuth}
 }
 
 // loopbackAttempts is how many free ports New tries for one that is free
