@@ -317,6 +317,25 @@ type HealthStatus struct {
 	UptimeS int64 `json:"uptime_s"`
 	// PeerAddress is the edge's advertised address.
 	PeerAddress string `json:"peer_address"`
+	// Credentials says which credentials the edge accepts and how many
+	// are active.
+	Credentials *CredentialCounts `json:"credentials,omitempty"`
+}
+
+// CredentialCounts is the credentials part of the health answer.
+type CredentialCounts struct {
+	// APIKeys counts the node's API keys that are neither revoked nor
+	// expired; -1 when the edge accepts no keys.
+	APIKeys int `json:"api_keys"`
+	// Sessions counts the anonymous sessions this edge issued that have
+	// neither expired nor been revoked.
+	Sessions int `json:"sessions"`
+	// RevokedSessions counts the revoked sessions not yet expired.
+	RevokedSessions int `json:"revoked_sessions"`
+	// OIDCIssuers are the OpenID Connect issuers whose tokens it accepts.
+	OIDCIssuers []string `json:"oidc_issuers,omitempty"`
+	// Anonymous says whether the faces serve callers without a credential.
+	Anonymous bool `json:"anonymous"`
 }
 
 // Health asks the edge at addr for its health (no session needed).

@@ -50,7 +50,9 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, q *request)
 func (s *Server) routes() {
 	s.mux.Handle("/mcpv2/health", s.open(http.MethodGet, s.health))
 	s.mux.Handle("/health", s.open(http.MethodGet, s.health))
-	s.mux.Handle("/mcpv2/session", s.open(http.MethodGet, s.session))
+	s.mux.Handle("GET /mcpv2/session", s.open(http.MethodGet, s.session))
+	s.mux.Handle("DELETE /mcpv2/session", s.open(http.MethodDelete, s.revokeSession))
+	s.mux.Handle("/mcpv2/session", s.open(http.MethodGet+", "+http.MethodDelete, s.notFound))
 	s.mux.Handle("/mcpv2/agent-card", s.open(http.MethodGet, s.agentCard))
 	s.mux.Handle("/mcpv2", s.Authenticated(http.MethodPost, s.rpc))
 	s.mux.Handle("/mcpv2/ai/{provider}", s.Authenticated(http.MethodPost, s.ai))
@@ -103,25 +105,33 @@ func (s *Server) open(method string, h handlerFunc) http.Handler {
 	})
 }
 
-// Authenticated wraps an endpoint that needs a session, for this edge's
-// routes and for faces mounted on Mux: it checks the method (405 otherwise),
-// the session token (401 with -32001 naming the failed check), the
-// session's rate limit (429 with -32005 and Retry-After), and the cap on
-// requests in flight (503 with -32005), each refusal answered with a
-// JSON-RPC error and audited once. h then runs with the caller's Kind set
-// from its token: a secret holder or an anonymous session. The edge decides
-// only who the caller is; the node decides what it may run. h reads the
-// body with ReadBody.
+// Authenticated wraps an endpoint of the edge's own that needs a
+// credential — an edge session, an API key or an OpenID Connect access
+// token (docs/spec.md §0) — for this edge's routes: it checks the method
+// (405 otherwise), the credential (401 with -32001 naming the failed check
+// and a WWW-Authenticate challenge), the credential's rate limit (429 with
+// -32005 and Retry-After), and the cap on requests in flight (503 with
+// -32005), each refusal answered with a JSON-RPC error and audited once. h
+// then runs with the caller the credential proves. The edge decides only
+// who the caller is; the node decides what it may run. h reads the body
+// with ReadBody.
 func (s *Server) Authenticated(method string, h func(w http.ResponseWriter, r *http.Request, c protocol.Caller)) http.Handler {
-	return s.AuthenticatedFace([]string{method}, nil, h)
+	return s.authenticated([]string{method}, nil, false, h)
 }
 
-// AuthenticatedFace is Authenticated for a face that answers several
-// methods (MCP's streamable HTTP: GET, POST and DELETE). A request for which
-// standing reports true (nil: none) is a standing event stream, open for as
-// long as the client listens: it holds one of MaxInFlight stream slots
+// AuthenticatedFace is Authenticated for a face (MCP's streamable HTTP:
+// GET, POST and DELETE; A2A; the peer faces), where a request without a
+// credential is served as an anonymous caller, limited per client IP,
+// unless the edge refuses anonymous callers (Config.RequireAuth, or an
+// OpenID Connect issuer and no grants to "http"). A request for which
+// standing reports true (nil: none) is a standing event stream, open for
+// as long as the client listens: it holds one of the stream slots (Slots)
 // instead of an in-flight slot, so that listeners cannot starve the calls.
 func (s *Server) AuthenticatedFace(methods []string, standing func(*http.Request) bool, h func(w http.ResponseWriter, r *http.Request, c protocol.Caller)) http.Handler {
+	return s.authenticated(methods, standing, true, h)
+}
+
+func (s *Server) authenticated(methods []string, standing func(*http.Request) bool, face bool, h func(w http.ResponseWriter, r *http.Request, c protocol.Caller)) http.Handler {
 	allowed := strings.Join(methods, ", ")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := s.newRequest(r)
@@ -129,15 +139,25 @@ func (s *Server) AuthenticatedFace(methods []string, standing func(*http.Request
 			s.methodNotAllowed(w, r, q, allowed)
 			return
 		}
-		tok, kind, perr := s.verify(r)
+		cred, ok, perr := s.credentialOf(r)
+		if perr == nil && !ok && (!face || s.anonymousRefused()) {
+			perr = s.missingCredential(face)
+		}
 		if perr != nil {
-			s.log.Debug("session refused", "remote", r.RemoteAddr, "path", r.URL.Path, "err", perr.Message)
-			s.refuse(w, r, q, http.StatusUnauthorized, perr)
+			s.log.Debug("credential refused", "remote", r.RemoteAddr, "path", r.URL.Path, "err", perr.Message)
+			s.unauthorized(w, r, q, perr)
 			return
 		}
-		q.caller.Kind, q.caller.Owner = kind, ownerOf(kind, tok)
-		if ok, wait := s.sessLimits.allow(tok.Nonce, s.cfg.Now()); !ok {
-			s.rateLimited(w, r, q, wait, fmt.Sprintf("rate limited: this session may send %s requests per second", formatRate(s.cfg.RateLimit)))
+		q.caller.Kind, q.caller.Owner, q.caller.Grants, q.caller.Principals = cred.kind, cred.owner, cred.grants, cred.principals
+		if cred.id != "" {
+			q.caller.ID = cred.id
+		}
+		if ok, wait := s.sessLimits.allow(cred.limit, s.cfg.Now()); !ok {
+			who := "this credential"
+			if cred.limit == "ip:"+clientIP(r.RemoteAddr) {
+				who = "a caller without a credential, per IP address,"
+			}
+			s.rateLimited(w, r, q, wait, fmt.Sprintf("rate limited: %s may send %s requests per second", who, formatRate(s.cfg.RateLimit)))
 			return
 		}
 		busy := func(msg string) {
@@ -168,6 +188,30 @@ func (s *Server) AuthenticatedFace(methods []string, standing func(*http.Request
 	})
 }
 
+// missingCredential is the 401 error of a request that presents no
+// credential where one is needed; face says whether it was a face's.
+func (s *Server) missingCredential(face bool) *protocol.Error {
+	var how []string
+	if s.cfg.Keys != nil {
+		how = append(how, "an API key (mcpv2 key add NAME on the node) as Authorization: Bearer KEY")
+	}
+	if len(s.cfg.OIDCIssuers) > 0 {
+		how = append(how, "an OpenID Connect access token of "+strings.Join(s.cfg.OIDCIssuers, " or ")+
+			" as Authorization: Bearer (the resource metadata at /.well-known/oauth-protected-resource says how to get one)")
+	}
+	if !face {
+		msg := "invalid session: no session token; send it as the sessionId query parameter, the X-MCPV2-Session header or an Authorization: Bearer header (GET /mcpv2/session issues one)"
+		if len(how) > 0 {
+			msg += ", or send " + strings.Join(how, ", or ")
+		}
+		return invalidCredential("missing", msg)
+	}
+	if len(how) == 0 {
+		how = append(how, "a session token minted with the node's --secret")
+	}
+	return invalidCredential("missing", "authentication required: this node serves no caller without a credential here; send "+strings.Join(how, ", or "))
+}
+
 // ownerOf is the Owner of a caller who presented tok (protocol.Caller):
 // every secret holder is the node's owner, "secret"; an anonymous session
 // is its own, named by a digest of its nonce (the nonce is no credential
@@ -180,44 +224,32 @@ func ownerOf(kind protocol.CallerKind, tok protocol.Token) string {
 	return "session:" + hex.EncodeToString(sum[:12])
 }
 
-// verify checks the request's session token against the caller's IP and
+// verifySession checks an edge session token against the caller's IP and
 // returns the token and the kind of caller it proves.
-func (s *Server) verify(r *http.Request) (protocol.Token, protocol.CallerKind, *protocol.Error) {
-	tok := r.Header.Get(SessionHeader)
-	if tok == "" {
-		tok = r.URL.Query().Get(SessionParam)
+func (s *Server) verifySession(tok, ip string) (protocol.Token, protocol.CallerKind, *protocol.Error) {
+	var reason, msg string
+	t, kind, err := s.verifyToken(tok, ip)
+	if err == nil {
+		return t, kind, nil
 	}
-	if a, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); tok == "" && ok {
-		tok = strings.TrimSpace(a) // MCP and A2A clients send credentials so
-	}
-	ip := clientIP(r.RemoteAddr)
-	reason, msg := "", ""
-	if tok == "" {
-		reason, msg = "missing", "invalid session: no session token; send it as the sessionId query parameter, the X-MCPV2-Session header or an Authorization: Bearer header (GET /mcpv2/session issues one)"
-	} else {
-		t, kind, err := s.verifyToken(tok, ip)
-		if err == nil {
-			return t, kind, nil
+	switch {
+	case errors.Is(err, protocol.ErrTokenMalformed):
+		reason, msg = "malformed", err.Error()
+	case errors.Is(err, protocol.ErrTokenSignature):
+		reason, msg = "signature", "invalid session: bad signature: the token was altered, or minted by a node with another secret"
+	case errors.Is(err, protocol.ErrTokenExpired):
+		reason, msg = "expired", "invalid session: expired; get a new one from GET /mcpv2/session"
+		if pt, _, perr := protocol.ParseToken(tok); perr == nil && pt.IssuedAt+pt.TTL > pt.IssuedAt {
+			msg = fmt.Sprintf("invalid session: expired at %s; get a new one from GET /mcpv2/session", pt.ExpiresAt().UTC().Format(time.RFC3339))
 		}
-		switch {
-		case errors.Is(err, protocol.ErrTokenMalformed):
-			reason, msg = "malformed", err.Error()
-		case errors.Is(err, protocol.ErrTokenSignature):
-			reason, msg = "signature", "invalid session: bad signature: the token was altered, or minted by a node with another secret"
-		case errors.Is(err, protocol.ErrTokenExpired):
-			reason, msg = "expired", "invalid session: expired; get a new one from GET /mcpv2/session"
-			if pt, _, perr := protocol.ParseToken(tok); perr == nil && pt.IssuedAt+pt.TTL > pt.IssuedAt {
-				msg = fmt.Sprintf("invalid session: expired at %s; get a new one from GET /mcpv2/session", pt.ExpiresAt().UTC().Format(time.RFC3339))
-			}
-		case errors.Is(err, protocol.ErrTokenFuture):
-			reason, msg = "future", fmt.Sprintf("invalid session: issued in the future (more than %s ahead of this node's clock)", s.cfg.ClockSkew)
-		case errors.Is(err, protocol.ErrTokenSubject):
-			reason, msg = "other_ip", fmt.Sprintf("invalid session: minted for another IP address; this request comes from %s, and a session is valid only from the IP it was issued to", ip)
-		default:
-			reason, msg = "invalid", "invalid session: "+err.Error()
-		}
+	case errors.Is(err, protocol.ErrTokenFuture):
+		reason, msg = "future", fmt.Sprintf("invalid session: issued in the future (more than %s ahead of this node's clock)", s.cfg.ClockSkew)
+	case errors.Is(err, protocol.ErrTokenSubject):
+		reason, msg = "other_ip", fmt.Sprintf("invalid session: minted for another IP address; this request comes from %s, and a session is valid only from the IP it was issued to", ip)
+	default:
+		reason, msg = "invalid", "invalid session: "+err.Error()
 	}
-	return protocol.Token{}, 0, &protocol.Error{Code: protocol.CodeInvalidSession, Message: msg, Data: map[string]string{"reason": reason}}
+	return protocol.Token{}, 0, invalidCredential(reason, msg)
 }
 
 // ReadBody reads r's body up to the edge's cap. Over the cap it answers 413
@@ -391,6 +423,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request, q *request) {
 		Flags:           map[string]bool{"llm_mode": s.cfg.LLMMode, "tls": s.TLS(), "mtls": s.MTLS()},
 		UptimeS:         int64(s.cfg.Now().Sub(s.started).Seconds()),
 		PeerAddress:     s.PeerAddress(),
+		Credentials:     s.credentialCounts(),
 	})
 }
 
@@ -409,9 +442,45 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request, q *request) {
 	}
 	// An anonymous session: MACed with the derived key, so that it grants
 	// only what the policy gives "http" (SPEC §6).
-	tok, t := protocol.MintToken(s.anonKey, ip, s.cfg.Now(), s.cfg.SessionTTL)
+	now := s.cfg.Now()
+	tok, t := protocol.MintToken(s.anonKey, ip, now, s.cfg.SessionTTL)
+	s.sessions.issue(t.ExpiresAt(), now)
 	s.b.Audit(q.caller, auditMethod(r), nil, q.start)
 	writeJSON(w, http.StatusOK, sessionAnswer{SessionID: tok, ExpiresAt: t.ExpiresAt().Unix(), TTL: t.TTL})
+}
+
+// revokeAnswer is the body of DELETE /mcpv2/session.
+type revokeAnswer struct {
+	Revoked   bool  `json:"revoked"`
+	ExpiresAt int64 `json:"expires_at"` // when the token would have expired, unix seconds
+}
+
+// revokeSession is DELETE /mcpv2/session: the session the request
+// presents is refused from the next request on, until it would have
+// expired (the seed's revoke()). Presenting it is the proof of holding it.
+func (s *Server) revokeSession(w http.ResponseWriter, r *http.Request, q *request) {
+	tok := presented(r)
+	if tok == "" || strings.HasPrefix(tok, protocol.KeyPrefix) || looksLikeJWT(tok) {
+		s.refuse(w, r, q, http.StatusBadRequest, protocol.Errorf(protocol.CodeInvalidParams,
+			"invalid params: DELETE /mcpv2/session revokes the edge session the request presents (sessionId, X-MCPV2-Session or Authorization: Bearer); "+
+				"an API key is revoked with `mcpv2 key revoke NAME` on the node, an OpenID Connect token at its issuer"))
+		return
+	}
+	cred, perr := s.sessionCredential(tok, clientIP(r.RemoteAddr))
+	if perr != nil {
+		s.unauthorized(w, r, q, perr)
+		return
+	}
+	q.caller.Kind, q.caller.Owner = cred.kind, cred.owner
+	if !s.sessions.revoke(cred.nonce, cred.expires, cred.kind == protocol.CallerAnonymous, s.cfg.Now()) {
+		w.Header().Set("Retry-After", "60")
+		s.refuse(w, r, q, http.StatusServiceUnavailable, &protocol.Error{Code: protocol.CodeRateLimited,
+			Message: fmt.Sprintf("busy: this edge remembers %d revoked sessions, its most, until they expire; retry later", maxRevoked),
+			Data:    map[string]int64{"retry_after_ms": 60000}})
+		return
+	}
+	s.b.Audit(q.caller, auditMethod(r), nil, q.start)
+	writeJSON(w, http.StatusOK, revokeAnswer{Revoked: true, ExpiresAt: cred.expires.Unix()})
 }
 
 func (s *Server) agentCard(w http.ResponseWriter, r *http.Request, q *request) {

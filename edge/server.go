@@ -178,6 +178,11 @@ type Config struct {
 	// A2A, peer faces) with 401 and a WWW-Authenticate challenge, instead of
 	// serving it as an anonymous caller.
 	RequireAuth bool
+	// AnonymousGrants says that the node's policy grants anonymous HTTP
+	// callers ("http") a skill beyond the open ones; with an OpenID Connect
+	// issuer and without it, a face answers a request with no credential
+	// 401, sending an OAuth client to log in.
+	AnonymousGrants bool
 }
 
 // KeyVerifier checks API keys (node/keys implements it; the edge imports
@@ -240,6 +245,10 @@ type Server struct {
 	anonKey    []byte          // HMAC key of anonymous sessions, derived from secret
 	hosts      map[string]bool // names Host and Origin may name (hostSet)
 	verified   tokenCache      // tokens that verified lately
+	sessions   sessionBook     // sessions issued and revoked
+	// oidcVerify checks an OpenID Connect access token for a resource;
+	// nil when the edge names no issuer.
+	oidcVerify func(ctx context.Context, raw, resource string) (tokenClaims, *protocol.Error)
 
 	ctx    context.Context // the base context of requests; cancelled by Close
 	cancel context.CancelFunc

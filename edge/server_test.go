@@ -378,7 +378,7 @@ func TestMethodsAndNotFound(t *testing.T) {
 	}{
 		{http.MethodGet, "/mcpv2", 405, "POST"},
 		{http.MethodPut, "/mcpv2", 405, "POST"},
-		{http.MethodPost, "/mcpv2/session", 405, "GET"},
+		{http.MethodPost, "/mcpv2/session", 405, "GET, DELETE"},
 		{http.MethodDelete, "/mcpv2/health", 405, "GET"},
 		{http.MethodPost, "/health", 405, "GET"},
 		{http.MethodPost, "/mcpv2/agent-card", 405, "GET"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -241,14 +242,29 @@ func (n *Node) grant(c Caller, session, purpose, skill string) *protocol.Error {
 				"To allow it, grant it to the callers that peer forwards, or to every HTTP caller, in this node's policy file (policy.json in its data dir, or its --policy) and restart it: "+
 				"{\"grants\": {\"%s\": [\"%s\"]}}", strings.TrimPrefix(c.ID, protocol.PolicyVia), skill, c.ID, skill),
 			Data: map[string]string{"skill": skill, "caller": c.Kind.String()}}
+	case protocol.CallerKey, protocol.CallerOIDC:
+		if slices.Contains(c.Grants, skill) || slices.Contains(c.Grants, "*") || n.policy.Allows(c.ID, skill) ||
+			slices.ContainsFunc(c.Principals, func(p string) bool { return n.policy.Allows(p, skill) }) {
+			return nil
+		}
+		what, how := "API key "+strings.TrimPrefix(c.ID, protocol.PolicyKey), "a key made with --grant (mcpv2 key add NAME --grant "+skill+"), or grant it"
+		if c.Kind == protocol.CallerOIDC {
+			what, how = "OpenID Connect subject "+strings.TrimPrefix(c.ID, protocol.PolicyOIDC), "grant it to the subject, or to a scope its tokens carry (\"scope:<name>\"),"
+		}
+		return &protocol.Error{Code: protocol.CodeNotPermitted,
+			Message: fmt.Sprintf("not permitted: %s is not granted skill %q. To allow it, use %s in this node's policy file (policy.json in its data dir, or its --policy) and restart it: "+
+				"{\"grants\": {\"%s\": [\"%s\"]}}", protocol.Clip(what, 120), skill, how, protocol.Clip(c.ID, 120), skill),
+			Data: map[string]string{"skill": skill, "caller": c.Kind.String()}}
 	default:
 		if n.policy.Allows(protocol.PolicyHTTP, skill) {
 			return nil
 		}
 		return &protocol.Error{Code: protocol.CodeNotPermitted,
-			Message: fmt.Sprintf("not permitted: an anonymous HTTP session may not run skill %q. To allow it, either call with a session minted with the node's --secret "+
-				"(mcpv2 call|send … --secret S does that), or grant it to every HTTP caller in this node's policy file (policy.json in its data dir, or its --policy) and restart it: "+
-				"{\"grants\": {\"http\": [\"%s\"]}}", skill, skill),
+			Message: fmt.Sprintf("not permitted: an anonymous HTTP caller may not run skill %q. To run it, authenticate: send an API key the node's owner made for you "+
+				"(mcpv2 key add NAME --grant %s) as Authorization: Bearer KEY, or an OpenID Connect access token when the node names an issuer (its "+
+				"/.well-known/oauth-protected-resource says), or a session minted with the node's --secret (mcpv2 call|send … --secret S); "+
+				"or grant it to every HTTP caller in this node's policy file (policy.json in its data dir, or its --policy) and restart it: "+
+				"{\"grants\": {\"http\": [\"%s\"]}}", skill, skill, skill),
 			Data: map[string]string{"skill": skill, "caller": c.Kind.String()}}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/mcpv2/mcpv2/protocol"
 )
@@ -105,9 +106,9 @@ func ParsePolicy(name string, data []byte) (*Policy, error) {
 		return nil, fmt.Errorf("policy file %s: %w", name, err)
 	}
 	for who, skills := range pf.Grants {
-		via, isVia := strings.CutPrefix(who, protocol.PolicyVia)
-		if who != "*" && who != protocol.PolicyHTTP && !protocol.LooksLikePeerID(who) && !(isVia && protocol.LooksLikePeerID(via)) {
-			return nil, fmt.Errorf("policy file %s: grant key %q is neither a PeerID, \"via:<PeerID>\" (the callers that peer forwards), \"http\" (anonymous edge sessions) nor \"*\" (everyone)", name, who)
+		if !validGrantKey(who) {
+			return nil, fmt.Errorf("policy file %s: grant key %q is neither a PeerID, \"via:<PeerID>\" (the callers that peer forwards), \"key:<NAME>\" (an API key), "+
+				"\"oidc:<subject>\" or \"scope:<name>\" (OpenID Connect tokens), \"http\" (anonymous edge callers) nor \"*\" (everyone)", name, who)
 		}
 		for _, s := range skills {
 			if s == "" {
@@ -130,6 +131,26 @@ func ParsePolicy(name string, data []byte) (*Policy, error) {
 		p.limits[skill] = newLimiters(rps, n)
 	}
 	return p, nil
+}
+
+// validGrantKey reports whether who is a policy grant key (SPEC §6,
+// docs/spec.md §0).
+func validGrantKey(who string) bool {
+	if who == "*" || who == protocol.PolicyHTTP || protocol.LooksLikePeerID(who) {
+		return true
+	}
+	if via, ok := strings.CutPrefix(who, protocol.PolicyVia); ok {
+		return protocol.LooksLikePeerID(via)
+	}
+	if name, ok := strings.CutPrefix(who, protocol.PolicyKey); ok {
+		return protocol.ValidKeyName(name)
+	}
+	for _, p := range []string{protocol.PolicyOIDC, protocol.PolicyScope} {
+		if v, ok := strings.CutPrefix(who, p); ok {
+			return v != "" && len(v) <= 256 && !strings.ContainsFunc(v, unicode.IsControl)
+		}
+	}
+	return false
 }
 
 // allowSkill takes one call from caller's bucket for skill, when the policy
@@ -160,6 +181,20 @@ func (p *Policy) Allows(who, skill string) bool {
 	return false
 }
 
+// AnonymousGrants reports whether the policy grants anonymous HTTP
+// callers ("http", or everyone, "*") a skill beyond the open ones. Safe
+// for concurrent use.
+func (n *Node) AnonymousGrants() bool {
+	for _, k := range []string{protocol.PolicyHTTP, "*"} {
+		for _, sk := range n.policy.grants[k] {
+			if !slices.Contains(openByDefault, sk) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // AccessSummary says in one line who may run what on the node, from its
 // policy and secret, for its "ready" log line: e.g. "open to everyone:
 // ping, tools/list, agent/card; HTTP sessions also: translate_history;
@@ -181,7 +216,7 @@ func (n *Node) AccessSummary() string {
 	}
 	peers := 0
 	for k := range n.policy.grants {
-		if k != "*" && k != protocol.PolicyHTTP {
+		if protocol.LooksLikePeerID(k) {
 			peers++
 		}
 	}

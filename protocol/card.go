@@ -64,6 +64,14 @@ const (
 	// methods, and what the policy grants "via:<forwarder PeerID>", "http"
 	// or "*" — never the forwarder's own grants.
 	CallerForwarded
+	// CallerKey presented an API key (`mcpv2 key add`) as Authorization:
+	// Bearer: the open methods, the key's own grants (Caller.Grants), and
+	// what the policy grants "key:<NAME>" or "*" — not the "http" grants.
+	CallerKey
+	// CallerOIDC presented an OpenID Connect access token of a configured
+	// issuer: the open methods and what the policy grants "oidc:<sub>",
+	// each "scope:<name>" of the token (Caller.Principals), or "*".
+	CallerOIDC
 )
 
 // String names the kind as the audit log writes it.
@@ -77,6 +85,10 @@ func (k CallerKind) String() string {
 		return "anonymous"
 	case CallerForwarded:
 		return "forwarded"
+	case CallerKey:
+		return "key"
+	case CallerOIDC:
+		return "oidc"
 	}
 	return fmt.Sprintf("CallerKind(%d)", int(k))
 }
@@ -105,6 +117,39 @@ type Caller struct {
 	// empty for a caller that presented no credential, who owns nothing it
 	// could list (an unguessable task or session id is its only handle).
 	Owner string
+	// Principals are further policy keys the caller's credential proves
+	// beside ID: an OpenID Connect token's "scope:<name>" for each scope.
+	Principals []string
+	// Grants are the skills the credential itself grants on top of the
+	// policy's ("*" for every skill): an API key's --grant list.
+	Grants []string
+}
+
+// Policy key prefixes of the credentials of docs/spec.md §0: an API key
+// "key:<NAME>", an OpenID Connect subject "oidc:<sub>" and scope
+// "scope:<name>".
+const (
+	PolicyKey   = "key:"
+	PolicyOIDC  = "oidc:"
+	PolicyScope = "scope:"
+)
+
+// KeyPrefix starts every API key, so that a face tells a key from a session
+// token or a JWT by its shape.
+const KeyPrefix = "mcpv2_"
+
+// ValidKeyName reports whether name may name an API key: 1 to 64 of
+// A-Z, a-z, 0-9, '.', '_' and '-'.
+func ValidKeyName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // OwnerSecret is the Owner of every secret holder: the node's owners.

@@ -80,6 +80,8 @@ func nodeFlags() []cli.Flag {
 			Usage: "quota in bytes on the files directory, unfinished uploads included; writes over it get -32004 (0: none)"},
 		&cli.Int64Flag{Name: "max-tasks-bytes", EnvVars: []string{"MCPV2_MAX_TASKS_BYTES"}, Value: store.DefaultMaxTasksBytes,
 			Usage: "bytes the A2A tasks may hold in state.db, one caller's a sixteenth; a caller's oldest finished tasks make room, else -32004 (0: no cap)"},
+		&cli.DurationFlag{Name: "task-ttl", EnvVars: []string{"MCPV2_TASK_TTL"}, Value: store.DefaultTaskTTL,
+			Usage: "keep a finished A2A task this long after its last update (0: until --max-tasks-bytes makes room)"},
 		&cli.Int64Flag{Name: "audit-max-bytes", EnvVars: []string{"MCPV2_AUDIT_MAX_BYTES"}, Value: store.DefaultAuditMaxBytes,
 			Usage: "rotate audit.jsonl at this size (0: never)"},
 		&cli.IntFlag{Name: "audit-keep", EnvVars: []string{"MCPV2_AUDIT_KEEP"}, Value: store.DefaultAuditKeep,
@@ -109,6 +111,14 @@ func nodeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "prompts", EnvVars: []string{"MCPV2_PROMPTS"}, Usage: "MCP prompt templates file (default <data-dir>/prompts.json)"},
 		&cli.StringSliceFlag{Name: "allowed-hosts", Aliases: []string{"mcp-allowed-hosts"}, EnvVars: []string{"MCPV2_ALLOWED_HOSTS", "MCPV2_MCP_ALLOWED_HOSTS"},
 			Usage: "DNS names that the Host and Origin of edge requests may name (IP addresses and localhost always may); others get 403 on every endpoint (DNS rebinding protection). --mcp-allowed-hosts is its older name"},
+		// Credentials (docs/spec.md §0): API keys (mcpv2 key) are always
+		// accepted; these add OpenID Connect and refuse anonymous callers.
+		&cli.BoolFlag{Name: "require-auth", EnvVars: []string{"MCPV2_REQUIRE_AUTH"},
+			Usage: "the faces (/mcp, /a2a, /peers/…) answer a request without a credential 401 instead of serving it as an anonymous caller"},
+		&cli.StringSliceFlag{Name: "oidc-issuer", EnvVars: []string{"MCPV2_OIDC_ISSUER"},
+			Usage: "accept OpenID Connect access tokens (JWTs) of this issuer URL as Authorization: Bearer (repeatable); the edge serves /.well-known/oauth-protected-resource naming it"},
+		&cli.StringFlag{Name: "oidc-audience", EnvVars: []string{"MCPV2_OIDC_AUDIENCE"},
+			Usage: "the audience an access token must name (default: the URL of the face it is sent to, e.g. https://host:port/mcp)"},
 	}, slices.Concat(llmFlags, tlsFlags)...)
 }
 
@@ -213,6 +223,7 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 			FindRateLimit: c.Float64("find-rate-limit"), GatewayRateLimit: c.Float64("gateway-rate-limit"), MaxInFlight: c.Int("max-inflight"),
 			LLMMode: c.Bool("llm-mode"), Logger: log, AllowedHosts: splitList(c.StringSlice("allowed-hosts")),
 			TLSCert: c.String("tls-cert"), TLSKey: c.String("tls-key"), TLSClientCA: c.String("tls-client-ca"),
+			RequireAuth: c.Bool("require-auth"), OIDCIssuers: splitList(c.StringSlice("oidc-issuer")), OIDCAudience: c.String("oidc-audience"),
 		}
 	}
 	if err := checkNode(c, listen, mesh, ecfg); err != nil {
@@ -261,6 +272,7 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 	}
 	n.SetA2ACard(r.a2a.CardFor)
 	if ecfg != nil {
+		ecfg.AnonymousGrants = n.AnonymousGrants()
 		if r.srv, err = edge.New(n, *ecfg); err != nil {
 			return nil, err
 		}
@@ -328,7 +340,7 @@ func nodeListen(c *cli.Context) ([]string, error) {
 }
 
 // edgeOnlyFlags configure the HTTP edge, which runs only with --port.
-var edgeOnlyFlags = []string{"public-ip", "bind-host", "port-fallback", "port-file", "allowed-hosts"}
+var edgeOnlyFlags = []string{"public-ip", "bind-host", "port-fallback", "port-file", "allowed-hosts", "require-auth", "oidc-issuer", "oidc-audience"}
 
 // nonNegativeFlags are the numeric flags of `mcpv2 node` where a negative
 // value means nothing (0 is "off" or "the default", as each usage says).

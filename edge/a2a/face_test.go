@@ -539,14 +539,25 @@ func TestBadRequests(t *testing.T) {
 	if status != http.StatusRequestEntityTooLarge {
 		t.Errorf("9 MiB: %d %.200s", status, body)
 	}
-	// No session: 401.
-	resp, err := http.Post(r.base+a2a.Path, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"GetTask"}`))
+	// No credential: an anonymous caller, who owns no task.
+	resp, err := http.Post(r.base+a2a.Path, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"nope"}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
+	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized {
-		t.Errorf("no session: %d", resp.StatusCode)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "task not found") {
+		t.Errorf("no credential: %d %s", resp.StatusCode, b)
+	}
+	// A bad credential: 401 with a challenge.
+	req, _ := http.NewRequest(http.MethodPost, r.base+a2a.Path, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"GetTask"}`))
+	req.Header.Set("Authorization", "Bearer not-a-token")
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer ") {
+		t.Errorf("bad credential: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 	}
 	// It serves on.
 	if _, e := r.rpc(t, r.token(), "1.0", "SendMessage", map[string]any{"message": msg(map[string]any{"data": map[string]any{"skill": "ping"}})}); e != nil {

@@ -46,10 +46,18 @@ const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 func TestFaceWhoMayCall(t *testing.T) {
 	r := newRig(t, nil)
 
-	t.Run("no session", func(t *testing.T) {
+	t.Run("no credential is an anonymous caller", func(t *testing.T) {
 		status, _, body := post(t, r.url, nil, initBody)
-		if status != http.StatusUnauthorized || !strings.Contains(body, "-32001") || !strings.Contains(body, "Bearer") {
+		if status != http.StatusOK || !strings.Contains(body, `"serverInfo"`) {
 			t.Fatalf("status %d body %s", status, body)
+		}
+	})
+
+	t.Run("a bad credential", func(t *testing.T) {
+		status, hdr, body := post(t, r.url, map[string]string{"Authorization": "Bearer not-a-token"}, initBody)
+		if status != http.StatusUnauthorized || !strings.Contains(body, "-32001") || !strings.HasPrefix(hdr.Get("WWW-Authenticate"), "Bearer ") ||
+			!strings.Contains(hdr.Get("WWW-Authenticate"), `error="invalid_token"`) {
+			t.Fatalf("status %d WWW-Authenticate %q body %s", status, hdr.Get("WWW-Authenticate"), body)
 		}
 	})
 

@@ -99,15 +99,30 @@ func (f *Face) mountHTTP(e *edge.Server, o HTTPOptions, maxSessions int) {
 
 // withTokenInfo wraps h in the go-sdk's bearer-token middleware, with the
 // caller the edge authenticated (withHTTPCaller put it in the request) as
-// the token's user.
+// the token's user: its Owner, or for a caller without a credential its
+// "ip:<addr>", so that its session is bound to its address. The edge has
+// checked the credential already, wherever the request carried it (or
+// that it may come without one); the middleware, which wants an
+// Authorization: Bearer header, is given a placeholder when there is none.
 func withTokenInfo(h http.Handler) http.Handler {
-	return auth.RequireBearerToken(func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+	inner := auth.RequireBearerToken(func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		c, ok := r.Context().Value(httpCallerKey{}).(protocol.Caller)
 		if !ok {
 			return nil, auth.ErrInvalidToken // not reached: serveHTTP puts it there
 		}
-		return &auth.TokenInfo{UserID: c.Owner, Extra: map[string]any{callerKey: c}}, nil
+		user := c.Owner
+		if user == "" {
+			user = c.ID
+		}
+		return &auth.TokenInfo{UserID: user, Extra: map[string]any{callerKey: c}}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if f := strings.Fields(r.Header.Get("Authorization")); len(f) != 2 || !strings.EqualFold(f[0], "Bearer") {
+			r = r.Clone(r.Context())
+			r.Header.Set("Authorization", "Bearer edge-checked")
+		}
+		inner.ServeHTTP(w, r)
+	})
 }
 
 // serveHTTP serves one authenticated request of f's streamable HTTP.
