@@ -111,9 +111,16 @@ func newRigWith(t *testing.T, mod func(*node.Config), b func(*node.Node) a2a.Bac
 // (the task runs in the node; no event of the test's says when).
 func (r *rig) waitCompleted(t *testing.T, id string) {
 	t.Helper()
+	r.waitCompletedAs(t, r.token(), id)
+}
+
+// waitCompletedAs is waitCompleted for the caller of credential tok ("":
+// none).
+func (r *rig) waitCompletedAs(t *testing.T, tok, id string) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		res, _ := r.rpc(t, r.token(), "1.0", "GetTask", map[string]any{"id": id})
+		res, _ := r.rpc(t, tok, "1.0", "GetTask", map[string]any{"id": id})
 		if strings.Contains(string(res), "TASK_STATE_COMPLETED") {
 			return
 		}
