@@ -95,6 +95,7 @@ type Client struct {
 	maxResponse int64
 	now         func() time.Time
 	secret      []byte // set: mint sessions as a secret holder
+	key         string // set: present this API key instead of a session
 
 	mu       sync.Mutex // guards sessions
 	sessions map[string]cachedSession
@@ -119,6 +120,14 @@ func WithSecret(secret []byte) ClientOption {
 			c.secret = append([]byte(nil), secret...)
 		}
 	}
+}
+
+// WithKey makes the client present key, an API key of the edge's node
+// (`mcpv2 key add`), as its credential (docs/spec.md §0) instead of a
+// session: it runs what the key is granted, from any address. It takes
+// precedence over WithSecret.
+func WithKey(key string) ClientOption {
+	return func(c *Client) { c.key = key }
 }
 
 // NewClient returns a Client that sends through httpClient. nil gives a
@@ -380,6 +389,9 @@ func (c *Client) Session(ctx context.Context, addr protocol.Address) (string, er
 // client's secret, and caches it.
 func (c *Client) fetchSession(ctx context.Context, addr protocol.Address) (string, error) {
 	target := hostPort(addr)
+	if c.key != "" {
+		return c.key, nil
+	}
 	if c.secret != nil {
 		ip, err := sourceIP(ctx, target)
 		if err != nil {

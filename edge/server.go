@@ -205,13 +205,14 @@ type Accepts struct {
 	// accepts.
 	OIDCIssuers []string
 	// Anonymous: a request without a credential is served on the faces (as
-	// the policy's "http" caller); false when RequireAuth is set.
+	// the policy's "http" caller); false when RequireAuth is set, or when an
+	// issuer is named and "http" is granted nothing beyond the open skills.
 	Anonymous bool
 }
 
 // Accepts reports the credentials this edge accepts.
 func (s *Server) Accepts() Accepts {
-	return Accepts{Keys: s.cfg.Keys != nil, OIDCIssuers: slices.Clone(s.cfg.OIDCIssuers), Anonymous: !s.cfg.RequireAuth}
+	return Accepts{Keys: s.cfg.Keys != nil, OIDCIssuers: slices.Clone(s.cfg.OIDCIssuers), Anonymous: !s.anonymousRefused()}
 }
 
 // loopbackAttempts is how many free ports New tries for one that is free

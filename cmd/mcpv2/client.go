@@ -25,7 +25,7 @@ import (
 	"github.com/mcpv2/mcpv2/transport"
 )
 
-var clientFlags = []cli.Flag{dataDirFlag, secretFlag, bootstrapFlag, logLevelFlag, maxMessageFlag, timeoutFlag, routableFlag, noNATFlag,
+var clientFlags = []cli.Flag{dataDirFlag, secretFlag, keyFlag, bootstrapFlag, logLevelFlag, maxMessageFlag, timeoutFlag, routableFlag, noNATFlag,
 	&cli.StringSliceFlag{Name: "listen", EnvVars: []string{"MCPV2_CLIENT_LISTEN"},
 		Usage: "addresses this client listens on while it runs (default none, or any port on every interface with --bootstrap, so that hole punching can reach it)"},
 	&cli.DurationFlag{Name: "wait-direct", EnvVars: []string{"MCPV2_WAIT_DIRECT"}, DefaultText: "2s; send: 10s",
@@ -62,10 +62,11 @@ func (s *session) CallMethod(ctx context.Context, addr protocol.Address, method 
 	return s.client.CallMethod(ctx, addr, method, node.CallOptions{})
 }
 
-// newEdgeClient is a client command's HTTP edge client: a secret holder
-// with --secret (SPEC §6), else it takes anonymous sessions.
+// newEdgeClient is a client command's HTTP edge client: with --key it
+// presents that API key, with --secret it is a secret holder (SPEC §6),
+// else it takes anonymous sessions.
 func newEdgeClient(c *cli.Context) *edge.Client {
-	return edge.NewClient(nil, edge.WithSecret([]byte(c.String("secret"))))
+	return edge.NewClient(nil, edge.WithSecret([]byte(c.String("secret"))), edge.WithKey(c.String("key")))
 }
 
 // openSession prepares a client command for the mesh: see openSessionFor.

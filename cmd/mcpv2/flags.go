@@ -20,6 +20,8 @@ var (
 		Usage: "where identity, state, audit log and files live (default ~/.mcpv2)"}
 	secretFlag = &cli.StringFlag{Name: "secret", EnvVars: []string{"MCPV2_SECRET"},
 		Usage: "shared mesh secret: calls carry a mesh session minted with it, and a node grants every skill to callers presenting one"}
+	keyFlag = &cli.StringFlag{Name: "key", EnvVars: []string{"MCPV2_KEY"},
+		Usage: "an API key of the node (mcpv2 key add there): HTTP edge calls present it instead of a session"}
 	bootstrapFlag = &cli.StringSliceFlag{Name: "bootstrap", EnvVars: []string{"MCPV2_BOOTSTRAP"},
 		Usage: "multiaddrs of bootstrap peers (comma separated or repeated)"}
 	logLevelFlag = &cli.StringFlag{Name: "log-level", EnvVars: []string{"MCPV2_LOG_LEVEL"}, Value: "info",

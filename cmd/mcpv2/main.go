@@ -75,6 +75,7 @@ func newApp() *cli.App {
 			sendCommand(),
 			shellCommand(),
 			auditCommand(),
+			keyCommand(),
 			orchestrateCommand(),
 			mcpCommand(),
 		},

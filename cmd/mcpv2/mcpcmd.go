@@ -40,10 +40,11 @@ func mcpCommand() *cli.Command {
 		Description: "Speaks only MCP on stdout; logs and the banner go to stderr. Without --connect it runs a full node " +
 			"(the flags of mcpv2 node; the P2P port defaults to any free one), whose data dir must not be in use by another node. " +
 			"With --connect ADDR it fronts a running node through its HTTP edge (mcpv2://host:port/mcpv2 or https://…), " +
-			"as a secret holder with --secret, else as an anonymous session.",
+			"with --key as that API key's caller, as a secret holder with --secret, else as an anonymous session.",
 		Flags: append(flags,
 			&cli.StringFlag{Name: "connect", EnvVars: []string{"MCPV2_CONNECT"},
 				Usage: "front the running node at this HTTP edge address instead of running one"},
+			keyFlag,
 			timeoutFlag,
 		),
 		Action: runMCP,
@@ -64,6 +65,9 @@ func runMCP(c *cli.Context) error {
 	in, out := io.NopCloser(c.App.Reader), nopWriteCloser{c.App.Writer}
 	if addr := c.String("connect"); addr != "" {
 		return runMCPConnect(c, addr, in, out)
+	}
+	if c.IsSet("key") {
+		return errors.New("--key is the credential of --connect ADDR (a running node's edge); without --connect mcpv2 mcp runs a node of its own, whose stdio client is its owner")
 	}
 	r, err := launchNode(c, c.App.ErrWriter, true)
 	if err != nil {
@@ -100,7 +104,7 @@ func runMCPConnect(c *cli.Context, addr string, in io.ReadCloser, out io.WriteCl
 	if err != nil || a.Kind != protocol.AddrHTTP {
 		return fmt.Errorf("--connect %q: want the HTTP edge address of a running node (mcpv2://host:port/mcpv2, or https://host:port/mcpv2), as its MCPV2_PEER_ADDRESS line says", addr)
 	}
-	cl := edge.NewClient(nil, edge.WithSecret([]byte(c.String("secret"))))
+	cl := newEdgeClient(c)
 	defer cl.Close()
 	b := &edgeBackend{cl: cl, addr: a, log: log, timeout: c.Duration("timeout")}
 	// Fail now, not at the client's first call, when the node is not there.

@@ -19,6 +19,7 @@ import (
 	"github.com/mcpv2/mcpv2/edge/mcp"
 	"github.com/mcpv2/mcpv2/node"
 	"github.com/mcpv2/mcpv2/node/guard"
+	"github.com/mcpv2/mcpv2/node/keys"
 	"github.com/mcpv2/mcpv2/node/llm"
 	"github.com/mcpv2/mcpv2/node/skills"
 	"github.com/mcpv2/mcpv2/node/store"
@@ -272,6 +273,11 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 	}
 	n.SetA2ACard(r.a2a.CardFor)
 	if ecfg != nil {
+		// API keys (mcpv2 key): the ring re-reads keys.json when the
+		// command changes it, so a revocation is seen by the next request.
+		if ecfg.Keys, err = keys.Open(filepath.Join(n.DataDir(), keys.FileName), keys.WithLogger(log)); err != nil {
+			return nil, err
+		}
 		ecfg.AnonymousGrants = n.AnonymousGrants()
 		if r.srv, err = edge.New(n, *ecfg); err != nil {
 			return nil, err
