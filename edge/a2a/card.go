@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -30,8 +32,9 @@ var (
 )
 
 // cardV1 is the node's A2A card in v1.0 form, for an A2A URL of base
-// (http://host:port), signed.
-func (f *Face) cardV1(base, edge string) (map[string]any, error) {
+// (http://host:port), signed, naming the credentials acc of the edge that
+// serves it (nil: see securityOf).
+func (f *Face) cardV1(base, edgeID string, acc *edge.Accepts) (map[string]any, error) {
 	c := f.b.Card()
 	ifaces := []any{
 		map[string]any{"url": base + Path, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
@@ -43,33 +46,130 @@ func (f *Face) cardV1(base, edge string) (map[string]any, error) {
 	card := map[string]any{
 		"name": nonEmpty(c.Name, "mcpv2 agent"), "description": nonEmpty(c.Description, "An mcpv2 agent."), "version": nonEmpty(c.Version, "dev"),
 		"supportedInterfaces": ifaces,
-		"capabilities":        capabilities(map[string]any{"streaming": true, "pushNotifications": false}, edge),
+		"capabilities":        capabilities(map[string]any{"streaming": true, "pushNotifications": false}, edgeID),
 		"defaultInputModes":   inputModes, "defaultOutputModes": outputModes,
 		"skills": cardSkills(c),
-		"securitySchemes": map[string]any{"mcpv2Session": map[string]any{"httpAuthSecurityScheme": map[string]any{
-			"scheme": "Bearer", "description": "an mcpv2 edge session: GET /mcpv2/session on this host issues one"}}},
 	}
+	sec := securityOf(acc)
+	card["securitySchemes"], card["securityRequirements"] = sec.v1()
 	return card, f.sign(card)
 }
 
-// cardV03 is the node's A2A card in v0.3 form, signed over its own JSON.
-func (f *Face) cardV03(base, edge string) (map[string]any, error) {
+// cardV03 is the node's A2A card in v0.3 form, signed over its own JSON,
+// naming the credentials acc of the edge that serves it.
+func (f *Face) cardV03(base, edgeID string, acc *edge.Accepts) (map[string]any, error) {
 	c := f.b.Card()
 	card := map[string]any{
 		"protocolVersion": "0.3.0",
 		"name":            nonEmpty(c.Name, "mcpv2 agent"), "description": nonEmpty(c.Description, "An mcpv2 agent."), "version": nonEmpty(c.Version, "dev"),
 		"url": base + Path, "preferredTransport": "JSONRPC",
 		"additionalInterfaces": []any{map[string]any{"url": base + Path, "transport": "JSONRPC"}},
-		"capabilities":         capabilities(map[string]any{"streaming": true, "pushNotifications": false, "stateTransitionHistory": false}, edge),
+		"capabilities":         capabilities(map[string]any{"streaming": true, "pushNotifications": false, "stateTransitionHistory": false}, edgeID),
 		"defaultInputModes":    inputModes, "defaultOutputModes": outputModes,
-		"skills":          cardSkills(c),
-		"securitySchemes": map[string]any{"mcpv2Session": map[string]any{"type": "http", "scheme": "bearer", "description": "an mcpv2 edge session: GET /mcpv2/session on this host issues one"}},
-		"security":        []any{map[string]any{"mcpv2Session": []any{}}},
+		"skills": cardSkills(c),
 	}
+	sec := securityOf(acc)
+	card["securitySchemes"], card["security"] = sec.v03()
 	for _, a := range libp2pAddrs(c) {
 		card["additionalInterfaces"] = append(card["additionalInterfaces"].([]any), map[string]any{"url": a, "transport": LibP2PBinding})
 	}
 	return card, f.sign(card)
+}
+
+// The card's security schemes, by name: an mcpv2 edge session (every edge
+// takes one: a secret holder's, or one GET /mcpv2/session issued), an API
+// key, and an OpenID Connect issuer's access token (OIDCScheme), each as
+// Authorization: Bearer.
+const (
+	SessionScheme = "mcpv2Session"
+	KeyScheme     = "apiKey"
+)
+
+// OIDCScheme is the name of the security scheme of the i-th (from 0)
+// OpenID Connect issuer an edge accepts: "oidc", then "oidc2", "oidc3"…
+func OIDCScheme(i int) string {
+	if i == 0 {
+		return "oidc"
+	}
+	return fmt.Sprintf("oidc%d", i+1)
+}
+
+// OIDCDiscoveryURL is the OpenID Connect discovery document of issuer
+// (OpenID Connect Discovery 1.0 §4): the card's openIdConnectUrl.
+func OIDCDiscoveryURL(issuer string) string {
+	return strings.TrimSuffix(issuer, "/") + "/.well-known/openid-configuration"
+}
+
+// security is what a card says of the credentials of the edge that
+// serves it: the schemes, each one a requirement met alone, and whether a
+// caller may come with none.
+type security struct {
+	keys      bool
+	issuers   []string
+	anonymous bool
+}
+
+// securityOf is the card's security for an edge that accepts acc. nil
+// means the serving edge's credentials are not known here (a card this
+// node signs for another edge, asked over the mesh): it names only the
+// edge session, which every edge takes, and claims no access without a
+// credential.
+func securityOf(acc *edge.Accepts) security {
+	if acc == nil {
+		return security{}
+	}
+	return security{keys: acc.Keys, issuers: acc.OIDCIssuers, anonymous: acc.Anonymous}
+}
+
+const (
+	sessionDesc = "an mcpv2 edge session as Authorization: Bearer: a secret holder's, or one GET /mcpv2/session on this host issues"
+	keyDesc     = "an API key of this node (mcpv2 key add) as Authorization: Bearer"
+	oidcDesc    = "an access token of the OpenID Connect issuer %s as Authorization: Bearer"
+)
+
+// v1 is s in v1.0 form: securitySchemes and securityRequirements. A
+// requirement names its scheme with no scopes ({} is the empty StringList
+// in the schema's JSON); the empty requirement {} says that a caller may
+// come with no credential. No member is at its default value (@a2a-js/sdk
+// writes none).
+func (s security) v1() (map[string]any, []any) {
+	schemes := map[string]any{SessionScheme: map[string]any{"httpAuthSecurityScheme": map[string]any{
+		"scheme": "Bearer", "bearerFormat": "mcpv2 edge session", "description": sessionDesc}}}
+	reqs := []any{map[string]any{"schemes": map[string]any{SessionScheme: map[string]any{}}}}
+	if s.keys {
+		schemes[KeyScheme] = map[string]any{"httpAuthSecurityScheme": map[string]any{
+			"scheme": "Bearer", "bearerFormat": "mcpv2 API key", "description": keyDesc}}
+		reqs = append(reqs, map[string]any{"schemes": map[string]any{KeyScheme: map[string]any{}}})
+	}
+	for i, iss := range s.issuers {
+		schemes[OIDCScheme(i)] = map[string]any{"openIdConnectSecurityScheme": map[string]any{
+			"openIdConnectUrl": OIDCDiscoveryURL(iss), "description": fmt.Sprintf(oidcDesc, iss)}}
+		reqs = append(reqs, map[string]any{"schemes": map[string]any{OIDCScheme(i): map[string]any{}}})
+	}
+	if s.anonymous {
+		reqs = append(reqs, map[string]any{})
+	}
+	return schemes, reqs
+}
+
+// v03 is s in v0.3 form (OpenAPI's): securitySchemes and security, each
+// requirement a scheme with its (empty) list of scopes, and {} for no
+// credential.
+func (s security) v03() (map[string]any, []any) {
+	schemes := map[string]any{SessionScheme: map[string]any{"type": "http", "scheme": "bearer", "bearerFormat": "mcpv2 edge session", "description": sessionDesc}}
+	reqs := []any{map[string]any{SessionScheme: []any{}}}
+	if s.keys {
+		schemes[KeyScheme] = map[string]any{"type": "http", "scheme": "bearer", "bearerFormat": "mcpv2 API key", "description": keyDesc}
+		reqs = append(reqs, map[string]any{KeyScheme: []any{}})
+	}
+	for i, iss := range s.issuers {
+		schemes[OIDCScheme(i)] = map[string]any{"type": "openIdConnect", "openIdConnectUrl": OIDCDiscoveryURL(iss), "description": fmt.Sprintf(oidcDesc, iss)}
+		reqs = append(reqs, map[string]any{OIDCScheme(i): []any{}})
+	}
+	if s.anonymous {
+		reqs = append(reqs, map[string]any{})
+	}
+	return schemes, reqs
 }
 
 // EdgeExtension is the URI of the card's capability extension that names,
@@ -82,11 +182,11 @@ const EdgeExtension = "urn:mcpv2:a2a:edge:v1"
 // It writes no member at its default value ("required": false): a verifier
 // that canonicalizes the card through the v1.0 schema (@a2a-js/sdk) drops
 // those, and the signature would no longer match.
-func capabilities(caps map[string]any, edge string) map[string]any {
-	if edge != "" {
+func capabilities(caps map[string]any, edgeID string) map[string]any {
+	if edgeID != "" {
 		caps["extensions"] = []any{map[string]any{"uri": EdgeExtension,
 			"description": "the mcpv2 edge this card was signed for: the node serves its card only to the edges that front it",
-			"params":      map[string]any{"edge": edge}}}
+			"params":      map[string]any{"edge": edgeID}}}
 	}
 	return caps
 }
@@ -143,8 +243,36 @@ type signHeader struct {
 }
 
 // canonical is the JWS payload of a card: RFC 8785 (JCS) canonical JSON of
-// the card without its signatures.
+// the card without its signatures and without its empty members (empty
+// strings, lists and objects, and null, recursively), as the A2A SDKs
+// canonicalize a card before they verify it (@a2a-js/sdk's cleanEmpty; a
+// card's security requirements without scopes, and the empty requirement,
+// are therefore not covered by the signature, with any of them).
 func canonical(card map[string]any) ([]byte, error) {
+	b, err := canonicalRaw(card)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	v, _ = dropEmpty(v)
+	if v == nil {
+		v = map[string]any{}
+	}
+	if b, err = json.Marshal(v); err != nil {
+		return nil, err
+	}
+	return jcs.Transform(b)
+}
+
+// canonicalRaw is the JCS canonical JSON of the card without its
+// signatures and with its empty members: the payload this node signed
+// before it dropped them (VerifyCard takes both).
+func canonicalRaw(card map[string]any) ([]byte, error) {
 	c := make(map[string]any, len(card))
 	for k, v := range card {
 		if k != "signatures" {
@@ -156,6 +284,34 @@ func canonical(card map[string]any) ([]byte, error) {
 		return nil, err
 	}
 	return jcs.Transform(b)
+}
+
+// dropEmpty is v (decoded JSON) without its empty members, and whether
+// anything is left.
+func dropEmpty(v any) (any, bool) {
+	switch x := v.(type) {
+	case nil:
+		return nil, false
+	case string:
+		return x, x != ""
+	case []any:
+		out := make([]any, 0, len(x))
+		for _, e := range x {
+			if e, ok := dropEmpty(e); ok {
+				out = append(out, e)
+			}
+		}
+		return out, len(out) > 0
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if e, ok := dropEmpty(e); ok {
+				out[k] = e
+			}
+		}
+		return out, len(out) > 0
+	}
+	return v, true
 }
 
 // sign adds the card's signature: a JWS (RFC 7515) with a detached
@@ -181,7 +337,8 @@ var ErrBadSignature = errors.New("card signature does not verify")
 
 // VerifyCard checks an A2A card's signatures: at least one must be an
 // EdDSA JWS whose kid is a PeerID with an Ed25519 key, over the JCS
-// canonical JSON of the card without its signatures. It returns the
+// canonical JSON of the card without its signatures and its empty members
+// (canonical), or, as older nodes signed, with them. It returns the
 // signer's PeerID.
 func VerifyCard(card []byte) (string, error) {
 	var m map[string]any
@@ -196,12 +353,19 @@ func VerifyCard(card []byte) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("a2a: verify card: %w", err)
 	}
+	raw, err := canonicalRaw(m)
+	if err != nil {
+		return "", fmt.Errorf("a2a: verify card: %w", err)
+	}
 	var last error
 	for _, s := range sigs {
 		sm, _ := s.(map[string]any)
 		prot, _ := sm["protected"].(string)
 		sig, _ := sm["signature"].(string)
 		id, err := verifyJWS(prot, sig, payload)
+		if err != nil && !bytes.Equal(raw, payload) {
+			id, err = verifyJWS(prot, sig, raw) // signed by an older node
+		}
 		if err == nil {
 			return id, nil
 		}

@@ -1,8 +1,15 @@
 // Package a2a is the A2A face of an mcpv2 node: its agent card at
 // /.well-known/agent-card.json (signed: a JWS over the card's RFC 8785
-// canonical JSON, EdDSA with the node's key, the kid its PeerID), and one
-// JSON-RPC URL, /a2a, that speaks A2A v1.0 and v0.3, the version chosen by
-// the A2A-Version header (none: 0.3).
+// canonical JSON without its empty members, as the A2A SDKs verify it,
+// EdDSA with the node's key, the kid its PeerID), and one JSON-RPC URL,
+// /a2a, that speaks A2A v1.0 and v0.3, the version chosen by the
+// A2A-Version header (none: 0.3).
+//
+// The card names what the serving edge accepts (edge.Server.Accepts) in
+// securitySchemes and its requirements (v1.0 securityRequirements, v0.3
+// security), each scheme a requirement alone: the edge session always, an
+// API key when the node has keys, an OpenID Connect scheme per issuer, and
+// the empty requirement when a caller may come with no credential.
 //
 // A message becomes a task that runs the node's skills through the same
 // dispatch as every face (Backend.Handle, as the caller that sent it): a

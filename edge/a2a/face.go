@@ -167,16 +167,33 @@ func (f *Face) Close() error {
 // (http(s)://host:port, or …/peers/PEERID on another node's edge), in
 // version "1.0" or "0.3", signed. The node answers agent/a2a-card with it
 // (node.SetA2ACard), so that any edge serves this node's own signed card;
-// edge is then that edge's PeerID, named inside the signed card (the
+// edgeID is then that edge's PeerID, named inside the signed card (the
 // capability extension EdgeExtension), so that a card cannot be passed
-// off as another edge's. edge is "" for the node's own edge.
-func (f *Face) CardFor(base, version, edge string) (json.RawMessage, error) {
+// off as another edge's. edgeID is "" for the node's own edge.
+//
+// The credentials of another edge are not known here: the card names
+// only the edge session, which every edge takes, and does not say that a
+// caller may come without one. CardForEdge names them.
+func (f *Face) CardFor(base, version, edgeID string) (json.RawMessage, error) {
+	return f.cardJSON(base, version, edgeID, nil)
+}
+
+// CardForEdge is CardFor for an edge that accepts acc (edge.Server's
+// Accepts): its securitySchemes and security requirements name the edge
+// session, an API key when acc.Keys, an OpenID Connect scheme for each of
+// acc.OIDCIssuers, and the empty requirement (no credential) when
+// acc.Anonymous.
+func (f *Face) CardForEdge(base, version, edgeID string, acc edge.Accepts) (json.RawMessage, error) {
+	return f.cardJSON(base, version, edgeID, &acc)
+}
+
+func (f *Face) cardJSON(base, version, edgeID string, acc *edge.Accepts) (json.RawMessage, error) {
 	var card map[string]any
 	var err error
 	if version == "1.0" {
-		card, err = f.cardV1(base, edge)
+		card, err = f.cardV1(base, edgeID, acc)
 	} else {
-		card, err = f.cardV03(base, edge)
+		card, err = f.cardV03(base, edgeID, acc)
 	}
 	if err != nil {
 		return nil, err
@@ -241,7 +258,7 @@ func (f *Face) servePeerCard(w http.ResponseWriter, r *http.Request) {
 	}
 	base := f.baseURL(r) + "/peers/" + peer
 	if peer == f.b.PeerID() {
-		card, err := f.CardFor(base, v, f.b.PeerID())
+		card, err := f.CardForEdge(base, v, f.b.PeerID(), f.e.Accepts())
 		if err != nil {
 			refuse(http.StatusInternalServerError, protocol.Errorf(protocol.CodeInternal, "internal error: the card could not be made"))
 			return
@@ -312,12 +329,13 @@ func (f *Face) serveCard(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	base := f.baseURL(r)
+	acc := f.e.Accepts()
 	var card map[string]any
 	var err error
 	if v == "1.0" {
-		card, err = f.cardV1(base, "")
+		card, err = f.cardV1(base, "", &acc)
 	} else {
-		card, err = f.cardV03(base, "")
+		card, err = f.cardV03(base, "", &acc)
 	}
 	if err != nil {
 		f.log.Error("a2a card", "err", err)

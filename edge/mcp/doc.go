@@ -11,7 +11,13 @@
 // every other face. It serves MCP on stdio ([Face.ServeStdio], mcpv2 mcp)
 // and over streamable HTTP on the edge at /mcp ([Face.Mount]), both spec
 // eras the go-sdk v1.8.0 speaks: 2025-11-25 (initialize and sessions) and
-// 2026-07-28 (stateless, server/discover).
+// 2026-07-28 (stateless, server/discover). In every era each result that
+// carries cacheScope carries public or private (private where the answer
+// depends on the caller's grants: the resource list and resource reads
+// other than the card), and in 2026-07-28 every tools/call result says
+// resultType "complete"; there the go-sdk's transport refuses with 400
+// (-32020) a request whose Mcp-Method or Mcp-Name header is missing or
+// disagrees with its body, before any method runs.
 //
 // Resources:
 //

@@ -266,6 +266,9 @@ func (f *Face) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 		default:
 			res, err = next(ctx, method, req)
 		}
+		if err == nil {
+			settleCacheScope(req, res)
+		}
 		if !throughHandle[method] && !strings.HasPrefix(method, "notifications/") {
 			var perr *protocol.Error
 			if err != nil {
@@ -274,6 +277,63 @@ func (f *Face) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 			f.b.Audit(callerOf(ctx, req), "mcp "+method, perr, start)
 		}
 		return res, err
+	}
+}
+
+// Cache scopes of MCP 2026-07-28 (the cacheScope of a cacheable result).
+const (
+	scopePublic  = "public"  // the same answer for every caller
+	scopePrivate = "private" // an answer that depends on who asks
+)
+
+// settleCacheScope gives every result that carries cacheScope (server/
+// discover, the four lists, resources/read) a valid one: the go-sdk
+// fills only the results it builds, and sends an unset one as "" (which
+// MCP clients refuse), so the face decides here, for every era and both
+// transports. Private is the answer that depends on the caller's grants:
+// the resource list (the files list_files shows the caller) and the read
+// of a file or of a mesh agent's card (forwarded with the caller's
+// rights). Public is the rest: tools/list (the node lists its skills to
+// every caller alike; tools/list needs no grant), the node's own card
+// (agent/card needs none either), the prompts, the templates, discover.
+// A scope a handler set already is kept, unless the answer is private.
+func settleCacheScope(req sdk.Request, res sdk.Result) {
+	var c *sdk.Cacheable
+	scope := scopePublic
+	switch r := res.(type) {
+	case *sdk.ListToolsResult:
+		if r != nil {
+			c = &r.Cacheable
+		}
+	case *sdk.ListResourcesResult:
+		if r != nil {
+			c, scope = &r.Cacheable, scopePrivate
+		}
+	case *sdk.ReadResourceResult:
+		if r != nil {
+			c, scope = &r.Cacheable, scopePrivate
+		}
+		if rr, ok := req.(*sdk.ReadResourceRequest); ok && rr.Params != nil && rr.Params.URI == CardURI {
+			scope = scopePublic
+		}
+	case *sdk.ListResourceTemplatesResult:
+		if r != nil {
+			c = &r.Cacheable
+		}
+	case *sdk.ListPromptsResult:
+		if r != nil {
+			c = &r.Cacheable
+		}
+	case *sdk.DiscoverResult:
+		if r != nil {
+			c = &r.Cacheable
+		}
+	}
+	if c == nil {
+		return
+	}
+	if scope == scopePrivate || (c.CacheScope != scopePublic && c.CacheScope != scopePrivate) {
+		c.CacheScope = scope
 	}
 }
 

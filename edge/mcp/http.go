@@ -66,8 +66,13 @@ func (f *Face) Mount(e *edge.Server, o HTTPOptions) {
 	f.mountHTTP(e, o, o.MaxSessions)
 	f.peers = f.newPeerFaces(e, o)
 	methods := []string{http.MethodGet, http.MethodPost, http.MethodDelete}
+	// A standing stream: GET, or in the 2026-07-28 era a
+	// subscriptions/listen (where the go-sdk checks Mcp-Method against the
+	// body; in older eras nothing does, and a call could claim a stream
+	// slot by the header alone).
 	standing := func(r *http.Request) bool {
-		return r.Method == http.MethodGet || r.Header.Get("Mcp-Method") == "subscriptions/listen"
+		return r.Method == http.MethodGet ||
+			(r.Header.Get("Mcp-Protocol-Version") >= statelessEra && r.Header.Get("Mcp-Method") == "subscriptions/listen")
 	}
 	// The edge checks Host and Origin (DNS rebinding) on every endpoint.
 	e.Mux().Handle(Path, e.AuthenticatedFace(methods, standing, f.serveHTTP))

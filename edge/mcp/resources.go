@@ -68,7 +68,7 @@ func (f *Face) listResources(ctx context.Context, c protocol.Caller, res sdk.Res
 		out.Resources = append(out.Resources, &sdk.Resource{URI: agentURI(card.PeerID), Name: "agent " + card.Name,
 			MIMEType: "application/json", Description: protocol.Clip(card.Description, 200)})
 	}
-	out.CacheScope = "private" // the list depends on who asks
+	out.CacheScope = scopePrivate // the list depends on who asks
 	return &out, nil
 }
 

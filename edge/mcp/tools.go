@@ -84,13 +84,40 @@ func (f *Face) callTool(ctx context.Context, c protocol.Caller, req *sdk.CallToo
 	if len(bytes.TrimSpace(args)) == 0 || bytes.Equal(bytes.TrimSpace(args), []byte("null")) {
 		args = json.RawMessage(`{}`)
 	}
+	var res *sdk.CallToolResult
 	switch name {
 	case ToolMeshFind:
-		return f.meshFind(ctx, c, args), nil
+		res = f.meshFind(ctx, c, args)
 	case ToolMeshCall:
-		return f.meshCall(ctx, c, args), nil
+		res = f.meshCall(ctx, c, args)
+	default:
+		res = toolResult(f.call(ctx, c, name, args))
 	}
-	return toolResult(f.call(ctx, c, name, args)), nil
+	if req.ProtocolVersion() >= statelessEra {
+		res = completed(res)
+	}
+	return res, nil
+}
+
+// completeCall is an empty tool result whose resultType is "complete".
+// MCP 2026-07-28 requires the member on every tools/call result; the
+// go-sdk sets it (an unexported field) only on the results of the tools
+// it runs itself, and the face runs its own.
+var completeCall = func() sdk.CallToolResult {
+	var r sdk.CallToolResult
+	if err := json.Unmarshal([]byte(`{"resultType":"complete","content":[]}`), &r); err != nil {
+		panic("mcp: completeCall: " + err.Error())
+	}
+	return r
+}()
+
+// completed is r marked complete (resultType), for a client of 2026-07-28
+// or later; a client of an older era gets no such member, as from the
+// go-sdk. r holds only what toolResult sets.
+func completed(r *sdk.CallToolResult) *sdk.CallToolResult {
+	out := completeCall
+	out.Meta, out.Content, out.StructuredContent, out.IsError = r.Meta, r.Content, r.StructuredContent, r.IsError
+	return &out
 }
 
 // toolResult turns a skill's answer into an MCP tool result: the JSON as
