@@ -111,7 +111,11 @@ func (s *Server) keyCredential(tok string) (credential, *protocol.Error) {
 	}
 	name, grants, err := s.cfg.Keys.VerifyKey(tok)
 	if err != nil {
-		return credential{}, invalidCredential("key", "invalid API key: "+err.Error())
+		var c credential // a known key, revoked or expired, is audited by name
+		if name != "" {
+			c = credential{kind: protocol.CallerKey, id: protocol.PolicyKey + name}
+		}
+		return c, invalidCredential("key", "invalid API key: "+err.Error())
 	}
 	id := protocol.PolicyKey + name
 	return credential{kind: protocol.CallerKey, id: id, owner: id, limit: id, grants: grants}, nil

@@ -41,6 +41,9 @@ const maxFindLimit = 100
 type request struct {
 	caller protocol.Caller
 	start  time.Time
+	// refusalCode, when set, replaces an mcpv2 code (-32001…-32099) in
+	// the edge's refusals of this request (WithRefusalCode).
+	refusalCode int
 }
 
 // handlerFunc is an endpoint that runs after the method check (and, for
@@ -116,7 +119,7 @@ func (s *Server) open(method string, h handlerFunc) http.Handler {
 // who the caller is; the node decides what it may run. h reads the body
 // with ReadBody.
 func (s *Server) Authenticated(method string, h func(w http.ResponseWriter, r *http.Request, c protocol.Caller)) http.Handler {
-	return s.authenticated([]string{method}, nil, false, h)
+	return s.authenticated([]string{method}, nil, false, h, faceOptions{})
 }
 
 // AuthenticatedFace is Authenticated for a face (MCP's streamable HTTP:
@@ -127,14 +130,36 @@ func (s *Server) Authenticated(method string, h func(w http.ResponseWriter, r *h
 // standing reports true (nil: none) is a standing event stream, open for
 // as long as the client listens: it holds one of the stream slots (Slots)
 // instead of an in-flight slot, so that listeners cannot starve the calls.
-func (s *Server) AuthenticatedFace(methods []string, standing func(*http.Request) bool, h func(w http.ResponseWriter, r *http.Request, c protocol.Caller)) http.Handler {
-	return s.authenticated(methods, standing, true, h)
+func (s *Server) AuthenticatedFace(methods []string, standing func(*http.Request) bool, h func(w http.ResponseWriter, r *http.Request, c protocol.Caller), opts ...FaceOption) http.Handler {
+	var o faceOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return s.authenticated(methods, standing, true, h, o)
 }
 
-func (s *Server) authenticated(methods []string, standing func(*http.Request) bool, face bool, h func(w http.ResponseWriter, r *http.Request, c protocol.Caller)) http.Handler {
+// FaceOption configures a face's AuthenticatedFace.
+type FaceOption func(*faceOptions)
+
+type faceOptions struct {
+	refusalCode int
+}
+
+// WithRefusalCode makes the edge's own refusals of the face's requests
+// (a credential's 401, a rate limit's 429, a busy 503, a body too large,
+// a peer face's errors) carry code instead of an mcpv2 code from -32001 to
+// -32099, for a protocol where those codes mean something else (in A2A,
+// -32001 is TaskNotFoundError and -32005 ContentTypeNotSupportedError). The
+// HTTP status, message and data stay.
+func WithRefusalCode(code int) FaceOption {
+	return func(o *faceOptions) { o.refusalCode = code }
+}
+
+func (s *Server) authenticated(methods []string, standing func(*http.Request) bool, face bool, h func(w http.ResponseWriter, r *http.Request, c protocol.Caller), o faceOptions) http.Handler {
 	allowed := strings.Join(methods, ", ")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := s.newRequest(r)
+		q.refusalCode = o.refusalCode
 		if !slices.Contains(methods, r.Method) {
 			s.methodNotAllowed(w, r, q, allowed)
 			return
@@ -144,6 +169,9 @@ func (s *Server) authenticated(methods []string, standing func(*http.Request) bo
 			perr = s.missingCredential(face)
 		}
 		if perr != nil {
+			if cred.id != "" { // refused, but known: the audit line names it
+				q.caller.ID, q.caller.Kind = cred.id, cred.kind
+			}
 			s.log.Debug("credential refused", "remote", r.RemoteAddr, "path", r.URL.Path, "err", perr.Message)
 			s.unauthorized(w, r, q, perr)
 			return
@@ -313,6 +341,10 @@ func (s *Server) ReadBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 // response with a null id, and one audit line.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, q *request, status int, perr *protocol.Error) {
 	s.b.Audit(q.caller, auditMethod(r), perr, q.start)
+	if q.refusalCode != 0 && perr.Code <= -32001 && perr.Code >= -32099 {
+		c := *perr
+		c.Code, perr = q.refusalCode, &c
+	}
 	writeJSON(w, status, protocol.ErrorResponse(nil, perr))
 }
 

@@ -190,25 +190,18 @@ type Config struct {
 type KeyVerifier interface {
 	// VerifyKey returns the name and grants of the key whose secret is
 	// presented, or an error that says why it is refused (unknown,
-	// revoked, expired). A revocation is seen by the next call.
+	// revoked, expired), with the key's name when it is known (revoked,
+	// expired). A revocation is seen by the next call.
 	VerifyKey(secret string) (name string, grants []string, err error)
 	// ActiveKeys counts the keys that are neither revoked nor expired.
 	ActiveKeys() int
 }
 
 // Accepts says which credentials an edge accepts, for the faces' cards
-// and the protected-resource metadata.
-type Accepts struct {
-	// Keys: API keys as Authorization: Bearer.
-	Keys bool
-	// OIDCIssuers are the OpenID Connect issuers whose access tokens it
-	// accepts.
-	OIDCIssuers []string
-	// Anonymous: a request without a credential is served on the faces (as
-	// the policy's "http" caller); false when RequireAuth is set, or when an
-	// issuer is named and "http" is granted nothing beyond the open skills.
-	Anonymous bool
-}
+// (also those a peer signs for this edge, agent/a2a-card). Anonymous is
+// false when RequireAuth is set, or when an issuer is named and "http" is
+// granted nothing beyond the open skills.
+type Accepts = protocol.EdgeCredentials
 
 // Accepts reports the credentials this edge accepts.
 func (s *Server) Accepts() Accepts {

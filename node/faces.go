@@ -255,19 +255,24 @@ func (n *Node) ListTasks(owner string, q protocol.TaskQuery) ([]protocol.StoredT
 // its A2A card for the edge of PeerID edge that serves it at base (the A2A
 // face's CardFor). Without it the method is not found. Call before the
 // node is called.
-func (n *Node) SetA2ACard(fn func(base, version, edge string) (json.RawMessage, error)) {
+func (n *Node) SetA2ACard(fn func(base, version, edge string, cred *protocol.EdgeCredentials) (json.RawMessage, error)) {
 	n.cardMu.Lock()
 	n.a2aCardFn = fn
 	n.cardMu.Unlock()
 }
 
-// maxA2ABase caps the base URL an agent/a2a-card names.
+// maxA2ABase caps the base URL an agent/a2a-card names, and each issuer
+// URL of its credentials.
 const maxA2ABase = 512
 
+// maxCardIssuers caps the OpenID Connect issuers an agent/a2a-card names.
+const maxCardIssuers = 8
+
 // PeerA2ACard asks the mesh peer peerID, as this node, for its A2A card for
-// this node's edge at base (the A2A face's peer cards; agent/a2a-card).
-func (n *Node) PeerA2ACard(ctx context.Context, peerID, base, version string) (json.RawMessage, error) {
-	params, err := json.Marshal(protocol.A2ACardParams{Base: base, Version: version})
+// this node's edge at base, which accepts cred (the A2A face's peer cards;
+// agent/a2a-card).
+func (n *Node) PeerA2ACard(ctx context.Context, peerID, base, version string, cred *protocol.EdgeCredentials) (json.RawMessage, error) {
+	params, err := json.Marshal(protocol.A2ACardParams{Base: base, Version: version, Credentials: cred})
 	if err != nil {
 		return nil, err
 	}
@@ -305,7 +310,17 @@ func (n *Node) a2aCard(c Caller, params json.RawMessage) (json.RawMessage, *prot
 	if want := "/peers/" + n.PeerID(); !strings.HasSuffix(u.Path, want) {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: base must be the asking edge's face of this node, ending in %s", want)
 	}
-	card, err := fn(p.Base, p.Version, c.ID)
+	if cr := p.Credentials; cr != nil {
+		if len(cr.OIDCIssuers) > maxCardIssuers {
+			return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: credentials name %d OpenID Connect issuers, more than %d", len(cr.OIDCIssuers), maxCardIssuers)
+		}
+		for _, iss := range cr.OIDCIssuers {
+			if u, err := url.Parse(iss); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(iss) > maxA2ABase {
+				return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: credentials: an issuer must be an http(s) URL of at most %d bytes", maxA2ABase)
+			}
+		}
+	}
+	card, err := fn(p.Base, p.Version, c.ID, p.Credentials)
 	if err != nil {
 		n.log.Error("a2a card", "err", err)
 		return nil, protocol.Errorf(protocol.CodeInternal, "internal error: the card could not be made")

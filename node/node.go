@@ -173,8 +173,8 @@ type Node struct {
 	closeMu sync.Mutex
 	closed  bool
 
-	cardMu    sync.Mutex                                                // guards cardSeq, cfg.HTTPEndpoint, cfg.MTLS and a2aCardFn
-	a2aCardFn func(base, version, edge string) (json.RawMessage, error) // agent/a2a-card; nil: none
+	cardMu    sync.Mutex                                                                                // guards cardSeq, cfg.HTTPEndpoint, cfg.MTLS and a2aCardFn
+	a2aCardFn func(base, version, edge string, cred *protocol.EdgeCredentials) (json.RawMessage, error) // agent/a2a-card; nil: none
 	cardSeq   uint64
 
 	*Client

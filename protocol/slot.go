@@ -22,6 +22,22 @@ const (
 type A2ACardParams struct {
 	Base    string `json:"base"`
 	Version string `json:"version"`
+	// Credentials are what the asking edge accepts at base, for the card's
+	// securitySchemes (nil: not said; an older edge).
+	Credentials *EdgeCredentials `json:"credentials,omitempty"`
+}
+
+// EdgeCredentials says which credentials an edge accepts on its faces
+// (docs/spec.md §0), for the A2A cards it serves.
+type EdgeCredentials struct {
+	// Keys: API keys as Authorization: Bearer.
+	Keys bool `json:"keys,omitempty"`
+	// OIDCIssuers are the OpenID Connect issuers whose access tokens it
+	// accepts.
+	OIDCIssuers []string `json:"oidc_issuers,omitempty"`
+	// Anonymous: a request without a credential is served (as the policy's
+	// "http" caller).
+	Anonymous bool `json:"anonymous,omitempty"`
 }
 
 // Slot is one JSON-RPC request of a batch. A slot without an id member is a

@@ -219,30 +219,30 @@ func TestCardSecurity(t *testing.T) {
 }
 
 // TestCardSecurityForAnotherEdge: a card the node signs for another
-// edge's face of it (CardFor, agent/a2a-card) cannot know that edge's
-// credentials: it names the edge session, which every edge takes, and
-// never says that none is needed; CardForEdge names those it is given.
+// edge's face of it (CardFor, agent/a2a-card) names the credentials that
+// edge said it takes; an edge that said nothing (an older one) gets the
+// edge session, which every edge takes, and never "none is needed".
 func TestCardSecurityForAnotherEdge(t *testing.T) {
 	_, n, f := cardEdge(t, edge.Config{Keys: noKeys{}})
 	base := "http://192.0.2.1:8080/peers/" + n.ID().String()
 	for _, v := range []string{"1.0", "0.3"} {
-		b, err := f.CardFor(base, v, "12D3KooWEdge")
+		b, err := f.CardFor(base, v, "12D3KooWEdge", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var card map[string]any
 		_ = json.Unmarshal(b, &card)
 		checkSecurity(t, "CardFor "+v, card, v == "1.0", []wantScheme{{a2a.SessionScheme, "bearer", "mcpv2 edge session"}}, false)
-		b, err = f.CardForEdge(base, v, "12D3KooWEdge", edge.Accepts{Keys: true, OIDCIssuers: []string{"https://id.example.com"}, Anonymous: true})
+		b, err = f.CardFor(base, v, "12D3KooWEdge", &edge.Accepts{Keys: true, OIDCIssuers: []string{"https://id.example.com"}, Anonymous: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if id, err := a2a.VerifyCard(b); err != nil || id != n.ID().String() {
-			t.Fatalf("CardForEdge %s: %v", v, err)
+			t.Fatalf("CardFor %s: %v", v, err)
 		}
 		card = nil
 		_ = json.Unmarshal(b, &card)
-		checkSecurity(t, "CardForEdge "+v, card, v == "1.0", []wantScheme{{a2a.SessionScheme, "bearer", "mcpv2 edge session"},
+		checkSecurity(t, "CardFor with credentials "+v, card, v == "1.0", []wantScheme{{a2a.SessionScheme, "bearer", "mcpv2 edge session"},
 			{a2a.KeyScheme, "bearer", "mcpv2 API key"}, {"oidc", "oidc", "https://id.example.com/.well-known/openid-configuration"}}, true)
 	}
 }

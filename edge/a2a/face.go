@@ -39,7 +39,7 @@ type Backend interface {
 	// A2A card in version "1.0" or "0.3" for this edge's face of it at
 	// base (…/peers/<peerID>): agent/a2a-card, which a peer answers only
 	// to mesh peers. A refusal by the peer is a *protocol.Error.
-	PeerA2ACard(ctx context.Context, peerID, base, version string) (json.RawMessage, error)
+	PeerA2ACard(ctx context.Context, peerID, base, version string, cred *protocol.EdgeCredentials) (json.RawMessage, error)
 	// SaveTask, Task, TaskEvents and ListTasks keep the tasks (the node's
 	// store; see protocol.StoredTask).
 	SaveTask(t protocol.StoredTask, event json.RawMessage) (uint64, error)
@@ -169,22 +169,14 @@ func (f *Face) Close() error {
 // (node.SetA2ACard), so that any edge serves this node's own signed card;
 // edgeID is then that edge's PeerID, named inside the signed card (the
 // capability extension EdgeExtension), so that a card cannot be passed
-// off as another edge's. edgeID is "" for the node's own edge.
-//
-// The credentials of another edge are not known here: the card names
-// only the edge session, which every edge takes, and does not say that a
-// caller may come without one. CardForEdge names them.
-func (f *Face) CardFor(base, version, edgeID string) (json.RawMessage, error) {
-	return f.cardJSON(base, version, edgeID, nil)
-}
-
-// CardForEdge is CardFor for an edge that accepts acc (edge.Server's
-// Accepts): its securitySchemes and security requirements name the edge
-// session, an API key when acc.Keys, an OpenID Connect scheme for each of
-// acc.OIDCIssuers, and the empty requirement (no credential) when
-// acc.Anonymous.
-func (f *Face) CardForEdge(base, version, edgeID string, acc edge.Accepts) (json.RawMessage, error) {
-	return f.cardJSON(base, version, edgeID, &acc)
+// off as another edge's. edgeID is "" for the node's own edge. The card's
+// securitySchemes and requirements name the credentials acc of that edge:
+// the edge session always, an API key when acc.Keys, an OpenID Connect
+// scheme for each of acc.OIDCIssuers, and the empty requirement (no
+// credential) when acc.Anonymous; nil (an older edge that did not say)
+// names the edge session only, and never says none is needed.
+func (f *Face) CardFor(base, version, edgeID string, acc *edge.Accepts) (json.RawMessage, error) {
+	return f.cardJSON(base, version, edgeID, acc)
 }
 
 func (f *Face) cardJSON(base, version, edgeID string, acc *edge.Accepts) (json.RawMessage, error) {
@@ -211,7 +203,10 @@ func (f *Face) Mount(e *edge.Server) {
 	e.Mux().Handle(CardPath, card)
 	e.Mux().Handle(CardAlias, card)
 	standing := func(r *http.Request) bool { return strings.Contains(r.Header.Get("Accept"), "text/event-stream") }
-	e.Mux().Handle(Path, e.AuthenticatedFace([]string{http.MethodPost}, standing, f.serveRPC))
+	// mcpv2's codes -32001… mean other things in A2A (-32001 is
+	// TaskNotFoundError): the edge's refusals carry the JSON-RPC server
+	// error -32000 here.
+	e.Mux().Handle(Path, e.AuthenticatedFace([]string{http.MethodPost}, standing, f.serveRPC, edge.WithRefusalCode(codeEdgeRefusal)))
 	f.peers = f.newPeerFaces()
 	peerCard := http.HandlerFunc(f.servePeerCard)
 	e.Mux().Handle(PeerPath+CardPath, peerCard)
@@ -219,7 +214,7 @@ func (f *Face) Mount(e *edge.Server) {
 	e.Mux().Handle(PeerPath+Path, e.AuthenticatedFace([]string{http.MethodPost}, standing, e.PeerFace(f.serveRPC,
 		func(peer string) func(http.ResponseWriter, *http.Request, protocol.Caller) {
 			return f.peers.Serve(e, peer, (*Face).serveRPC)
-		})))
+		}), edge.WithRefusalCode(codeEdgeRefusal)))
 }
 
 // PeerPath prefixes the A2A face of a mesh peer on the edge: its card at
@@ -258,7 +253,8 @@ func (f *Face) servePeerCard(w http.ResponseWriter, r *http.Request) {
 	}
 	base := f.baseURL(r) + "/peers/" + peer
 	if peer == f.b.PeerID() {
-		card, err := f.CardForEdge(base, v, f.b.PeerID(), f.e.Accepts())
+		acc := f.e.Accepts()
+		card, err := f.CardFor(base, v, f.b.PeerID(), &acc)
 		if err != nil {
 			refuse(http.StatusInternalServerError, protocol.Errorf(protocol.CodeInternal, "internal error: the card could not be made"))
 			return
@@ -271,7 +267,8 @@ func (f *Face) servePeerCard(w http.ResponseWriter, r *http.Request) {
 	// peer answers agent/a2a-card to mesh peers only. HandleByForward
 	// words a failure as every peer face does.
 	fetch := func(ctx context.Context, _ protocol.Caller, peer string, _ []byte) ([]byte, error) {
-		card, err := f.b.PeerA2ACard(ctx, peer, base, v)
+		acc := f.e.Accepts()
+		card, err := f.b.PeerA2ACard(ctx, peer, base, v, &acc)
 		if err != nil {
 			return nil, err
 		}

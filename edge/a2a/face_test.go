@@ -624,6 +624,11 @@ func TestPeerFace(t *testing.T) {
 	if !strings.Contains(string(card), `"url":"`+peerBase+`/a2a"`) || !strings.Contains(string(card), `"name":"bob"`) {
 		t.Fatalf("B's card does not name A's URL for it: %s", card)
 	}
+	// B signs the credentials A's edge said it takes (agent/a2a-card's
+	// credentials): A serves callers without one, so {} is offered.
+	if !strings.Contains(string(card), `,{}]`) {
+		t.Fatalf("B's card through A does not say that A takes callers without a credential: %s", card)
+	}
 
 	post := func(tok, method string, params any) string {
 		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": method, "params": params})

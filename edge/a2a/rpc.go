@@ -22,6 +22,10 @@ const (
 	codeUnsupportedOp       = -32004
 	codeContentType         = -32005
 	codeVersionNotSupported = -32009
+	// codeEdgeRefusal is the JSON-RPC server error that the edge's own
+	// refusals (credential, rate, busy, body size) carry on this face,
+	// in place of mcpv2's -32001… (edge.WithRefusalCode).
+	codeEdgeRefusal = -32000
 )
 
 // rpcError is a JSON-RPC error of the A2A face.

@@ -309,7 +309,8 @@ func (s *snapshot) fresh(fi os.FileInfo) bool {
 // that is revoked or expired at the ring's clock; the error never quotes
 // the secret. It sees the keys file as it is at the call: a revocation
 // written by another process is seen by the next call. The grants returned
-// are the caller's to keep.
+// are the caller's to keep. A revoked or expired key's name is returned
+// with its error, for the audit line.
 func (r *Ring) VerifyKey(secret string) (name string, grants []string, err error) {
 	if !LooksLikeKey(secret) {
 		return "", nil, fmt.Errorf("%w: an API key is %s and 43 base64url characters", ErrUnknownKey, protocol.KeyPrefix)
@@ -325,9 +326,9 @@ func (r *Ring) VerifyKey(secret string) (name string, grants []string, err error
 	k := &s.keys[i]
 	switch k.Status(r.cfg.clock()) {
 	case StatusRevoked:
-		return "", nil, fmt.Errorf("%w at %s (key %q)", ErrRevoked, k.Revoked.Format(time.RFC3339), k.Name)
+		return k.Name, nil, fmt.Errorf("%w at %s (key %q)", ErrRevoked, k.Revoked.Format(time.RFC3339), k.Name)
 	case StatusExpired:
-		return "", nil, fmt.Errorf("%w at %s (key %q)", ErrExpired, k.Expires.Format(time.RFC3339), k.Name)
+		return k.Name, nil, fmt.Errorf("%w at %s (key %q)", ErrExpired, k.Expires.Format(time.RFC3339), k.Name)
 	}
 	return k.Name, slices.Clone(k.Grants), nil
 }
