@@ -124,10 +124,10 @@ func (s *Server) keyCredential(tok string) (credential, *protocol.Error) {
 // oidcCredential checks an OpenID Connect access token for the resource r
 // asks for.
 func (s *Server) oidcCredential(r *http.Request, tok string) (credential, *protocol.Error) {
-	if s.oidcVerify == nil {
+	if s.oidc == nil {
 		return credential{}, invalidCredential("issuer", "invalid token: this node accepts no OpenID Connect access tokens (it names no --oidc-issuer)")
 	}
-	cl, perr := s.oidcVerify(r.Context(), tok, s.faceResource(r))
+	cl, perr := s.oidc.Verify(r.Context(), tok, s.resourceURL(r))
 	if perr != nil {
 		return credential{}, perr
 	}
@@ -177,7 +177,7 @@ func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, q *request
 	if m, _ := perr.Data.(map[string]string); m["reason"] == "missing" {
 		code = "" // RFC 6750 §3.1: no error code when no credential was sent
 	}
-	s.setChallenge(w, r, code, perr.Message)
+	s.challenge(w, r, code, perr.Message)
 	s.refuse(w, r, q, http.StatusUnauthorized, perr)
 }
 
@@ -284,54 +284,6 @@ func (b *sessionBook) sweepRevoked(now time.Time) {
 			delete(b.revoked, n)
 		}
 	}
-}
-
-// tokenClaims is what a verified access token says of its caller.
-type tokenClaims struct {
-	Issuer, Subject string
-	Scopes          []string
-	Expiry          time.Time
-}
-
-// faceResource is the URL of the resource r asks for, as the client
-// reached it (the audience of its access token when --oidc-audience is
-// not set, RFC 8707): the scheme, the Host and the path.
-func (s *Server) faceResource(r *http.Request) string {
-	scheme := "http"
-	if s.tls != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host + r.URL.EscapedPath()
-}
-
-// setChallenge sets the WWW-Authenticate challenge of a 401 (RFC 6750 §3):
-// Bearer, the protected-resource metadata of the path when the edge names
-// an issuer (RFC 9728 §5.1), and the error code and description when code
-// is set.
-func (s *Server) setChallenge(w http.ResponseWriter, r *http.Request, code, desc string) {
-	parts := []string{`realm="mcpv2"`}
-	if len(s.cfg.OIDCIssuers) > 0 {
-		base := strings.TrimSuffix(s.faceResource(r), r.URL.EscapedPath())
-		parts = append(parts, `resource_metadata="`+base+"/.well-known/oauth-protected-resource"+r.URL.EscapedPath()+`"`)
-	}
-	if code != "" {
-		parts = append(parts, `error="`+code+`"`, `error_description="`+quoteParam(desc)+`"`)
-	}
-	w.Header().Set("WWW-Authenticate", "Bearer "+strings.Join(parts, ", "))
-}
-
-// quoteParam makes s the content of an auth-param's quoted string: ASCII
-// printable, without quotes or backslashes, at most 200 bytes.
-func quoteParam(s string) string {
-	b := make([]byte, 0, min(len(s), 200))
-	for i := 0; i < len(s) && len(b) < 200; i++ {
-		c := s[i]
-		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			c = '\''
-		}
-		b = append(b, c)
-	}
-	return string(b)
 }
 
 // credentialCounts is the credentials part of the health answer.

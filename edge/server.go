@@ -240,9 +240,7 @@ type Server struct {
 	hosts      map[string]bool // names Host and Origin may name (hostSet)
 	verified   tokenCache      // tokens that verified lately
 	sessions   sessionBook     // sessions issued and revoked
-	// oidcVerify checks an OpenID Connect access token for a resource;
-	// nil when the edge names no issuer.
-	oidcVerify func(ctx context.Context, raw, resource string) (tokenClaims, *protocol.Error)
+	oidc       *oidcAuth       // verifies OpenID Connect access tokens; nil without Config.OIDCIssuers
 
 	ctx    context.Context // the base context of requests; cancelled by Close
 	cancel context.CancelFunc
@@ -311,6 +309,10 @@ func New(b Backend, cfg Config) (*Server, error) {
 		if err := writePortFile(cfg.PortFile, s.port); err != nil {
 			return nil, errors.Join(err, s.closeListeners())
 		}
+	}
+	// Last of what may fail: it starts the issuers' discovery.
+	if s.oidc, err = s.initOIDC(); err != nil {
+		return nil, errors.Join(err, s.closeListeners())
 	}
 
 	s.sessLimits = newLimiterSet(cfg.RateLimit)
@@ -386,6 +388,11 @@ func (cfg *Config) setDefaults() error {
 	}
 	if cfg.GatewayRateLimit == 0 {
 		cfg.GatewayRateLimit = DefaultGatewayRateLimit
+	}
+	if len(cfg.OIDCIssuers) > 0 || cfg.OIDCAudience != "" {
+		if err := checkOIDCConfig(cfg.OIDCIssuers, cfg.OIDCAudience); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -521,6 +528,9 @@ func (s *Server) Close() error {
 		}
 	}
 	s.wg.Wait()
+	if cerr := s.oidc.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return fmt.Errorf("edge: close: %w", err)
 	}

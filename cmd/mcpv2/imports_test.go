@@ -40,6 +40,9 @@ var importRules = []importRule{
 	// internal/testenv is shared by the tests (_test.go files only): the
 	// standard library alone, so that any package's tests may use it.
 	{prefix: "internal/testenv", allowed: nil, stdOnly: true},
+	// internal/oidctest is a real OpenID provider for the tests (_test.go
+	// files only): any third-party module, no package of the project.
+	{prefix: "internal/oidctest", allowed: nil},
 }
 
 // thirdPartyOK lists what protocol may use beside the standard library:
