@@ -129,16 +129,25 @@ func TestGoSDKStdioConnect(t *testing.T) {
 }
 
 // TestGoSDKStreamableHTTP drives a node's /mcp with the go-sdk's
-// StreamableClientTransport in both eras, as a secret holder.
+// StreamableClientTransport in both eras: as a user configures a client,
+// with only the URL (the node's policy grants "http" every skill), and as a
+// secret holder.
 func TestGoSDKStreamableHTTP(t *testing.T) {
 	b := startNode(t, "--secret", secret)
-	a := startNode(t, "--port", "0", "--secret", secret, "--bootstrap", b.first("MCPV2_P2P_ADDRESS"))
+	a := startNodeWithPolicy(t, grantHTTPAll, "--port", "0", "--secret", secret, "--bootstrap", b.first("MCPV2_P2P_ADDRESS"))
 	for _, era := range eras {
-		t.Run(era, func(t *testing.T) {
-			hc := &http.Client{Transport: bearer{tok: secretSession(secret)}}
-			cs := connect(t, &sdk.StreamableClientTransport{Endpoint: a.mcpURL(), HTTPClient: hc, MaxRetries: -1}, era)
-			exercise(t, cs, b.first("MCPV2_PEER_ID"))
-		})
+		for _, c := range []struct {
+			name string
+			hc   *http.Client
+		}{
+			{"url-only", nil},
+			{"secret-holder", &http.Client{Transport: bearer{tok: secretSession(secret)}}},
+		} {
+			t.Run(era+"/"+c.name, func(t *testing.T) {
+				cs := connect(t, &sdk.StreamableClientTransport{Endpoint: a.mcpURL(), HTTPClient: c.hc, MaxRetries: -1}, era)
+				exercise(t, cs, b.first("MCPV2_PEER_ID"))
+			})
+		}
 	}
 }
 

@@ -2,7 +2,9 @@ package mcptest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -144,6 +146,73 @@ func startNode(t *testing.T, args ...string) *proc {
 		t.Fatalf("no banner in 60s:\n%s", p.log.String())
 	}
 	return p
+}
+
+// startNodeWithPolicy is startNode with a policy file (--policy) holding
+// grants, as a user writes one: {"grants": {"http": ["*"]}} lets every
+// caller without a credential run every skill.
+func startNodeWithPolicy(t *testing.T, grants map[string][]string, args ...string) *proc {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"grants": grants})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return startNode(t, append([]string{"--policy", file}, args...)...)
+}
+
+// grantHTTPAll is the policy of a node that serves every skill to a caller
+// with only its URL.
+var grantHTTPAll = map[string][]string{"http": {"*"}}
+
+// mcpv2 runs the mcpv2 CLI with args (not a node: a command that ends) and
+// returns its exit code, stdout and stderr.
+func mcpv2(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binPath, args...)
+	cmd.Env = testenv.CleanEnv()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("mcpv2 %v: %v", args, err)
+	}
+	return code, out.String(), errb.String()
+}
+
+// addKey runs `mcpv2 key add NAME [--grant …] [--expires …]` against the
+// node's data dir while the node runs, as its owner would, and returns the
+// key it prints once.
+func (p *proc) addKey(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	code, out, errs := mcpv2(t, append([]string{"key", "add", name, "--data-dir", p.first("MCPV2_DATA_DIR")}, args...)...)
+	if code != 0 {
+		t.Fatalf("mcpv2 key add %s %v: exit %d\n%s\n%s", name, args, code, out, errs)
+	}
+	for _, f := range strings.Fields(out) {
+		if strings.HasPrefix(f, protocol.KeyPrefix) {
+			return f
+		}
+	}
+	t.Fatalf("mcpv2 key add %s printed no key on stdout:\n%s\nstderr: %s", name, out, errs)
+	return ""
+}
+
+// revokeKey runs `mcpv2 key revoke NAME` against the node's data dir while
+// the node runs.
+func (p *proc) revokeKey(t *testing.T, name string) {
+	t.Helper()
+	if code, out, errs := mcpv2(t, "key", "revoke", name, "--data-dir", p.first("MCPV2_DATA_DIR")); code != 0 {
+		t.Fatalf("mcpv2 key revoke %s: exit %d\n%s\n%s", name, code, out, errs)
+	}
 }
 
 // mcpURL is the node's /mcp on loopback (the edge serves 127.0.0.1 beside

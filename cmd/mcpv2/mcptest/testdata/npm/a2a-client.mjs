@@ -2,8 +2,16 @@
 // package-lock.json): the mcptest package runs it against a real node and
 // reads its "ok:" lines; any failure exits non-zero with the reason.
 //
-//   A2A_BASE_URL=http://127.0.0.1:PORT A2A_TOKEN=<edge session> A2A_PEER_ID=12D3KooW… \
-//   A2A_MODE=v1|v03|noheader node a2a-client.mjs
+//   A2A_BASE_URL=http://127.0.0.1:PORT A2A_TOKEN=<credential, or empty> A2A_PEER_ID=12D3KooW… \
+//   A2A_MODE=v1|v03|noheader [A2A_DENIED=skill] [A2A_PROBE=1] node a2a-client.mjs
+//
+// A2A_TOKEN is what a user gives the client: empty, only the base URL (no
+// Authorization header at all; the node serves it as an anonymous caller,
+// who owns no task to list), or an API key (mcpv2 key add) sent as
+// Authorization: Bearer by the fetch the SDK is given. A2A_DENIED names a
+// skill the credential is not granted: its message must be rejected with
+// -32009. A2A_PROBE only checks that the credential is refused on its first
+// call (a revoked or expired key), and prints the HTTP status it got.
 //
 // v1: the SDK's own A2A 1.0. v03: its v0.3 compatibility layer (the card
 // fetched in v0.3 form, message/send…). noheader: v0.3 with no A2A-Version
@@ -18,25 +26,31 @@ const token = process.env.A2A_TOKEN;
 const peerID = process.env.A2A_PEER_ID;
 const mode = process.env.A2A_MODE ?? 'v1';
 const legacy = mode !== 'v1';
+const denied = process.env.A2A_DENIED ?? '';
+const probe = Boolean(process.env.A2A_PROBE);
 
 function ok(what) { console.log(`ok: ${what}`); }
 function fail(what) { console.error(`FAIL: ${what}`); process.exit(1); }
 function check(cond, what) { if (!cond) fail(what); }
 
-// Headers on every request: the session as a bearer token; in v0.3 modes the
-// card is asked for in v0.3 form, and noheader drops A2A-Version from calls.
+// Headers on every request: the credential (if any) as a bearer token; in
+// v0.3 modes the card is asked for in v0.3 form, and noheader drops
+// A2A-Version from calls.
 // lastEventID, when set, goes out once as Last-Event-ID (a resubscription).
 let lastEventID = '';
 const seen = [];
+const statuses = []; // the HTTP status of each response
 const fetchImpl = async (input, init = {}) => {
   const headers = new Headers(init.headers);
-  headers.set('Authorization', `Bearer ${token}`);
+  if (token) headers.set('Authorization', `Bearer ${token}`);
   const isCard = String(input).includes('/.well-known/');
   if (isCard && legacy) headers.set('A2A-Version', '0.3');
   if (!isCard && mode === 'noheader') headers.delete('A2A-Version');
   if (!isCard && lastEventID) { headers.set('Last-Event-ID', lastEventID); lastEventID = ''; }
   seen.push(headers.get('A2A-Version') ?? '(none)');
-  return fetch(input, { ...init, headers });
+  const r = await fetch(input, { ...init, headers });
+  statuses.push(r.status);
+  return r;
 };
 
 // The Ed25519 key of a PeerID (12D3KooW…): base58btc of an identity
@@ -70,10 +84,26 @@ try { await verifyAgentCardSignature(async (kid) => keyFromPeerID(kid))(forged);
 check(refused, 'a forged card verified');
 ok('a forged card is refused');
 
-const resolver = new DefaultAgentCardResolver({ fetchImpl, legacyCompat: { enabled: legacy } });
-const card = await resolver.resolve(base + '/');
-const factory = new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: legacy } })], cardResolver: resolver, preferredTransports: ['JSONRPC'] });
-const client = await factory.createFromAgentCard(card);
+async function newClient() {
+  const resolver = new DefaultAgentCardResolver({ fetchImpl, legacyCompat: { enabled: legacy } });
+  const card = await resolver.resolve(base + '/');
+  const factory = new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: legacy } })], cardResolver: resolver, preferredTransports: ['JSONRPC'] });
+  return [card, await factory.createFromAgentCard(card)];
+}
+
+// A2A_PROBE: the credential must be refused on its first call.
+if (probe) {
+  let err;
+  try {
+    const [, c] = await newClient();
+    const r = await c.sendMessage({ message: message([data({ skill: 'ping' })]) });
+    fail(`a call with this credential was served: ${JSON.stringify(r)}`);
+  } catch (e) { err = e; }
+  ok(`refused: HTTP ${statuses.at(-1)}, ${err?.constructor?.name} ${codeOf(err)}: ${err?.message}`);
+  process.exit(0);
+}
+
+const [card, client] = await newClient();
 ok(`client for ${card.name} (${mode})`);
 
 // 2. A data part runs a skill; text goes to ask.
@@ -85,6 +115,14 @@ ok('sendMessage with a data part: ping completed');
 res = await client.sendMessage({ message: message([text('What is mcpv2?')]) });
 check(stateOf(res) === TaskState.TASK_STATE_COMPLETED && JSON.stringify(res.artifacts).includes('local responder'), `ask ${JSON.stringify(res)}`);
 ok('sendMessage with text: ask answered');
+if (denied) {
+  // A skill the credential is not granted: the SDK gets the task back
+  // rejected, the node's -32009 in its status message.
+  res = await client.sendMessage({ message: message([data({ skill: denied, arguments: { filename: 'denied.txt', content: 'x' } })]) });
+  const why = JSON.stringify(res?.status?.message ?? res);
+  check(stateOf(res) === TaskState.TASK_STATE_REJECTED && why.includes('-32009'), `${denied}, not granted: ${JSON.stringify(res)}`);
+  ok(`a skill not granted (${denied}): rejected, -32009`);
+}
 
 // 3. A streamed task to its terminal state.
 const events = [];
@@ -100,8 +138,14 @@ check(got.id === pingTask && stateOf(got) === TaskState.TASK_STATE_COMPLETED, `g
 ok('getTask');
 if (!legacy) {
   const l = await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 10, pageToken: '' });
-  check(l.tasks.length >= 3 && l.tasks.some((t) => t.id === pingTask), `listTasks ${JSON.stringify(l)}`);
-  ok(`listTasks: ${l.tasks.length} of ${l.totalSize}`);
+  if (token) {
+    check(l.tasks.length >= 3 && l.tasks.some((t) => t.id === pingTask), `listTasks ${JSON.stringify(l)}`);
+    ok(`listTasks: ${l.tasks.length} of ${l.totalSize}`);
+  } else {
+    // A caller without a credential owns nothing to list (the identity rule).
+    check(l.tasks.length === 0 && !l.totalSize, `listTasks without a credential ${JSON.stringify(l)}`);
+    ok('listTasks without a credential: empty');
+  }
 }
 let code;
 try { await client.cancelTask({ id: pingTask }); } catch (e) { code = codeOf(e); }
