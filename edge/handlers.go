@@ -168,7 +168,7 @@ func (s *Server) authenticated(methods []string, standing func(*http.Request) bo
 		}
 		cred, ok, perr := s.credentialOf(r)
 		if perr == nil && !ok && (!face || s.anonymousRefused()) {
-			perr = s.missingCredential(face)
+			perr = s.missingCredential(face, r.URL.EscapedPath())
 		}
 		if perr != nil {
 			if cred.id != "" { // refused, but known: the audit line names it
@@ -218,16 +218,16 @@ func (s *Server) authenticated(methods []string, standing func(*http.Request) bo
 	})
 }
 
-// missingCredential is the 401 error of a request that presents no
-// credential where one is needed; face says whether it was a face's.
-func (s *Server) missingCredential(face bool) *protocol.Error {
+// missingCredential is the 401 error of a request for path that presents
+// no credential where one is needed; face says whether it was a face's.
+func (s *Server) missingCredential(face bool, path string) *protocol.Error {
 	var how []string
 	if s.cfg.Keys != nil {
 		how = append(how, "an API key (mcpv2 key add NAME on the node) as Authorization: Bearer KEY")
 	}
 	if len(s.cfg.OIDCIssuers) > 0 {
 		how = append(how, "an OpenID Connect access token of "+strings.Join(s.cfg.OIDCIssuers, " or ")+
-			" as Authorization: Bearer (the resource metadata at /.well-known/oauth-protected-resource says how to get one)")
+			" as Authorization: Bearer (the resource metadata at "+protocol.Clip(wellKnownResource+path, 200)+" says how to get one)")
 	}
 	if !face {
 		msg := "invalid session: no session token; send it as the sessionId query parameter, the X-MCPV2-Session header or an Authorization: Bearer header (GET /mcpv2/session issues one)"

@@ -197,8 +197,9 @@ func (n *Node) AnonymousGrants() bool {
 
 // AccessSummary says in one line who may run what on the node, from its
 // policy and secret, for its "ready" log line: e.g. "open to everyone:
-// ping, tools/list, agent/card; HTTP sessions also: translate_history;
-// PeerIDs granted skills: 2 (policy /data/policy.json); secret holders
+// ping, tools/list, agent/card; anonymous HTTP callers also:
+// translate_history; PeerIDs granted skills: 2, API keys and OpenID Connect
+// subjects or scopes: 1 (policy /data/policy.json); secret holders
 // (--secret): every skill". Safe for concurrent use.
 func (n *Node) AccessSummary() string {
 	everyone := []string{"tools/list", "agent/card"}
@@ -212,15 +213,18 @@ func (n *Node) AccessSummary() string {
 		if slices.Contains(g, "*") {
 			g = []string{"every skill"}
 		}
-		parts = append(parts, "HTTP sessions also: "+strings.Join(g, ", "))
+		parts = append(parts, "anonymous HTTP callers also: "+strings.Join(g, ", "))
 	}
-	peers := 0
+	peers, creds := 0, 0
 	for k := range n.policy.grants {
-		if protocol.LooksLikePeerID(k) {
+		switch {
+		case protocol.LooksLikePeerID(k):
 			peers++
+		case strings.HasPrefix(k, protocol.PolicyKey), strings.HasPrefix(k, protocol.PolicyOIDC), strings.HasPrefix(k, protocol.PolicyScope):
+			creds++
 		}
 	}
-	parts = append(parts, fmt.Sprintf("PeerIDs granted skills: %d (policy %s)", peers, n.cfg.PolicyFile))
+	parts = append(parts, fmt.Sprintf("PeerIDs granted skills: %d, API keys and OpenID Connect subjects or scopes: %d (policy %s)", peers, creds, n.cfg.PolicyFile))
 	if len(n.secret) > 0 {
 		parts = append(parts, "secret holders (--secret): every skill")
 	} else {

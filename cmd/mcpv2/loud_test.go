@@ -303,7 +303,7 @@ func TestEdgeOnALaptop(t *testing.T) {
 	for _, w := range []string{
 		"level=INFO", "peer_id=" + p.first("MCPV2_PEER_ID"), "/ip4/127.0.0.1/tcp/",
 		fmt.Sprintf("edge=\"[http://%s:%d/mcpv2 http://127.0.0.1:%d/mcpv2]\"", lan, port, port),
-		"open to everyone: ping, tools/list, agent/card", "HTTP sessions also: list_files", "PeerIDs granted skills: 1",
+		"open to everyone: ping, tools/list, agent/card", "anonymous HTTP callers also: list_files", "PeerIDs granted skills: 1,",
 	} {
 		if !strings.Contains(ready, w) {
 			t.Errorf("ready line %q lacks %q", ready, w)

@@ -82,6 +82,12 @@ type Options struct {
 	// scope (op refuses one; the MCP go-sdk sends none when the resource
 	// advertises none); default "openid".
 	DefaultScope string
+	// Audience is the audience of a client-credentials token whose request
+	// names no resource (RFC 8707), as a provider configured with an API's
+	// audience gives one (Keycloak's audience mapper, Auth0's default
+	// audience); default the client's ID. The MCP go-sdk's
+	// client-credentials handler sends no resource parameter.
+	Audience string
 }
 
 // Provider is a running OpenID provider. Its methods are safe for
@@ -134,6 +140,7 @@ func Start(t testing.TB, opts Options) *Provider {
 		},
 		users:    map[string]bool{},
 		lifetime: opts.TokenLifetime,
+		audience: opts.Audience,
 		key:      signingKey{id: "oidctest-" + newID(), key: key},
 		reqs:     map[string]*authRequest{},
 		codes:    map[string]string{},

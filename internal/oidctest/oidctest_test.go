@@ -139,3 +139,20 @@ func toStrings(v any) []string {
 	}
 	return nil
 }
+
+// TestAudience: Options.Audience is the audience of a client-credentials
+// token that names no resource; a resource parameter still wins.
+func TestAudience(t *testing.T) {
+	p := Start(t, Options{Audience: "urn:mcpv2:api"})
+	if c := claimsOf(t, p.ClientCredentialsToken(t, ServiceClientID, ServiceClientSecret, "")); !slices.Equal(toStrings(c["aud"]), []string{"urn:mcpv2:api"}) {
+		t.Errorf("no resource: claims = %v", c)
+	}
+	const res = "http://127.0.0.1:1/mcp"
+	if c := claimsOf(t, p.ClientCredentialsToken(t, ServiceClientID, ServiceClientSecret, res)); !slices.Equal(toStrings(c["aud"]), []string{res}) {
+		t.Errorf("resource %s: claims = %v", res, c)
+	}
+	q := Start(t, Options{})
+	if c := claimsOf(t, q.ClientCredentialsToken(t, ServiceClientID, ServiceClientSecret, "")); !slices.Equal(toStrings(c["aud"]), []string{ServiceClientID}) {
+		t.Errorf("default, no resource: claims = %v", c)
+	}
+}

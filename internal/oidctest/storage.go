@@ -1,6 +1,7 @@
 package oidctest
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -23,6 +24,7 @@ type storage struct {
 	clients  map[string]*client
 	users    map[string]bool
 	lifetime time.Duration
+	audience string // of a client-credentials token without resource; "": the client
 	key      signingKey
 
 	mu    sync.Mutex
@@ -359,7 +361,8 @@ func (s *storage) ClientCredentials(_ context.Context, id, secret string) (op.Cl
 
 // ClientCredentialsTokenRequest implements op.ClientCredentialsStorage:
 // the subject is the client, the audience the resource parameters (else
-// the client), the scopes those asked that the client may have.
+// Options.Audience, else the client), the scopes those asked that the
+// client may have.
 func (s *storage) ClientCredentialsTokenRequest(ctx context.Context, id string, scopes []string) (op.TokenRequest, error) {
 	c, ok := s.clients[id]
 	if !ok {
@@ -367,7 +370,7 @@ func (s *storage) ClientCredentialsTokenRequest(ctx context.Context, id string, 
 	}
 	aud := slices.Clone(resourcesFrom(ctx))
 	if len(aud) == 0 {
-		aud = []string{id}
+		aud = []string{cmp.Or(s.audience, id)}
 	}
 	var granted []string
 	for _, sc := range scopes {
