@@ -1,6 +1,7 @@
 // Package testenv holds what the project's tests share about their
 // environment: skipping for a reason of the machine (not root, a tool or
-// the kernel missing) unless CI requires every test to run.
+// the kernel missing) unless CI requires every test to run, and the mcpv2
+// binary and the processes of it that they start (StartProc).
 //
 // It is imported by _test.go files only.
 package testenv
@@ -10,7 +11,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,29 +79,6 @@ func CleanEnv() []string {
 		}
 	}
 	return env
-}
-
-// ReadBanner reads an `mcpv2 node`'s stdout to the end: the PeerID and P2P
-// addresses of its banner go to peerID and addrs, and banner is closed at
-// the banner's last line (MCPV2_DATA_DIR). The fields must not be read
-// before then.
-func ReadBanner(stdout io.Reader, peerID *string, addrs *[]string, banner chan struct{}) {
-	sc := bufio.NewScanner(stdout)
-	closed := false
-	for sc.Scan() {
-		switch k, v, _ := strings.Cut(sc.Text(), "="); k {
-		case "MCPV2_PEER_ID":
-			*peerID = v
-		case "MCPV2_P2P_ADDRESS":
-			*addrs = append(*addrs, v)
-		case "MCPV2_DATA_DIR":
-			if !closed {
-				close(banner)
-				closed = true
-			}
-		}
-	}
-	_, _ = io.Copy(io.Discard, stdout)
 }
 
 // RemoveStaleNetns deletes the network namespaces (ip netns) whose name

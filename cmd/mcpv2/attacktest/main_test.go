@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -34,23 +33,20 @@ func TestMain(m *testing.M) {
 // secret is the --secret of the nodes that share one.
 const secret = "attack-test-shared-secret"
 
-// proc is a running `mcpv2 node` and what its banner said.
+// proc is a running `mcpv2 node` (testenv.Proc) with this package's
+// helpers; cmd, banner, log and exited are the Proc's fields, dataDir its
+// banner's MCPV2_DATA_DIR.
 type proc struct {
+	*testenv.Proc
 	cmd     *exec.Cmd
 	dataDir string
 	banner  map[string][]string
 	log     *testenv.Buffer
-	exited  chan struct{}
-	exitErr error
+	exited  <-chan struct{}
 }
 
 // first returns the banner's first value of key.
-func (p *proc) first(key string) string {
-	if v := p.banner[key]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
+func (p *proc) first(key string) string { return p.First(key) }
 
 // peerID is the node's PeerID.
 func (p *proc) peerID() string { return p.first("MCPV2_PEER_ID") }
@@ -86,70 +82,16 @@ func startNode(t *testing.T, args ...string) *proc {
 
 // startExact runs prefix (a command that runs another, as `ip netns exec
 // NS`; none when empty) `mcpv2 node` with exactly args, and waits for its
-// banner. It is stopped when the test ends.
+// banner (testenv.StartProc). It is stopped when the test ends.
 func startExact(t *testing.T, prefix []string, args ...string) *proc {
 	t.Helper()
-	argv := append(append(append([]string{}, prefix...), binPath, "node"), args...)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = testenv.CleanEnv()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{cmd: cmd, banner: map[string][]string{}, log: &testenv.Buffer{}, exited: make(chan struct{})}
-	cmd.Stderr = p.log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		closed := false
-		for sc.Scan() {
-			k, v, _ := strings.Cut(sc.Text(), "=")
-			if !closed {
-				p.banner[k] = append(p.banner[k], v)
-			}
-			if k == "MCPV2_DATA_DIR" && !closed {
-				p.dataDir = v
-				close(done)
-				closed = true
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-		p.exitErr = cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() { p.stop(t) })
-	select {
-	case <-done:
-	case <-p.exited:
-		t.Fatalf("node exited before its banner: %v\n%s", p.exitErr, p.log.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("no banner in 60s:\n%s", p.log.String())
-	}
-	return p
+	p := testenv.StartProc(t, append(append(append([]string{}, prefix...), binPath, "node"), args...)...)
+	return &proc{Proc: p, cmd: p.Cmd, dataDir: p.First("MCPV2_DATA_DIR"), banner: p.Banner, log: p.Log, exited: p.Exited}
 }
 
-// stop ends the node (SIGTERM, then SIGKILL after 10 s) and waits for it;
-// a failed test gets its log.
-func (p *proc) stop(t *testing.T) {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
-	if t.Failed() {
-		t.Logf("node %v log:\n%s", p.cmd.Args, p.log.String())
-	}
-}
+// stop ends the node (SIGTERM, then SIGKILL after 10 s) and waits for it
+// (testenv.Proc.Stop); a failed test gets its log when it ends.
+func (p *proc) stop(*testing.T) { p.Stop() }
 
 // anonSession takes an anonymous session from the node, as anyone may
 // (waiting out the edge's per-IP issue rate).

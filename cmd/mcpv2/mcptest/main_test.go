@@ -1,10 +1,8 @@
 package mcptest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -73,95 +70,31 @@ func needNPM(t *testing.T, bin string) string {
 	return p
 }
 
-// proc is a running mcpv2 process and what its banner said.
+// proc is a running mcpv2 node (testenv.Proc) with this package's
+// helpers; cmd is Proc.Cmd.
 type proc struct {
-	cmd     *exec.Cmd
-	banner  map[string][]string
-	log     *testenv.Buffer
-	exited  chan struct{}
-	exitErr error
+	*testenv.Proc
+	cmd *exec.Cmd
 }
 
 // first returns the banner's first value of key.
-func (p *proc) first(key string) string {
-	if v := p.banner[key]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
+func (p *proc) first(key string) string { return p.First(key) }
 
 // startNode runs `mcpv2 node` with a fresh data dir and args, as a user
 // starts it (the flags they would give; a free P2P port, since several run
-// on one machine), and waits for its banner. It is killed when the test
-// ends.
+// on one machine), and waits for its banner (testenv.StartProc). It is
+// stopped when the test ends.
 func startNode(t *testing.T, args ...string) *proc {
 	t.Helper()
-	argv := append([]string{"node", "--data-dir", t.TempDir(), "--p2p-port", "0"}, args...)
-	cmd := exec.Command(binPath, argv...)
-	cmd.Env = testenv.CleanEnv()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{cmd: cmd, banner: map[string][]string{}, log: &testenv.Buffer{}, exited: make(chan struct{})}
-	cmd.Stderr = p.log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		closed := false
-		for sc.Scan() {
-			k, v, _ := strings.Cut(sc.Text(), "=")
-			if !closed {
-				p.banner[k] = append(p.banner[k], v)
-			}
-			if k == "MCPV2_DATA_DIR" && !closed {
-				close(done)
-				closed = true
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-		p.exitErr = cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-p.exited
-		}
-		if t.Failed() {
-			t.Logf("node %v log:\n%s", argv, p.log.String())
-		}
-	})
-	select {
-	case <-done:
-	case <-p.exited:
-		t.Fatalf("node exited before its banner: %v\n%s", p.exitErr, p.log.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("no banner in 60s:\n%s", p.log.String())
-	}
-	return p
+	p := testenv.StartProc(t, append([]string{binPath, "node", "--data-dir", t.TempDir(), "--p2p-port", "0"}, args...)...)
+	return &proc{Proc: p, cmd: p.Cmd}
 }
 
 // startNodeWithPolicy is startNode with a policy file (--policy) holding
-// grants, as a user writes one: {"grants": {"http": ["*"]}} lets every
-// caller without a credential run every skill.
+// grants (testenv.PolicyFile).
 func startNodeWithPolicy(t *testing.T, grants map[string][]string, args ...string) *proc {
 	t.Helper()
-	b, err := json.Marshal(map[string]any{"grants": grants})
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "policy.json")
-	if err := os.WriteFile(file, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return startNode(t, append([]string{"--policy", file}, args...)...)
+	return startNode(t, append([]string{"--policy", testenv.PolicyFile(t, grants)}, args...)...)
 }
 
 // grantHTTPAll is the policy of a node that serves every skill to a caller

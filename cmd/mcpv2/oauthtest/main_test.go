@@ -9,19 +9,13 @@
 package oauthtest
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -41,96 +35,28 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-// proc is a running mcpv2 node and what its banner said.
-type proc struct {
-	banner  map[string][]string
-	log     *testenv.Buffer
-	exited  chan struct{}
-	exitErr error
-}
-
-// first returns the banner's first value of key.
-func (p *proc) first(key string) string {
-	if v := p.banner[key]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
+// proc is a running mcpv2 node (testenv.Proc) with this package's
+// helpers.
+type proc struct{ *testenv.Proc }
 
 // base is the node's edge on loopback, http://127.0.0.1:PORT.
-func (p *proc) base() string { return "http://127.0.0.1:" + p.first("MCPV2_BOUND_PORT") }
+func (p *proc) base() string { return "http://127.0.0.1:" + p.First("MCPV2_BOUND_PORT") }
 
 // mcpURL is the node's /mcp on loopback: the URL a user gives an MCP
 // client, and so the resource (RFC 8707) its tokens are for.
 func (p *proc) mcpURL() string { return p.base() + "/mcp" }
 
 // dataDir is the node's data dir (its audit.jsonl is there).
-func (p *proc) dataDir() string { return p.first("MCPV2_DATA_DIR") }
+func (p *proc) dataDir() string { return p.First("MCPV2_DATA_DIR") }
 
 // startNode runs `mcpv2 node` with an edge on a free port, a fresh data
-// dir, a policy file holding grants, and args, and waits for its banner.
-// It is stopped (SIGTERM, then killed after 10 s) when the test ends.
+// dir, a policy file holding grants (testenv.PolicyFile), and args, and
+// waits for its banner (testenv.StartProc). It is stopped (SIGTERM, then
+// killed after 10 s) when the test ends.
 func startNode(t *testing.T, grants map[string][]string, args ...string) *proc {
 	t.Helper()
-	b, err := json.Marshal(map[string]any{"grants": grants})
-	if err != nil {
-		t.Fatal(err)
-	}
-	policy := filepath.Join(t.TempDir(), "policy.json")
-	if err := os.WriteFile(policy, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	argv := append([]string{"node", "--data-dir", t.TempDir(), "--p2p-port", "0", "--port", "0", "--policy", policy}, args...)
-	cmd := exec.Command(binPath, argv...)
-	cmd.Env = testenv.CleanEnv()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{banner: map[string][]string{}, log: &testenv.Buffer{}, exited: make(chan struct{})}
-	cmd.Stderr = p.log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		closed := false
-		for sc.Scan() {
-			if closed {
-				continue
-			}
-			k, v, _ := strings.Cut(sc.Text(), "=")
-			p.banner[k] = append(p.banner[k], v)
-			if k == "MCPV2_DATA_DIR" {
-				close(done)
-				closed = true
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-		p.exitErr = cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-p.exited
-		}
-		if t.Failed() {
-			t.Logf("node %v log:\n%s", argv, p.log.String())
-		}
-	})
-	select {
-	case <-done:
-	case <-p.exited:
-		t.Fatalf("node exited before its banner: %v\n%s", p.exitErr, p.log.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("no banner in 60s:\n%s", p.log.String())
-	}
-	return p
+	return &proc{testenv.StartProc(t, append([]string{binPath, "node", "--data-dir", t.TempDir(), "--p2p-port", "0", "--port", "0",
+		"--policy", testenv.PolicyFile(t, grants)}, args...)...)}
 }
 
 // httpClient is a client of the test's own, whose idle connections are
