@@ -448,6 +448,25 @@ func SignJWT(alg jose.SignatureAlgorithm, key any, kid string, claims map[string
 	return jws.CompactSerialize()
 }
 
+// ClaimsOf decodes a JWT's claims without checking it (for tests that
+// look at what a token says).
+func ClaimsOf(t testing.TB, tok string) map[string]any {
+	t.Helper()
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		t.Fatalf("not a JWT: %q", tok)
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c map[string]any
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // Unsigned returns claims as a JWT with alg "none" and an empty
 // signature, which no verifier may accept.
 func Unsigned(claims map[string]any) string {

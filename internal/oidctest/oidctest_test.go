@@ -2,11 +2,9 @@ package oidctest
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,24 +14,6 @@ import (
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
-}
-
-// claimsOf decodes a JWT's claims without checking it.
-func claimsOf(t *testing.T, tok string) map[string]any {
-	t.Helper()
-	parts := strings.Split(tok, ".")
-	if len(parts) != 3 {
-		t.Fatalf("not a JWT: %q", tok)
-	}
-	b, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c map[string]any
-	if err := json.Unmarshal(b, &c); err != nil {
-		t.Fatal(err)
-	}
-	return c
 }
 
 func TestProvider(t *testing.T) {
@@ -67,7 +47,7 @@ func TestProvider(t *testing.T) {
 	}
 
 	const res = "http://127.0.0.1:1/mcp"
-	c := claimsOf(t, p.ClientCredentialsToken(t, ServiceClientID, ServiceClientSecret, res, "mcp", "nope"))
+	c := ClaimsOf(t, p.ClientCredentialsToken(t, ServiceClientID, ServiceClientSecret, res, "mcp", "nope"))
 	if c["iss"] != p.Issuer() || c["sub"] != ServiceClientID || c["scope"] != "mcp" || !slices.Equal(toStrings(c["aud"]), []string{res}) {
 		t.Errorf("client-credentials claims = %v", c)
 	}
@@ -78,13 +58,13 @@ func TestProvider(t *testing.T) {
 		t.Error("the public client got a client-credentials token")
 	}
 
-	c = claimsOf(t, p.AuthCodeToken(t, res, "openid", "tools"))
+	c = ClaimsOf(t, p.AuthCodeToken(t, res, "openid", "tools"))
 	if c["sub"] != User || c["scope"] != "openid tools" || !slices.Contains(toStrings(c["aud"]), res) {
 		t.Errorf("authorization-code claims = %v", c)
 	}
 
 	// The authorization URL with no scope is granted DefaultScope.
-	c = claimsOf(t, p.AuthCodeToken(t, res))
+	c = ClaimsOf(t, p.AuthCodeToken(t, res))
 	if c["scope"] != "openid" {
 		t.Errorf("no scope asked: claims = %v", c)
 	}
@@ -120,7 +100,7 @@ func TestAutoLogin(t *testing.T) {
 	if back.Host != "localhost:1" || back.Path != "/cb" || back.Query().Get("code") == "" || back.Query().Get("state") != "s" {
 		t.Errorf("redirected to %s", back)
 	}
-	if c := claimsOf(t, p.AuthCodeToken(t, "")); c["sub"] != "bob" {
+	if c := ClaimsOf(t, p.AuthCodeToken(t, "")); c["sub"] != "bob" {
 		t.Errorf("claims = %v", c)
 	}
 }
@@ -144,15 +124,15 @@ func toStrings(v any) []string {
 // token that names no resource; a resource parameter still wins.
 func TestAudience(t *testing.T) {
 	p := Start(t, Options{Audience: "urn:mcpv2:api"})
-	if c := claimsOf(t, p.ClientCredentialsToken(t, ServiceClientID, ServiceClientSecret, "")); !slices.Equal(toStrings(c["aud"]), []string{"urn:mcpv2:api"}) {
+	if c := ClaimsOf(t, p.ClientCredentialsToken(t, ServiceClientID, ServiceClientSecret, "")); !slices.Equal(toStrings(c["aud"]), []string{"urn:mcpv2:api"}) {
 		t.Errorf("no resource: claims = %v", c)
 	}
 	const res = "http://127.0.0.1:1/mcp"
-	if c := claimsOf(t, p.ClientCredentialsToken(t, ServiceClientID, ServiceClientSecret, res)); !slices.Equal(toStrings(c["aud"]), []string{res}) {
+	if c := ClaimsOf(t, p.ClientCredentialsToken(t, ServiceClientID, ServiceClientSecret, res)); !slices.Equal(toStrings(c["aud"]), []string{res}) {
 		t.Errorf("resource %s: claims = %v", res, c)
 	}
 	q := Start(t, Options{})
-	if c := claimsOf(t, q.ClientCredentialsToken(t, ServiceClientID, ServiceClientSecret, "")); !slices.Equal(toStrings(c["aud"]), []string{ServiceClientID}) {
+	if c := ClaimsOf(t, q.ClientCredentialsToken(t, ServiceClientID, ServiceClientSecret, "")); !slices.Equal(toStrings(c["aud"]), []string{ServiceClientID}) {
 		t.Errorf("default, no resource: claims = %v", c)
 	}
 }

@@ -90,24 +90,6 @@ func waitAudited(t *testing.T, n *proc, caller, authKind, skill, outcome string,
 	}
 }
 
-// claimsOf decodes a JWT's claims without checking it.
-func claimsOf(t *testing.T, tok string) map[string]any {
-	t.Helper()
-	parts := strings.Split(tok, ".")
-	if len(parts) != 3 {
-		t.Fatalf("not a JWT: %q", tok)
-	}
-	b, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c map[string]any
-	if err := json.Unmarshal(b, &c); err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // answer is what the node answered a raw POST /mcp.
 type answer struct {
 	status    int
@@ -209,20 +191,7 @@ func TestClientCredentials(t *testing.T) {
 		t.Errorf("ask (not granted): isError=%v %s; want isError with -32009", res.IsError, sc)
 	}
 
-	// What the client did: 401, the metadata the challenge names, the
-	// provider's discovery, the token, then the same POST with the token.
-	got := rec.lines()
-	want := []string{
-		"POST " + n.mcpURL() + " 401",
-		"GET " + n.base() + wellKnown + "/mcp 200",
-		"GET " + p.Issuer() + oidctest.DiscoveryPath + " 200",
-		"POST " + p.Issuer() + oidctest.TokenPath + " 200",
-		"POST+bearer " + n.mcpURL() + " 200",
-	}
-	if ok, missing := inOrder(got, want); !ok {
-		t.Errorf("the client's requests lack %q (in order %q):\n%s", missing, want, strings.Join(got, "\n"))
-	}
-	t.Logf("the client's requests:\n%s", strings.Join(got, "\n"))
+	got := checkLogin(t, rec, n, p)
 	if c := strings.Count(strings.Join(got, "\n"), oidctest.TokenPath); c != 1 {
 		t.Errorf("the client asked for %d tokens, want 1", c)
 	}
@@ -300,18 +269,7 @@ func TestAuthorizationCode(t *testing.T) {
 		t.Errorf("authorization URL %s; want the provider's %s with resource=%s, client_id=%s and a PKCE S256 challenge",
 			urls[0], oidctest.AuthorizePath, n.mcpURL(), oidctest.PublicClientID)
 	}
-	got := rec.lines()
-	want := []string{
-		"POST " + n.mcpURL() + " 401",
-		"GET " + n.base() + wellKnown + "/mcp 200",
-		"GET " + p.Issuer() + oidctest.DiscoveryPath + " 200",
-		"POST " + p.Issuer() + oidctest.TokenPath + " 200",
-		"POST+bearer " + n.mcpURL() + " 200",
-	}
-	if ok, missing := inOrder(got, want); !ok {
-		t.Errorf("the client's requests lack %q (in order %q):\n%s", missing, want, strings.Join(got, "\n"))
-	}
-	t.Logf("the client's requests:\n%s", strings.Join(got, "\n"))
+	checkLogin(t, rec, n, p)
 
 	waitAudited(t, n, "oidc:"+oidctest.User, "oidc", "upload_file", "ok", 0, 1)
 	waitAudited(t, n, "oidc:"+oidctest.User, "oidc", "list_files", "ok", 0, 1)
@@ -495,8 +453,29 @@ func TestIssuerDownAtStart(t *testing.T) {
 	if limit := 2 * (int(time.Since(up)/(10*time.Second)) + 1); more > limit {
 		t.Errorf("%d discovery requests in %v of %d refused tokens; want at most %d", more, time.Since(up), polls, limit)
 	}
-	claims := claimsOf(t, tok)
+	claims := oidctest.ClaimsOf(t, tok)
 	if claims["iss"] != p.Issuer() || claims["sub"] != oidctest.ServiceClientID {
 		t.Errorf("the fresh token's claims %v", claims)
 	}
+}
+
+// checkLogin checks that the client's requests went, in order, as the MCP
+// authorization spec has them: the 401, the metadata the challenge names,
+// the provider's discovery, the token, then the same POST with the token.
+// It returns the requests.
+func checkLogin(t *testing.T, rec *recorder, n *proc, p *oidctest.Provider) []string {
+	t.Helper()
+	got := rec.lines()
+	want := []string{
+		"POST " + n.mcpURL() + " 401",
+		"GET " + n.base() + wellKnown + "/mcp 200",
+		"GET " + p.Issuer() + oidctest.DiscoveryPath + " 200",
+		"POST " + p.Issuer() + oidctest.TokenPath + " 200",
+		"POST+bearer " + n.mcpURL() + " 200",
+	}
+	if ok, missing := inOrder(got, want); !ok {
+		t.Errorf("the client's requests lack %q (in order %q):\n%s", missing, want, strings.Join(got, "\n"))
+	}
+	t.Logf("the client's requests:\n%s", strings.Join(got, "\n"))
+	return got
 }
