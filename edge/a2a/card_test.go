@@ -55,9 +55,9 @@ func cardEdge(t *testing.T, cfg edge.Config) (string, *node.Node, *a2a.Face) {
 	return "http://127.0.0.1:" + strconv.Itoa(e.BoundPort()), n, f
 }
 
-// getCard fetches a card at url in version v ("" for none) and checks its
-// signature by n.
-func getCard(t *testing.T, url, v string, n *node.Node) map[string]any {
+// fetchCard fetches the card at url in version v ("" for none): 200 and
+// its bytes.
+func fetchCard(t *testing.T, url, v string) []byte {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	if v != "" {
@@ -72,6 +72,14 @@ func getCard(t *testing.T, url, v string, n *node.Node) map[string]any {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("%s (%s): %d %s", url, v, resp.StatusCode, b)
 	}
+	return b
+}
+
+// getCard fetches a card at url in version v ("" for none) and checks its
+// signature by n.
+func getCard(t *testing.T, url, v string, n *node.Node) map[string]any {
+	t.Helper()
+	b := fetchCard(t, url, v)
 	if id, err := a2a.VerifyCard(b); err != nil || id != n.ID().String() {
 		t.Fatalf("%s (%s): signature: %v %s", url, v, err, id)
 	}

@@ -181,22 +181,7 @@ func msg(parts ...map[string]any) map[string]any {
 
 func TestCardSignedBothVersions(t *testing.T) {
 	r := newRig(t, "")
-	get := func(v string) []byte {
-		req, _ := http.NewRequest(http.MethodGet, r.base+a2a.CardPath, nil)
-		if v != "" {
-			req.Header.Set(a2a.VersionHeader, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 {
-			t.Fatalf("card %q: %d %s", v, resp.StatusCode, b)
-		}
-		return b
-	}
+	get := func(v string) []byte { return fetchCard(t, r.base+a2a.CardPath, v) }
 	v1 := get("1.0")
 	var c1 map[string]any
 	_ = json.Unmarshal(v1, &c1)
