@@ -2,7 +2,10 @@ package testenv
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -164,4 +167,26 @@ func scanBanner(stdout io.Reader, done func(banner map[string][]string)) {
 		}
 	}
 	_, _ = io.Copy(io.Discard, stdout)
+}
+
+// Run runs bin with args in the clean environment (CleanEnv), for at most
+// a minute, and returns its stdout, stderr and exit code. A program that
+// cannot be run fails the test.
+func Run(t testing.TB, bin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = CleanEnv()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("%s %v: %v", bin, args, err)
+	}
+	return out.String(), errb.String(), code
 }

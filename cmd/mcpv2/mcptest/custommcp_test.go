@@ -1,7 +1,6 @@
 package mcptest
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -46,18 +45,7 @@ func TestCustomMCPSkill(t *testing.T) {
 
 	call := func(skill, args string) (string, string, int) {
 		t.Helper()
-		cmd := exec.Command(binPath, "call", bAddr, skill, args, "--secret", secret, "--data-dir", t.TempDir())
-		cmd.Env = testenv.CleanEnv()
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return out.String(), errb.String(), code
+		return testenv.Run(t, binPath, "call", bAddr, skill, args, "--secret", secret, "--data-dir", t.TempDir())
 	}
 	out, errs, code := call("ev_echo", `{"message":"over the mesh"}`)
 	if code != 0 || !strings.Contains(out, "over the mesh") {

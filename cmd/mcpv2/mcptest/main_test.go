@@ -1,7 +1,6 @@
 package mcptest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -105,20 +104,8 @@ var grantHTTPAll = map[string][]string{"http": {"*"}}
 // returns its exit code, stdout and stderr.
 func mcpv2(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, args...)
-	cmd.Env = testenv.CleanEnv()
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("mcpv2 %v: %v", args, err)
-	}
-	return code, out.String(), errb.String()
+	out, errs, code := testenv.Run(t, binPath, args...)
+	return code, out, errs
 }
 
 // addKey runs `mcpv2 key add NAME [--grant …] [--expires …]` against the
