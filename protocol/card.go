@@ -129,8 +129,11 @@ type Caller struct {
 // "key:<NAME>", an OpenID Connect subject "oidc:<sub>" and scope
 // "scope:<name>".
 const (
-	PolicyKey   = "key:"
-	PolicyOIDC  = "oidc:"
+	// PolicyKey prefixes an API key's name: "key:<NAME>".
+	PolicyKey = "key:"
+	// PolicyOIDC prefixes an OpenID Connect subject: "oidc:<sub>".
+	PolicyOIDC = "oidc:"
+	// PolicyScope prefixes a scope of an access token: "scope:<name>".
 	PolicyScope = "scope:"
 )
 
