@@ -24,6 +24,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
 
+	"github.com/mcpv2/mcpv2/internal/testenv"
 	"github.com/mcpv2/mcpv2/node/skills"
 	"github.com/mcpv2/mcpv2/protocol"
 	"github.com/mcpv2/mcpv2/transport"
@@ -51,7 +52,7 @@ func (l *dialLog) String() string {
 // accepts, counts, and closes. Closed when the test ends.
 type dialListener struct {
 	addr  ma.Multiaddr
-	count atomic.Int32
+	count *atomic.Int32
 }
 
 func newDialListener(t *testing.T) *dialListener {
@@ -64,22 +65,7 @@ func newDialListener(t *testing.T) *dialListener {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &dialListener{addr: a}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			l.count.Add(1)
-			_ = c.Close()
-		}
-	}()
-	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
-	return l
+	return &dialListener{addr: a, count: testenv.CountConns(t, ln, nil)}
 }
 
 // closedPort returns a loopback TCP address nothing listens on.

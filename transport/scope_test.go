@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +17,8 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
+
+	"github.com/mcpv2/mcpv2/internal/testenv"
 )
 
 func TestClassOf(t *testing.T) {
@@ -166,10 +167,8 @@ func TestScopeRoutable(t *testing.T) {
 // honeypot is a TCP listener on loopback that counts the connections made
 // to it: an address that must never be dialled.
 type honeypot struct {
-	ln    net.Listener
 	addr  ma.Multiaddr
-	count atomic.Int32
-	wg    sync.WaitGroup
+	count *atomic.Int32
 }
 
 func newHoneypot(t *testing.T) *honeypot {
@@ -182,21 +181,7 @@ func newHoneypot(t *testing.T) *honeypot {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hp := &honeypot{ln: ln, addr: a}
-	hp.wg.Add(1)
-	go func() {
-		defer hp.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			hp.count.Add(1)
-			_ = c.Close()
-		}
-	}()
-	t.Cleanup(func() { _ = ln.Close(); hp.wg.Wait() })
-	return hp
+	return &honeypot{addr: a, count: testenv.CountConns(t, ln, nil)}
 }
 
 // TestDialScopeSources: a host whose scope is public never dials the

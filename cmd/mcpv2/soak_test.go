@@ -2105,15 +2105,26 @@ func (w *soakMCPWorker) cutErr(ctx, cctx context.Context, start time.Time, d tim
 // isError result's mcpv2 error is judged as a JSON-RPC error of the slot.
 func (w *soakMCPWorker) callTool(ctx context.Context, sl soakSlot) {
 	key := w.face + " " + sl.kind
-	start := time.Now()
+	var res *sdk.CallToolResult
+	if start, ok := w.do(ctx, key, func(cctx context.Context) (err error) {
+		res, err = w.cs.CallTool(cctx, &sdk.CallToolParams{Name: sl.skill, Arguments: sl.args})
+		return err
+	}); ok {
+		w.judgeTool(key, sl, res, start)
+	}
+}
+
+// do runs call within a call's timeout (timeout) and judges its error
+// (failed, cutErr); ok says that the call answered.
+func (w *soakMCPWorker) do(ctx context.Context, key string, call func(context.Context) error) (start time.Time, ok bool) {
+	start = time.Now()
 	cctx, cancel, d, cut := w.timeout(ctx)
 	defer cancel()
-	res, err := w.cs.CallTool(cctx, &sdk.CallToolParams{Name: sl.skill, Arguments: sl.args})
-	if err != nil {
+	if err := call(cctx); err != nil {
 		w.failed(key, start, err, w.cutErr(ctx, cctx, start, d, cut))
-		return
+		return start, false
 	}
-	w.judgeTool(key, sl, res, start)
+	return start, true
 }
 
 func (w *soakMCPWorker) judgeTool(key string, sl soakSlot, res *sdk.CallToolResult, start time.Time) {
@@ -2142,12 +2153,11 @@ func (w *soakMCPWorker) judgeTool(key string, sl soakSlot, res *sdk.CallToolResu
 // tools.
 func (w *soakMCPWorker) listTools(ctx context.Context) {
 	key := w.face + " tools/list"
-	start := time.Now()
-	cctx, cancel, d, cut := w.timeout(ctx)
-	defer cancel()
-	res, err := w.cs.ListTools(cctx, nil)
-	if err != nil {
-		w.failed(key, start, err, w.cutErr(ctx, cctx, start, d, cut))
+	var res *sdk.ListToolsResult
+	if _, ok := w.do(ctx, key, func(cctx context.Context) (err error) {
+		res, err = w.cs.ListTools(cctx, nil)
+		return err
+	}); !ok {
 		return
 	}
 	var names []string
@@ -2166,12 +2176,11 @@ func (w *soakMCPWorker) listTools(ctx context.Context) {
 // readCard reads the resource mcpv2://card: the node's own card.
 func (w *soakMCPWorker) readCard(ctx context.Context) {
 	key := w.face + " resources/read mcpv2://card"
-	start := time.Now()
-	cctx, cancel, d, cut := w.timeout(ctx)
-	defer cancel()
-	res, err := w.cs.ReadResource(cctx, &sdk.ReadResourceParams{URI: "mcpv2://card"})
-	if err != nil {
-		w.failed(key, start, err, w.cutErr(ctx, cctx, start, d, cut))
+	var res *sdk.ReadResourceResult
+	if _, ok := w.do(ctx, key, func(cctx context.Context) (err error) {
+		res, err = w.cs.ReadResource(cctx, &sdk.ReadResourceParams{URI: "mcpv2://card"})
+		return err
+	}); !ok {
 		return
 	}
 	var card struct {

@@ -7,10 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -189,4 +192,30 @@ func Run(t testing.TB, bin string, args ...string) (stdout, stderr string, code 
 		t.Fatalf("%s %v: %v", bin, args, err)
 	}
 	return out.String(), errb.String(), code
+}
+
+// CountConns serves ln until the test ends: it counts the connections it
+// accepts, writes reply (if any) to each and closes it. Tests use it as an
+// address that speaks no libp2p, or one that must never be dialled.
+func CountConns(t testing.TB, ln net.Listener, reply []byte) *atomic.Int32 {
+	t.Helper()
+	var n atomic.Int32
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			if len(reply) > 0 {
+				_, _ = c.Write(reply)
+			}
+			_ = c.Close()
+		}
+	}()
+	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
+	return &n
 }

@@ -9,13 +9,14 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/mcpv2/mcpv2/internal/testenv"
 )
 
 // TestAttackDialErrors is issue 18, item 4, from the attacker's side: in a
@@ -190,7 +191,7 @@ func dialStartPeer(t *testing.T, port int, boot string) *proc {
 // dialCounter is a local TCP service that speaks no libp2p: it accepts,
 // answers a line and closes, and counts the connections.
 type dialCounter struct {
-	count atomic.Int32
+	count *atomic.Int32
 }
 
 // dialService listens on 127.0.0.1:port until the test ends.
@@ -203,23 +204,7 @@ func dialService(t *testing.T, port int) *dialCounter {
 		ln, err = net.Listen("tcp4", fmt.Sprintf("127.0.0.1:%d", port))
 		return err == nil
 	})
-	c := &dialCounter{}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.count.Add(1)
-			_, _ = conn.Write([]byte("HTTP/1.0 400 Bad Request\r\n\r\n"))
-			_ = conn.Close()
-		}
-	}()
-	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
-	return c
+	return &dialCounter{count: testenv.CountConns(t, ln, []byte("HTTP/1.0 400 Bad Request\r\n\r\n"))}
 }
 
 // dialRandomPeer returns a PeerID no one has.
