@@ -85,6 +85,12 @@ func looksLikeJWT(tok string) bool {
 	return json.Unmarshal(b, &h) == nil && h.Alg != nil
 }
 
+// isSessionShaped reports whether tok, a credential presented, has the
+// shape of an edge session token: neither an API key nor a JWT.
+func isSessionShaped(tok string) bool {
+	return !strings.HasPrefix(tok, protocol.KeyPrefix) && !looksLikeJWT(tok)
+}
+
 // credentialOf verifies the credential r presents. ok is false when r
 // presents none (cred is then an anonymous caller limited per IP); a
 // credential that fails its check is perr, a 401.
@@ -94,12 +100,12 @@ func (s *Server) credentialOf(r *http.Request) (cred credential, ok bool, perr *
 	switch {
 	case tok == "":
 		return credential{kind: protocol.CallerAnonymous, limit: "ip:" + ip}, false, nil
+	case isSessionShaped(tok):
+		cred, perr = s.sessionCredential(tok, ip)
 	case strings.HasPrefix(tok, protocol.KeyPrefix):
 		cred, perr = s.keyCredential(tok)
-	case looksLikeJWT(tok):
-		cred, perr = s.oidcCredential(r, tok)
 	default:
-		cred, perr = s.sessionCredential(tok, ip)
+		cred, perr = s.oidcCredential(r, tok)
 	}
 	return cred, true, perr
 }
@@ -188,6 +194,9 @@ type sessionBook struct {
 	mu      sync.Mutex
 	issued  []issuedBatch             // oldest first, by expiry minute
 	revoked map[string]revokedSession // by nonce, until the token expires
+	swept   time.Time                 // when revoked was last swept (active)
+	// revokedIssued counts the entries of revoked that this edge issued.
+	revokedIssued int
 }
 
 // issuedBatch counts the sessions issued whose expiry falls in one minute.
@@ -238,6 +247,9 @@ func (b *sessionBook) revoke(nonce string, exp time.Time, issued bool, now time.
 		b.revoked = map[string]revokedSession{}
 	}
 	b.revoked[nonce] = revokedSession{at: now, expires: exp, issued: issued}
+	if issued {
+		b.revokedIssued++
+	}
 	return true
 }
 
@@ -250,22 +262,22 @@ func (b *sessionBook) revokedAt(nonce string) (time.Time, bool) {
 }
 
 // active counts the sessions this edge issued that have neither expired
-// (to the minute) nor been revoked, and the revoked sessions (of any kind)
-// not yet expired.
+// nor been revoked, and the revoked sessions (of any kind) not yet
+// expired, each to the minute.
 func (b *sessionBook) active(now time.Time) (active, revoked int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.sweepIssued(now)
-	b.sweepRevoked(now)
+	// Health asks for the counts, and anyone may ask for health: the
+	// revocations are swept at most once a minute, the counts' own grain.
+	if now.Sub(b.swept) >= time.Minute || now.Before(b.swept) {
+		b.sweepRevoked(now)
+		b.swept = now
+	}
 	for _, x := range b.issued {
 		active += x.n
 	}
-	for _, r := range b.revoked {
-		if r.issued {
-			active--
-		}
-	}
-	return max(0, active), len(b.revoked)
+	return max(0, active-b.revokedIssued), len(b.revoked)
 }
 
 // sweepIssued drops the batches expired by now.
@@ -282,6 +294,9 @@ func (b *sessionBook) sweepRevoked(now time.Time) {
 	for n, r := range b.revoked {
 		if now.After(r.expires) {
 			delete(b.revoked, n)
+			if r.issued {
+				b.revokedIssued--
+			}
 		}
 	}
 }

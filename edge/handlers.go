@@ -494,7 +494,7 @@ type revokeAnswer struct {
 // expired (the seed's revoke()). Presenting it is the proof of holding it.
 func (s *Server) revokeSession(w http.ResponseWriter, r *http.Request, q *request) {
 	tok := presented(r)
-	if tok == "" || strings.HasPrefix(tok, protocol.KeyPrefix) || looksLikeJWT(tok) {
+	if tok == "" || !isSessionShaped(tok) {
 		s.refuse(w, r, q, http.StatusBadRequest, protocol.Errorf(protocol.CodeInvalidParams,
 			"invalid params: DELETE /mcpv2/session revokes the edge session the request presents (sessionId, X-MCPV2-Session or Authorization: Bearer); "+
 				"an API key is revoked with `mcpv2 key revoke NAME` on the node, an OpenID Connect token at its issuer"))

@@ -265,6 +265,16 @@ func (n *Node) SetA2ACard(fn func(base, version, edge string, cred *protocol.Edg
 // URL of its credentials.
 const maxA2ABase = 512
 
+// httpURL parses s as an http(s) URL with a host, of at most maxA2ABase
+// bytes, without query or fragment.
+func httpURL(s string) (*url.URL, bool) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(s) > maxA2ABase || u.RawQuery != "" || u.Fragment != "" {
+		return nil, false
+	}
+	return u, true
+}
+
 // maxCardIssuers caps the OpenID Connect issuers an agent/a2a-card names.
 const maxCardIssuers = 8
 
@@ -300,8 +310,8 @@ func (n *Node) a2aCard(c Caller, params json.RawMessage) (json.RawMessage, *prot
 	if err := protocol.Unmarshal(params, &p); err != nil {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %s", protocol.JSONErrorText(err))
 	}
-	u, err := url.Parse(p.Base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(p.Base) > maxA2ABase || u.RawQuery != "" || u.Fragment != "" {
+	u, ok := httpURL(p.Base)
+	if !ok {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: base must be an http(s) URL of at most %d bytes, without query or fragment", maxA2ABase)
 	}
 	if p.Version != "1.0" && p.Version != "0.3" {
@@ -315,8 +325,8 @@ func (n *Node) a2aCard(c Caller, params json.RawMessage) (json.RawMessage, *prot
 			return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: credentials name %d OpenID Connect issuers, more than %d", len(cr.OIDCIssuers), maxCardIssuers)
 		}
 		for _, iss := range cr.OIDCIssuers {
-			if u, err := url.Parse(iss); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(iss) > maxA2ABase {
-				return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: credentials: an issuer must be an http(s) URL of at most %d bytes", maxA2ABase)
+			if _, ok := httpURL(iss); !ok {
+				return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: credentials: an issuer must be an http(s) URL of at most %d bytes, without query or fragment", maxA2ABase)
 			}
 		}
 	}

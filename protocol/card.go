@@ -155,6 +155,18 @@ func ValidKeyName(name string) bool {
 	return true
 }
 
+// Holder is the key under which what c holds is kept and counted (MCP
+// sessions, A2A tasks and their bytes): its Owner, or for a caller without
+// a credential "anonymous:" and its ID ("ip:<addr>"), so that such callers
+// share nothing across addresses. It is not an Owner: a caller without a
+// credential still lists nothing.
+func (c Caller) Holder() string {
+	if c.Owner != "" {
+		return c.Owner
+	}
+	return "anonymous:" + c.ID
+}
+
 // OwnerSecret is the Owner of every secret holder: the node's owners.
 const OwnerSecret = "secret"
 

@@ -76,15 +76,10 @@ type req struct {
 // serveRPC serves one JSON-RPC request of the face.
 func (f *Face) serveRPC(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
 	c.Via = "a2a"
-	owner := c.Owner
-	if owner == "" {
-		// A caller without a credential: its tasks are held against its
-		// client IP's share of the task bytes (not one share for every
-		// such caller), and found by id only from that IP; it still lists
-		// nothing (ListTasks).
-		owner = "anonymous:" + c.ID
-	}
-	q := &req{f: f, w: w, r: r, c: c, owner: f.ownerPrefix + owner, id: json.RawMessage("null"), started: time.Now()}
+	// A caller without a credential holds its tasks against its client
+	// IP's share of the task bytes, found by id only from that IP; it
+	// still lists nothing (ListTasks).
+	q := &req{f: f, w: w, r: r, c: c, owner: f.ownerPrefix + c.Holder(), id: json.RawMessage("null"), started: time.Now()}
 	body, ok := f.e.ReadBody(w, r)
 	if !ok {
 		return

@@ -104,8 +104,8 @@ func (f *Face) mountHTTP(e *edge.Server, o HTTPOptions, maxSessions int) {
 
 // withTokenInfo wraps h in the go-sdk's bearer-token middleware, with the
 // caller the edge authenticated (withHTTPCaller put it in the request) as
-// the token's user: its Owner, or for a caller without a credential its
-// "ip:<addr>", so that its session is bound to its address. The edge has
+// the token's user: its Holder (for a caller without a credential, one
+// that names its address, so that its session is bound to that address). The edge has
 // checked the credential already, wherever the request carried it (or
 // that it may come without one); the middleware, which wants an
 // Authorization: Bearer header, is given a placeholder when there is none.
@@ -115,11 +115,7 @@ func withTokenInfo(h http.Handler) http.Handler {
 		if !ok {
 			return nil, auth.ErrInvalidToken // not reached: serveHTTP puts it there
 		}
-		user := c.Owner
-		if user == "" {
-			user = c.ID
-		}
-		return &auth.TokenInfo{UserID: user, Extra: map[string]any{callerKey: c}}, nil
+		return &auth.TokenInfo{UserID: c.Holder(), Extra: map[string]any{callerKey: c}}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if f := strings.Fields(r.Header.Get("Authorization")); len(f) != 2 || !strings.EqualFold(f[0], "Bearer") {
