@@ -203,7 +203,7 @@ func TestBlobRoundTrip64MiB(t *testing.T) {
 			wire := &w.bytes
 			start := time.Now()
 			var calls atomic.Int64
-			info, err := a.SendFile(ctxT(t), addrOfKind(t, b, kind), path, SendOptions{Name: "big.bin",
+			info, err := a.Client().SendFile(ctxT(t), addrOfKind(t, b, kind), path, SendOptions{Name: "big.bin",
 				Progress: func(SendProgress) { calls.Add(1) }})
 			if err != nil {
 				t.Fatalf("SendFile: %v", err)
@@ -251,7 +251,7 @@ func TestBlobResumeAfterBrokenConnection(t *testing.T) {
 		starts []SendProgress // the first report of each attempt
 		broken atomic.Bool
 	)
-	info, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Progress: func(p SendProgress) {
+	info, err := a.Client().SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Progress: func(p SendProgress) {
 		mu.Lock()
 		if p.Err == nil && (len(starts) == 0 || starts[len(starts)-1].Attempt != p.Attempt) {
 			starts = append(starts, p)
@@ -292,7 +292,7 @@ func TestBlobResumeAcrossReceiverRestart(t *testing.T) {
 	policy := writePolicy(t, map[string][]string{a.ID().String(): {"upload_file"}})
 	b := newTestNode(t, func(c *Config) { c.DataDir, c.PolicyFile = bDir, policy })
 	var once sync.Once
-	_, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{MaxAttempts: 1, Progress: func(p SendProgress) {
+	_, err := a.Client().SendFile(ctxT(t), addrOf(t, b), path, SendOptions{MaxAttempts: 1, Progress: func(p SendProgress) {
 		if p.Sent >= 4*mib {
 			once.Do(func() { _ = a.Host().Network().ClosePeer(b.ID()) })
 		}
@@ -312,7 +312,7 @@ func TestBlobResumeAcrossReceiverRestart(t *testing.T) {
 	b = newTestNode(t, func(c *Config) { c.DataDir, c.PolicyFile = bDir, policy })
 	var first SendProgress
 	var got atomic.Bool
-	info, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Progress: func(p SendProgress) {
+	info, err := a.Client().SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Progress: func(p SendProgress) {
 		if got.CompareAndSwap(false, true) {
 			first = p
 		}
@@ -335,7 +335,7 @@ func TestBlobHashMismatch(t *testing.T) {
 	path, _ := blobFile(t, 3*mib, 4)
 	_, otherSum := blobFile(t, 3*mib, 5)
 	a, b := pair(t, nil)
-	_, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{SHA256: otherSum}) // the sender lies
+	_, err := a.Client().SendFile(ctxT(t), addrOf(t, b), path, SendOptions{SHA256: otherSum}) // the sender lies
 	if codeOf(err) != protocol.CodeInvalidParams || !strings.Contains(err.Error(), "sha256 mismatch") || !strings.Contains(err.Error(), "discarded") {
 		t.Fatalf("lying sender: %v", err)
 	}
@@ -355,7 +355,7 @@ func TestBlobOverCapRefusedBeforeAnyByte(t *testing.T) {
 	wire := countBlobBytes(b)
 	path, _ := blobFile(t, 2*mib, 6)
 	var sent atomic.Int64
-	_, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Progress: func(p SendProgress) { sent.Store(p.Sent) }})
+	_, err := a.Client().SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Progress: func(p SendProgress) { sent.Store(p.Sent) }})
 	if codeOf(err) != protocol.CodeInvalidParams || !strings.Contains(err.Error(), "over this node's 1048576-byte file limit") {
 		t.Fatalf("over cap: %v", err)
 	}
@@ -370,7 +370,7 @@ func TestBlobOverCapRefusedBeforeAnyByte(t *testing.T) {
 	}
 	// Exactly the cap is fine.
 	path, sum := blobFile(t, mib, 7)
-	if info, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{}); err != nil || info.SHA256 != sum {
+	if info, err := a.Client().SendFile(ctxT(t), addrOf(t, b), path, SendOptions{}); err != nil || info.SHA256 != sum {
 		t.Fatalf("at the cap: %+v, %v", info, err)
 	}
 }
@@ -384,7 +384,7 @@ func rawBlob(t *testing.T, a, b *Node) (network.Stream, *transport.FrameReader) 
 // rawBlobProto opens a blob stream of protocol id from a to b by hand.
 func rawBlobProto(t *testing.T, a, b *Node, id libp2pproto.ID) (network.Stream, *transport.FrameReader) {
 	t.Helper()
-	pid, err := a.Connect(ctxT(t), addrOf(t, b))
+	pid, err := a.Client().Connect(ctxT(t), addrOf(t, b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,7 +465,7 @@ func TestBlobHeaderRefusals(t *testing.T) {
 	}
 	// The sender checks the name itself too.
 	path, _ := blobFile(t, 10, 8)
-	if _, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Name: "../x"}); !errors.Is(err, store.ErrInvalidName) {
+	if _, err := a.Client().SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Name: "../x"}); !errors.Is(err, store.ErrInvalidName) {
 		t.Fatalf("sender with ../x: %v", err)
 	}
 }
@@ -474,7 +474,7 @@ func TestBlobNotPermitted(t *testing.T) {
 	a := newTestNode(t, nil)
 	b := newTestNode(t, nil) // no policy: upload_file is not granted
 	path, sum := blobFile(t, mib, 9)
-	_, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{})
+	_, err := a.Client().SendFile(ctxT(t), addrOf(t, b), path, SendOptions{})
 	if codeOf(err) != protocol.CodeNotPermitted || !strings.Contains(err.Error(), "upload_file") {
 		t.Fatalf("ungranted: %v", err)
 	}
@@ -489,12 +489,12 @@ func TestBlobNotPermitted(t *testing.T) {
 	// A mesh session minted with the shared secret grants it (SPEC §6) ...
 	s1 := newTestNode(t, func(c *Config) { c.Secret = []byte("s3cret") })
 	c1 := newTestNode(t, func(c *Config) { c.Secret = []byte("s3cret") })
-	if info, err := c1.SendFile(ctxT(t), addrOf(t, s1), path, SendOptions{}); err != nil || info.SHA256 != sum {
+	if info, err := c1.Client().SendFile(ctxT(t), addrOf(t, s1), path, SendOptions{}); err != nil || info.SHA256 != sum {
 		t.Fatalf("with a mesh session: %+v, %v", info, err)
 	}
 	// ... and a token minted with another secret is refused.
 	c2 := newTestNode(t, func(c *Config) { c.Secret = []byte("wrong") })
-	if _, err := c2.SendFile(ctxT(t), addrOf(t, s1), path, SendOptions{Name: "other"}); codeOf(err) != protocol.CodeInvalidSession {
+	if _, err := c2.Client().SendFile(ctxT(t), addrOf(t, s1), path, SendOptions{Name: "other"}); codeOf(err) != protocol.CodeInvalidSession {
 		t.Fatalf("bad session: %v", err)
 	}
 }
@@ -550,7 +550,7 @@ func TestBlobStallAndTakeover(t *testing.T) {
 	var first atomic.Int64
 	first.Store(-1)
 	start = time.Now()
-	info, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Progress: func(p SendProgress) {
+	info, err := a.Client().SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Progress: func(p SendProgress) {
 		first.CompareAndSwap(-1, p.Offset)
 	}})
 	if err != nil || info.SHA256 != sum {
@@ -570,12 +570,12 @@ func TestBlobStallAndTakeover(t *testing.T) {
 func TestBlobAlreadyStored(t *testing.T) {
 	a, b := pair(t, nil)
 	path, sum := blobFile(t, 4*mib, 11)
-	if _, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{}); err != nil {
+	if _, err := a.Client().SendFile(ctxT(t), addrOf(t, b), path, SendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var first atomic.Int64
 	first.Store(-1)
-	info, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Progress: func(p SendProgress) { first.CompareAndSwap(-1, p.Offset) }})
+	info, err := a.Client().SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Progress: func(p SendProgress) { first.CompareAndSwap(-1, p.Offset) }})
 	if err != nil || info.SHA256 != sum || info.Size != 4*mib {
 		t.Fatalf("resend: %+v, %v", info, err)
 	}
@@ -587,7 +587,7 @@ func TestBlobAlreadyStored(t *testing.T) {
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if info, err := a.SendFile(ctxT(t), addrOf(t, b), empty, SendOptions{}); err != nil || info.Size != 0 || info.SHA256 != hex.EncodeToString(sha256.New().Sum(nil)) {
+	if info, err := a.Client().SendFile(ctxT(t), addrOf(t, b), empty, SendOptions{}); err != nil || info.Size != 0 || info.SHA256 != hex.EncodeToString(sha256.New().Sum(nil)) {
 		t.Fatalf("empty file: %+v, %v", info, err)
 	}
 }
@@ -600,20 +600,20 @@ func TestBlobSendErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	path, _ := blobFile(t, 10, 12)
-	if _, err := a.SendFile(ctxT(t), edge, path, SendOptions{}); err == nil || !strings.Contains(err.Error(), "not a mesh address") {
+	if _, err := a.Client().SendFile(ctxT(t), edge, path, SendOptions{}); err == nil || !strings.Contains(err.Error(), "not a mesh address") {
 		t.Fatalf("edge address: %v", err)
 	}
-	if _, err := a.SendFile(ctxT(t), addrOf(t, b), filepath.Join(t.TempDir(), "missing"), SendOptions{}); !errors.Is(err, os.ErrNotExist) {
+	if _, err := a.Client().SendFile(ctxT(t), addrOf(t, b), filepath.Join(t.TempDir(), "missing"), SendOptions{}); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing file: %v", err)
 	}
-	if _, err := a.SendFile(ctxT(t), addrOf(t, b), t.TempDir(), SendOptions{}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+	if _, err := a.Client().SendFile(ctxT(t), addrOf(t, b), t.TempDir(), SendOptions{}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Fatalf("directory: %v", err)
 	}
 	// A peer without the blob protocols: a clear error, not retries.
 	b.Host().RemoveStreamHandler(libp2pproto.ID(protocol.BlobProtocolID))
 	b.Host().RemoveStreamHandler(protocol.BlobProtocolID11)
 	start := time.Now()
-	if _, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{}); err == nil || !strings.Contains(err.Error(), "serves neither /mcpv2/blob/1.1.0 nor /mcpv2/blob/1.0.0") {
+	if _, err := a.Client().SendFile(ctxT(t), addrOf(t, b), path, SendOptions{}); err == nil || !strings.Contains(err.Error(), "serves neither /mcpv2/blob/1.1.0 nor /mcpv2/blob/1.0.0") {
 		t.Fatalf("no blob protocol: %v", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -828,7 +828,7 @@ func TestBlobOverLimitedRelay(t *testing.T) {
 	var attempts atomic.Int64
 	var limited atomic.Bool
 	start := time.Now()
-	info, err := a.SendFile(ctxT(t), circuit, path, SendOptions{DirectWait: 300 * time.Millisecond, MaxAttempts: 3,
+	info, err := a.Client().SendFile(ctxT(t), circuit, path, SendOptions{DirectWait: 300 * time.Millisecond, MaxAttempts: 3,
 		Progress: func(p SendProgress) {
 			if p.Err == nil && p.Sent == p.Offset {
 				attempts.Add(1)
@@ -904,7 +904,7 @@ func BenchmarkRawStreamCopy(b *testing.B) {
 				_, _ = s.Write([]byte{1})
 				_ = s.Close()
 			})
-			pid, err := a.Connect(ctxT(b), addrOfKind(b, r, c.kind))
+			pid, err := a.Client().Connect(ctxT(b), addrOfKind(b, r, c.kind))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -953,7 +953,7 @@ func BenchmarkBlobTransfer(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				name := "bench-" + strconv.Itoa(i)
-				if _, err := a.SendFile(ctxT(b), addr, path, SendOptions{Name: name, SHA256: c.sum}); err != nil {
+				if _, err := a.Client().SendFile(ctxT(b), addr, path, SendOptions{Name: name, SHA256: c.sum}); err != nil {
 					b.Fatal(err)
 				}
 				b.StopTimer()
@@ -996,7 +996,7 @@ func TestBlobReceiverErrorMidTransfer(t *testing.T) {
 	defer close(release)
 	path, _ := blobFile(t, 64*mib, 14)
 	start := time.Now()
-	_, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{})
+	_, err := a.Client().SendFile(ctxT(t), addrOf(t, b), path, SendOptions{})
 	if codeOf(err) != protocol.CodeInternal || !strings.Contains(err.Error(), "could not store") {
 		t.Fatalf("SendFile = %v, want the receiver's error", err)
 	}
@@ -1081,7 +1081,7 @@ func TestBlobMaxPartial(t *testing.T) {
 	path, sum := blobFile(t, 4*mib, 9)
 	var dropped []store.DroppedUpload
 	var mu sync.Mutex
-	info, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Progress: func(p SendProgress) {
+	info, err := a.Client().SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Progress: func(p SendProgress) {
 		mu.Lock()
 		dropped = append(dropped, p.Dropped...)
 		mu.Unlock()
@@ -1094,7 +1094,7 @@ func TestBlobMaxPartial(t *testing.T) {
 	}
 	// Over the cap alone: refused before any byte, naming the cap.
 	path, _ = blobFile(t, 8*mib+1, 10)
-	_, err = a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{})
+	_, err = a.Client().SendFile(ctxT(t), addrOf(t, b), path, SendOptions{})
 	if codeOf(err) != protocol.CodeToolExecution || !strings.Contains(err.Error(), "8388608-byte cap on one sender's unfinished uploads (max-partial)") {
 		t.Fatalf("over the cap alone: %v", err)
 	}
@@ -1110,11 +1110,11 @@ func TestBlobMaxPartial(t *testing.T) {
 func TestBlobMaxStore(t *testing.T) {
 	a, b := pair(t, func(c *Config) { c.MaxStore = 3 * mib })
 	path, _ := blobFile(t, 2*mib, 11)
-	if _, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{}); err != nil {
+	if _, err := a.Client().SendFile(ctxT(t), addrOf(t, b), path, SendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	path, _ = blobFile(t, 2*mib, 12)
-	_, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Name: "second.bin"})
+	_, err := a.Client().SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Name: "second.bin"})
 	if codeOf(err) != protocol.CodeToolExecution || !strings.Contains(err.Error(), "store quota (max-store) is 3145728 bytes and 2097152 are in use") {
 		t.Fatalf("over the store quota: %v", err)
 	}
@@ -1145,7 +1145,7 @@ func TestSweeperRemovesStalePartials(t *testing.T) {
 	if used, _ := b.Store().Files().Usage(); used != 0 {
 		t.Fatalf("usage after the sweep: %d", used)
 	}
-	if _, err := a.CallSkill(ctxT(t), addrOf(t, b), "ping", nil, CallOptions{}); err != nil {
+	if _, err := a.Client().CallSkill(ctxT(t), addrOf(t, b), "ping", nil, CallOptions{}); err != nil {
 		t.Fatalf("the node stopped serving: %v", err)
 	}
 }
@@ -1170,7 +1170,7 @@ func TestUploadFileMaxStore(t *testing.T) {
 	a, b := pair(t, func(c *Config) { c.MaxStore = 1000 })
 	call := func(name string, n int) error {
 		args, _ := json.Marshal(map[string]string{"filename": name, "content": strings.Repeat("x", n)})
-		_, err := a.CallSkill(ctxT(t), addrOf(t, b), "upload_file", args, CallOptions{})
+		_, err := a.Client().CallSkill(ctxT(t), addrOf(t, b), "upload_file", args, CallOptions{})
 		return err
 	}
 	if err := call("a.txt", 700); err != nil {
@@ -1258,7 +1258,7 @@ func TestBlobResumeOtherContent(t *testing.T) {
 		reports = append(reports, p)
 		mu.Unlock()
 	}
-	info, err := a.SendFile(ctxT(t), addrOf(t, b), pathNew, SendOptions{Name: "same.bin", Progress: record})
+	info, err := a.Client().SendFile(ctxT(t), addrOf(t, b), pathNew, SendOptions{Name: "same.bin", Progress: record})
 	if err != nil || info.SHA256 != sumNew {
 		t.Fatalf("SendFile over another upload's bytes: %+v, %v", info, err)
 	}
@@ -1285,7 +1285,7 @@ func TestBlobResumeOtherContent(t *testing.T) {
 	if err := os.WriteFile(pathOld, old, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	info, err = a.SendFile(ctxT(t), addrOf(t, b), pathOld, SendOptions{Progress: record})
+	info, err = a.Client().SendFile(ctxT(t), addrOf(t, b), pathOld, SendOptions{Progress: record})
 	if err != nil || info.SHA256 != oldSum || storedSHA(t, b, "same.bin") != oldSum {
 		t.Fatalf("SendFile over a stored file of the same size: %+v, %v", info, err)
 	}
@@ -1459,7 +1459,7 @@ func TestBlob10SenderAgainstNewReceiver(t *testing.T) {
 	}
 	var first atomic.Int64
 	first.Store(-1)
-	info, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{SHA256: sum, Progress: func(p SendProgress) { first.CompareAndSwap(-1, p.Offset) }})
+	info, err := a.Client().SendFile(ctxT(t), addrOf(t, b), path, SendOptions{SHA256: sum, Progress: func(p SendProgress) { first.CompareAndSwap(-1, p.Offset) }})
 	if err != nil || info.SHA256 != sum || first.Load() != size/2 {
 		t.Fatalf("SendFile with the hash after a 1.0.0 sender: %+v, %v, started at %d", info, err, first.Load())
 	}
@@ -1476,7 +1476,7 @@ func TestBlobFallbackTo10(t *testing.T) {
 	b.Host().RemoveStreamHandler(protocol.BlobProtocolID11) // before a connects: identify tells a
 	w := watchBlob(b, libp2pproto.ID(protocol.BlobProtocolID))
 	path, sum := blobFile(t, 3*mib, 50)
-	info, err := a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{})
+	info, err := a.Client().SendFile(ctxT(t), addrOf(t, b), path, SendOptions{})
 	if err != nil || info.SHA256 != sum || storedSHA(t, b, "blob.bin") != sum {
 		t.Fatalf("SendFile to a 1.0.0 receiver: %+v, %v", info, err)
 	}
@@ -1491,7 +1491,7 @@ func TestBlobFallbackTo10(t *testing.T) {
 		t.Fatal(err)
 	}
 	path, sum = blobFile(t, 3*mib, 51)
-	info, err = a.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Name: "second.bin"})
+	info, err = a.Client().SendFile(ctxT(t), addrOf(t, b), path, SendOptions{Name: "second.bin"})
 	if err != nil || info.SHA256 != sum || storedSHA(t, b, "second.bin") != sum {
 		t.Fatalf("SendFile, protocols unknown: %+v, %v", info, err)
 	}

@@ -37,7 +37,7 @@ func blockingSkill(n *Node, name string) (started chan struct{}, release chan st
 // rpcStream opens a raw /mcpv2/rpc/1.0.0 stream from a to b.
 func rpcStream(t *testing.T, a, b *Node) network.Stream {
 	t.Helper()
-	pid, err := a.Connect(ctxT(t), addrOf(t, b))
+	pid, err := a.Client().Connect(ctxT(t), addrOf(t, b))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -235,13 +235,13 @@ func TestDialScopeDHTAndCard(t *testing.T) {
 			}
 			if scope == "auto" {
 				// The control: the peer's announced addresses are dialled.
-				if _, err := self.Connect(ctxT(t), protocol.Address{Kind: protocol.AddrMesh, PeerID: p.ID().String()}); err != nil {
+				if _, err := self.Client().Connect(ctxT(t), protocol.Address{Kind: protocol.AddrMesh, PeerID: p.ID().String()}); err != nil {
 					t.Fatalf("a node in loopback scope: connect by PeerID: %v", err)
 				}
 				return
 			}
 			// By PeerID: the DHT gives the addresses.
-			_, err := self.Connect(ctxT(t), protocol.Address{Kind: protocol.AddrMesh, PeerID: p.ID().String()})
+			_, err := self.Client().Connect(ctxT(t), protocol.Address{Kind: protocol.AddrMesh, PeerID: p.ID().String()})
 			if err == nil || !errors.Is(err, swarm.ErrGaterDisallowedConnection) && !errors.Is(err, ErrNoRoute) {
 				t.Errorf("connect by PeerID: %v, want a refusal", err)
 			}
@@ -254,7 +254,7 @@ func TestDialScopeDHTAndCard(t *testing.T) {
 				if perr != nil {
 					t.Fatal(perr)
 				}
-				if _, err := self.Connect(ctxT(t), addr); !errors.Is(err, swarm.ErrGaterDisallowedConnection) {
+				if _, err := self.Client().Connect(ctxT(t), addr); !errors.Is(err, swarm.ErrGaterDisallowedConnection) {
 					t.Errorf("connect to the card's %s: %v, want the gater's refusal", a, err)
 				}
 			}

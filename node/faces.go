@@ -56,7 +56,7 @@ func (n *Node) Forward(ctx context.Context, c Caller, peerID string, msg []byte)
 	}
 	session, forwarded := "", c.Kind.String()
 	if c.Kind == protocol.CallerSecretHolder {
-		session, forwarded = n.meshSession(pid, protocol.PurposeRPC), ""
+		session, forwarded = n.client.meshSession(pid, protocol.PurposeRPC), ""
 	}
 	local := make([]*protocol.Response, len(req.Slots)) // answered here
 	remote := make([]bool, len(req.Slots))              // forwarded, an answer expected
@@ -74,7 +74,7 @@ func (n *Node) Forward(ctx context.Context, c Caller, peerID string, msg []byte)
 		raw, id := raws[i], s.ID
 		if s.Err == nil {
 			if !s.IsNotification() {
-				id = n.wireID()
+				id = n.client.wireID()
 			}
 			if raw, err = rewriteSlot(raw, id, session, forwarded); err != nil {
 				return nil, protocol.Errorf(protocol.CodeParseError, "parse error: slot %d could not be re-encoded", i)
@@ -88,7 +88,7 @@ func (n *Node) Forward(ctx context.Context, c Caller, peerID string, msg []byte)
 	}
 	var resps []protocol.Response
 	if len(fwd) > 0 {
-		if _, err := n.Connect(ctx, protocol.Address{Kind: protocol.AddrMesh, PeerID: pid.String()}); err != nil {
+		if _, err := n.client.Connect(ctx, protocol.Address{Kind: protocol.AddrMesh, PeerID: pid.String()}); err != nil {
 			return nil, n.peerFailed(pid, ReasonUnreachable, err)
 		}
 		out := fwd[0]
@@ -97,7 +97,7 @@ func (n *Node) Forward(ctx context.Context, c Caller, peerID string, msg []byte)
 				return nil, fmt.Errorf("node: forward: encode: %w", err)
 			}
 		}
-		if _, resps, err = n.send(ctx, pid, out, want); err != nil {
+		if _, resps, err = n.client.send(ctx, pid, out, want); err != nil {
 			return nil, n.peerFailed(pid, sendReason(err), err)
 		}
 		if len(resps) != len(want) {
@@ -286,7 +286,7 @@ func (n *Node) PeerA2ACard(ctx context.Context, peerID, base, version string, cr
 	if err != nil {
 		return nil, err
 	}
-	return n.callOne(ctx, protocol.Address{Kind: protocol.AddrMesh, PeerID: peerID}, protocol.MethodA2ACard, params, CallOptions{})
+	return n.client.callOne(ctx, protocol.Address{Kind: protocol.AddrMesh, PeerID: peerID}, protocol.MethodA2ACard, params, CallOptions{})
 }
 
 // a2aCard answers agent/a2a-card: only to a mesh peer that asks for itself

@@ -78,7 +78,7 @@ func TestGatewayForwardsWithCallersGrants(t *testing.T) {
 	secret := []byte("gw-secret")
 	g := newTestNode(t, func(c *Config) { c.Secret = secret })
 	p := newTestNode(t, func(c *Config) { c.Secret = secret })
-	if _, err := g.Connect(ctxT(t), addrOf(t, p)); err != nil {
+	if _, err := g.Client().Connect(ctxT(t), addrOf(t, p)); err != nil {
 		t.Fatal(err)
 	}
 	batch := `[{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"list_files","arguments":{}}},` +
@@ -116,7 +116,7 @@ func TestGatewayForwardsWithCallersGrants(t *testing.T) {
 		c.Secret = secret
 		c.PolicyFile = writePolicy(t, map[string][]string{"http": {"list_files"}})
 	})
-	if _, err := g2.Connect(ctxT(t), addrOf(t, p)); err != nil {
+	if _, err := g2.Client().Connect(ctxT(t), addrOf(t, p)); err != nil {
 		t.Fatal(err)
 	}
 	one := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"list_files","arguments":{}}}`
@@ -140,7 +140,7 @@ func TestGatewayForwardsWithCallersGrants(t *testing.T) {
 			c.Secret = secret
 			c.PolicyFile = writePolicy(t, map[string][]string{tc.key: {"list_files"}})
 		})
-		if _, err := g2.Connect(ctxT(t), addrOf(t, p2)); err != nil {
+		if _, err := g2.Client().Connect(ctxT(t), addrOf(t, p2)); err != nil {
 			t.Fatal(err)
 		}
 		out, err = g2.Forward(ctxT(t), anon, p2.PeerID(), []byte(one))
@@ -190,7 +190,7 @@ func TestPooledStreamsNeverCrossCalls(t *testing.T) {
 		c.RateLimit = 400 // a burst of 400: some floods pass, some are refused
 		c.PolicyFile = writePolicy(t, map[string][]string{"*": {"list_files"}})
 	})
-	if _, err := g.Connect(ctxT(t), addrOf(t, p)); err != nil {
+	if _, err := g.Client().Connect(ctxT(t), addrOf(t, p)); err != nil {
 		t.Fatal(err)
 	}
 	users := []Caller{
@@ -263,7 +263,7 @@ func TestPooledStreamsNeverCrossCalls(t *testing.T) {
 func TestOutOfStepAnswerFailsOnlyThatCall(t *testing.T) {
 	a := newTestNode(t, nil)
 	b := newTestNode(t, nil)
-	pid, err := a.Connect(ctxT(t), addrOf(t, b))
+	pid, err := a.Client().Connect(ctxT(t), addrOf(t, b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +279,7 @@ func TestOutOfStepAnswerFailsOnlyThatCall(t *testing.T) {
 	if err := matchIDs(resps[:0], []json.RawMessage{json.RawMessage("1")}); err == nil {
 		t.Fatal("no answers matched one request")
 	}
-	out, err := a.Send(ctxT(t), pid, []byte(`{"jsonrpc":"2.0","id":"s1","method":"tools/list"}`), true)
+	out, err := a.Client().Send(ctxT(t), pid, []byte(`{"jsonrpc":"2.0","id":"s1","method":"tools/list"}`), true)
 	if err != nil || !strings.Contains(string(out), `"s1"`) {
 		t.Fatalf("raw send: %s %v", out, err)
 	}
@@ -303,13 +303,13 @@ func TestCancelledCallNeverPoisonsThePool(t *testing.T) {
 	a := newTestNode(t, nil)
 	b := newTestNode(t, func(c *Config) { c.RateLimit = -1 })
 	addr := addrOf(t, b)
-	if _, err := a.Connect(ctxT(t), addr); err != nil {
+	if _, err := a.Client().Connect(ctxT(t), addr); err != nil {
 		t.Fatal(err)
 	}
 	// Find how long a call takes, so the short deadlines land around it.
 	start := time.Now()
 	for range 20 {
-		if _, err := a.CallMethod(ctxT(t), addr, protocol.MethodToolsList, CallOptions{}); err != nil {
+		if _, err := a.Client().CallMethod(ctxT(t), addr, protocol.MethodToolsList, CallOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -317,9 +317,9 @@ func TestCancelledCallNeverPoisonsThePool(t *testing.T) {
 	failed := 0
 	for i := range 1500 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%40)*rtt/20)
-		_, _ = a.CallMethod(ctx, addr, protocol.MethodToolsList, CallOptions{})
+		_, _ = a.Client().CallMethod(ctx, addr, protocol.MethodToolsList, CallOptions{})
 		cancel()
-		if _, err := a.CallMethod(ctxT(t), addr, protocol.MethodToolsList, CallOptions{}); err != nil {
+		if _, err := a.Client().CallMethod(ctxT(t), addr, protocol.MethodToolsList, CallOptions{}); err != nil {
 			failed++
 			t.Errorf("call %d with a fresh context: %v", i, err)
 			if failed > 3 {

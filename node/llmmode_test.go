@@ -21,7 +21,7 @@ func TestLLMModeSurvivesRestart(t *testing.T) {
 	}
 	b := start()
 	ask := func(b *Node, q string) map[string]any {
-		raw, err := a.CallSkill(ctxT(t), addrOf(t, b), "ask", json.RawMessage(mustJSON(map[string]any{"query": q, "conversation_id": "c1"})), CallOptions{})
+		raw, err := a.Client().CallSkill(ctxT(t), addrOf(t, b), "ask", json.RawMessage(mustJSON(map[string]any{"query": q, "conversation_id": "c1"})), CallOptions{})
 		if err != nil {
 			t.Fatalf("ask %q: %v", q, err)
 		}

@@ -177,7 +177,7 @@ func (n *Node) startMesh(m *MeshConfig, boot []peer.AddrInfo) error {
 		return err
 	}
 	n.disc = d
-	n.SetRouter(d)
+	n.client.SetRouter(d)
 	sub, err := n.host.EventBus().Subscribe(new(event.EvtLocalAddressesUpdated))
 	if err != nil {
 		return fmt.Errorf("node: subscribe to address changes: %w", err)

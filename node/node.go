@@ -148,7 +148,7 @@ type Config struct {
 type Node struct {
 	cfg       Config
 	log       *slog.Logger
-	host      host.Host // also the embedded Client's
+	host      host.Host // also the client's
 	store     *store.Store
 	reg       *skills.Registry
 	policy    *Policy
@@ -177,8 +177,12 @@ type Node struct {
 	a2aCardFn func(base, version, edge string, cred *protocol.EdgeCredentials) (json.RawMessage, error) // agent/a2a-card; nil: none
 	cardSeq   uint64
 
-	*Client
+	client *Client // calls to other peers, over this node's host
 }
+
+// Client returns the node's client: it calls other peers (mesh or HTTP
+// edge) from this node's host and identity. It is closed by Close.
+func (n *Node) Client() *Client { return n.client }
 
 // New starts a node: it loads (or creates) the identity, opens the store,
 // registers the standard and custom skills, loads the policy and starts the
@@ -326,7 +330,7 @@ func New(cfg Config) (_ *Node, err error) {
 	if n.host, err = transport.NewHost(hopts...); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	n.Client = NewClient(n.host, ClientConfig{Secret: cfg.Secret, MaxMessage: cfg.MaxMessage, Now: cfg.Now, WaitDirect: cfg.Mesh.waitDirect()})
+	n.client = NewClient(n.host, ClientConfig{Secret: cfg.Secret, MaxMessage: cfg.MaxMessage, Now: cfg.Now, WaitDirect: cfg.Mesh.waitDirect()})
 	n.host.SetStreamHandler(libp2pproto.ID(protocol.RPCProtocolID), n.handleRPC)
 	n.host.SetStreamHandler(libp2pproto.ID(protocol.BlobProtocolID), n.handleBlob)
 	n.host.SetStreamHandler(protocol.BlobProtocolID11, n.handleBlob)
@@ -367,8 +371,8 @@ func (n *Node) Close() error {
 		n.host.RemoveStreamHandler(libp2pproto.ID(protocol.RPCProtocolID))
 		n.host.RemoveStreamHandler(libp2pproto.ID(protocol.BlobProtocolID))
 		n.host.RemoveStreamHandler(protocol.BlobProtocolID11)
-		if n.Client != nil {
-			n.Client.Close()
+		if n.client != nil {
+			n.client.Close()
 		}
 		errs = append(errs, n.host.Close())
 	}

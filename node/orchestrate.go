@@ -107,7 +107,7 @@ func (n *Node) orchestrator(f orchestrate.Finder, c orchestrate.Caller, opts ...
 // latency is the host's measured round-trip time to a peer, for ties
 // between equally ranked agents.
 func (n *Node) latency(peerID string) (time.Duration, bool) {
-	pid, err := n.decodePeer(peerID)
+	pid, err := n.client.decodePeer(peerID)
 	if err != nil {
 		return 0, false
 	}

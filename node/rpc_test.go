@@ -17,11 +17,11 @@ import (
 // rawCall sends msg on a fresh stream from a to b and returns the reply frame.
 func rawCall(t *testing.T, a, b *Node, msg []byte) []byte {
 	t.Helper()
-	pid, err := a.Connect(ctxT(t), addrOf(t, b))
+	pid, err := a.Client().Connect(ctxT(t), addrOf(t, b))
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := a.Send(ctxT(t), pid, msg, true)
+	out, err := a.Client().Send(ctxT(t), pid, msg, true)
 	if err != nil {
 		t.Fatalf("send: %v", err)
 	}
@@ -114,12 +114,12 @@ func TestWholeMessageRefusals(t *testing.T) {
 func TestNotificationsOnlyGetNoReply(t *testing.T) {
 	a, b := pair(t, nil)
 	runs := counterSkill(b, "count")
-	pid, err := a.Connect(ctxT(t), addrOf(t, b))
+	pid, err := a.Client().Connect(ctxT(t), addrOf(t, b))
 	if err != nil {
 		t.Fatal(err)
 	}
 	msg := `[{"jsonrpc":"2.0","method":"tools/call","params":{"name":"count"}},{"jsonrpc":"2.0","method":"tools/call","params":{"name":"count"}}]`
-	if _, err := a.Send(ctxT(t), pid, []byte(msg), false); err != nil {
+	if _, err := a.Client().Send(ctxT(t), pid, []byte(msg), false); err != nil {
 		t.Fatal(err)
 	}
 	// Send does not wait for notifications to run, and the next call goes
@@ -129,7 +129,7 @@ func TestNotificationsOnlyGetNoReply(t *testing.T) {
 			t.Fatalf("the notifications ran %d times, want 2", runs.Load())
 		}
 	}
-	out, err := a.Send(ctxT(t), pid, []byte(slotJSON(9, "count", "{}")), true)
+	out, err := a.Client().Send(ctxT(t), pid, []byte(slotJSON(9, "count", "{}")), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestNotificationsOnlyGetNoReply(t *testing.T) {
 
 func TestOversizedFrameRefused(t *testing.T) {
 	a, b := pair(t, func(c *Config) { c.MaxMessage = 1 << 16 })
-	pid, err := a.Connect(ctxT(t), addrOf(t, b))
+	pid, err := a.Client().Connect(ctxT(t), addrOf(t, b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestStreamReuse(t *testing.T) {
 	a, b := pair(t, nil)
 	addr := addrOf(t, b)
 	for i := 0; i < 20; i++ {
-		if _, err := a.CallSkill(ctxT(t), addr, "ping", nil, CallOptions{}); err != nil {
+		if _, err := a.Client().CallSkill(ctxT(t), addr, "ping", nil, CallOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -198,7 +198,7 @@ func TestManyCallsInFlightToOnePeer(t *testing.T) {
 	for range 200 {
 		wg.Go(func() {
 			for range 5 {
-				if _, err := a.CallSkill(ctxT(t), addr, "ping", args, CallOptions{}); err != nil {
+				if _, err := a.Client().CallSkill(ctxT(t), addr, "ping", args, CallOptions{}); err != nil {
 					errs <- err
 					return
 				}
@@ -210,9 +210,9 @@ func TestManyCallsInFlightToOnePeer(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	a.pool.mu.Lock()
-	defer a.pool.mu.Unlock()
-	for pid, ps := range a.pool.peers {
+	a.Client().pool.mu.Lock()
+	defer a.Client().pool.mu.Unlock()
+	for pid, ps := range a.Client().pool.peers {
 		if ps.open > maxStreamsPerPeer || len(ps.idle) > ps.open {
 			t.Fatalf("peer %s: %d streams open, %d idle (at most %d)", pid, ps.open, len(ps.idle), maxStreamsPerPeer)
 		}

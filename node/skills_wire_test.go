@@ -33,7 +33,7 @@ func runSkillCases(t *testing.T, a *Node, b *Node, cases []skillCase) {
 	addr := addrOf(t, b)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			raw, err := a.CallSkill(ctxT(t), addr, c.skill, json.RawMessage(c.args), CallOptions{})
+			raw, err := a.Client().CallSkill(ctxT(t), addr, c.skill, json.RawMessage(c.args), CallOptions{})
 			if c.code != 0 {
 				if codeOf(err) != c.code {
 					t.Fatalf("want error %d, got %v (result %s)", c.code, err, raw)
@@ -162,7 +162,7 @@ func TestStandardSkillsOverLibp2p(t *testing.T) {
 
 func TestToolsListHasStandardSkillsWithSchemas(t *testing.T) {
 	a, b := pair(t, nil)
-	raw, err := a.CallMethod(ctxT(t), addrOf(t, b), protocol.MethodToolsList, CallOptions{})
+	raw, err := a.Client().CallMethod(ctxT(t), addrOf(t, b), protocol.MethodToolsList, CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestToolsListHasStandardSkillsWithSchemas(t *testing.T) {
 
 func TestAgentCard(t *testing.T) {
 	a, b := pair(t, func(c *Config) { c.Name = "bob"; c.LLMMode = true })
-	raw, err := a.CallMethod(ctxT(t), addrOf(t, b), protocol.MethodAgentCard, CallOptions{})
+	raw, err := a.Client().CallMethod(ctxT(t), addrOf(t, b), protocol.MethodAgentCard, CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestAgentCard(t *testing.T) {
 // and 16 MiB over libp2p (16 MiB base64 needs a larger --max-message).
 func TestFileRoundTripSizes(t *testing.T) {
 	a, b := pair(t, func(c *Config) { c.MaxMessage = 32 << 20 })
-	a.Client.maxMsg = 32 << 20
+	a.client.maxMsg = 32 << 20
 	addr := addrOf(t, b)
 	for _, size := range []int{1 << 10, 1 << 20, 16 << 20} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
@@ -224,7 +224,7 @@ func TestFileRoundTripSizes(t *testing.T) {
 			sum := sha256.Sum256(data)
 			name := fmt.Sprintf("f%d.txt", size)
 			call := func(skill string, args any) map[string]any {
-				raw, err := a.CallSkill(ctxT(t), addr, skill, json.RawMessage(mustJSON(args)), CallOptions{})
+				raw, err := a.Client().CallSkill(ctxT(t), addr, skill, json.RawMessage(mustJSON(args)), CallOptions{})
 				if err != nil {
 					t.Fatalf("%s: %v", skill, err)
 				}
@@ -281,7 +281,7 @@ func TestFileTraversalRefused(t *testing.T) {
 			if skill == "delete_file" {
 				args = map[string]any{"filename": name}
 			}
-			_, err := a.CallSkill(ctxT(t), addr, skill, json.RawMessage(mustJSON(args)), CallOptions{})
+			_, err := a.Client().CallSkill(ctxT(t), addr, skill, json.RawMessage(mustJSON(args)), CallOptions{})
 			if codeOf(err) != protocol.CodeInvalidParams {
 				t.Errorf("%s(%q): want -32602, got %v", skill, name, err)
 			}
