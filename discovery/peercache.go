@@ -8,11 +8,12 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/mcpv2/mcpv2/transport"
 )
 
 // Peer cache limits.
@@ -111,48 +112,13 @@ func (d *Discovery) savePeerCache() error {
 	if err != nil {
 		return fmt.Errorf("discovery: peer cache: %w", err)
 	}
-	if err := writeFileAtomic(d.cfg.peerCache, append(b, '\n')); err != nil {
+	if err := transport.WriteFile(d.cfg.peerCache, append(b, '\n')); err != nil {
 		return fmt.Errorf("discovery: peer cache: %w", err)
 	}
 	d.log.Debug("discovery: peer cache written", "path", d.cfg.peerCache, "peers", len(pc.Peers))
 	return nil
 }
 
-// writeFileAtomic writes b to path through a temporary file in the same
-// directory, synced and renamed, so a crash leaves the old file or the new.
-func writeFileAtomic(path string, b []byte) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if err := f.Chmod(0o600); err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	if df, err := os.Open(dir); err == nil {
-		_ = df.Sync()
-		_ = df.Close()
-	}
-	return nil
-}
 
 // peerCacheLoop writes the peer cache after each completed announcement
 // and every peerCacheEvery, until Close. A node killed (kill -9, a crash,

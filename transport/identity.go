@@ -103,61 +103,9 @@ func createIdentity(path string) (crypto.PrivKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transport: create identity: marshal key: %w", err)
 	}
-	if err := writeFileAtomic(path, data); err != nil {
+	if err := WriteFile(path, data); err != nil {
 		return nil, fmt.Errorf("transport: create identity: %w", err)
 	}
 	return key, nil
 }
 
-// writeFileAtomic writes data to path with mode 0600 so that a crash leaves
-// either no file or the complete one: temporary file in the same directory,
-// fsync, rename over path, fsync of the directory.
-func writeFileAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	// os.CreateTemp creates the file with mode 0600.
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmpName := tmp.Name()
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmpName)
-		}
-	}()
-	// Enforce 0600 even where CreateTemp's mode could differ.
-	if err := tmp.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmpName, path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-// syncDir makes a rename in dir durable. Windows cannot fsync a directory, so
-// it is skipped there.
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	if err := d.Sync(); err != nil {
-		_ = d.Close()
-		return err
-	}
-	return d.Close()
-}

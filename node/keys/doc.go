@@ -22,7 +22,7 @@
 // with "expires" and "revoked" omitted when unset. It is mode 0600 and is
 // only ever replaced whole: a writer writes a temp file in the same
 // directory, fsyncs it and renames it over keys.json
-// (github.com/google/renameio/v2), so a reader sees the old file or the new
+// (transport.WriteFile, on github.com/google/renameio/v2), so a reader sees the old file or the new
 // one, never a part. Writers (Ring.Add, Ring.Revoke) hold an exclusive lock
 // on keys.json.lock (github.com/gofrs/flock) across read, change and write,
 // so two CLI processes adding keys at once both land. The lock file is left

@@ -18,6 +18,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/mcpv2/mcpv2/protocol"
+	"github.com/mcpv2/mcpv2/transport"
 )
 
 // FileName is the name of the keys file in a node's data dir.
@@ -464,7 +465,7 @@ func (r *Ring) update(op string, change func(keys []Key, now time.Time) ([]Key, 
 	if len(data) > MaxFileSize {
 		return fmt.Errorf("keys: %s: %s would grow past %d bytes: remove revoked and expired keys from it", op, r.path, MaxFileSize)
 	}
-	if err := writeFile(r.path, data); err != nil {
+	if err := transport.WriteFile(r.path, data); err != nil {
 		return fmt.Errorf("keys: %s: write %s: %w", op, r.path, err)
 	}
 	r.snap.Store(nil) // the next reader reads what was written
