@@ -119,7 +119,6 @@ func (d *Discovery) savePeerCache() error {
 	return nil
 }
 
-
 // peerCacheLoop writes the peer cache after each completed announcement
 // and every peerCacheEvery, until Close. A node killed (kill -9, a crash,
 // a power cut) a minute after it joined still comes back from its cache.

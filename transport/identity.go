@@ -108,4 +108,3 @@ func createIdentity(path string) (crypto.PrivKey, error) {
 	}
 	return key, nil
 }
-
