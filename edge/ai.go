@@ -121,7 +121,7 @@ func (s *Server) ai(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
 		return
 	}
 	var res askResult
-	if err := json.Unmarshal(resps[0].Result, &res); err != nil {
+	if err := protocol.Unmarshal(resps[0].Result, &res); err != nil {
 		s.log.Error("ai: the ask result is not ask's shape", "err", err)
 		s.writeError(w, protocol.Errorf(protocol.CodeInternal, "internal error"))
 		return
@@ -169,11 +169,11 @@ func estimateTokens(s string) int {
 // OpenAI form, so that one reader serves all four providers.
 func parseChat(provider string, body []byte) (*chat, *protocol.Error) {
 	body = bytes.TrimSpace(body)
-	if !json.Valid(body) {
+	if !protocol.ValidJSON(body) {
 		return nil, protocol.Errorf(protocol.CodeParseError, "parse error: the %s request is not valid JSON", provider)
 	}
 	var top map[string]json.RawMessage
-	if body[0] != '{' || json.Unmarshal(body, &top) != nil {
+	if body[0] != '{' || protocol.Unmarshal(body, &top) != nil {
 		return nil, protocol.Errorf(protocol.CodeInvalidRequest, "invalid request: a %s request must be a JSON object", provider)
 	}
 	bad := func(format string, args ...any) (*chat, *protocol.Error) {
@@ -187,7 +187,7 @@ func parseChat(provider string, body []byte) (*chat, *protocol.Error) {
 	switch provider {
 	case "claude":
 		var err error
-		if system, err = claudeSystem(top["system"]); err != nil {
+		if system, err = translate.SystemText(provider, top["system"]); err != nil {
 			return bad("system: %v", err)
 		}
 	case "gemini":
@@ -197,7 +197,7 @@ func parseChat(provider string, body []byte) (*chat, *protocol.Error) {
 			si = top["system_instruction"]
 		}
 		var err error
-		if system, err = geminiSystem(si); err != nil {
+		if system, err = translate.SystemText(provider, si); err != nil {
 			return bad("systemInstruction: %v", err)
 		}
 	}
@@ -227,71 +227,16 @@ func parseChat(provider string, body []byte) (*chat, *protocol.Error) {
 	return ch, nil
 }
 
-// claudeSystem reads the system field of a Claude Messages request: a
-// string or an array of text blocks.
-func claudeSystem(raw json.RawMessage) ([]string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return nonEmpty(s), nil
-	}
-	var blocks []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return nil, errors.New("want a string or an array of text blocks")
-	}
-	var out []string
-	for i, b := range blocks {
-		if b.Type != "text" {
-			return nil, fmt.Errorf("block %d: type %q (want \"text\")", i, protocol.Clip(b.Type, 40))
-		}
-		out = append(out, nonEmpty(b.Text)...)
-	}
-	return out, nil
-}
-
-// geminiSystem reads systemInstruction of a Gemini request: a Content
-// ({"parts":[{"text":…}]}), or a plain string as some SDKs send it.
-func geminiSystem(raw json.RawMessage) ([]string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return nonEmpty(s), nil
-	}
-	var c struct {
-		Parts []struct {
-			Text *string `json:"text"`
-		} `json:"parts"`
-	}
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return nil, errors.New(`want a Content object {"parts":[{"text":…}]}`)
-	}
-	var out []string
-	for i, p := range c.Parts {
-		if p.Text == nil {
-			return nil, fmt.Errorf("part %d has no text", i)
-		}
-		out = append(out, nonEmpty(*p.Text)...)
-	}
-	return out, nil
-}
-
 // defaultGeminiRoles sets role "user" on contents that have none.
 func defaultGeminiRoles(history json.RawMessage) (json.RawMessage, error) {
 	var items []json.RawMessage
-	if err := json.Unmarshal(history, &items); err != nil {
+	if err := protocol.Unmarshal(history, &items); err != nil {
 		return nil, errors.New("want an array of Content objects")
 	}
 	changed := false
 	for i, it := range items {
 		var m map[string]json.RawMessage
-		if json.Unmarshal(it, &m) != nil {
+		if protocol.Unmarshal(it, &m) != nil {
 			continue // translate names the problem
 		}
 		if _, ok := m["role"]; ok {
@@ -317,50 +262,18 @@ func nonEmpty(s string) []string {
 	return []string{s}
 }
 
-// openaiMessage is the part of an OpenAI chat message that the edge reads.
-type openaiMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	Refusal    string          `json:"refusal"`
-	ToolCallID string          `json:"tool_call_id"`
-	Name       string          `json:"name"`
-	ToolCalls  []struct {
-		ID       string `json:"id"`
-		Function struct {
-			Name string `json:"name"`
-			// Arguments is the API's JSON string, or a JSON object as the
-			// seed accepts them (see toolArguments).
-			Arguments json.RawMessage `json:"arguments"`
-		} `json:"function"`
-	} `json:"tool_calls"`
-}
-
-// toolArguments is the text of an OpenAI tool call's arguments: the
-// string's content, or the compacted JSON of anything else.
-func toolArguments(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var buf bytes.Buffer
-	if json.Compact(&buf, raw) != nil {
-		return string(raw)
-	}
-	return buf.String()
-}
-
 // readOpenAI turns a history in OpenAI form into a chat: system messages to
 // system prompts, the last user message to the query, the rest to context.
 func readOpenAI(history json.RawMessage) (*chat, error) {
-	var msgs []openaiMessage
-	if err := json.Unmarshal(history, &msgs); err != nil {
-		return nil, fmt.Errorf("unreadable history: %v", err)
+	var msgs []translate.OpenAIMessage
+	if err := protocol.Unmarshal(history, &msgs); err != nil {
+		return nil, fmt.Errorf("unreadable history: %s", protocol.JSONErrorText(err))
 	}
 	ch := &chat{}
 	var turns []turn
 	last := -1
 	for _, m := range msgs {
-		text := contentText(m.Content)
+		text := translate.ContentText(m.Content)
 		switch m.Role {
 		case "system", "developer":
 			ch.system = append(ch.system, nonEmpty(text)...)
@@ -370,11 +283,11 @@ func readOpenAI(history json.RawMessage) (*chat, error) {
 			if strings.TrimSpace(text) != "" {
 				parts = append(parts, text)
 			}
-			if m.Refusal != "" {
-				parts = append(parts, "[refused: "+m.Refusal+"]")
+			if m.Refusal != nil && *m.Refusal != "" {
+				parts = append(parts, "[refused: "+*m.Refusal+"]")
 			}
 			for _, tc := range m.ToolCalls {
-				parts = append(parts, fmt.Sprintf("[called tool %s with %s]", tc.Function.Name, toolArguments(tc.Function.Arguments)))
+				parts = append(parts, fmt.Sprintf("[called tool %s with %s]", tc.Function.Name, tc.Function.Arguments))
 			}
 			text = strings.Join(parts, " ")
 		case "tool", "function":
@@ -400,150 +313,35 @@ func readOpenAI(history json.RawMessage) (*chat, error) {
 	return ch, nil
 }
 
-// contentText returns the text of an OpenAI content: a string, or the text
-// parts of an array joined by newlines, with a placeholder for other parts.
-func contentText(raw json.RawMessage) string {
-	if len(raw) == 0 || string(raw) == "null" {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Type    string `json:"type"`
-		Text    string `json:"text"`
-		Refusal string `json:"refusal"`
-	}
-	if json.Unmarshal(raw, &parts) != nil {
-		return ""
-	}
-	var out []string
-	for _, p := range parts {
-		switch p.Type {
-		case "text":
-			out = append(out, p.Text)
-		case "refusal":
-			out = append(out, "[refused: "+p.Refusal+"]")
-		case "image_url":
-			out = append(out, "[image]")
-		case "input_audio":
-			out = append(out, "[audio]")
-		default:
-			out = append(out, "["+protocol.Clip(p.Type, 40)+"]")
-		}
-	}
-	return strings.Join(out, "\n")
-}
-
-// Native answer shapes.
-
-type claudeAnswer struct {
-	ID           string        `json:"id"`
-	Type         string        `json:"type"`
-	Role         string        `json:"role"`
-	Model        string        `json:"model"`
-	Content      []claudeBlock `json:"content"`
-	StopReason   string        `json:"stop_reason"`
-	StopSequence *string       `json:"stop_sequence"`
-	Usage        claudeUsage   `json:"usage"`
-}
-
-type claudeBlock struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
-}
-
-type claudeUsage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
-}
-
-type openaiAnswer struct {
-	ID                string         `json:"id"`
-	Object            string         `json:"object"`
-	Created           int64          `json:"created"`
-	Model             string         `json:"model"`
-	Choices           []openaiChoice `json:"choices"`
-	Usage             openaiUsage    `json:"usage"`
-	SystemFingerprint *string        `json:"system_fingerprint"`
-}
-
-type openaiChoice struct {
-	Index        int           `json:"index"`
-	Message      openaiContent `json:"message"`
-	Logprobs     *struct{}     `json:"logprobs"`
-	FinishReason string        `json:"finish_reason"`
-}
-
-type openaiContent struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-type openaiUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
-}
-
-type geminiAnswer struct {
-	Candidates    []geminiCandidate `json:"candidates"`
-	UsageMetadata geminiUsage       `json:"usageMetadata"`
-	ModelVersion  string            `json:"modelVersion"`
-	ResponseID    string            `json:"responseId"`
-}
-
-type geminiCandidate struct {
-	Content      geminiContent `json:"content"`
-	FinishReason string        `json:"finishReason"`
-	Index        int           `json:"index"`
-}
-
-type geminiContent struct {
-	Role  string       `json:"role"`
-	Parts []geminiPart `json:"parts"`
-}
-
-type geminiPart struct {
-	Text string `json:"text"`
-}
-
-type geminiUsage struct {
-	PromptTokenCount     int `json:"promptTokenCount"`
-	CandidatesTokenCount int `json:"candidatesTokenCount"`
-	TotalTokenCount      int `json:"totalTokenCount"`
-}
-
 // nativeAnswer shapes ask's result as provider's chat response. in and out
 // are token estimates; created is the unix time of the answer.
 func nativeAnswer(provider string, res askResult, in, out int, created int64) any {
 	switch provider {
 	case "claude":
-		return claudeAnswer{
+		return translate.ClaudeResponse{
 			ID: "msg_" + randomHex(12), Type: "message", Role: "assistant", Model: res.Model,
-			Content:    []claudeBlock{{Type: "text", Text: res.Response}},
+			Content:    []translate.ClaudeBlock{{Type: "text", Text: &res.Response}},
 			StopReason: "end_turn",
-			Usage:      claudeUsage{InputTokens: in, OutputTokens: out},
+			Usage:      translate.ClaudeUsage{InputTokens: in, OutputTokens: out},
 		}
 	case "gemini":
-		return geminiAnswer{
-			Candidates: []geminiCandidate{{
-				Content:      geminiContent{Role: "model", Parts: []geminiPart{{Text: res.Response}}},
+		return translate.GeminiResponse{
+			Candidates: []translate.GeminiCandidate{{
+				Content:      translate.GeminiContent{Role: "model", Parts: []translate.GeminiPart{{Text: &res.Response}}},
 				FinishReason: "STOP",
 			}},
-			UsageMetadata: geminiUsage{PromptTokenCount: in, CandidatesTokenCount: out, TotalTokenCount: in + out},
+			UsageMetadata: translate.GeminiUsage{PromptTokenCount: in, CandidatesTokenCount: out, TotalTokenCount: in + out},
 			ModelVersion:  res.Model,
 			ResponseID:    randomHex(12),
 		}
 	default: // openai, deepseek
-		return openaiAnswer{
+		return translate.OpenAIResponse{
 			ID: "chatcmpl-" + randomHex(12), Object: "chat.completion", Created: created, Model: res.Model,
-			Choices: []openaiChoice{{
-				Message:      openaiContent{Role: "assistant", Content: res.Response},
+			Choices: []translate.OpenAIChoice{{
+				Message:      translate.OpenAIMessage{Role: "assistant", Content: translate.TextContent(res.Response)},
 				FinishReason: "stop",
 			}},
-			Usage: openaiUsage{PromptTokens: in, CompletionTokens: out, TotalTokens: in + out},
+			Usage: translate.OpenAIUsage{PromptTokens: in, CompletionTokens: out, TotalTokens: in + out},
 		}
 	}
 }

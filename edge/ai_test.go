@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpv2/mcpv2/protocol"
+	"github.com/mcpv2/mcpv2/protocol/translate"
 )
 
 // Realistic provider-native requests: a system prompt, a multi-turn history
@@ -224,6 +225,8 @@ func TestAIRefusals(t *testing.T) {
 		{"unknown provider", "/mcpv2/ai/llama", `{"messages":[{"role":"user","content":"hi"}]}`, nil, 400, protocol.CodeUnsupportedProvider, `"llama"`},
 		{"not JSON", "/mcpv2/ai/openai", `{"messages":`, nil, 400, protocol.CodeParseError, "not valid JSON"},
 		{"not an object", "/mcpv2/ai/openai", `[1,2]`, nil, 400, protocol.CodeInvalidRequest, "JSON object"},
+		// protocol.Unmarshal's rules: the text must be UTF-8.
+		{"not UTF-8", "/mcpv2/ai/openai", "{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}", nil, 400, protocol.CodeParseError, "not valid JSON"},
 		{"no messages", "/mcpv2/ai/claude", `{"model":"x","max_tokens":1}`, nil, 400, protocol.CodeInvalidParams, "messages is missing"},
 		{"no contents", "/mcpv2/ai/gemini", `{"messages":[]}`, nil, 400, protocol.CodeInvalidParams, "contents is missing"},
 		{"stream", "/mcpv2/ai/openai", `{"stream":true,"messages":[{"role":"user","content":"hi"}]}`, nil, 400, protocol.CodeInvalidParams, "stream"},
@@ -272,4 +275,53 @@ func TestAISkillFailure(t *testing.T) {
 			t.Errorf("audit lines = %+v", lines)
 		}
 	}
+}
+
+// TestAIContentText: a message's array content reaches ask as
+// translate.ContentText reads it (one line a part, a placeholder for a part
+// that is not text), on the contents where the edge's former reader and
+// node/llm's (which concatenated the text parts) disagreed; node/llm's
+// TestOpenAIContentText runs the same contents through the llm backend.
+func TestAIContentText(t *testing.T) {
+	e := startEdge(t, Config{})
+	for _, tc := range []struct{ name, content, want string }{
+		{"text, image, text", `[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"https://example.com/a.png"}},{"type":"text","text":"b"}]`, "a\n[image]\nb"},
+		{"two text parts", `[{"type":"text","text":"Hello"},{"type":"text","text":"world"}]`, "Hello\nworld"},
+		{"refusal part", `[{"type":"refusal","refusal":"I can't help with that."}]`, "[refused: I can't help with that.]"},
+		{"audio then text", `[{"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"}},{"type":"text","text":"transcribe"}]`, "[audio]\ntranscribe"},
+		{"a part of another type", `[{"type":"file","file":{"file_id":"file-1"}},{"type":"text","text":"sum up"}]`, "[file]\nsum up"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := translate.ContentText(json.RawMessage(tc.content)); got != tc.want {
+				t.Fatalf("translate.ContentText = %q, want %q", got, tc.want)
+			}
+			// A refusal is the assistant's; other parts are the user's
+			// question.
+			body := `{"model":"m","messages":[{"role":"user","content":` + tc.content + `}]}`
+			want := tc.want
+			if strings.Contains(tc.content, `"refusal"`) {
+				body = `{"model":"m","messages":[{"role":"user","content":"Pick a lock."},{"role":"assistant","content":` + tc.content + `},{"role":"user","content":"Why not?"}]}`
+				want = "Earlier turns of this conversation:\nuser: Pick a lock.\nassistant: " + tc.want + "\n\nCurrent message:\nWhy not?"
+			}
+			st, _, out := e.post(t, "/mcpv2/ai/openai", body)
+			if st != 200 {
+				t.Fatalf("status %d: %s", st, out)
+			}
+			if a, _ := e.b.lastAsk(); a.Query != want {
+				t.Errorf("ask query = %q, want %q", a.Query, want)
+			}
+		})
+	}
+}
+
+// TestAIExactNames: the edge reads a request with protocol.Unmarshal, whose
+// member names match exactly: a system block spelt "Type" is not a text
+// block.
+func TestAIExactNames(t *testing.T) {
+	e := startEdge(t, Config{})
+	n := len(e.b.auditLines())
+	st, h, body := e.do(t, http.MethodPost, "/mcpv2/ai/claude",
+		[]byte(`{"system":[{"Type":"text","Text":"Be brief."}],"messages":[{"role":"user","content":"hi"}]}`),
+		map[string]string{SessionHeader: e.token})
+	e.wantRefusal(t, n, st, h, body, 400, protocol.CodeInvalidParams, `system: block 0: type ""`)
 }

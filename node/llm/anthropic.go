@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/mcpv2/mcpv2/protocol/translate"
 )
 
 // DefaultAnthropicBaseURL is the API root [NewAnthropic] uses when baseURL is empty.
@@ -29,31 +31,9 @@ func NewAnthropic(baseURL, model, apiKey string, opts ...Option) (Backend, error
 	return newRemote(KindAnthropic, baseURL, DefaultAnthropicBaseURL, model, apiKey, anthropicWire{}, opts)
 }
 
-// anthropicWire is the Messages API wire format.
+// anthropicWire is the Messages API wire format, written and read with the
+// structs of package translate.
 type anthropicWire struct{}
-
-type anthropicRequest struct {
-	Model     string    `json:"model"`
-	MaxTokens int       `json:"max_tokens"`
-	System    string    `json:"system,omitempty"`
-	Messages  []Message `json:"messages"`
-}
-
-type anthropicResponse struct {
-	ID      string `json:"id"`
-	Type    string `json:"type"`
-	Role    string `json:"role"`
-	Model   string `json:"model"`
-	Content []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	} `json:"content"`
-	StopReason string `json:"stop_reason"`
-	Error      *struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
 
 func (anthropicWire) endpoint(base *url.URL, _ string) (string, error) {
 	p := base.Path
@@ -79,13 +59,19 @@ func (anthropicWire) encode(req Request, model string) any {
 	if max <= 0 {
 		max = anthropicDefaultMaxTokens
 	}
-	msgs := make([]Message, len(req.Messages))
-	copy(msgs, req.Messages)
-	return anthropicRequest{Model: model, MaxTokens: max, System: req.System, Messages: msgs}
+	msgs := make([]translate.ClaudeMessage, len(req.Messages))
+	for i, m := range req.Messages {
+		msgs[i] = translate.ClaudeMessage{Role: m.Role, Content: translate.TextContent(m.Content)}
+	}
+	out := translate.ClaudeRequest{Model: model, MaxTokens: max, Messages: msgs}
+	if req.System != "" {
+		out.System = translate.TextContent(req.System)
+	}
+	return out
 }
 
 func (anthropicWire) decode(body []byte) (Response, *Error) {
-	var r anthropicResponse
+	var r translate.ClaudeResponse
 	if e := decodeJSON(body, &r); e != nil {
 		return Response{}, e
 	}
@@ -98,8 +84,8 @@ func (anthropicWire) decode(body []byte) (Response, *Error) {
 	}
 	var b strings.Builder
 	for _, c := range r.Content {
-		if c.Type == "text" {
-			b.WriteString(c.Text)
+		if c.Type == "text" && c.Text != nil {
+			b.WriteString(*c.Text)
 		}
 	}
 	if b.Len() == 0 {

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/mcpv2/mcpv2/protocol/translate"
 )
 
 // DefaultGeminiBaseURL is the API root [NewGemini] uses when baseURL is empty.
@@ -25,42 +27,9 @@ func NewGemini(baseURL, model, apiKey string, opts ...Option) (Backend, error) {
 	return newRemote(KindGemini, baseURL, DefaultGeminiBaseURL, model, apiKey, geminiWire{}, opts)
 }
 
-// geminiWire is the generateContent wire format.
+// geminiWire is the generateContent wire format, written and read with the
+// structs of package translate.
 type geminiWire struct{}
-
-type geminiPart struct {
-	Text    string `json:"text"`
-	Thought bool   `json:"thought,omitempty"`
-}
-
-type geminiContent struct {
-	Role  string       `json:"role,omitempty"`
-	Parts []geminiPart `json:"parts"`
-}
-
-type geminiGenerationConfig struct {
-	MaxOutputTokens int `json:"maxOutputTokens,omitempty"`
-}
-
-type geminiRequest struct {
-	Contents          []geminiContent         `json:"contents"`
-	SystemInstruction *geminiContent          `json:"systemInstruction,omitempty"`
-	GenerationConfig  *geminiGenerationConfig `json:"generationConfig,omitempty"`
-}
-
-type geminiResponse struct {
-	Candidates []struct {
-		Content      geminiContent `json:"content"`
-		FinishReason string        `json:"finishReason"`
-		Index        int           `json:"index"`
-	} `json:"candidates"`
-	PromptFeedback *struct {
-		BlockReason        string `json:"blockReason"`
-		BlockReasonMessage string `json:"blockReasonMessage"`
-	} `json:"promptFeedback"`
-	ModelVersion string `json:"modelVersion"`
-	ResponseID   string `json:"responseId"`
-}
 
 // geminiVersion reports whether a path segment names an API version
 // ("v1", "v1beta", "v1alpha", …).
@@ -115,25 +84,25 @@ func (geminiWire) authorize(h http.Header, key string) {
 }
 
 func (geminiWire) encode(req Request, _ string) any {
-	out := geminiRequest{Contents: make([]geminiContent, 0, len(req.Messages))}
+	out := translate.GeminiRequest{Contents: make([]translate.GeminiContent, 0, len(req.Messages))}
 	for _, m := range req.Messages {
 		role := "user"
 		if m.Role == RoleAssistant {
 			role = "model"
 		}
-		out.Contents = append(out.Contents, geminiContent{Role: role, Parts: []geminiPart{{Text: m.Content}}})
+		out.Contents = append(out.Contents, translate.GeminiContent{Role: role, Parts: []translate.GeminiPart{{Text: &m.Content}}})
 	}
 	if req.System != "" {
-		out.SystemInstruction = &geminiContent{Parts: []geminiPart{{Text: req.System}}}
+		out.SystemInstruction = &translate.GeminiContent{Parts: []translate.GeminiPart{{Text: &req.System}}}
 	}
 	if req.MaxTokens > 0 {
-		out.GenerationConfig = &geminiGenerationConfig{MaxOutputTokens: req.MaxTokens}
+		out.GenerationConfig = &translate.GeminiGenerationConfig{MaxOutputTokens: req.MaxTokens}
 	}
 	return out
 }
 
 func (geminiWire) decode(body []byte) (Response, *Error) {
-	var r geminiResponse
+	var r translate.GeminiResponse
 	if e := decodeJSON(body, &r); e != nil {
 		return Response{}, e
 	}
@@ -150,8 +119,8 @@ func (geminiWire) decode(body []byte) (Response, *Error) {
 	c := r.Candidates[0]
 	var b strings.Builder
 	for _, p := range c.Content.Parts {
-		if !p.Thought {
-			b.WriteString(p.Text)
+		if !p.Thought && p.Text != nil {
+			b.WriteString(*p.Text)
 		}
 	}
 	if b.Len() == 0 {

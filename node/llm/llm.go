@@ -156,9 +156,10 @@ func (e *Error) Unwrap() []error {
 	return []error{ErrBackend}
 }
 
-// Option configures a remote backend. The local backend accepts and ignores
-// options.
-type Option func(*config)
+// Option configures a remote backend; it returns an error for a value it
+// refuses, and the constructor then fails with it. The local backend checks
+// and otherwise ignores options.
+type Option func(*config) error
 
 type config struct {
 	client   *http.Client
@@ -174,22 +175,21 @@ func defaultConfig() config {
 	}
 }
 
+// apply applies opts over the defaults; nil options are skipped, and the
+// first option that refuses its value ends it with that error.
 func (c *config) apply(opts []Option) error {
 	for _, o := range opts {
-		if o != nil {
-			o(c)
+		if o == nil {
+			continue
+		}
+		if err := o(c); err != nil {
+			return err
 		}
 	}
 	if c.client == nil {
 		c.client = &http.Client{}
 	}
 	c.client = sameHostRedirects(c.client)
-	if c.timeout < 0 {
-		return fmt.Errorf("llm: timeout must not be negative, got %v", c.timeout)
-	}
-	if c.maxBytes <= 0 {
-		return fmt.Errorf("llm: max response bytes must be positive, got %d", c.maxBytes)
-	}
 	return nil
 }
 
@@ -198,21 +198,37 @@ func (c *config) apply(opts []Option) error {
 // uses a copy of c that refuses redirects to another host (Go forwards custom
 // headers such as x-api-key across hosts); c itself is not modified.
 func WithHTTPClient(c *http.Client) Option {
-	return func(cfg *config) { cfg.client = c }
+	return func(cfg *config) error {
+		cfg.client = c
+		return nil
+	}
 }
 
 // WithTimeout bounds each Complete call by d, in addition to the caller's
 // context. The default is [DefaultTimeout] (120 s); zero disables the bound;
 // a negative d makes the constructor fail.
 func WithTimeout(d time.Duration) Option {
-	return func(cfg *config) { cfg.timeout = d }
+	return func(cfg *config) error {
+		if d < 0 {
+			return fmt.Errorf("llm: timeout must not be negative, got %v", d)
+		}
+		cfg.timeout = d
+		return nil
+	}
 }
 
 // WithMaxResponseBytes caps the response body the backend will read at n
 // bytes; a larger body fails the call with [ErrBackend]. The default is
-// [DefaultMaxResponseBytes] (8 MiB); n must be positive.
+// [DefaultMaxResponseBytes] (8 MiB); n must be positive, or the constructor
+// fails.
 func WithMaxResponseBytes(n int64) Option {
-	return func(cfg *config) { cfg.maxBytes = n }
+	return func(cfg *config) error {
+		if n <= 0 {
+			return fmt.Errorf("llm: max response bytes must be positive, got %d", n)
+		}
+		cfg.maxBytes = n
+		return nil
+	}
 }
 
 // Kinds returns the backend kinds [New] accepts, sorted.
@@ -224,11 +240,17 @@ func Kinds() []string {
 
 // New builds the backend of the given kind: "local", "openai", "anthropic" or
 // "gemini" (case-insensitive). An unknown kind is an error that names it and
-// the valid ones. For "local", baseURL and apiKey are ignored and a non-empty
-// model replaces the default model name "local-echo-1".
+// the valid ones, and so is an option that refuses its value. For "local",
+// baseURL, apiKey and the options' values are ignored (the options are still
+// checked) and a non-empty model replaces the default model name
+// "local-echo-1".
 func New(kind, baseURL, model, apiKey string, opts ...Option) (Backend, error) {
 	switch strings.ToLower(strings.TrimSpace(kind)) {
 	case KindLocal:
+		cfg := defaultConfig()
+		if err := cfg.apply(opts); err != nil {
+			return nil, fmt.Errorf("llm: %s: %w", KindLocal, err)
+		}
 		return newLocal(model), nil
 	case KindOpenAI:
 		return NewOpenAI(baseURL, model, apiKey, opts...)

@@ -156,6 +156,19 @@ func TestNewLocalModel(t *testing.T) {
 	}
 }
 
+// TestOptionErrors: an option that refuses its value fails New for every
+// kind, the local one included, and a nil option is skipped.
+func TestOptionErrors(t *testing.T) {
+	for _, kind := range Kinds() {
+		if _, err := New(kind, "http://127.0.0.1:1", "m", "", WithMaxResponseBytes(-1)); err == nil || !strings.Contains(err.Error(), "max response bytes") {
+			t.Errorf("%s: err = %v, want the max response bytes refused", kind, err)
+		}
+		if _, err := New(kind, "http://127.0.0.1:1", "m", "", nil, WithTimeout(0)); err != nil {
+			t.Errorf("%s with a nil option and no timeout: %v", kind, err)
+		}
+	}
+}
+
 func TestRemoteConstructorErrors(t *testing.T) {
 	ctors := map[string]func(string, string, string, ...Option) (Backend, error){
 		KindOpenAI: NewOpenAI, KindAnthropic: NewAnthropic, KindGemini: NewGemini,
@@ -182,6 +195,10 @@ func TestRemoteConstructorErrors(t *testing.T) {
 			if err != nil && tc.key != "" && strings.Contains(err.Error(), tc.key) {
 				t.Errorf("%s %s: error reveals the key: %v", kind, tc.name, err)
 			}
+		}
+		// New fails the same way, whatever the kind.
+		if _, err := New(kind, "http://127.0.0.1:1", "m", "", WithTimeout(-time.Second)); err == nil || !strings.Contains(err.Error(), "timeout") {
+			t.Errorf("New(%s) with a negative timeout: err = %v", kind, err)
 		}
 		// The official endpoint with a key is fine, and so is a custom one without.
 		if _, err := ctor("", "m", testKey); err != nil {

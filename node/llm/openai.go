@@ -1,10 +1,11 @@
 package llm
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/mcpv2/mcpv2/protocol/translate"
 )
 
 // DefaultOpenAIBaseURL is the API root [NewOpenAI] uses when baseURL is empty.
@@ -21,7 +22,10 @@ const DefaultOpenAIBaseURL = "https://api.openai.com/v1"
 // (local servers need none). model is required; a Request's Model overrides
 // it. The system prompt travels as the first message with role "system".
 // Request.MaxTokens is sent as max_completion_tokens to api.openai.com and as
-// max_tokens elsewhere, which is what compatible servers understand.
+// max_tokens elsewhere, which is what compatible servers understand. The
+// answer is the first choice's content; a content given as an array of parts
+// (some servers) reads as [translate.ContentText] reads it, one line a part,
+// and a refusal stands in for an empty content.
 func NewOpenAI(baseURL, model, apiKey string, opts ...Option) (Backend, error) {
 	r, err := newRemote(KindOpenAI, baseURL, DefaultOpenAIBaseURL, model, apiKey, openAIWire{}, opts)
 	if err != nil {
@@ -31,38 +35,10 @@ func NewOpenAI(baseURL, model, apiKey string, opts ...Option) (Backend, error) {
 	return r, nil
 }
 
-// openAIWire is the chat completions wire format.
+// openAIWire is the chat completions wire format, written and read with the
+// structs of package translate.
 type openAIWire struct {
 	official bool // api.openai.com: send max_completion_tokens
-}
-
-type openAIMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-type openAIRequest struct {
-	Model               string          `json:"model"`
-	Messages            []openAIMessage `json:"messages"`
-	MaxTokens           int             `json:"max_tokens,omitempty"`
-	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
-	Stream              bool            `json:"stream"`
-}
-
-type openAIResponse struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Model   string `json:"model"`
-	Choices []struct {
-		Index   int `json:"index"`
-		Message struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"` // a string, null, or (some servers) an array of parts
-			Refusal *string         `json:"refusal"`
-		} `json:"message"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Error json.RawMessage `json:"error"` // some proxies answer 200 with an error object
 }
 
 func (openAIWire) endpoint(base *url.URL, _ string) (string, error) {
@@ -84,14 +60,14 @@ func (openAIWire) authorize(h http.Header, key string) {
 }
 
 func (w openAIWire) encode(req Request, model string) any {
-	msgs := make([]openAIMessage, 0, len(req.Messages)+1)
+	msgs := make([]translate.OpenAIMessage, 0, len(req.Messages)+1)
 	if req.System != "" {
-		msgs = append(msgs, openAIMessage{Role: "system", Content: req.System})
+		msgs = append(msgs, translate.OpenAIMessage{Role: "system", Content: translate.TextContent(req.System)})
 	}
 	for _, m := range req.Messages {
-		msgs = append(msgs, openAIMessage{Role: m.Role, Content: m.Content})
+		msgs = append(msgs, translate.OpenAIMessage{Role: m.Role, Content: translate.TextContent(m.Content)})
 	}
-	out := openAIRequest{Model: model, Messages: msgs}
+	out := translate.OpenAIRequest{Model: model, Messages: msgs}
 	if req.MaxTokens > 0 {
 		if w.official {
 			out.MaxCompletionTokens = req.MaxTokens
@@ -103,7 +79,7 @@ func (w openAIWire) encode(req Request, model string) any {
 }
 
 func (openAIWire) decode(body []byte) (Response, *Error) {
-	var r openAIResponse
+	var r translate.OpenAIResponse
 	if e := decodeJSON(body, &r); e != nil {
 		return Response{}, e
 	}
@@ -118,7 +94,7 @@ func (openAIWire) decode(body []byte) (Response, *Error) {
 		return Response{}, &Error{Message: "the answer holds no choices"}
 	}
 	c := r.Choices[0]
-	text := contentText(c.Message.Content)
+	text := translate.ContentText(c.Message.Content)
 	if text == "" && c.Message.Refusal != nil {
 		text = *c.Message.Refusal
 	}
@@ -126,27 +102,4 @@ func (openAIWire) decode(body []byte) (Response, *Error) {
 		return Response{}, noText(c.FinishReason)
 	}
 	return Response{Text: text, Model: r.Model}, nil
-}
-
-// contentText reads a chat message content: a string, or an array of
-// {"type":"text","text":…} parts whose texts are concatenated.
-func contentText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(raw, &parts) != nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Type == "text" {
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
 }

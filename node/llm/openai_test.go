@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+
+	"github.com/mcpv2/mcpv2/protocol/translate"
 )
 
 // openAIOK is a chat completion as api.openai.com returns it.
@@ -129,7 +131,9 @@ func TestOpenAIDecodeVariants(t *testing.T) {
 	for _, tc := range []struct {
 		name, body, text, errSub string
 	}{
-		{"array content", `{"model":"m","choices":[{"message":{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"image_url"},{"type":"text","text":"b"}]}}]}`, "ab", ""},
+		// Array content reads as translate.ContentText does: one line a
+		// part, a placeholder for a part that is not text.
+		{"array content", `{"model":"m","choices":[{"message":{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"image_url"},{"type":"text","text":"b"}]}}]}`, "a\n[image]\nb", ""},
 		{"refusal", `{"model":"m","choices":[{"message":{"role":"assistant","content":null,"refusal":"I can't help with that."},"finish_reason":"stop"}]}`, "I can't help with that.", ""},
 		{"no choices", `{"model":"m","choices":[]}`, "", "no choices"},
 		{"empty content", `{"model":"m","choices":[{"message":{"role":"assistant","content":""},"finish_reason":"length"}]}`, "", "finish reason: length"},
@@ -141,6 +145,44 @@ func TestOpenAIDecodeVariants(t *testing.T) {
 			t.Errorf("%s: %+v, %v; want text %q", tc.name, resp, e, tc.text)
 		case tc.errSub != "" && (e == nil || !contains(e.Message, tc.errSub)):
 			t.Errorf("%s: err = %v, want %q", tc.name, e, tc.errSub)
+		}
+	}
+}
+
+// TestOpenAIContentText: an answer's array content reads as
+// translate.ContentText reads it, on the contents where this package's own
+// reader (which concatenated the text parts) and the edge's (one line a
+// part, placeholders) disagreed; edge/ai_test.go runs the same contents
+// through the edge.
+func TestOpenAIContentText(t *testing.T) {
+	for _, tc := range []struct{ name, content, want string }{
+		{"text, image, text", `[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"https://example.com/a.png"}},{"type":"text","text":"b"}]`, "a\n[image]\nb"},
+		{"two text parts", `[{"type":"text","text":"Hello"},{"type":"text","text":"world"}]`, "Hello\nworld"},
+		{"refusal part", `[{"type":"refusal","refusal":"I can't help with that."}]`, "[refused: I can't help with that.]"},
+		{"audio then text", `[{"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"}},{"type":"text","text":"transcribe"}]`, "[audio]\ntranscribe"},
+		{"a part of another type", `[{"type":"file","file":{"file_id":"file-1"}},{"type":"text","text":"sum up"}]`, "[file]\nsum up"},
+	} {
+		body := `{"model":"m","choices":[{"message":{"role":"assistant","content":` + tc.content + `},"finish_reason":"stop"}]}`
+		resp, e := openAIWire{}.decode([]byte(body))
+		if e != nil || resp.Text != tc.want || resp.Text != translate.ContentText(json.RawMessage(tc.content)) {
+			t.Errorf("%s: text %q, %v; want %q", tc.name, resp.Text, e, tc.want)
+		}
+	}
+}
+
+// TestDecodeExactNames: answers are decoded with protocol.Unmarshal, whose
+// member names match exactly, as every provider spells them.
+func TestDecodeExactNames(t *testing.T) {
+	for _, tc := range []struct {
+		w    provider
+		body string
+	}{
+		{openAIWire{}, `{"Model":"m","Choices":[{"Message":{"Content":"hi"}}]}`},
+		{anthropicWire{}, `{"type":"message","Content":[{"Type":"text","Text":"hi"}]}`},
+		{geminiWire{}, `{"Candidates":[{"Content":{"Parts":[{"Text":"hi"}]}}]}`},
+	} {
+		if resp, e := tc.w.decode([]byte(tc.body)); e == nil {
+			t.Errorf("%T read %q from a body with case-folded names", tc.w, resp.Text)
 		}
 	}
 }

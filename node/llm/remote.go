@@ -12,6 +12,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/mcpv2/mcpv2/protocol"
 )
 
 // userAgent identifies this package to remote servers.
@@ -305,10 +307,11 @@ func firstString(m map[string]any, keys ...string) string {
 	return ""
 }
 
-// decodeJSON unmarshals a 2xx body, reporting failures as an *Error.
+// decodeJSON unmarshals a 2xx body with protocol.Unmarshal (member names
+// match exactly; the body must be UTF-8), reporting failures as an *Error.
 func decodeJSON(body []byte, v any) *Error {
-	if err := json.Unmarshal(body, v); err != nil {
-		return &Error{Message: "invalid JSON in response: " + err.Error(), Err: err}
+	if err := protocol.Unmarshal(body, v); err != nil {
+		return &Error{Message: "invalid JSON in response: " + protocol.JSONErrorText(err), Err: err}
 	}
 	return nil
 }

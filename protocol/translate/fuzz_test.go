@@ -3,7 +3,9 @@ package translate
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // The seed corpus lives in testdata/fuzz/FuzzTranslate/ (go test runs it as
@@ -47,6 +49,37 @@ func FuzzTranslate(f *testing.F) {
 		}
 		if _, err := Strip(out); err != nil {
 			t.Fatalf("Strip of a translated history: %v", err)
+		}
+	})
+}
+
+// FuzzContentText: ContentText and SystemText never panic; a string content
+// reads as itself; SystemText returns no blank prompt, and an error only.
+func FuzzContentText(f *testing.F) {
+	for _, tc := range contentTextCases {
+		f.Add([]byte(tc.content), "openai")
+	}
+	f.Add([]byte(`"hi"`), "claude")
+	f.Add([]byte(`[{"type":"text","text":"a"},null]`), "claude")
+	f.Add([]byte(`{"parts":[{"text":"a"},{}]}`), "gemini")
+	f.Add([]byte(`null`), "deepseek")
+	f.Fuzz(func(t *testing.T, raw []byte, provider string) {
+		got := ContentText(raw)
+		var s string
+		if utf8.Valid(raw) && json.Unmarshal(raw, &s) == nil && jsonType(raw) == "string" && got != s {
+			t.Fatalf("ContentText(%s) = %q, want the string %q", raw, got, s)
+		}
+		if s := string(raw); utf8.ValidString(s) && ContentText(TextContent(s)) != s {
+			t.Fatalf("ContentText(TextContent(%q)) = %q", s, ContentText(TextContent(s)))
+		}
+		prompts, err := SystemText(provider, raw)
+		if err != nil && prompts != nil {
+			t.Fatalf("SystemText returned %q with error %v", prompts, err)
+		}
+		for _, p := range prompts {
+			if strings.TrimSpace(p) == "" {
+				t.Fatalf("SystemText(%s) returned a blank prompt", raw)
+			}
 		}
 	})
 }

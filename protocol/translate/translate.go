@@ -15,6 +15,11 @@
 // The side field is not part of any provider's API: a caller that sends a
 // translated history to a provider removes it first with Strip.
 //
+// The package also holds the one definition of each provider's request and
+// response bodies (ClaudeRequest, OpenAIResponse, GeminiContent, ...), which
+// the llm backends and the HTTP edge use, with ContentText, TextContent and
+// SystemText to read and write a message's content and a system prompt.
+//
 // The package is pure: it does no I/O, keeps no state, and its functions may
 // be called concurrently.
 package translate
