@@ -52,25 +52,20 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// proc is a running `mcpv2 node`.
+// proc is a running `mcpv2 node` (testenv.Proc) and what its banner said.
 type proc struct {
-	cmd     *exec.Cmd
+	*testenv.Proc
 	peerID  string
 	addrs   []string
 	dataDir string
-	log     *bytes.Buffer
-	// exited is closed once the process has exited; exitErr is then its
-	// Wait error.
-	exited  chan struct{}
-	exitErr error
 }
 
 // wait waits up to d for the process to exit and returns its Wait error.
 func (p *proc) wait(t *testing.T, d time.Duration) error {
 	t.Helper()
 	select {
-	case <-p.exited:
-		return p.exitErr
+	case <-p.Exited:
+		return p.ExitErr
 	case <-time.After(d):
 		t.Fatalf("node did not exit within %s", d)
 		return nil
@@ -99,44 +94,15 @@ func startNode(t *testing.T, dataDir string, args ...string) *proc {
 	return startProc(t, binPath, dataDir, all...)
 }
 
-// startProc runs `bin argv…` (a node of dataDir), waits for its banner, and
-// kills it when the test ends.
+// startProc runs `bin argv…` (a node of dataDir) with testenv.StartProc,
+// which waits for its banner and stops it when the test ends.
 func startProc(t *testing.T, bin, dataDir string, argv ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(bin, argv...)
-	cmd.Env = testenv.CleanEnv()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{cmd: cmd, dataDir: dataDir, log: &bytes.Buffer{}, exited: make(chan struct{})}
-	var logMu sync.Mutex
-	cmd.Stderr = &lockedWriter{mu: &logMu, w: p.log}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	banner := make(chan struct{})
-	go func() {
-		testenv.ReadBanner(stdout, &p.peerID, &p.addrs, banner)
-		p.exitErr = cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.exited
-	})
-	select {
-	case <-banner:
-	case <-p.exited:
-		logMu.Lock()
-		defer logMu.Unlock()
-		t.Fatalf("node exited before its banner: %v\n%s", p.exitErr, p.log)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("no banner in 30s\n%s", p.log)
-	}
-	return p
+	tp := testenv.StartProc(t, append([]string{bin}, argv...)...)
+	return &proc{Proc: tp, peerID: tp.First("MCPV2_PEER_ID"), addrs: tp.Banner["MCPV2_P2P_ADDRESS"], dataDir: dataDir}
 }
 
+// lockedWriter serializes writes to w under mu.
 type lockedWriter struct {
 	mu *sync.Mutex
 	w  io.Writer
@@ -254,9 +220,9 @@ func TestTwoNodesAndAThirdCaller(t *testing.T) {
 		t.Fatalf("secret: %q %q", out, errs)
 	}
 	// SIGTERM: a clean exit.
-	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	_ = a.Cmd.Process.Signal(syscall.SIGTERM)
 	if err := a.wait(t, 15*time.Second); err != nil {
-		t.Fatalf("node exit after SIGTERM: %v\n%s", err, a.log)
+		t.Fatalf("node exit after SIGTERM: %v\n%s", err, a.Log)
 	}
 }
 
@@ -280,7 +246,7 @@ func TestKillMidUploadLeavesNoPartialFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(delay)
-		_ = b.cmd.Process.Kill()
+		_ = b.Cmd.Process.Kill()
 		_ = b.wait(t, 10*time.Second)
 		_ = cmd.Wait()
 		b2 := startNode(t, bDir) // a restart cleans up stale temp files
@@ -298,7 +264,7 @@ func TestKillMidUploadLeavesNoPartialFile(t *testing.T) {
 			}
 			_ = os.Remove(filepath.Join(bDir, "files", "big.bin"))
 		}
-		_ = b2.cmd.Process.Kill()
+		_ = b2.Cmd.Process.Kill()
 		_ = b2.wait(t, 10*time.Second)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -57,101 +56,38 @@ const (
 	edgeBRate = 20
 )
 
-// edgeProc is a running `mcpv2 node` with its banner.
+// edgeProc is a running `mcpv2 node` (testenv.Proc) with a name for the
+// logs.
 type edgeProc struct {
-	name    string
-	cmd     *exec.Cmd
-	banner  map[string][]string
-	logMu   sync.Mutex
-	log     bytes.Buffer
-	exited  chan struct{}
-	exitErr error
+	*testenv.Proc
+	name string
 }
 
-func (p *edgeProc) first(key string) string {
-	if v := p.banner[key]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
+func (p *edgeProc) first(key string) string { return p.First(key) }
 
-func (p *edgeProc) stderr() string {
-	p.logMu.Lock()
-	defer p.logMu.Unlock()
-	return p.log.String()
-}
-
-func (p *edgeProc) Write(b []byte) (int, error) {
-	p.logMu.Lock()
-	defer p.logMu.Unlock()
-	return p.log.Write(b)
-}
+func (p *edgeProc) stderr() string { return p.Log.String() }
 
 // tcpAddr returns the node's first TCP multiaddr.
 func (p *edgeProc) tcpAddr(t *testing.T) string {
 	t.Helper()
-	for _, a := range p.banner["MCPV2_P2P_ADDRESS"] {
+	for _, a := range p.Banner["MCPV2_P2P_ADDRESS"] {
 		if strings.Contains(a, "/tcp/") {
 			return a
 		}
 	}
-	t.Fatalf("%s: no tcp address in its banner %v", p.name, p.banner)
+	t.Fatalf("%s: no tcp address in its banner %v", p.name, p.Banner)
 	return ""
 }
 
 // startEdgeProc runs prefix + `mcpv2 node args…` (prefix is e.g. `ip netns
-// exec NS`, which execs the node in place) and waits for the banner's last
-// line. The process is killed when the test ends; if the test failed, the
-// tail of its stderr is logged.
+// exec NS`, which execs the node in place) with testenv.StartProc, which
+// waits for the banner's last line and stops the process when the test
+// ends; if the test failed, the tail of its stderr is logged.
 func startEdgeProc(t *testing.T, name string, prefix []string, args ...string) *edgeProc {
 	t.Helper()
 	argv := append(append(append([]string{}, prefix...), binPath, "node"), args...)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = testenv.CleanEnv()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &edgeProc{name: name, cmd: cmd, banner: map[string][]string{}, exited: make(chan struct{})}
-	cmd.Stderr = p
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	ready := make(chan map[string][]string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		banner := map[string][]string{}
-		sent := false
-		for sc.Scan() {
-			k, v, ok := strings.Cut(sc.Text(), "=")
-			if !ok || sent {
-				continue
-			}
-			banner[k] = append(banner[k], v)
-			if k == "MCPV2_DATA_DIR" {
-				ready <- banner
-				sent = true
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-		p.exitErr = cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.exited
-		if t.Failed() {
-			t.Logf("%s stderr (last lines):\n%s", name, edgeLastLines(p.stderr(), 30))
-		}
-	})
-	select {
-	case p.banner = <-ready:
-	case <-p.exited:
-		t.Fatalf("%s exited before its banner: %v\n%s", name, p.exitErr, p.stderr())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s: no banner in 30s\n%s", name, p.stderr())
-	}
+	p := &edgeProc{Proc: testenv.StartProc(t, argv...), name: name}
 	t.Logf("%s up in %v: peer %s, edge %s", name, time.Since(start).Round(time.Millisecond), p.first("MCPV2_PEER_ID"), p.first("MCPV2_PEER_ADDRESS"))
 	return p
 }
@@ -1481,7 +1417,7 @@ func TestGatewayToMeshOnlyPeer(t *testing.T) {
 	common := []string{"--secret", edgeSecret, "--no-mdns", "--no-nat"}
 	cp := startEdgeProc(t, "C", nil, append([]string{"--data-dir", cDir, "--listen", "/ip4/127.0.0.1/tcp/0", "--name", "carol-mesh-only"}, common...)...)
 	if cp.first("MCPV2_BOUND_PORT") != "" || cp.first("MCPV2_PEER_ADDRESS") != "" {
-		t.Fatalf("C has an HTTP edge: %v", cp.banner)
+		t.Fatalf("C has an HTTP edge: %v", cp.Banner)
 	}
 	cID := cp.first("MCPV2_PEER_ID")
 	port := edgeFreePort(t, "127.0.0.1")
@@ -1723,8 +1659,8 @@ func TestBindingNotEveryInterface(t *testing.T) {
 	if _, err := edgeTryDo(c, http.MethodGet, fmt.Sprintf("http://127.0.0.2:%d/health", port), nil, nil); err == nil {
 		t.Fatalf("the edge of --public-ip 127.0.0.1 answers on 127.0.0.2: it is not bound to --public-ip alone")
 	}
-	_ = p.cmd.Process.Kill()
-	<-p.exited
+	_ = p.Cmd.Process.Kill()
+	<-p.Exited
 
 	port = edgeFreePort(t, "0.0.0.0")
 	p = startEdgeProc(t, "everywhere", nil, "--data-dir", t.TempDir(), "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mesh",

@@ -178,7 +178,7 @@ func TestEdgePortZero(t *testing.T) {
 		t.Fatalf("health: %s", resp.Status)
 	}
 	off := startEdgeProc(t, "off", nil, "--data-dir", t.TempDir(), "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mesh")
-	if v, ok := off.banner["MCPV2_BOUND_PORT"]; ok {
+	if v, ok := off.Banner["MCPV2_BOUND_PORT"]; ok {
 		t.Fatalf("an edge without --port: MCPV2_BOUND_PORT=%v", v)
 	}
 }
@@ -310,8 +310,8 @@ func TestEdgeOnALaptop(t *testing.T) {
 		}
 	}
 	// Close frees both listeners.
-	_ = p.cmd.Process.Kill()
-	<-p.exited
+	_ = p.Cmd.Process.Kill()
+	<-p.Exited
 	for _, host := range []string{"127.0.0.1", lan} {
 		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 		if err != nil {
@@ -360,8 +360,8 @@ func TestLibraryLogNoiseIsDebug(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		time.Sleep(300 * time.Millisecond)
-		_ = p.cmd.Process.Kill()
-		<-p.exited
+		_ = p.Cmd.Process.Kill()
+		<-p.Exited
 		logs := p.stderr()
 		if !strings.Contains(logs, "msg=ready") {
 			t.Fatalf("--log-level %s: no ready line:\n%s", level, logs)

@@ -257,7 +257,7 @@ func memAttackStartNode(t *testing.T, bin string, args ...string) *memAttackProc
 }
 
 // pid is the node's process id.
-func (p *memAttackProc) pid() int { return p.cmd.Process.Pid }
+func (p *memAttackProc) pid() int { return p.Cmd.Process.Pid }
 
 // memAttackResetPeak resets the process's VmHWM to its current RSS
 // (clear_refs 5, Linux 4.0+), so that the peak read afterwards is this

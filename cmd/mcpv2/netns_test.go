@@ -116,8 +116,8 @@ func TestNetnsEdgeE2E(t *testing.T) {
 		"--max-message", strconv.Itoa(edgeAMaxMessage), "--bootstrap", bp.tcpAddr(t)}, common...)...)
 	// `ip netns exec` execs the node in place: the PIDs we hold are the nodes'.
 	for _, p := range []*edgeProc{ap, bp} {
-		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p.cmd.Process.Pid)); err != nil || strings.TrimSpace(string(comm)) != "mcpv2" {
-			t.Fatalf("%s: pid %d is %q, not the node (%v)", p.name, p.cmd.Process.Pid, comm, err)
+		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p.Cmd.Process.Pid)); err != nil || strings.TrimSpace(string(comm)) != "mcpv2" {
+			t.Fatalf("%s: pid %d is %q, not the node (%v)", p.name, p.Cmd.Process.Pid, comm, err)
 		}
 	}
 

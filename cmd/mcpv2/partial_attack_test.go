@@ -147,8 +147,8 @@ func TestPartialUploadAttack(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	select {
-	case <-b.exited:
-		t.Fatalf("the node exited: %v\n%s", b.exitErr, b.log)
+	case <-b.Exited:
+		t.Fatalf("the node exited: %v\n%s", b.ExitErr, b.Log)
 	default:
 	}
 	if out, errs, code := run(t, "call", addr, "list_files", "--data-dir", client); code != 0 || !strings.Contains(out, `"files":[]`) {

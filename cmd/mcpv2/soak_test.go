@@ -235,7 +235,7 @@ func (s *soakRun) run() {
 	bp := startEdgeProc(t, "B", nil, "--data-dir", s.bDataDir, "--listen", "/ip4/127.0.0.1/tcp/0",
 		"--listen", "/ip4/127.0.0.1/udp/0/quic-v1", "--secret", soakSecret, "--no-mdns", "--no-nat")
 	s.bID = bp.first("MCPV2_PEER_ID")
-	s.bLife = &soakLife{node: "B", n: 1, pid: bp.cmd.Process.Pid, start: time.Now()}
+	s.bLife = &soakLife{node: "B", n: 1, pid: bp.Cmd.Process.Pid, start: time.Now()}
 
 	// A: the node under test, at fixed addresses so that it comes back where
 	// it was, with the same identity (its data dir).
@@ -338,7 +338,7 @@ func (s *soakRun) startNode() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.node = p
-	s.lives = append(s.lives, &soakLife{node: "A", n: n, pid: p.cmd.Process.Pid, start: time.Now()})
+	s.lives = append(s.lives, &soakLife{node: "A", n: n, pid: p.Cmd.Process.Pid, start: time.Now()})
 }
 
 // killAndRestart SIGKILLs the node under test and starts it again with the
@@ -350,11 +350,11 @@ func (s *soakRun) killAndRestart() {
 	killed := time.Now()
 	s.windows = append(s.windows, soakWindow{from: killed})
 	s.mu.Unlock()
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		s.t.Fatalf("SIGKILL the node: %v", err)
 	}
 	select {
-	case <-p.exited:
+	case <-p.Exited:
 	case <-time.After(10 * time.Second):
 		s.t.Fatal("the node did not die within 10s of SIGKILL")
 	}
@@ -364,7 +364,7 @@ func (s *soakRun) killAndRestart() {
 	s.windows[len(s.windows)-1].to = up.Add(soakGrace)
 	s.restarts = append(s.restarts, up.Sub(killed))
 	s.mu.Unlock()
-	s.t.Logf("soak: t=%v: node SIGKILLed and back in %v (pid %d)", killed.Sub(s.begin).Round(time.Second), up.Sub(killed).Round(time.Millisecond), s.node.cmd.Process.Pid)
+	s.t.Logf("soak: t=%v: node SIGKILLed and back in %v (pid %d)", killed.Sub(s.begin).Round(time.Second), up.Sub(killed).Round(time.Millisecond), s.node.Cmd.Process.Pid)
 }
 
 // inFault reports whether [from, to] meets a fault window.
