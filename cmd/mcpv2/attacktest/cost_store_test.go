@@ -36,7 +36,7 @@ func TestAttackCostStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := startNode(t, "--data-dir", dir, "--port", "0", "--public-ip", "127.0.0.1", "--secret", secret)
-	pid := p.cmd.Process.Pid
+	pid := p.Cmd.Process.Pid
 
 	t.Run("subscriptions", func(t *testing.T) {
 		tok := p.anonSession(t)
@@ -99,7 +99,7 @@ func TestAttackCostStore(t *testing.T) {
 			t.Errorf("the node's RSS grew by %d MiB (from %d to %d MiB): the URIs are held", (rss1-rss0)>>20, rss0>>20, rss1>>20)
 		}
 		// No log line quotes a URI whole.
-		sc := bufio.NewScanner(strings.NewReader(p.log.String()))
+		sc := bufio.NewScanner(strings.NewReader(p.Log.String()))
 		sc.Buffer(nil, 64<<20)
 		long := 0
 		for sc.Scan() {

@@ -279,12 +279,12 @@ func dialNetnsFreePort(t *testing.T, ns *dialNS) string {
 // dialP2P returns the node's P2P address on ip, with /p2p/.
 func dialP2P(t *testing.T, p *proc, ip string) string {
 	t.Helper()
-	for _, a := range p.banner["MCPV2_P2P_ADDRESS"] {
+	for _, a := range p.Banner["MCPV2_P2P_ADDRESS"] {
 		if strings.HasPrefix(a, "/ip4/"+ip+"/tcp/") {
 			return a
 		}
 	}
-	t.Fatalf("no P2P address on %s in %v", ip, p.banner["MCPV2_P2P_ADDRESS"])
+	t.Fatalf("no P2P address on %s in %v", ip, p.Banner["MCPV2_P2P_ADDRESS"])
 	return ""
 }
 

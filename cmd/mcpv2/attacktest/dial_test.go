@@ -112,11 +112,11 @@ func TestAttackDialErrors(t *testing.T) {
 	// T's dial backoff. Past it, the open port and the closed one are
 	// dialled for real, and the answers are still the same.
 	realDials := func() bool {
-		return service.count.Load() > 0 && strings.Contains(tn.log.String(), fmt.Sprintf("127.0.0.1:%d: connect: connection refused", closedPort))
+		return service.count.Load() > 0 && strings.Contains(tn.Log.String(), fmt.Sprintf("127.0.0.1:%d: connect: connection refused", closedPort))
 	}
 	for end := time.Now().Add(30 * time.Second); !realDials(); time.Sleep(500 * time.Millisecond) {
 		if time.Now().After(end) {
-			t.Fatalf("in 30 s, T never dialled the open port (%d connections) or the closed one (log:\n%s)", service.count.Load(), tn.log.String())
+			t.Fatalf("in 30 s, T never dialled the open port (%d connections) or the closed one (log:\n%s)", service.count.Load(), tn.Log.String())
 		}
 		for _, c := range cases[:2] {
 			st, body := routes[0].ask(c.peer)
@@ -126,7 +126,7 @@ func TestAttackDialErrors(t *testing.T) {
 		}
 	}
 	// The dial errors are in T's log, for its operator.
-	log := tn.log.String()
+	log := tn.Log.String()
 	for _, c := range cases {
 		if !strings.Contains(log, c.peer) {
 			t.Errorf("T's log does not name %s (%s)", c.peer, c.name)
@@ -165,8 +165,8 @@ var dialCard = map[string]any{"jsonrpc": "2.0", "id": 1, "method": "agent/card"}
 
 // dialKill kills the node at once (SIGKILL) and waits for it.
 func dialKill(p *proc) {
-	_ = p.cmd.Process.Kill()
-	<-p.exited
+	_ = p.Cmd.Process.Kill()
+	<-p.Exited
 }
 
 // dialFreePort returns a TCP port on loopback that is free now.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -34,15 +33,10 @@ func TestMain(m *testing.M) {
 const secret = "attack-test-shared-secret"
 
 // proc is a running `mcpv2 node` (testenv.Proc) with this package's
-// helpers; cmd, banner, log and exited are the Proc's fields, dataDir its
-// banner's MCPV2_DATA_DIR.
+// helpers; dataDir is its banner's MCPV2_DATA_DIR.
 type proc struct {
 	*testenv.Proc
-	cmd     *exec.Cmd
 	dataDir string
-	banner  map[string][]string
-	log     *testenv.Buffer
-	exited  <-chan struct{}
 }
 
 // first returns the banner's first value of key.
@@ -57,12 +51,12 @@ func (p *proc) base() string { return "http://127.0.0.1:" + p.first("MCPV2_BOUND
 // p2pAddr is the node's loopback multiaddr with /p2p/.
 func (p *proc) p2pAddr(t *testing.T) string {
 	t.Helper()
-	for _, a := range p.banner["MCPV2_P2P_ADDRESS"] {
+	for _, a := range p.Banner["MCPV2_P2P_ADDRESS"] {
 		if strings.HasPrefix(a, "/ip4/127.0.0.1/") {
 			return a
 		}
 	}
-	t.Fatalf("no loopback P2P address in %v", p.banner["MCPV2_P2P_ADDRESS"])
+	t.Fatalf("no loopback P2P address in %v", p.Banner["MCPV2_P2P_ADDRESS"])
 	return ""
 }
 
@@ -86,7 +80,7 @@ func startNode(t *testing.T, args ...string) *proc {
 func startExact(t *testing.T, prefix []string, args ...string) *proc {
 	t.Helper()
 	p := testenv.StartProc(t, append(append(append([]string{}, prefix...), binPath, "node"), args...)...)
-	return &proc{Proc: p, cmd: p.Cmd, dataDir: p.First("MCPV2_DATA_DIR"), banner: p.Banner, log: p.Log, exited: p.Exited}
+	return &proc{Proc: p, dataDir: p.First("MCPV2_DATA_DIR")}
 }
 
 // stop ends the node (SIGTERM, then SIGKILL after 10 s) and waits for it
