@@ -21,7 +21,7 @@ import (
 	"github.com/mcpv2/mcpv2/node/guard"
 	"github.com/mcpv2/mcpv2/node/keys"
 	"github.com/mcpv2/mcpv2/node/llm"
-	"github.com/mcpv2/mcpv2/node/skills"
+	"github.com/mcpv2/mcpv2/node/skills/custom"
 	"github.com/mcpv2/mcpv2/node/store"
 	"github.com/mcpv2/mcpv2/transport"
 )
@@ -66,7 +66,7 @@ func nodeFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "llm-mode", EnvVars: []string{"MCPV2_LLM_MODE"}, Usage: "ask keeps per-conversation history (persisted)"},
 		&cli.StringFlag{Name: "policy", EnvVars: []string{"MCPV2_POLICY"}, Usage: "policy file granting skills per PeerID (default <data-dir>/policy.json)"},
 		&cli.StringFlag{Name: "skills", EnvVars: []string{"MCPV2_SKILLS"}, Usage: "custom skills file (default <data-dir>/custom_skills.json)"},
-		&cli.IntFlag{Name: "max-command-runs", EnvVars: []string{"MCPV2_MAX_COMMAND_RUNS"}, Value: skills.DefaultMaxCommandRuns,
+		&cli.IntFlag{Name: "max-command-runs", EnvVars: []string{"MCPV2_MAX_COMMAND_RUNS"}, Value: custom.DefaultMaxCommandRuns,
 			Usage: "command-skill calls that run at once; more are refused with -32005 (0: the default)"},
 		&cli.StringFlag{Name: "run-as", EnvVars: []string{"MCPV2_RUN_AS"},
 			Usage: "user (name or uid) that command skills run as; needs the node to run as root"},

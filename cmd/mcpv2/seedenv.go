@@ -18,7 +18,7 @@ import (
 
 	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/node/llm"
-	"github.com/mcpv2/mcpv2/node/skills"
+	"github.com/mcpv2/mcpv2/node/skills/custom"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -165,8 +165,8 @@ var seedSettings = []seedSetting{
 	{name: "MCPV2_LLM_MODE", flag: "llm-mode"},
 	{name: "MCPV2_SESSION_TIMEOUT", flag: "session-ttl"},
 	{name: "MCPV2_CLOCK_SKEW", flag: "clock-skew"},
-	{name: "MCPV2_TOOL_TIMEOUT", instead: fmt.Sprintf(`give each command or http skill its own "timeout_s" in the custom skills file (--skills, default <data-dir>/custom_skills.json; %d when absent)`, int(skills.DefaultCustomTimeout.Seconds()))},
-	{name: "MCPV2_MEMORY_LIMIT_MB", instead: fmt.Sprintf(`give each command skill its own "memory_mb" in the custom skills file (--skills, default <data-dir>/custom_skills.json; %d when absent)`, skills.DefaultCustomMemoryMB)},
+	{name: "MCPV2_TOOL_TIMEOUT", instead: fmt.Sprintf(`give each command or http skill its own "timeout_s" in the custom skills file (--skills, default <data-dir>/custom_skills.json; %d when absent)`, int(custom.DefaultTimeout.Seconds()))},
+	{name: "MCPV2_MEMORY_LIMIT_MB", instead: fmt.Sprintf(`give each command skill its own "memory_mb" in the custom skills file (--skills, default <data-dir>/custom_skills.json; %d when absent)`, custom.DefaultMemoryMB)},
 	{name: "MCPV2_FILE_STORE", flag: "file-store"},
 	{name: "MCPV2_ENABLE_MTLS", flag: "enable-mtls"},
 	{name: "MCPV2_HOME", flag: "data-dir"},
@@ -408,7 +408,7 @@ func editDistance(a, b string) int {
 }
 
 // skillEnvRef is a ${ENV:NAME} reference of the custom skills file (the
-// form node/skills expands at load time).
+// form node/skills/custom expands at load time).
 var skillEnvRef = regexp.MustCompile(`\$\{ENV:([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // maxSkillsScan bounds how much of the custom skills file is scanned.

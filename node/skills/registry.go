@@ -1,7 +1,7 @@
-// Package skills holds the typed skill registry, the standard skills of
-// SPEC §3 and the custom-skill handlers. A skill is written once here and
-// every face of a node (mesh, HTTP edge, MCP, A2A) calls it through the same
-// Registry.Call.
+// Package skills holds the typed skill registry and the standard skills of
+// SPEC §3 (the custom skills of a skills file are package custom's). A
+// skill is written once and every face of a node (mesh, HTTP edge, MCP,
+// A2A) calls it through the same Registry.Call.
 package skills
 
 import (
@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"reflect"
 	"slices"
 	"sync"
@@ -40,13 +41,15 @@ type entry struct {
 }
 
 // Registry maps skill names to handlers. It is safe for concurrent use; mu
-// guards byName and order. Skills are listed in registration order.
+// guards byName, order, closers and closed. Skills are listed in
+// registration order.
 type Registry struct {
 	log     *slog.Logger
 	mu      sync.RWMutex
 	byName  map[string]*entry
 	order   []string
-	closers []io.Closer // what the skills hold open (MCP servers), closed by Close
+	closers []io.Closer // what the skills hold open (a custom.Loader), closed by Close
+	closed  bool
 }
 
 // NewRegistry returns an empty registry. A nil logger discards.
@@ -57,18 +60,32 @@ func NewRegistry(log *slog.Logger) *Registry {
 	return &Registry{log: log, byName: map[string]*entry{}}
 }
 
-// addCloser makes Close close c.
-func (r *Registry) addCloser(c io.Closer) {
+// AddCloser makes Close close c: what registered skills hold open, such as
+// the custom.Loader that owns the MCP servers of custom skills. Closers
+// are closed in the order they were added. After Close, c is closed at
+// once (its error is dropped: there is no Close left to return it).
+func (r *Registry) AddCloser(c io.Closer) {
 	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		_ = c.Close()
+		return
+	}
 	defer r.mu.Unlock()
 	r.closers = append(r.closers, c)
 }
 
-// Close stops what the registered skills hold open: the MCP servers of
-// custom skills. The node calls it when it stops; a call after it fails as
-// its skill says. A second Close does nothing.
+// Close stops what the registered skills hold open (see AddCloser), such
+// as the MCP servers of custom skills, and returns their errors joined. The
+// node calls it when it stops; a call after it fails as its skill says. A
+// second Close returns net.ErrClosed.
 func (r *Registry) Close() error {
 	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return net.ErrClosed
+	}
+	r.closed = true
 	cs := r.closers
 	r.closers = nil
 	r.mu.Unlock()

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/mcpv2/mcpv2/node/skills"
+	"github.com/mcpv2/mcpv2/node/skills/custom"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -59,7 +60,12 @@ func loadAgents(t *testing.T) map[string]*skills.Registry {
 	for _, p := range paths {
 		agent := strings.TrimSuffix(filepath.Base(p), ".json")
 		r := skills.NewRegistry(nil)
-		names, err := skills.LoadCustomFile(p, r, skills.CustomOptions{ScratchDir: t.TempDir()})
+		l, err := custom.New(r, custom.WithScratchDir(t.TempDir()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		names, err := l.LoadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package skills
+package custom
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcpv2/mcpv2/internal/testenv"
+	"github.com/mcpv2/mcpv2/node/skills"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -38,9 +39,9 @@ func probeSkill(name, script string, env map[string]string) map[string]any {
 }
 
 // callProbe calls a probeSkill and returns what its script printed.
-func callProbe(t *testing.T, r *Registry, name string) string {
+func callProbe(t *testing.T, r *skills.Registry, name string) string {
 	t.Helper()
-	out, pe := callCustom(t, t.Context(), r, name, `{}`)
+	out, pe := callSkill(t, t.Context(), r, name, `{}`)
 	if pe != nil {
 		t.Fatalf("%s: %v", name, pe)
 	}
@@ -55,18 +56,18 @@ func callProbe(t *testing.T, r *Registry, name string) string {
 	return string(b)
 }
 
-// TestCustomCommandRunCap floods command skills with N+3 concurrent calls
+// TestCommandRunCap floods command skills with N+3 concurrent calls
 // of a program that sleeps: exactly N run, the other 3 are refused at once
 // with -32005 naming the limit, and the slots come back when the runs end.
 // The cap is one for all the command skills of the file.
-func TestCustomCommandRunCap(t *testing.T) {
+func TestCommandRunCap(t *testing.T) {
 	const n = 2
 	marks := t.TempDir()
 	hold := `touch "$MARKS/$$"; exec sleep 60`
 	env := map[string]string{"MARKS": marks}
-	r := loadCustom(t, writeCustomFile(t,
+	r := loadFile(t, writeFile(t,
 		shellSkill("hold_a", hold, env), shellSkill("hold_b", hold, env), shellSkill("quick", `printf '{}'`, nil),
-	), CustomOptions{MaxCommandRuns: n})
+	), WithMaxCommandRuns(n))
 	started := func() int {
 		ents, err := os.ReadDir(marks)
 		if err != nil {
@@ -94,7 +95,7 @@ func TestCustomCommandRunCap(t *testing.T) {
 	for range 3 {
 		select {
 		case res := <-results:
-			wantCustomError(t, res.pe, protocol.CodeRateLimited, fmt.Sprintf("too many command runs at once (limit %d); try again later", n))
+			wantError(t, res.pe, protocol.CodeRateLimited, fmt.Sprintf("too many command runs at once (limit %d); try again later", n))
 			if res.elapsed > 5*time.Second {
 				t.Errorf("a refusal took %v; want it at once", res.elapsed)
 			}
@@ -102,14 +103,12 @@ func TestCustomCommandRunCap(t *testing.T) {
 			t.Fatalf("fewer than 3 calls refused (%d programs started): the calls queue or run unbounded", started())
 		}
 	}
-	for deadline := time.Now().Add(20 * time.Second); started() < n; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of the %d admitted runs started", started(), n)
-		}
+	if !waitDir(t, marks, 20*time.Second, func() bool { return started() >= n }) {
+		t.Fatalf("%d of the %d admitted runs started", started(), n)
 	}
 	// Any skill of the file is refused while the cap is full.
-	_, pe := callCustom(t, t.Context(), r, "quick", `{}`)
-	wantCustomError(t, pe, protocol.CodeRateLimited, `command skill "quick"`)
+	_, pe := callSkill(t, t.Context(), r, "quick", `{}`)
+	wantError(t, pe, protocol.CodeRateLimited, `command skill "quick"`)
 	if got := started(); got != n {
 		t.Errorf("%d programs started; want exactly %d", got, n)
 	}
@@ -117,27 +116,27 @@ func TestCustomCommandRunCap(t *testing.T) {
 	for range n {
 		select {
 		case res := <-results:
-			wantCustomError(t, res.pe, protocol.CodeToolExecution, "canceled")
+			wantError(t, res.pe, protocol.CodeToolExecution, "canceled")
 		case <-time.After(10 * time.Second):
 			t.Fatal("a canceled run did not return")
 		}
 	}
 	// The slots are free again.
 	for i := range n + 1 {
-		if out, pe := callCustom(t, t.Context(), r, "quick", `{}`); pe != nil || string(out) != `{}` {
+		if out, pe := callSkill(t, t.Context(), r, "quick", `{}`); pe != nil || string(out) != `{}` {
 			t.Fatalf("call %d after the flood = %s, %v", i, out, pe)
 		}
 	}
 }
 
-// TestCustomCommandCannotFindNodeSecrets attacks from inside a command
+// TestCommandCannotFindNodeSecrets attacks from inside a command
 // skill, as the node's own user: it looks for identity.key through relative
 // paths, $OLDPWD, $PWD and the like, and dumps its environment for the
 // node's secrets. The node's working directory, OLDPWD and PWD all point at
 // the data dir, as when an operator starts the node from there. The first
 // case is the old layout (scratch inside the data dir), where the probe
 // does find the key: it shows the probe can see a leak.
-func TestCustomCommandCannotFindNodeSecrets(t *testing.T) {
+func TestCommandCannotFindNodeSecrets(t *testing.T) {
 	const key, secret = "KEY-MATERIAL-7f3a", "s3cret-mesh-9b1c"
 	dataDir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dataDir, "identity.key"), []byte(key), 0o600); err != nil {
@@ -173,7 +172,7 @@ cd - ; cat identity.key`, nil)}})
 		{"default scratch", "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := loadCustom(t, file, CustomOptions{ScratchDir: tc.scratch})
+			r := loadFile(t, file, WithScratchDir(tc.scratch))
 			got := callProbe(t, r, "probe")
 			if strings.Contains(got, key) != tc.wantKey {
 				t.Fatalf("key found: %v, want %v; the program printed:\n%s", !tc.wantKey, tc.wantKey, got)
@@ -225,12 +224,12 @@ func needRootAndNobody(t *testing.T) *user.User {
 	return u
 }
 
-// TestCustomCommandRunAs attacks as a command skill run as nobody by a
+// TestCommandRunAs attacks as a command skill run as nobody by a
 // root node: given the absolute path of a 0600 root-owned identity.key it
 // still cannot read it, nor the node's /proc entries, while a 0644 file
 // beside it is readable (so the file mode, not the path, stops it); it
 // runs as nobody, in a scratch directory it owns and may write.
-func TestCustomCommandRunAs(t *testing.T) {
+func TestCommandRunAs(t *testing.T) {
 	nobody := needRootAndNobody(t)
 	const key, public = "KEY-MATERIAL-runas-51d2", "PUBLIC-runas-0c44"
 	// A data dir that nobody may enter: only the key's own mode protects it.
@@ -250,7 +249,7 @@ func TestCustomCommandRunAs(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	r := loadCustom(t, writeCustomFile(t, probeSkill("probe", `
+	r := loadFile(t, writeFile(t, probeSkill("probe", `
 echo "UID=$(id -u)"; echo "GID=$(id -g)"
 echo "LIMITS=$(ulimit -v) $(ulimit -S -t) $(ulimit -H -t) $(ulimit -c)"
 cat "$KEY"; echo; cat "$PUB"; echo
@@ -259,7 +258,7 @@ ls /proc/$PPID/cwd/; echo
 cat /proc/$PPID/cwd/identity.key; echo
 echo x > ./probe && echo WROTE
 echo "CWD=$(pwd)"`, map[string]string{"KEY": keyPath, "PUB": pubPath})),
-		CustomOptions{RunAs: "nobody", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		WithRunAs("nobody"), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	if strings.Contains(logs.String(), "run as root") {
 		t.Errorf("warned about root although run-as is set: %s", logs.String())
 	}
@@ -267,7 +266,7 @@ echo "CWD=$(pwd)"`, map[string]string{"KEY": keyPath, "PUB": pubPath})),
 	t.Logf("the program printed:\n%s", got)
 	for _, want := range []string{
 		"UID=" + nobody.Uid + "\n", "GID=" + nobody.Gid + "\n",
-		fmt.Sprintf("LIMITS=%d 20 21 0\n", DefaultCustomMemoryMB<<10), // memory_mb in KiB, timeout_s, +1, no core
+		fmt.Sprintf("LIMITS=%d 20 21 0\n", DefaultMemoryMB<<10), // memory_mb in KiB, timeout_s, +1, no core
 		keyPath + ": Permission denied", public,
 		fmt.Sprintf("/proc/%d/environ: Permission denied", os.Getpid()),
 		fmt.Sprintf("/proc/%d/cwd", os.Getpid()),
@@ -292,42 +291,42 @@ echo "CWD=$(pwd)"`, map[string]string{"KEY": keyPath, "PUB": pubPath})),
 	}
 }
 
-// TestCustomRunAsLoad checks what is decided at load time when command
+// TestRunAsLoad checks what is decided at load time when command
 // skills run as another user: a numeric uid works as a name does; a
 // scratch root or a program that user cannot reach fails the load with a
 // clear reason; a root node without run-as warns once.
-func TestCustomRunAsLoad(t *testing.T) {
+func TestRunAsLoad(t *testing.T) {
 	nobody := needRootAndNobody(t)
 	id := shellSkill("id", `printf '{"uid":%s}' "$(id -u)"`, nil)
-	r := loadCustom(t, writeCustomFile(t, id), CustomOptions{RunAs: nobody.Uid})
-	if out, pe := callCustom(t, t.Context(), r, "id", `{}`); pe != nil || string(out) != `{"uid":`+nobody.Uid+`}` {
+	r := loadFile(t, writeFile(t, id), WithRunAs(nobody.Uid))
+	if out, pe := callSkill(t, t.Context(), r, "id", `{}`); pe != nil || string(out) != `{"uid":`+nobody.Uid+`}` {
 		t.Errorf("run-as %s = %s, %v", nobody.Uid, out, pe)
 	}
 
 	// t.TempDir's directories are 0700 root: nobody cannot enter them.
-	_, err := LoadCustomFile(writeCustomFile(t, id), NewRegistry(nil), CustomOptions{RunAs: "nobody", ScratchDir: filepath.Join(t.TempDir(), "s")})
+	_, err := loadInto(t, skills.NewRegistry(nil), writeFile(t, id), WithRunAs("nobody"), WithScratchDir(filepath.Join(t.TempDir(), "s")))
 	if err == nil || !strings.Contains(err.Error(), "scratch directory: user nobody cannot enter") {
 		t.Errorf("unreachable scratch: %v", err)
 	}
-	_, err = LoadCustomFile(writeCustomFile(t, commandSkill("echo", "echo", nil)), NewRegistry(nil), CustomOptions{RunAs: "nobody"})
+	_, err = loadInto(t, skills.NewRegistry(nil), writeFile(t, commandSkill("echo", "echo", nil)), WithRunAs("nobody"))
 	if err == nil || !strings.Contains(err.Error(), "handler.command[0]: program") || !strings.Contains(err.Error(), "user nobody") {
 		t.Errorf("a program nobody cannot run: %v", err)
 	}
 
 	for _, tc := range []struct {
 		name  string
-		opts  CustomOptions
+		opts  []Option
 		file  []any
 		warns int
 	}{
-		{"root, command skills", CustomOptions{}, []any{id, shellSkill("id2", "id", nil)}, 1},
-		{"root, no command skill", CustomOptions{}, []any{greetSkill}, 0},
-		{"run-as nobody", CustomOptions{RunAs: "nobody"}, []any{id}, 0},
+		{"root, command skills", []Option{}, []any{id, shellSkill("id2", "id", nil)}, 1},
+		{"root, no command skill", []Option{}, []any{greetSkill}, 0},
+		{"run-as nobody", []Option{WithRunAs("nobody")}, []any{id}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs bytes.Buffer
-			tc.opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-			loadCustom(t, writeCustomFile(t, tc.file...), tc.opts)
+			opts := append(tc.opts, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			loadFile(t, writeFile(t, tc.file...), opts...)
 			if got := strings.Count(logs.String(), "command skills run as root"); got != tc.warns {
 				t.Errorf("%d warnings; want %d. Logs: %s", got, tc.warns, logs.String())
 			}

@@ -1,4 +1,4 @@
-package skills
+package custom
 
 import (
 	"fmt"
@@ -13,11 +13,11 @@ import (
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
-// TestCustomHTTPRedirects attacks the http handler's custom headers with
+// TestHTTPRedirects attacks the http handler's custom headers with
 // redirects: a service (or whoever controls its answer) that redirects to
 // another host must not receive them there. A redirect within the same
-// scheme and host is followed, up to customMaxRedirects of them.
-func TestCustomHTTPRedirects(t *testing.T) {
+// scheme and host is followed, up to maxRedirects of them.
+func TestHTTPRedirects(t *testing.T) {
 	t.Setenv("MCPV2_TEST_API_KEY", "k-secret-42")
 	var otherHits atomic.Int32
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -43,7 +43,7 @@ func TestCustomHTTPRedirects(t *testing.T) {
 		case "/final":
 			fmt.Fprintf(w, `{"key":%q,"method":%q}`, req.Header.Get("X-Api-Key"), req.Method)
 		case "/bighead":
-			w.Header().Set("X-Pad", strings.Repeat("x", 2*customMaxHeaderBytes))
+			w.Header().Set("X-Pad", strings.Repeat("x", 2*maxHeaderBytes))
 			fmt.Fprint(w, `{}`)
 		}
 	}))
@@ -54,7 +54,7 @@ func TestCustomHTTPRedirects(t *testing.T) {
 			"headers": map[string]string{"X-Api-Key": "${ENV:MCPV2_TEST_API_KEY}"},
 		}}
 	}
-	file := writeCustomFile(t,
+	file := writeFile(t,
 		skill("cross", "/cross"), skill("cross_localhost", "/cross-localhost"), skill("same", "/same"),
 		skill("hops5", "/hop?n=4"), skill("hops6", "/hop?n=5"), skill("bighead", "/bighead"),
 	)
@@ -66,11 +66,11 @@ func TestCustomHTTPRedirects(t *testing.T) {
 		{"caller's client", &http.Client{Transport: srv.Client().Transport}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := loadCustom(t, file, CustomOptions{HTTPClient: tc.client})
+			r := loadFile(t, file, WithHTTPClient(tc.client))
 			ctx := t.Context()
 			for _, s := range []string{"cross", "cross_localhost"} {
-				_, pe := callCustom(t, ctx, r, s, `{"q":1}`)
-				wantCustomError(t, pe, protocol.CodeToolExecution, fmt.Sprintf("http skill %q: redirect to another host refused", s))
+				_, pe := callSkill(t, ctx, r, s, `{"q":1}`)
+				wantError(t, pe, protocol.CodeToolExecution, fmt.Sprintf("http skill %q: redirect to another host refused", s))
 				if pe != nil && (strings.Contains(pe.Message, other.URL) || strings.Contains(pe.Message, "k-secret")) {
 					t.Errorf("%s: the message names the target or the key: %q", s, pe.Message)
 				}
@@ -78,58 +78,58 @@ func TestCustomHTTPRedirects(t *testing.T) {
 			if n := otherHits.Load(); n != 0 {
 				t.Fatalf("the other host received %d requests; want none", n)
 			}
-			out, pe := callCustom(t, ctx, r, "same", `{}`)
+			out, pe := callSkill(t, ctx, r, "same", `{}`)
 			if pe != nil || string(out) != `{"key":"k-secret-42","method":"POST"}` {
 				t.Errorf("same-host redirect = %s, %v", out, pe)
 			}
 			// Five redirects are followed (hop 4..0, then /final), a sixth is not.
-			if out, pe := callCustom(t, ctx, r, "hops5", `{}`); pe != nil || !strings.Contains(string(out), `"key":"k-secret-42"`) {
+			if out, pe := callSkill(t, ctx, r, "hops5", `{}`); pe != nil || !strings.Contains(string(out), `"key":"k-secret-42"`) {
 				t.Errorf("5 redirects = %s, %v", out, pe)
 			}
-			_, pe = callCustom(t, ctx, r, "hops6", `{}`)
-			wantCustomError(t, pe, protocol.CodeToolExecution, `http skill "hops6": stopped after 5 redirects`)
+			_, pe = callSkill(t, ctx, r, "hops6", `{}`)
+			wantError(t, pe, protocol.CodeToolExecution, `http skill "hops6": stopped after 5 redirects`)
 			if tc.client == nil {
-				_, pe = callCustom(t, ctx, r, "bighead", `{}`)
-				wantCustomError(t, pe, protocol.CodeToolExecution, `http skill "bighead": request failed`)
+				_, pe = callSkill(t, ctx, r, "bighead", `{}`)
+				wantError(t, pe, protocol.CodeToolExecution, `http skill "bighead": request failed`)
 			}
 		})
 	}
 }
 
-// TestCustomHTTPClientBounds checks the timeouts of the built-in client,
+// TestHTTPClientBounds checks the timeouts of the built-in client,
 // which a test cannot provoke on loopback (dial, TLS handshake).
-func TestCustomHTTPClientBounds(t *testing.T) {
-	c := customHTTPClient(nil, 7*time.Second)
+func TestHTTPClientBounds(t *testing.T) {
+	c := newHTTPClient(nil, 7*time.Second)
 	tr, ok := c.Transport.(*http.Transport)
 	if !ok {
 		t.Fatalf("transport %T; want *http.Transport", c.Transport)
 	}
-	if tr.DialContext == nil || tr.TLSHandshakeTimeout != customTLSTimeout || tr.ResponseHeaderTimeout != 7*time.Second ||
-		tr.MaxResponseHeaderBytes != customMaxHeaderBytes || c.CheckRedirect == nil {
+	if tr.DialContext == nil || tr.TLSHandshakeTimeout != tlsTimeout || tr.ResponseHeaderTimeout != 7*time.Second ||
+		tr.MaxResponseHeaderBytes != maxHeaderBytes || c.CheckRedirect == nil {
 		t.Errorf("client bounds: dial %v, TLS %v, header %v, header bytes %d, redirect check %v",
 			tr.DialContext != nil, tr.TLSHandshakeTimeout, tr.ResponseHeaderTimeout, tr.MaxResponseHeaderBytes, c.CheckRedirect != nil)
 	}
 	base := &http.Client{Timeout: time.Hour}
-	if c := customHTTPClient(base, time.Second); c == base || c.CheckRedirect == nil || base.CheckRedirect != nil {
+	if c := newHTTPClient(base, time.Second); c == base || c.CheckRedirect == nil || base.CheckRedirect != nil {
 		t.Error("a caller's client must be copied, not changed, and get the redirect check")
 	}
 }
 
-// TestCustomOptionsRefused checks options that fail the load.
-func TestCustomOptionsRefused(t *testing.T) {
-	file := writeCustomFile(t, greetSkill)
+// TestOptionsRefused checks options that fail New, and so the load.
+func TestOptionsRefused(t *testing.T) {
+	file := writeFile(t, greetSkill)
 	for _, tc := range []struct {
 		name string
-		opts CustomOptions
+		opts []Option
 		want string
 	}{
-		{"negative cap", CustomOptions{MaxCommandRuns: -1}, "max command runs: -1 is negative"},
-		{"unknown user", CustomOptions{RunAs: "mcpv2-no-such-user"}, `run-as "mcpv2-no-such-user": no such user`},
-		{"unknown uid", CustomOptions{RunAs: "4000000000"}, `run-as "4000000000": no such user`},
+		{"negative cap", []Option{WithMaxCommandRuns(-1)}, "max command runs: -1 is negative"},
+		{"unknown user", []Option{WithRunAs("mcpv2-no-such-user")}, `run-as "mcpv2-no-such-user": no such user`},
+		{"unknown uid", []Option{WithRunAs("4000000000")}, `run-as "4000000000": no such user`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newCustomTestRegistry(t)
-			_, err := LoadCustomFile(file, r, tc.opts)
+			r := newTestRegistry(t)
+			_, err := loadInto(t, r, file, tc.opts...)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err %v; want it to contain %q", err, tc.want)
 			}
@@ -138,8 +138,8 @@ func TestCustomOptionsRefused(t *testing.T) {
 			}
 		})
 	}
-	opts, err := CustomOptions{}.prepare()
-	if err != nil || opts.MaxCommandRuns != DefaultMaxCommandRuns || cap(opts.runs) != DefaultMaxCommandRuns {
-		t.Errorf("default cap: %v, %d, %d", err, opts.MaxCommandRuns, cap(opts.runs))
+	l, err := New(newTestRegistry(t), WithMaxCommandRuns(0))
+	if err != nil || l.cfg.maxCommandRuns != DefaultMaxCommandRuns || cap(l.runs) != DefaultMaxCommandRuns {
+		t.Errorf("default cap: %v, %d, %d", err, l.cfg.maxCommandRuns, cap(l.runs))
 	}
 }

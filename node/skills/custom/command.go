@@ -1,4 +1,4 @@
-package skills
+package custom
 
 import (
 	"context"
@@ -18,10 +18,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpv2/mcpv2/node/skills"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
-type customCommandJSON struct {
+type commandJSON struct {
 	Type     string            `json:"type"`
 	Command  []string          `json:"command"`
 	TimeoutS *float64          `json:"timeout_s"`
@@ -30,26 +31,26 @@ type customCommandJSON struct {
 }
 
 const (
-	// customStderrKeep is how much of a command's stderr is kept (its tail).
-	customStderrKeep = 8 << 10
-	// customStderrShow is how much of that tail goes into an error message.
-	customStderrShow = 512
-	// customWaitDelay bounds how long a call waits for a program's pipes
+	// stderrKeep is how much of a command's stderr is kept (its tail).
+	stderrKeep = 8 << 10
+	// stderrShow is how much of that tail goes into an error message.
+	stderrShow = 512
+	// waitDelay bounds how long a call waits for a program's pipes
 	// to close after it exited or was killed (a background process it left
 	// behind may hold them).
-	customWaitDelay = time.Second
+	waitDelay = time.Second
 )
 
-// customEnvNameRE is what names in a command handler's env must match.
-var customEnvNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// envNameRE is what names in a command handler's env must match.
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// customReservedEnv are set by the handler on every call and may not be
+// reservedEnv are set by the handler on every call and may not be
 // given in a skills file.
-var customReservedEnv = map[string]bool{"HOME": true, "TMPDIR": true, "MCPV2_CALLER": true}
+var reservedEnv = map[string]bool{"HOME": true, "TMPDIR": true, "MCPV2_CALLER": true}
 
-// customCommand is a built command handler. Its fields are set at load and
+// command is a built command handler. Its fields are set at load and
 // only read afterwards, so run is safe for concurrent use.
-type customCommand struct {
+type command struct {
 	name     string
 	path     string   // the program, resolved to an absolute path at load
 	argv     []string // argv[0] as written in the file
@@ -59,70 +60,70 @@ type customCommand struct {
 	pathEnv  string
 	scratch  string        // root of per-call scratch directories; "" = os.TempDir
 	runs     chan struct{} // the semaphore of concurrent runs, shared by the file's command skills
-	runAs    *customRunAs  // nil: the node's own user
+	runAs    *runAs        // nil: the node's own user
 	baseDir  string        // the skills file's directory, scrubbed from stderr
 	maxOut   int64
 	log      *slog.Logger
 }
 
-// newCustomCommand builds a command handler. The program is resolved with
+// newCommand builds a command handler. The program is resolved with
 // exec.LookPath now (a program that cannot be found fails the load); a
-// relative path with a slash is taken relative to opts.BaseDir. argv is
-// executed as given: no shell interprets it (with RunAs, customShell only
-// runs a fixed prologue; see command). opts must come from prepare, which
-// builds the run semaphore the file's command skills share.
-func newCustomCommand(name string, raw json.RawMessage, opts CustomOptions) (*customCommand, error) {
-	var cj customCommandJSON
-	if err := customDecodeStrict(raw, &cj); err != nil {
-		return nil, customJSONError(raw, err)
+// relative path with a slash is taken relative to baseDir. argv is
+// executed as given: no shell interprets it (with a run-as user, shell
+// only runs a fixed prologue; see newCmd). The handler shares l's run
+// semaphore with the Loader's other command skills.
+func newCommand(name string, raw json.RawMessage, l *Loader, baseDir string) (*command, error) {
+	var cj commandJSON
+	if err := decodeStrict(raw, &cj); err != nil {
+		return nil, jsonError(raw, err)
 	}
-	if err := customCommandSupported(); err != nil {
-		return nil, customFieldf("type", "%w", err)
+	if err := commandSupported(); err != nil {
+		return nil, fieldf("type", "%w", err)
 	}
 	if len(cj.Command) == 0 || cj.Command[0] == "" {
-		return nil, customFieldf("command", "missing (want [\"program\", \"arg\", ...])")
+		return nil, fieldf("command", "missing (want [\"program\", \"arg\", ...])")
 	}
-	if len(cj.Command) > customMaxArgv {
-		return nil, customFieldf("command", "%d arguments, at most %d are allowed", len(cj.Command), customMaxArgv)
+	if len(cj.Command) > maxArgv {
+		return nil, fieldf("command", "%d arguments, at most %d are allowed", len(cj.Command), maxArgv)
 	}
 	for i, a := range cj.Command {
 		if strings.IndexByte(a, 0) >= 0 {
-			return nil, customFieldf(fmt.Sprintf("command[%d]", i), "contains a NUL byte")
+			return nil, fieldf(fmt.Sprintf("command[%d]", i), "contains a NUL byte")
 		}
 	}
-	prog, err := customLookPath(cj.Command[0], opts.BaseDir)
+	prog, err := lookPath(cj.Command[0], baseDir)
 	if err != nil {
-		return nil, customFieldf("command[0]", "%w", err)
+		return nil, fieldf("command[0]", "%w", err)
 	}
-	timeout, err := customTimeout(cj.TimeoutS)
+	timeout, err := parseTimeout(cj.TimeoutS)
 	if err != nil {
 		return nil, err
 	}
-	mem := int64(DefaultCustomMemoryMB)
+	mem := int64(DefaultMemoryMB)
 	if cj.MemoryMB != nil {
 		mem = *cj.MemoryMB
-		if mem < 1 || mem > MaxCustomMemoryMB {
-			return nil, customFieldf("memory_mb", "%d is out of range [1, %d]", mem, MaxCustomMemoryMB)
+		if mem < 1 || mem > MaxMemoryMB {
+			return nil, fieldf("memory_mb", "%d is out of range [1, %d]", mem, MaxMemoryMB)
 		}
 	}
 	var env []string
 	for k, v := range cj.Env {
-		if !customEnvNameRE.MatchString(k) {
-			return nil, customFieldf("env", "%q is not a valid variable name", k)
+		if !envNameRE.MatchString(k) {
+			return nil, fieldf("env", "%q is not a valid variable name", k)
 		}
-		if customReservedEnv[k] {
-			return nil, customFieldf("env."+k, "is set by the node and may not be given")
+		if reservedEnv[k] {
+			return nil, fieldf("env."+k, "is set by the node and may not be given")
 		}
-		val, err := customExpandEnv(v)
+		val, err := expandEnv(v)
 		if err != nil {
-			return nil, customFieldf("env."+k, "%w", err)
+			return nil, fieldf("env."+k, "%w", err)
 		}
 		if strings.IndexByte(val, 0) >= 0 {
-			return nil, customFieldf("env."+k, "contains a NUL byte")
+			return nil, fieldf("env."+k, "contains a NUL byte")
 		}
 		env = append(env, k+"="+val)
 	}
-	scratch := opts.ScratchDir
+	scratch := l.cfg.scratchDir
 	if scratch != "" {
 		if scratch, err = filepath.Abs(scratch); err != nil {
 			return nil, fmt.Errorf("scratch directory: %w", err)
@@ -131,7 +132,7 @@ func newCustomCommand(name string, raw json.RawMessage, opts CustomOptions) (*cu
 			return nil, fmt.Errorf("scratch directory: %w", err)
 		}
 	}
-	if ra := opts.runAs; ra != nil {
+	if ra := l.runAs; ra != nil {
 		root := scratch
 		if root == "" {
 			root = os.TempDir()
@@ -139,40 +140,40 @@ func newCustomCommand(name string, raw json.RawMessage, opts CustomOptions) (*cu
 			// The user enters its own directory below, but cannot list.
 			return nil, fmt.Errorf("scratch directory: %w", err)
 		}
-		if err := customCanEnter(root, ra); err != nil {
+		if err := canEnter(root, ra); err != nil {
 			return nil, fmt.Errorf("scratch directory: %w", err)
 		}
-		if err := customCanExec(prog, ra); err != nil {
-			return nil, customFieldf("command[0]", "%w", err)
+		if err := canExec(prog, ra); err != nil {
+			return nil, fieldf("command[0]", "%w", err)
 		}
-		if err := customCanExec(customShell, ra); err != nil {
-			return nil, fmt.Errorf("run-as needs %s to set the program's rlimits: %w", customShell, err)
+		if err := canExec(shell, ra); err != nil {
+			return nil, fmt.Errorf("run-as needs %s to set the program's rlimits: %w", shell, err)
 		}
 	}
 	pathEnv := os.Getenv("PATH")
 	if pathEnv == "" {
 		pathEnv = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	}
-	c := &customCommand{
+	c := &command{
 		name: name, path: prog, argv: cj.Command, timeout: timeout,
 		memBytes: uint64(mem) << 20, env: env, pathEnv: pathEnv,
-		scratch: scratch, runs: opts.runs, runAs: opts.runAs,
-		baseDir: opts.BaseDir, maxOut: opts.MaxOutput, log: opts.Logger,
+		scratch: scratch, runs: l.runs, runAs: l.runAs,
+		baseDir: baseDir, maxOut: l.cfg.maxOutput, log: l.cfg.log,
 	}
 	return c, nil
 }
 
-// customShell runs the prologue that sets a RunAs program's rlimits.
-const customShell = "/bin/sh"
+// shell runs the prologue that sets a run-as program's rlimits.
+const shell = "/bin/sh"
 
-// command builds the exec.Cmd of one call. As the node's own user it is
+// newCmd builds the exec.Cmd of one call. As the node's own user it is
 // the program itself (argv[0] as written), whose rlimits run sets with
-// prlimit(2) right after it starts. As a RunAs user it is customShell
+// prlimit(2) right after it starts. As a run-as user it is shell
 // running a fixed prologue that lowers its own rlimits (which needs no
 // privilege) and then execs the program, in the same process, with the
 // arguments passed as positional parameters: the shell never interprets
 // them, and the program sees its absolute path as argv[0].
-func (c *customCommand) command(ctx context.Context, cpuSeconds uint64) *exec.Cmd {
+func (c *command) newCmd(ctx context.Context, cpuSeconds uint64) *exec.Cmd {
 	if c.runAs == nil {
 		cmd := exec.CommandContext(ctx, c.path, c.argv[1:]...)
 		cmd.Args[0] = c.argv[0]
@@ -180,13 +181,13 @@ func (c *customCommand) command(ctx context.Context, cpuSeconds uint64) *exec.Cm
 	}
 	prologue := fmt.Sprintf(`ulimit -c 0 && ulimit -v %d && ulimit -S -t %d && ulimit -H -t %d && exec "$0" "$@"`,
 		c.memBytes>>10, cpuSeconds, cpuSeconds+1)
-	return exec.CommandContext(ctx, customShell, append([]string{"-c", prologue, c.path}, c.argv[1:]...)...)
+	return exec.CommandContext(ctx, shell, append([]string{"-c", prologue, c.path}, c.argv[1:]...)...)
 }
 
-// customLookPath resolves a program the way exec.LookPath does, refusing a
+// lookPath resolves a program the way exec.LookPath does, refusing a
 // match through a relative PATH entry (exec.ErrDot), and returns an
 // absolute path: calls run in a scratch directory, not the node's.
-func customLookPath(prog, baseDir string) (string, error) {
+func lookPath(prog, baseDir string) (string, error) {
 	if strings.ContainsRune(prog, filepath.Separator) && !filepath.IsAbs(prog) && baseDir != "" {
 		prog = filepath.Join(baseDir, prog)
 	}
@@ -210,17 +211,17 @@ func customLookPath(prog, baseDir string) (string, error) {
 	return filepath.Abs(p)
 }
 
-func (c *customCommand) fail(format string, a ...any) error {
+func (c *command) fail(format string, a ...any) error {
 	return protocol.Errorf(protocol.CodeToolExecution, "command skill %q: "+format, append([]any{c.name}, a...)...)
 }
 
 // run executes one call: a slot of the run semaphore (or an immediate
 // CodeRateLimited refusal), a fresh scratch directory, the program in its
-// own process group with rlimits, as the RunAs user if one is set, with a
+// own process group with rlimits, as the run-as user if one is set, with a
 // scrubbed environment, the arguments on stdin and a JSON object on stdout.
 // Whatever happens, the whole process group is killed and the scratch
 // directory removed before run returns and frees its slot.
-func (c *customCommand) run(ctx context.Context, args json.RawMessage) (any, error) {
+func (c *command) run(ctx context.Context, args json.RawMessage) (any, error) {
 	if ctx.Err() != nil {
 		return nil, c.fail("canceled")
 	}
@@ -247,7 +248,7 @@ func (c *customCommand) run(ctx context.Context, args json.RawMessage) (any, err
 	rctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	cpu := uint64(math.Ceil(c.timeout.Seconds()))
-	cmd := c.command(rctx, cpu)
+	cmd := c.newCmd(rctx, cpu)
 	cmd.Dir = dir
 	// The environment is built from nothing: the node's own (secrets,
 	// OLDPWD, PWD and the like) never reaches the program.
@@ -256,19 +257,19 @@ func (c *customCommand) run(ctx context.Context, args json.RawMessage) (any, err
 		"HOME=" + dir,
 		"TMPDIR=" + dir,
 		"LANG=C.UTF-8",
-		"MCPV2_CALLER=" + CallInfoFrom(ctx).Caller,
+		"MCPV2_CALLER=" + skills.CallInfoFrom(ctx).Caller,
 	}, c.env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, c.fail("cannot start the program")
 	}
-	stdout := &customCappedBuffer{max: c.maxOut, onOverflow: cancel}
-	stderr := &customTailBuffer{keep: customStderrKeep}
+	stdout := &cappedBuffer{max: c.maxOut, onOverflow: cancel}
+	stderr := &tailBuffer{keep: stderrKeep}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.WaitDelay = customWaitDelay
-	customPrepareCommand(cmd, c.runAs)
+	cmd.WaitDelay = waitDelay
+	prepareCommand(cmd, c.runAs)
 
-	// Pdeathsig (set by customPrepareCommand) fires when the OS thread that
+	// Pdeathsig (set by prepareCommand) fires when the OS thread that
 	// forked the child exits, not the process: keep this goroutine on its
 	// thread until the child is reaped (golang/go#27505).
 	runtime.LockOSThread()
@@ -286,7 +287,7 @@ func (c *customCommand) run(ctx context.Context, args json.RawMessage) (any, err
 	pid := cmd.Process.Pid
 	// Sweep the group when done: a background process the program left
 	// behind dies with the call.
-	defer customKillGroup(pid)
+	defer killGroup(pid)
 
 	// The limits apply from here on; the program has run unconstrained for
 	// the few microseconds since exec. Its input is only written once they
@@ -295,8 +296,8 @@ func (c *customCommand) run(ctx context.Context, args json.RawMessage) (any, err
 	// prlimit(2) on another user's process needs CAP_SYS_RESOURCE, which a
 	// container's root often lacks.
 	if c.runAs == nil {
-		if err := customApplyLimits(pid, c.memBytes, cpu); err != nil {
-			_ = customKillGroup(pid)
+		if err := applyLimits(pid, c.memBytes, cpu); err != nil {
+			_ = killGroup(pid)
 			_ = cmd.Wait()
 			c.log.Warn("custom command: rlimits not applied", "skill", c.name, "err", err)
 			return nil, c.fail("cannot apply process limits")
@@ -326,33 +327,33 @@ func (c *customCommand) run(ctx context.Context, args json.RawMessage) (any, err
 		var ee *exec.ExitError
 		what := "failed"
 		if errors.As(waitErr, &ee) {
-			what = customExitReason(ee)
+			what = exitReason(ee)
 		}
 		if tail != "" {
 			return nil, c.fail("%s: stderr: %s", what, tail)
 		}
 		return nil, c.fail("%s", what)
 	}
-	obj, why := customJSONObject(stdout.buf.Bytes())
+	obj, why := jsonObject(stdout.buf.Bytes())
 	if why != "" {
 		return nil, c.fail("%s", why)
 	}
 	return obj, nil
 }
 
-// customExitReason says how a program ended, for an error message.
-func customExitReason(ee *exec.ExitError) string {
-	if sig, ok := customSignal(ee); ok {
+// exitReason says how a program ended, for an error message.
+func exitReason(ee *exec.ExitError) string {
+	if sig, ok := exitSignal(ee); ok {
 		return fmt.Sprintf("killed by signal (%s)", sig)
 	}
 	return fmt.Sprintf("exit status %d", ee.ExitCode())
 }
 
 // stderrTail turns the kept stderr tail into a short one-line text fit for
-// a remote caller: valid UTF-8, at most customStderrShow bytes, with the
+// a remote caller: valid UTF-8, at most stderrShow bytes, with the
 // host paths it knows of (scratch directory, program, skills file
 // directory, the node's home directory) replaced. This is best effort: a program can print any path.
-func (c *customCommand) stderrTail(b []byte, dir string) string {
+func (c *command) stderrTail(b []byte, dir string) string {
 	s := strings.ToValidUTF8(string(b), "?")
 	repl := []string{dir, "."}
 	if real, err := filepath.EvalSymlinks(dir); err == nil && real != dir {
@@ -376,8 +377,8 @@ func (c *customCommand) stderrTail(b []byte, dir string) string {
 		}
 	}
 	s = strings.Join(lines, " | ")
-	if len(s) > customStderrShow {
-		s = s[len(s)-customStderrShow:]
+	if len(s) > stderrShow {
+		s = s[len(s)-stderrShow:]
 		for i := 0; i < 4 && i < len(s); i++ { // do not start mid-rune
 			if s[i]&0xC0 != 0x80 {
 				s = s[i:]
@@ -391,7 +392,7 @@ func (c *customCommand) stderrTail(b []byte, dir string) string {
 
 // removeScratch removes a call's scratch directory, making directories the
 // program left unwritable writable first when a plain removal fails.
-func (c *customCommand) removeScratch(dir string) {
+func (c *command) removeScratch(dir string) {
 	if os.RemoveAll(dir) == nil {
 		return
 	}
@@ -406,13 +407,14 @@ func (c *customCommand) removeScratch(dir string) {
 	}
 }
 
-// customTailBuffer keeps the last keep bytes written to it.
-type customTailBuffer struct {
+// tailBuffer keeps the last keep bytes written to it.
+type tailBuffer struct {
 	keep int
 	buf  []byte
 }
 
-func (t *customTailBuffer) Write(p []byte) (int, error) {
+// Write keeps the tail of what it is given; it never fails.
+func (t *tailBuffer) Write(p []byte) (int, error) {
 	n := len(p)
 	if len(p) >= t.keep {
 		t.buf = append(t.buf[:0], p[len(p)-t.keep:]...)
@@ -426,19 +428,19 @@ func (t *customTailBuffer) Write(p []byte) (int, error) {
 }
 
 // Bytes returns the kept tail.
-func (t *customTailBuffer) Bytes() []byte { return t.buf }
+func (t *tailBuffer) Bytes() []byte { return t.buf }
 
-// customRunAs is the user command programs run as (CustomOptions.RunAs).
-type customRunAs struct {
+// runAs is the user command programs run as (WithRunAs).
+type runAs struct {
 	name     string
 	uid, gid uint32
 	groups   []uint32 // supplementary groups, the primary one included
 }
 
-// customLookupRunAs resolves a RunAs user by name, or by numeric uid when
+// lookupRunAs resolves a run-as user by name, or by numeric uid when
 // no user has that name. It returns nil when there is nothing to switch:
 // the user is the node's own. Switching to another user needs root.
-func customLookupRunAs(name string) (*customRunAs, error) {
+func lookupRunAs(name string) (*runAs, error) {
 	u, err := user.Lookup(name)
 	if err != nil {
 		if _, perr := strconv.ParseUint(name, 10, 32); perr == nil {
@@ -463,7 +465,7 @@ func customLookupRunAs(name string) (*customRunAs, error) {
 	if euid != 0 {
 		return nil, fmt.Errorf("run-as %q: switching users needs the node to run as root (it runs as uid %d)", name, euid)
 	}
-	ra := &customRunAs{name: u.Username, uid: uint32(uid), gid: uint32(gid), groups: []uint32{uint32(gid)}}
+	ra := &runAs{name: u.Username, uid: uint32(uid), gid: uint32(gid), groups: []uint32{uint32(gid)}}
 	if ids, err := u.GroupIds(); err == nil {
 		for _, id := range ids {
 			if g, err := strconv.ParseUint(id, 10, 32); err == nil && uint32(g) != ra.gid {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package skills
+package custom
 
 import (
 	"errors"
@@ -15,22 +15,22 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// customCommandSupported reports whether command handlers can run here.
-func customCommandSupported() error { return nil }
+// commandSupported reports whether command handlers can run here.
+func commandSupported() error { return nil }
 
-// customPrepareCommand puts the program in its own process group (so the
+// prepareCommand puts the program in its own process group (so the
 // whole group can be killed), asks the kernel to kill it should this
 // thread die (Pdeathsig; the caller keeps its goroutine locked to the
 // thread until the child is reaped), and makes cancellation kill the whole
 // group rather than the leader alone. With ra, the program runs as that
 // user, its group and supplementary groups (set between fork and exec,
 // before Pdeathsig, which a credential change would clear).
-func customPrepareCommand(cmd *exec.Cmd, ra *customRunAs) {
+func prepareCommand(cmd *exec.Cmd, ra *runAs) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if ra != nil {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: ra.uid, Gid: ra.gid, Groups: ra.groups}
 	}
-	cmd.Cancel = func() error { return customKillGroup(cmd.Process.Pid) }
+	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 }
 
 // mcpPrepareCommand puts a custom MCP server in its own process group, so
@@ -41,16 +41,16 @@ func mcpPrepareCommand(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 }
 
-// customCanEnter checks, from the mode bits, that ra may search dir and
+// canEnter checks, from the mode bits, that ra may search dir and
 // every directory above it (after resolving symlinks), so that a program
 // run as ra can be started in a directory below dir.
-func customCanEnter(dir string, ra *customRunAs) error {
+func canEnter(dir string, ra *runAs) error {
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return err
 	}
 	for d := real; ; d = filepath.Dir(d) {
-		if err := customAccess(d, ra, 0o1); err != nil {
+		if err := access(d, ra, 0o1); err != nil {
 			return fmt.Errorf("user %s cannot enter %s: %w", ra.name, d, err)
 		}
 		if d == filepath.Dir(d) {
@@ -59,27 +59,27 @@ func customCanEnter(dir string, ra *customRunAs) error {
 	}
 }
 
-// customCanExec checks, from the mode bits, that ra may execute prog
+// canExec checks, from the mode bits, that ra may execute prog
 // (resolved through symlinks) and search every directory above it.
-func customCanExec(prog string, ra *customRunAs) error {
+func canExec(prog string, ra *runAs) error {
 	real, err := filepath.EvalSymlinks(prog)
 	if err != nil {
 		return err
 	}
-	if err := customAccess(real, ra, 0o1); err != nil {
+	if err := access(real, ra, 0o1); err != nil {
 		return fmt.Errorf("program %q is not executable by user %s: %w", prog, ra.name, err)
 	}
-	if err := customCanEnter(filepath.Dir(real), ra); err != nil {
+	if err := canEnter(filepath.Dir(real), ra); err != nil {
 		return fmt.Errorf("program %q: %w", prog, err)
 	}
 	return nil
 }
 
-// customAccess checks that the owner, group or other bits of path that
+// access checks that the owner, group or other bits of path that
 // apply to ra grant every bit of want (rwx as 4, 2, 1). ACLs and
 // capabilities are not consulted: this is an early, clear failure for the
 // common mistakes, the kernel has the last word at run time.
-func customAccess(path string, ra *customRunAs, want uint32) error {
+func access(path string, ra *runAs, want uint32) error {
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err != nil {
 		return err
@@ -97,9 +97,9 @@ func customAccess(path string, ra *customRunAs, want uint32) error {
 	return nil
 }
 
-// customKillGroup sends SIGKILL to the process group led by pid. A group
+// killGroup sends SIGKILL to the process group led by pid. A group
 // that is already gone is os.ErrProcessDone.
-func customKillGroup(pid int) error {
+func killGroup(pid int) error {
 	if pid <= 0 {
 		return errors.New("no process group")
 	}
@@ -110,14 +110,14 @@ func customKillGroup(pid int) error {
 	return err
 }
 
-// customApplyLimits sets the rlimits of the running process pid with
+// applyLimits sets the rlimits of the running process pid with
 // prlimit(2): address space (RLIMIT_AS) to memBytes, CPU time (RLIMIT_CPU)
 // to cpuSeconds (SIGXCPU) with a hard limit one second later (SIGKILL), and
 // no core files. They are inherited by whatever the program starts from
 // then on. os/exec cannot set rlimits between fork and exec, so they are
 // applied right after Start; a process that has already exited is not an
 // error.
-func customApplyLimits(pid int, memBytes, cpuSeconds uint64) error {
+func applyLimits(pid int, memBytes, cpuSeconds uint64) error {
 	limits := []struct {
 		name     string
 		resource int
@@ -138,8 +138,8 @@ func customApplyLimits(pid int, memBytes, cpuSeconds uint64) error {
 	return nil
 }
 
-// customSignal returns the signal that ended the program, if one did.
-func customSignal(ee *exec.ExitError) (string, bool) {
+// exitSignal returns the signal that ended the program, if one did.
+func exitSignal(ee *exec.ExitError) (string, bool) {
 	ws, ok := ee.Sys().(syscall.WaitStatus)
 	if !ok || !ws.Signaled() {
 		return "", false

@@ -1,6 +1,6 @@
 //go:build linux
 
-package skills
+package custom
 
 import (
 	"bytes"
@@ -23,13 +23,14 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mcpv2/mcpv2/node/skills"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
-// runCustomTestTool makes the test binary act as the program of a command
-// skill; TestMain calls it when customTestToolEnv is set. It returns the
+// runTestTool makes the test binary act as the program of a command
+// skill; TestMain calls it when testToolEnv is set. It returns the
 // exit code.
-func runCustomTestTool(tool string) int {
+func runTestTool(tool string) int {
 	switch tool {
 	case "echo": // report what the program sees
 		in, err := io.ReadAll(os.Stdin)
@@ -55,11 +56,11 @@ func runCustomTestTool(tool string) int {
 	case "spawn": // start a child in the same group, report both pids, then sleep or exit
 		child := exec.Command(os.Args[0])
 		for _, kv := range os.Environ() {
-			if !strings.HasPrefix(kv, customTestToolEnv+"=") {
+			if !strings.HasPrefix(kv, testToolEnv+"=") {
 				child.Env = append(child.Env, kv)
 			}
 		}
-		child.Env = append(child.Env, customTestToolEnv+"=sleep")
+		child.Env = append(child.Env, testToolEnv+"=sleep")
 		child.Stdout, child.Stderr = os.Stdout, os.Stderr // holds the pipes open
 		if err := child.Start(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -116,7 +117,7 @@ func runCustomTestTool(tool string) int {
 func commandSkill(name, tool string, handler map[string]any) map[string]any {
 	h := map[string]any{"type": "command", "command": []string{os.Args[0]}, "memory_mb": 8192, "timeout_s": 20}
 	// A race-enabled binary sleeps 1s at exit unless told otherwise.
-	env := map[string]string{customTestToolEnv: tool, "GORACE": "atexit_sleep_ms=0"}
+	env := map[string]string{testToolEnv: tool, "GORACE": "atexit_sleep_ms=0"}
 	for k, v := range handler {
 		if k == "env" {
 			for ek, ev := range v.(map[string]string) {
@@ -162,13 +163,9 @@ func wantGone(t *testing.T, pids ...int) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Second)
 	for _, pid := range pids {
-		for !processGone(pid) {
-			if time.Now().After(deadline) {
-				t.Errorf("process %d is still running", pid)
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
+		if !waitExit(pid, time.Until(deadline)) && !processGone(pid) {
+			t.Errorf("process %d is still running", pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
 }
@@ -186,21 +183,21 @@ func readPids(t *testing.T, pidfile string) []int {
 	return []int{a, b}
 }
 
-// TestCustomGoodFile loads a file with all three handler kinds and runs
+// TestGoodFile loads a file with all three handler kinds and runs
 // each through Registry.Call.
-func TestCustomGoodFile(t *testing.T) {
+func TestGoodFile(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		fmt.Fprintf(w, `{"echo":%s}`, body)
 	}))
 	defer srv.Close()
 	scratch := filepath.Join(t.TempDir(), "scratch")
-	path := writeCustomFile(t, greetSkill,
+	path := writeFile(t, greetSkill,
 		commandSkill("echo", "echo", nil),
 		map[string]any{"name": "web", "tags": []string{"net"}, "handler": map[string]any{"type": "http", "url": srv.URL}},
 	)
-	r := newCustomTestRegistry(t)
-	names, err := LoadCustomFile(path, r, CustomOptions{ScratchDir: scratch, HTTPClient: srv.Client()})
+	r := newTestRegistry(t)
+	names, err := loadInto(t, r, path, WithScratchDir(scratch), WithHTTPClient(srv.Client()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,57 +208,57 @@ func TestCustomGoodFile(t *testing.T) {
 		t.Errorf("scratch root: %v, %v; want a 0700 directory", fi, err)
 	}
 	ctx := t.Context()
-	if out, pe := callCustom(t, ctx, r, "greet", `{"name":"mesh"}`); pe != nil || string(out) != `{"result":"Hello, mesh!"}` {
+	if out, pe := callSkill(t, ctx, r, "greet", `{"name":"mesh"}`); pe != nil || string(out) != `{"result":"Hello, mesh!"}` {
 		t.Errorf("greet = %s, %v", out, pe)
 	}
-	out, pe := callCustom(t, ctx, r, "echo", `{"a":1}`)
+	out, pe := callSkill(t, ctx, r, "echo", `{"a":1}`)
 	var echo struct{ Args json.RawMessage }
 	if pe != nil || json.Unmarshal(out, &echo) != nil || string(echo.Args) != `{"a":1}` {
 		t.Errorf("echo = %s, %v", out, pe)
 	}
-	if out, pe := callCustom(t, ctx, r, "web", `{"b":[true]}`); pe != nil || string(out) != `{"echo":{"b":[true]}}` {
+	if out, pe := callSkill(t, ctx, r, "web", `{"b":[true]}`); pe != nil || string(out) != `{"echo":{"b":[true]}}` {
 		t.Errorf("web = %s, %v", out, pe)
 	}
 	wantScratchEmpty(t, scratch)
 }
 
-func TestCustomCommandDefaults(t *testing.T) {
-	c, err := newCustomCommand("c", json.RawMessage(`{"type":"command","command":["true","x"]}`), CustomOptions{}.withDefaults())
+func TestCommandDefaults(t *testing.T) {
+	c, err := newCommand("c", json.RawMessage(`{"type":"command","command":["true","x"]}`), newTestLoader(t), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.timeout != 30*time.Second || c.memBytes != 1<<30 || !filepath.IsAbs(c.path) || !slices.Equal(c.argv, []string{"true", "x"}) || c.maxOut != 1<<20 {
 		t.Errorf("defaults: timeout %v, mem %d, path %q, argv %q, maxOut %d", c.timeout, c.memBytes, c.path, c.argv, c.maxOut)
 	}
-	// A relative path with a slash is taken relative to BaseDir.
+	// A relative path with a slash is taken relative to baseDir.
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "tool"), []byte("#!/bin/true\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c, err = newCustomCommand("c", json.RawMessage(`{"type":"command","command":["./tool"]}`), CustomOptions{BaseDir: dir}.withDefaults())
+	c, err = newCommand("c", json.RawMessage(`{"type":"command","command":["./tool"]}`), newTestLoader(t), dir)
 	if err != nil || c.path != filepath.Join(dir, "tool") {
 		t.Errorf("relative program: %v, %+v", err, c)
 	}
-	if _, err := newCustomCommand("c", json.RawMessage(`{"type":"command","command":["./tool"]}`), CustomOptions{BaseDir: t.TempDir()}.withDefaults()); err == nil || !strings.Contains(err.Error(), "does not exist") {
+	if _, err := newCommand("c", json.RawMessage(`{"type":"command","command":["./tool"]}`), newTestLoader(t), t.TempDir()); err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("missing relative program: %v", err)
 	}
 }
 
-// TestCustomCommandEcho checks what the program gets: its arguments on
+// TestCommandEcho checks what the program gets: its arguments on
 // stdin, a fresh scratch working directory that is removed afterwards, a
 // minimal environment without the node's secrets, its own process group
 // and the rlimits.
-func TestCustomCommandEcho(t *testing.T) {
+func TestCommandEcho(t *testing.T) {
 	t.Setenv("MCPV2_LLM_API_KEY", "secret")
 	t.Setenv("MCPV2_TEST_EXTRA", "from-parent")
 	scratch := filepath.Join(t.TempDir(), "scratch")
-	path := writeCustomFile(t, commandSkill("echo", "echo", map[string]any{
+	path := writeFile(t, commandSkill("echo", "echo", map[string]any{
 		"timeout_s": 6.5, "memory_mb": 3000,
 		"env": map[string]string{"EXTRA": "${ENV:MCPV2_TEST_EXTRA}"},
 	}))
-	r := loadCustom(t, path, CustomOptions{ScratchDir: scratch})
-	ctx := WithCallInfo(t.Context(), CallInfo{Caller: "12D3KooWcaller", Via: "mesh"})
-	out, pe := callCustom(t, ctx, r, "echo", `{"text":"héllo","n":[1,2]}`)
+	r := loadFile(t, path, WithScratchDir(scratch))
+	ctx := skills.WithCallInfo(t.Context(), skills.CallInfo{Caller: "12D3KooWcaller", Via: "mesh"})
+	out, pe := callSkill(t, ctx, r, "echo", `{"text":"héllo","n":[1,2]}`)
 	if pe != nil {
 		t.Fatal(pe)
 	}
@@ -295,7 +292,7 @@ func TestCustomCommandEcho(t *testing.T) {
 	slices.Sort(got.Env)
 	want := []string{
 		"EXTRA=from-parent", "GORACE=atexit_sleep_ms=0", "HOME=" + got.Cwd, "LANG=C.UTF-8", "MCPV2_CALLER=12D3KooWcaller",
-		customTestToolEnv + "=echo", "PATH=" + os.Getenv("PATH"), "TMPDIR=" + got.Cwd,
+		testToolEnv + "=echo", "PATH=" + os.Getenv("PATH"), "TMPDIR=" + got.Cwd,
 	}
 	if !slices.Equal(got.Env, want) {
 		t.Errorf("env = %q\nwant  %q", got.Env, want)
@@ -313,19 +310,19 @@ func TestCustomCommandEcho(t *testing.T) {
 	}
 }
 
-// TestCustomCommandTimeoutKillsGroup checks that a timeout kills the whole
+// TestCommandTimeoutKillsGroup checks that a timeout kills the whole
 // process group promptly, the program's own child included.
-func TestCustomCommandTimeoutKillsGroup(t *testing.T) {
+func TestCommandTimeoutKillsGroup(t *testing.T) {
 	scratch := filepath.Join(t.TempDir(), "scratch")
 	pidfile := filepath.Join(t.TempDir(), "pids")
-	path := writeCustomFile(t, commandSkill("spawn", "spawn", map[string]any{
+	path := writeFile(t, commandSkill("spawn", "spawn", map[string]any{
 		"timeout_s": 1.5, "env": map[string]string{"PIDFILE": pidfile},
 	}))
-	r := loadCustom(t, path, CustomOptions{ScratchDir: scratch})
+	r := loadFile(t, path, WithScratchDir(scratch))
 	start := time.Now()
-	_, pe := callCustom(t, t.Context(), r, "spawn", `{}`)
+	_, pe := callSkill(t, t.Context(), r, "spawn", `{}`)
 	elapsed := time.Since(start)
-	wantCustomError(t, pe, protocol.CodeToolExecution, `command skill "spawn": timed out after 1.5s`)
+	wantError(t, pe, protocol.CodeToolExecution, `command skill "spawn": timed out after 1.5s`)
 	if elapsed < 1500*time.Millisecond || elapsed > 1500*time.Millisecond+900*time.Millisecond {
 		t.Errorf("the call took %v; want about 1.5s", elapsed)
 	}
@@ -333,32 +330,30 @@ func TestCustomCommandTimeoutKillsGroup(t *testing.T) {
 	wantScratchEmpty(t, scratch)
 }
 
-func TestCustomCommandCancel(t *testing.T) {
+func TestCommandCancel(t *testing.T) {
 	scratch := filepath.Join(t.TempDir(), "scratch")
 	pidfile := filepath.Join(t.TempDir(), "pids")
-	path := writeCustomFile(t, commandSkill("spawn", "spawn", map[string]any{
+	path := writeFile(t, commandSkill("spawn", "spawn", map[string]any{
 		"timeout_s": 120, "env": map[string]string{"PIDFILE": pidfile},
 	}))
-	r := loadCustom(t, path, CustomOptions{ScratchDir: scratch})
+	r := loadFile(t, path, WithScratchDir(scratch))
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var canceledAt time.Time
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for range 2000 {
-			if _, err := os.Stat(pidfile); err == nil {
-				break
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		waitDir(t, filepath.Dir(pidfile), 10*time.Second, func() bool {
+			_, err := os.Stat(pidfile)
+			return err == nil
+		})
 		canceledAt = time.Now()
 		cancel()
 	}()
-	_, pe := callCustom(t, ctx, r, "spawn", `{}`)
+	_, pe := callSkill(t, ctx, r, "spawn", `{}`)
 	returned := time.Now()
 	<-done
-	wantCustomError(t, pe, protocol.CodeToolExecution, `command skill "spawn": canceled`)
+	wantError(t, pe, protocol.CodeToolExecution, `command skill "spawn": canceled`)
 	if d := returned.Sub(canceledAt); d > 900*time.Millisecond {
 		t.Errorf("the call returned %v after the cancel", d)
 	}
@@ -366,51 +361,51 @@ func TestCustomCommandCancel(t *testing.T) {
 	wantScratchEmpty(t, scratch)
 }
 
-// TestCustomCommandLeftoverChild checks that a program that exits leaving a
+// TestCommandLeftoverChild checks that a program that exits leaving a
 // child behind (holding its stdout) still answers, and the child dies.
-func TestCustomCommandLeftoverChild(t *testing.T) {
+func TestCommandLeftoverChild(t *testing.T) {
 	pidfile := filepath.Join(t.TempDir(), "pids")
-	path := writeCustomFile(t, commandSkill("spawn", "spawn", map[string]any{
+	path := writeFile(t, commandSkill("spawn", "spawn", map[string]any{
 		"env": map[string]string{"PIDFILE": pidfile, "SPAWN_EXIT": "1"},
 	}))
-	r := loadCustom(t, path, CustomOptions{ScratchDir: t.TempDir()})
+	r := loadFile(t, path, WithScratchDir(t.TempDir()))
 	start := time.Now()
-	out, pe := callCustom(t, t.Context(), r, "spawn", `{}`)
+	out, pe := callSkill(t, t.Context(), r, "spawn", `{}`)
 	if pe != nil || string(out) != `{"ok":true}` {
 		t.Errorf("spawn = %s, %v", out, pe)
 	}
-	if d := time.Since(start); d > customWaitDelay+3*time.Second {
+	if d := time.Since(start); d > waitDelay+3*time.Second {
 		t.Errorf("the call took %v", d)
 	}
 	wantGone(t, readPids(t, pidfile)...)
 }
 
-func TestCustomCommandMemoryLimit(t *testing.T) {
+func TestCommandMemoryLimit(t *testing.T) {
 	const allocMB = 4096
-	path := writeCustomFile(t,
+	path := writeFile(t,
 		commandSkill("small", "alloc", map[string]any{"memory_mb": 2048, "env": map[string]string{"ALLOC_MB": strconv.Itoa(allocMB)}}),
 		commandSkill("large", "alloc", map[string]any{"memory_mb": 16384, "env": map[string]string{"ALLOC_MB": strconv.Itoa(allocMB)}}),
 	)
-	r := loadCustom(t, path, CustomOptions{ScratchDir: t.TempDir()})
-	_, pe := callCustom(t, t.Context(), r, "small", `{}`)
-	wantCustomError(t, pe, protocol.CodeToolExecution, `command skill "small": exit status 1: stderr: alloc 4096 MiB: cannot allocate memory`)
+	r := loadFile(t, path, WithScratchDir(t.TempDir()))
+	_, pe := callSkill(t, t.Context(), r, "small", `{}`)
+	wantError(t, pe, protocol.CodeToolExecution, `command skill "small": exit status 1: stderr: alloc 4096 MiB: cannot allocate memory`)
 	// The same allocation under a larger limit succeeds: the limit, not the
 	// machine, stopped the first one.
-	if out, pe := callCustom(t, t.Context(), r, "large", `{}`); pe != nil || string(out) != `{"allocated_mb":4096}` {
+	if out, pe := callSkill(t, t.Context(), r, "large", `{}`); pe != nil || string(out) != `{"allocated_mb":4096}` {
 		t.Errorf("large = %s, %v", out, pe)
 	}
 }
 
-func TestCustomCommandBadOutput(t *testing.T) {
+func TestCommandBadOutput(t *testing.T) {
 	scratch := t.TempDir()
-	path := writeCustomFile(t,
+	path := writeFile(t,
 		commandSkill("garbage", "garbage", nil),
 		commandSkill("array", "array", nil),
 		commandSkill("silent", "silent", nil),
 		commandSkill("fail", "fail", nil),
 		commandSkill("selfkill", "selfkill", nil),
 	)
-	r := loadCustom(t, path, CustomOptions{ScratchDir: scratch})
+	r := loadFile(t, path, WithScratchDir(scratch))
 	ctx := t.Context()
 	for _, tc := range []struct{ skill, want string }{
 		{"garbage", `command skill "garbage": output is not valid JSON`},
@@ -419,8 +414,8 @@ func TestCustomCommandBadOutput(t *testing.T) {
 		{"fail", `command skill "fail": exit status 3: stderr: starting in . | boom: bad input`},
 		{"selfkill", `command skill "selfkill": killed by signal (SIGKILL: killed)`},
 	} {
-		_, pe := callCustom(t, ctx, r, tc.skill, `{}`)
-		wantCustomError(t, pe, protocol.CodeToolExecution)
+		_, pe := callSkill(t, ctx, r, tc.skill, `{}`)
+		wantError(t, pe, protocol.CodeToolExecution)
 		if pe != nil && pe.Message != tc.want {
 			t.Errorf("%s: message %q\nwant %q", tc.skill, pe.Message, tc.want)
 		}
@@ -431,32 +426,32 @@ func TestCustomCommandBadOutput(t *testing.T) {
 	wantScratchEmpty(t, scratch)
 }
 
-func TestCustomCommandStdoutCap(t *testing.T) {
-	path := writeCustomFile(t, commandSkill("flood", "flood", map[string]any{"timeout_s": 60}))
-	r := loadCustom(t, path, CustomOptions{ScratchDir: t.TempDir(), MaxOutput: 4096})
+func TestCommandStdoutCap(t *testing.T) {
+	path := writeFile(t, commandSkill("flood", "flood", map[string]any{"timeout_s": 60}))
+	r := loadFile(t, path, WithScratchDir(t.TempDir()), WithMaxOutput(4096))
 	start := time.Now()
-	_, pe := callCustom(t, t.Context(), r, "flood", `{}`)
-	wantCustomError(t, pe, protocol.CodeToolExecution, `command skill "flood": output exceeds 4096 bytes`)
+	_, pe := callSkill(t, t.Context(), r, "flood", `{}`)
+	wantError(t, pe, protocol.CodeToolExecution, `command skill "flood": output exceeds 4096 bytes`)
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("an endless writer was stopped after %v; want it killed at the cap", d)
 	}
 }
 
-func TestCustomStderrTail(t *testing.T) {
-	c := &customCommand{path: "/opt/tools/bin/wc", scratch: "/var/lib/mcpv2/scratch", baseDir: "/etc/mcpv2"}
+func TestStderrTail(t *testing.T) {
+	c := &command{path: "/opt/tools/bin/wc", scratch: "/var/lib/mcpv2/scratch", baseDir: "/etc/mcpv2"}
 	long := strings.Repeat("é", 400) // 800 bytes of two-byte runes
 	got := c.stderrTail([]byte("/opt/tools/bin/wc: reading /var/lib/mcpv2/scratch/mcpv2-call-1/x\n\n  config /etc/mcpv2/a  \n"+long+"\xff\n"), "/var/lib/mcpv2/scratch/mcpv2-call-1")
 	if strings.Contains(got, "/opt") || strings.Contains(got, "/var") || strings.Contains(got, "/etc") {
 		t.Errorf("tail names host paths: %q", got)
 	}
-	if len(got) > customStderrShow+len("…") || !strings.HasPrefix(got, "…") || !strings.HasSuffix(got, "é?") {
+	if len(got) > stderrShow+len("…") || !strings.HasPrefix(got, "…") || !strings.HasSuffix(got, "é?") {
 		t.Errorf("tail %q (%d bytes) not cut to its end", got, len(got))
 	}
 	got = c.stderrTail([]byte("/opt/tools/bin/wc: reading /var/lib/mcpv2/scratch/mcpv2-call-1/x\n\n  config /etc/mcpv2/a  \n"), "/var/lib/mcpv2/scratch/mcpv2-call-1")
 	if want := "wc: reading ./x | config <skills-dir>/a"; got != want {
 		t.Errorf("tail %q; want %q", got, want)
 	}
-	tb := &customTailBuffer{keep: 4}
+	tb := &tailBuffer{keep: 4}
 	for _, s := range []string{"ab", "cde", "f", "ghijkl", "m"} {
 		_, _ = tb.Write([]byte(s))
 	}
@@ -465,32 +460,32 @@ func TestCustomStderrTail(t *testing.T) {
 	}
 }
 
-// TestCustomCommandSchemaFirst checks that arguments that do not match the
+// TestCommandSchemaFirst checks that arguments that do not match the
 // input schema are refused with -32602 before the program runs.
-func TestCustomCommandSchemaFirst(t *testing.T) {
+func TestCommandSchemaFirst(t *testing.T) {
 	pidfile := filepath.Join(t.TempDir(), "pids")
 	s := commandSkill("spawn", "spawn", map[string]any{"env": map[string]string{"PIDFILE": pidfile, "SPAWN_EXIT": "1"}})
 	s["input_schema"] = map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}}, "required": []string{"n"}}
-	r := loadCustom(t, writeCustomFile(t, s), CustomOptions{ScratchDir: t.TempDir()})
+	r := loadFile(t, writeFile(t, s), WithScratchDir(t.TempDir()))
 	for _, args := range []string{`{}`, `{"n":"x"}`, `[1]`} {
-		_, pe := callCustom(t, t.Context(), r, "spawn", args)
-		wantCustomError(t, pe, protocol.CodeInvalidParams)
+		_, pe := callSkill(t, t.Context(), r, "spawn", args)
+		wantError(t, pe, protocol.CodeInvalidParams)
 	}
 	if _, err := os.Stat(pidfile); !os.IsNotExist(err) {
 		t.Fatalf("the program ran on invalid arguments (pid file: %v)", err)
 	}
-	if out, pe := callCustom(t, t.Context(), r, "spawn", `{"n":1}`); pe != nil || string(out) != `{"ok":true}` {
+	if out, pe := callSkill(t, t.Context(), r, "spawn", `{"n":1}`); pe != nil || string(out) != `{"ok":true}` {
 		t.Errorf("valid call = %s, %v", out, pe)
 	}
 	wantGone(t, readPids(t, pidfile)...)
 }
 
-// TestCustomCommandConcurrent runs calls side by side, as many as the cap
+// TestCommandConcurrent runs calls side by side, as many as the cap
 // allows: each gets its own scratch directory and its own answer.
-func TestCustomCommandConcurrent(t *testing.T) {
+func TestCommandConcurrent(t *testing.T) {
 	const n = 8
 	scratch := t.TempDir()
-	r := loadCustom(t, writeCustomFile(t, commandSkill("echo", "echo", nil)), CustomOptions{ScratchDir: scratch, MaxCommandRuns: n})
+	r := loadFile(t, writeFile(t, commandSkill("echo", "echo", nil)), WithScratchDir(scratch), WithMaxCommandRuns(n))
 	type answer struct {
 		Args json.RawMessage
 		Cwd  string
@@ -524,14 +519,14 @@ func TestCustomCommandConcurrent(t *testing.T) {
 	wantScratchEmpty(t, scratch)
 }
 
-func TestCustomCommandWritableFileWarns(t *testing.T) {
-	path := writeCustomFile(t, commandSkill("echo", "echo", nil))
+func TestCommandWritableFileWarns(t *testing.T) {
+	path := writeFile(t, commandSkill("echo", "echo", nil))
 	if err := os.Chmod(path, 0o666); err != nil {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	if _, err := LoadCustomFile(path, NewRegistry(nil), CustomOptions{ScratchDir: t.TempDir(), Logger: log}); err != nil {
+	if _, err := loadInto(t, skills.NewRegistry(nil), path, WithScratchDir(t.TempDir()), WithLogger(log)); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(logs.String(), "writable by group or others") {

@@ -1,28 +1,28 @@
 //go:build !linux
 
-package skills
+package custom
 
 import (
 	"errors"
 	"os/exec"
 )
 
-// customCommandSupported reports whether command handlers can run here:
+// commandSupported reports whether command handlers can run here:
 // they need Linux, whose prlimit(2) and process groups bound them.
-func customCommandSupported() error {
+func commandSupported() error {
 	return errors.New(`"command" handlers need Linux (process-group and rlimit control)`)
 }
 
-func customPrepareCommand(*exec.Cmd, *customRunAs) {}
+func prepareCommand(*exec.Cmd, *runAs) {}
 
 func mcpPrepareCommand(*exec.Cmd) {}
 
-func customCanEnter(string, *customRunAs) error { return errors.ErrUnsupported }
+func canEnter(string, *runAs) error { return errors.ErrUnsupported }
 
-func customCanExec(string, *customRunAs) error { return errors.ErrUnsupported }
+func canExec(string, *runAs) error { return errors.ErrUnsupported }
 
-func customKillGroup(int) error { return errors.ErrUnsupported }
+func killGroup(int) error { return errors.ErrUnsupported }
 
-func customApplyLimits(int, uint64, uint64) error { return errors.ErrUnsupported }
+func applyLimits(int, uint64, uint64) error { return errors.ErrUnsupported }
 
-func customSignal(*exec.ExitError) (string, bool) { return "", false }
+func exitSignal(*exec.ExitError) (string, bool) { return "", false }

@@ -1,4 +1,4 @@
-package skills
+package custom
 
 import (
 	"context"
@@ -18,18 +18,19 @@ import (
 	"time"
 
 	"github.com/mcpv2/mcpv2/internal/testenv"
+	"github.com/mcpv2/mcpv2/node/skills"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
-// customTestToolEnv switches the test binary into a tiny JSON tool (see
-// TestMain and runCustomTestTool).
-const customTestToolEnv = "MCPV2_TEST_TOOL"
+// testToolEnv switches the test binary into a tiny JSON tool (see
+// TestMain and runTestTool).
+const testToolEnv = "MCPV2_TEST_TOOL"
 
-// newCustomTestRegistry returns a registry that already holds a "ping"
+// newTestRegistry returns a registry that already holds a "ping"
 // skill, standing in for the standard skills.
-func newCustomTestRegistry(t *testing.T) *Registry {
+func newTestRegistry(t *testing.T) *skills.Registry {
 	t.Helper()
-	r := NewRegistry(nil)
+	r := skills.NewRegistry(nil)
 	err := r.AddRaw(protocol.SkillDescriptor{Name: "ping", Description: "standard"}, func(context.Context, json.RawMessage) (any, error) {
 		return map[string]bool{"pong": true}, nil
 	})
@@ -39,18 +40,18 @@ func newCustomTestRegistry(t *testing.T) *Registry {
 	return r
 }
 
-// writeCustomFile writes a skills file built from skills (marshalled as
-// {"skills": skills}) into a fresh directory and returns its path.
-func writeCustomFile(t *testing.T, skills ...any) string {
+// writeFile writes a skills file built from sk (marshalled as
+// {"skills": sk}) into a fresh directory and returns its path.
+func writeFile(t *testing.T, sk ...any) string {
 	t.Helper()
-	data, err := json.Marshal(map[string]any{"skills": skills})
+	data, err := json.Marshal(map[string]any{"skills": sk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return writeCustomRaw(t, string(data))
+	return writeRaw(t, string(data))
 }
 
-func writeCustomRaw(t *testing.T, data string) string {
+func writeRaw(t *testing.T, data string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "skills.json")
 	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
@@ -59,18 +60,43 @@ func writeCustomRaw(t *testing.T, data string) string {
 	return path
 }
 
-// loadCustom loads path into a fresh test registry and fails the test on error.
-func loadCustom(t *testing.T, path string, opts CustomOptions) *Registry {
+// loadFile loads path into a fresh test registry with a Loader built from
+// opts, closed when the test ends, and fails the test on error.
+func loadFile(t *testing.T, path string, opts ...Option) *skills.Registry {
 	t.Helper()
-	r := newCustomTestRegistry(t)
-	if _, err := LoadCustomFile(path, r, opts); err != nil {
-		t.Fatalf("LoadCustomFile: %v", err)
+	r := newTestRegistry(t)
+	if _, err := loadInto(t, r, path, opts...); err != nil {
+		t.Fatalf("LoadFile: %v", err)
 	}
 	return r
 }
 
-// callCustom calls a skill and returns its result or its protocol error.
-func callCustom(t *testing.T, ctx context.Context, r *Registry, name, args string) (json.RawMessage, *protocol.Error) {
+// newTestLoader returns a Loader built from opts over a fresh test
+// registry, closed when the test ends.
+func newTestLoader(t *testing.T, opts ...Option) *Loader {
+	t.Helper()
+	l, err := New(newTestRegistry(t), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// loadInto loads path into r with a Loader built from opts (New's error is
+// returned as is), closed when the test ends.
+func loadInto(t *testing.T, r *skills.Registry, path string, opts ...Option) ([]string, error) {
+	t.Helper()
+	l, err := New(r, opts...)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { l.Close() })
+	return l.LoadFile(path)
+}
+
+// callSkill calls a skill and returns its result or its protocol error.
+func callSkill(t *testing.T, ctx context.Context, r *skills.Registry, name, args string) (json.RawMessage, *protocol.Error) {
 	t.Helper()
 	out, err := r.Call(ctx, name, json.RawMessage(args))
 	if err == nil {
@@ -83,9 +109,9 @@ func callCustom(t *testing.T, ctx context.Context, r *Registry, name, args strin
 	return nil, pe
 }
 
-// wantCustomError checks a call failed with code and a message holding every
+// wantError checks a call failed with code and a message holding every
 // one of parts.
-func wantCustomError(t *testing.T, pe *protocol.Error, code int, parts ...string) {
+func wantError(t *testing.T, pe *protocol.Error, code int, parts ...string) {
 	t.Helper()
 	if pe == nil {
 		t.Fatalf("call succeeded; want error %d %q", code, parts)
@@ -114,14 +140,14 @@ func templateSkill(name, tmpl string) map[string]any {
 	return map[string]any{"name": name, "handler": map[string]any{"type": "template", "template": tmpl}}
 }
 
-func TestCustomTemplate(t *testing.T) {
+func TestTemplate(t *testing.T) {
 	ctx := t.Context()
-	path := writeCustomFile(t, greetSkill,
+	path := writeFile(t, greetSkill,
 		templateSkill("numbers", `{{.n}} {{json .list}} {{join .list "+"}} {{upper .s}}`),
 		templateSkill("index", `{{index .items 5}}`),
 		templateSkill("long", `{{range .items}}0123456789{{end}}`),
 	)
-	r := loadCustom(t, path, CustomOptions{MaxOutput: 64})
+	r := loadFile(t, path, WithMaxOutput(64))
 
 	d, ok := r.Lookup("greet")
 	if !ok || d.Description != "Greets someone" || !slices.Equal(d.Tags, []string{"demo"}) ||
@@ -132,35 +158,35 @@ func TestCustomTemplate(t *testing.T) {
 		t.Errorf("default schema/tags: %s %#v", d.InputSchema, d.Tags)
 	}
 
-	out, pe := callCustom(t, ctx, r, "greet", `{"name":"World"}`)
+	out, pe := callSkill(t, ctx, r, "greet", `{"name":"World"}`)
 	if pe != nil || string(out) != `{"result":"Hello, World!"}` {
 		t.Fatalf("greet = %s, %v; want {\"result\":\"Hello, World!\"}", out, pe)
 	}
-	_, pe = callCustom(t, ctx, r, "greet", `{}`)
-	wantCustomError(t, pe, protocol.CodeInvalidParams, "greet")
-	_, pe = callCustom(t, ctx, r, "greet", `{"name":5}`)
-	wantCustomError(t, pe, protocol.CodeInvalidParams)
+	_, pe = callSkill(t, ctx, r, "greet", `{}`)
+	wantError(t, pe, protocol.CodeInvalidParams, "greet")
+	_, pe = callSkill(t, ctx, r, "greet", `{"name":5}`)
+	wantError(t, pe, protocol.CodeInvalidParams)
 
-	out, pe = callCustom(t, ctx, r, "numbers", `{"n":12345678901234567,"list":[1,"a"],"s":"up"}`)
+	out, pe = callSkill(t, ctx, r, "numbers", `{"n":12345678901234567,"list":[1,"a"],"s":"up"}`)
 	if pe != nil || string(out) != `{"result":"12345678901234567 [1,\"a\"] 1+a UP"}` {
 		t.Errorf("numbers = %s, %v", out, pe)
 	}
-	_, pe = callCustom(t, ctx, r, "index", `{"items":[1]}`)
-	wantCustomError(t, pe, protocol.CodeSkillExecution, `template skill "index"`, "out of range")
-	_, pe = callCustom(t, ctx, r, "long", `{"items":[1,2,3,4,5,6,7]}`)
-	wantCustomError(t, pe, protocol.CodeSkillExecution, `template skill "long": output exceeds 64 bytes`)
-	out, pe = callCustom(t, ctx, r, "long", `{"items":[1,2]}`)
+	_, pe = callSkill(t, ctx, r, "index", `{"items":[1]}`)
+	wantError(t, pe, protocol.CodeSkillExecution, `template skill "index"`, "out of range")
+	_, pe = callSkill(t, ctx, r, "long", `{"items":[1,2,3,4,5,6,7]}`)
+	wantError(t, pe, protocol.CodeSkillExecution, `template skill "long": output exceeds 64 bytes`)
+	out, pe = callSkill(t, ctx, r, "long", `{"items":[1,2]}`)
 	if pe != nil || string(out) != `{"result":"01234567890123456789"}` {
 		t.Errorf("long under the cap = %s, %v", out, pe)
 	}
 
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	_, pe = callCustom(t, cctx, r, "greet", `{"name":"x"}`)
-	wantCustomError(t, pe, protocol.CodeSkillExecution, "canceled")
+	_, pe = callSkill(t, cctx, r, "greet", `{"name":"x"}`)
+	wantError(t, pe, protocol.CodeSkillExecution, "canceled")
 }
 
-func TestCustomHTTP(t *testing.T) {
+func TestHTTP(t *testing.T) {
 	t.Setenv("MCPV2_TEST_HTTP_KEY", "k-123")
 	const maxOut = 1024
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -195,7 +221,7 @@ func TestCustomHTTP(t *testing.T) {
 		}
 		return map[string]any{"name": name, "handler": h}
 	}
-	file := writeCustomFile(t,
+	file := writeFile(t,
 		skill("echo", "/echo", map[string]any{"headers": map[string]string{
 			"Authorization": "Bearer ${ENV:MCPV2_TEST_HTTP_KEY}", "X-Plain": "literal"}}),
 		skill("fail", "/fail", nil),
@@ -205,28 +231,28 @@ func TestCustomHTTP(t *testing.T) {
 		skill("slow", "/slow", map[string]any{"timeout_s": 0.3}),
 		skill("slow_long", "/slow", nil),
 	)
-	r := loadCustom(t, file, CustomOptions{HTTPClient: srv.Client(), MaxOutput: maxOut})
+	r := loadFile(t, file, WithHTTPClient(srv.Client()), WithMaxOutput(maxOut))
 	ctx := t.Context()
 
-	out, pe := callCustom(t, ctx, r, "echo", `{"q":[1,2]}`)
+	out, pe := callSkill(t, ctx, r, "echo", `{"q":[1,2]}`)
 	if pe != nil || string(out) != `{"got":{"q":[1,2]},"auth":"Bearer k-123","plain":"literal"}` {
 		t.Errorf("echo = %s, %v", out, pe)
 	}
-	_, pe = callCustom(t, ctx, r, "fail", `{}`)
-	wantCustomError(t, pe, protocol.CodeToolExecution, `http skill "fail": status 500`)
+	_, pe = callSkill(t, ctx, r, "fail", `{}`)
+	wantError(t, pe, protocol.CodeToolExecution, `http skill "fail": status 500`)
 	if pe != nil && strings.Contains(pe.Message, "secret") {
 		t.Errorf("error leaks the answer body: %q", pe.Message)
 	}
-	_, pe = callCustom(t, ctx, r, "big", `{}`)
-	wantCustomError(t, pe, protocol.CodeToolExecution, "answer exceeds 1024 bytes")
-	_, pe = callCustom(t, ctx, r, "array", `{}`)
-	wantCustomError(t, pe, protocol.CodeToolExecution, "answer is a JSON array, want a JSON object")
-	_, pe = callCustom(t, ctx, r, "garbage", `{}`)
-	wantCustomError(t, pe, protocol.CodeToolExecution, "answer is not valid JSON")
+	_, pe = callSkill(t, ctx, r, "big", `{}`)
+	wantError(t, pe, protocol.CodeToolExecution, "answer exceeds 1024 bytes")
+	_, pe = callSkill(t, ctx, r, "array", `{}`)
+	wantError(t, pe, protocol.CodeToolExecution, "answer is a JSON array, want a JSON object")
+	_, pe = callSkill(t, ctx, r, "garbage", `{}`)
+	wantError(t, pe, protocol.CodeToolExecution, "answer is not valid JSON")
 
 	start := time.Now()
-	_, pe = callCustom(t, ctx, r, "slow", `{}`)
-	wantCustomError(t, pe, protocol.CodeToolExecution, `http skill "slow": timed out after 300ms`)
+	_, pe = callSkill(t, ctx, r, "slow", `{}`)
+	wantError(t, pe, protocol.CodeToolExecution, `http skill "slow": timed out after 300ms`)
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("timeout took %v", d)
 	}
@@ -234,8 +260,8 @@ func TestCustomHTTP(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	time.AfterFunc(200*time.Millisecond, cancel)
 	start = time.Now()
-	_, pe = callCustom(t, cctx, r, "slow_long", `{}`)
-	wantCustomError(t, pe, protocol.CodeToolExecution, "canceled")
+	_, pe = callSkill(t, cctx, r, "slow_long", `{}`)
+	wantError(t, pe, protocol.CodeToolExecution, "canceled")
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("cancel took %v", d)
 	}
@@ -244,12 +270,12 @@ func TestCustomHTTP(t *testing.T) {
 	}
 }
 
-// TestCustomBadFiles checks that every kind of bad file fails as a whole,
+// TestBadFiles checks that every kind of bad file fails as a whole,
 // naming the file, the skill and the reason, and registers nothing.
-func TestCustomBadFiles(t *testing.T) {
+func TestBadFiles(t *testing.T) {
 	good := greetSkill
 	handler := func(h map[string]any) map[string]any { return map[string]any{"name": "x", "handler": h} }
-	tooMany := make([]any, MaxCustomSkills+1)
+	tooMany := make([]any, MaxSkills+1)
 	for i := range tooMany {
 		tooMany[i] = templateSkill(fmt.Sprintf("s%d", i), "x")
 	}
@@ -348,14 +374,14 @@ func TestCustomBadFiles(t *testing.T) {
 			}
 			path := ""
 			if tc.raw != "" {
-				path = writeCustomRaw(t, tc.raw)
+				path = writeRaw(t, tc.raw)
 			} else {
-				path = writeCustomFile(t, tc.skills...)
+				path = writeFile(t, tc.skills...)
 			}
-			r := newCustomTestRegistry(t)
-			names, err := LoadCustomFile(path, r, CustomOptions{ScratchDir: filepath.Join(t.TempDir(), "scratch")})
+			r := newTestRegistry(t)
+			names, err := loadInto(t, r, path, WithScratchDir(filepath.Join(t.TempDir(), "scratch")))
 			if err == nil {
-				t.Fatalf("LoadCustomFile succeeded with %q; want an error", names)
+				t.Fatalf("LoadFile succeeded with %q; want an error", names)
 			}
 			msg := err.Error()
 			want := "custom skills file " + path + ": "
@@ -387,23 +413,23 @@ func cloneArgs(m map[string]any) map[string]any {
 	return out
 }
 
-func TestCustomBadTemplateMessage(t *testing.T) {
+func TestBadTemplateMessage(t *testing.T) {
 	// The exact form of SPEC §3's "naming the file, the skill and the reason".
-	path := writeCustomFile(t, templateSkill("greet", "Hello, {{ .name } }}!"))
-	_, err := LoadCustomFile(path, NewRegistry(nil), CustomOptions{})
+	path := writeFile(t, templateSkill("greet", "Hello, {{ .name } }}!"))
+	_, err := loadInto(t, skills.NewRegistry(nil), path)
 	want := `custom skills file ` + path + `: skill "greet": handler.template: template: greet:1: unexpected "}" in operand`
 	if err == nil || err.Error() != want {
 		t.Fatalf("error %v\nwant     %s", err, want)
 	}
 }
 
-func TestCustomFileMissingAndEmpty(t *testing.T) {
-	_, err := LoadCustomFile(filepath.Join(t.TempDir(), "nope.json"), NewRegistry(nil), CustomOptions{})
+func TestFileMissingAndEmpty(t *testing.T) {
+	_, err := loadInto(t, skills.NewRegistry(nil), filepath.Join(t.TempDir(), "nope.json"))
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file: %v; want fs.ErrNotExist", err)
 	}
 	for _, raw := range []string{`{}`, `{"skills":[]}`, `{"skills":null}`} {
-		names, err := LoadCustomFile(writeCustomRaw(t, raw), NewRegistry(nil), CustomOptions{})
+		names, err := loadInto(t, skills.NewRegistry(nil), writeRaw(t, raw))
 		if err != nil || len(names) != 0 {
 			t.Errorf("%s: %q, %v; want no skills and no error", raw, names, err)
 		}

@@ -1,14 +1,16 @@
-package skills
+package custom
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/mcpv2/mcpv2/node/skills"
 )
 
-// FuzzParseCustom feeds arbitrary custom-skill files to the parser: it never
+// FuzzParse feeds arbitrary custom-skill files to the parser: it never
 // panics, and whatever it accepts registers into a fresh registry (names are
 // valid and unique, schemas compile).
-func FuzzParseCustom(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		`{"skills":[{"name":"greet","description":"Greets","tags":["demo"],"input_schema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]},"handler":{"type":"template","template":"Hello, {{.name}}!"}}]}`,
 		`{"skills":[{"name":"hook","description":"d","handler":{"type":"http","url":"http://127.0.0.1:9/x","timeout_s":2}}]}`,
@@ -27,12 +29,16 @@ func FuzzParseCustom(f *testing.F) {
 		if strings.Contains(string(data), "command") {
 			return
 		}
-		got, err := ParseCustom(data, CustomOptions{ScratchDir: t.TempDir()})
+		l, err := New(skills.NewRegistry(nil), WithScratchDir(t.TempDir()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		got, err := l.Parse(data)
 		if err != nil {
 			return
 		}
-		r := NewRegistry(nil)
-		if _, err := RegisterCustom(r, got); err != nil {
+		if _, err := l.Register(got); err != nil {
 			t.Fatalf("accepted file does not register: %v\n%s", err, data)
 		}
 	})

@@ -1,4 +1,4 @@
-package skills
+package custom
 
 import (
 	"bytes"
@@ -34,17 +34,17 @@ import (
 // skill's name and "_"). The skills carry the tools' own input schemas
 // (unless the file gives input_schema, for a "tool") and descriptions. The
 // load starts the server once to read its tools and stops it; the first call
-// starts it again, and it then runs until the node stops. A server that
-// exits is started again at the next call, after a pause that doubles with
-// each exit in a row (from 250 ms to 30 s). The skills of a file that name
-// the same command (with the same env) or URL share one server.
+// starts it again, and it then runs until the Loader is closed (when the
+// node stops). A server that exits is started again at the next call, after
+// a pause that doubles with each exit in a row (from 250 ms to 30 s). The
+// skills of a Loader that name the same command (with the same env) or URL share one server.
 //
 // A command runs as the node's user (not --run-as), in the system temp
 // directory, with PATH, HOME and the file's env only, in a process group of
 // its own that dies with the node; its stderr goes to the node's log at
 // Debug. Command servers need Linux, as command handlers do.
 
-type customMCPJSON struct {
+type mcpJSON struct {
 	Type     string            `json:"type"`
 	Command  []string          `json:"command"`
 	URL      string            `json:"url"`
@@ -56,9 +56,9 @@ type customMCPJSON struct {
 	TimeoutS *float64          `json:"timeout_s"`
 }
 
-// customMCP is a parsed "mcp" handler: which server, and which of its tools.
-// ResolveCustomMCP turns it into skills once the server has told its tools.
-type customMCP struct {
+// mcpHandler is a parsed "mcp" handler: which server, and which of its tools.
+// ResolveMCP turns it into skills once the server has told its tools.
+type mcpHandler struct {
 	srv    *mcpServer
 	tool   string // one tool; "" with all
 	all    bool
@@ -71,127 +71,125 @@ const (
 	mcpMaxBackoff = 30 * time.Second
 )
 
-func newCustomMCP(name string, raw json.RawMessage, opts CustomOptions) (*customMCP, error) {
-	var mj customMCPJSON
-	if err := customDecodeStrict(raw, &mj); err != nil {
-		return nil, customJSONError(raw, err)
+func newMCP(name string, raw json.RawMessage, l *Loader, baseDir string) (*mcpHandler, error) {
+	var mj mcpJSON
+	if err := decodeStrict(raw, &mj); err != nil {
+		return nil, jsonError(raw, err)
 	}
-	m := &customMCP{tool: mj.Tool}
+	m := &mcpHandler{tool: mj.Tool}
 	switch {
 	case mj.Tool == "" && mj.Tools == "":
-		return nil, customFieldf("tool", `missing (name one tool of the server, or "tools": "*" for all of them)`)
+		return nil, fieldf("tool", `missing (name one tool of the server, or "tools": "*" for all of them)`)
 	case mj.Tool != "" && mj.Tools != "":
-		return nil, customFieldf("tools", `give "tool" or "tools", not both`)
+		return nil, fieldf("tools", `give "tool" or "tools", not both`)
 	case mj.Tools != "" && mj.Tools != "*":
-		return nil, customFieldf("tools", `%q: the only value is "*" (every tool of the server)`, mj.Tools)
+		return nil, fieldf("tools", `%q: the only value is "*" (every tool of the server)`, mj.Tools)
 	case mj.Tools == "*":
 		m.all, m.prefix = true, name+"_"
 		if mj.Prefix != nil {
 			m.prefix = *mj.Prefix
 		}
-		if m.prefix != "" && !customNameRE.MatchString(m.prefix) {
-			return nil, customFieldf("prefix", "%q must match %s", m.prefix, customNameRE)
+		if m.prefix != "" && !nameRE.MatchString(m.prefix) {
+			return nil, fieldf("prefix", "%q must match %s", m.prefix, nameRE)
 		}
 	case mj.Prefix != nil:
-		return nil, customFieldf("prefix", `goes with "tools": "*"`)
+		return nil, fieldf("prefix", `goes with "tools": "*"`)
 	}
-	timeout, err := customTimeout(mj.TimeoutS)
+	timeout, err := parseTimeout(mj.TimeoutS)
 	if err != nil {
 		return nil, err
 	}
-	s := &mcpServer{timeout: timeout, log: opts.Logger}
+	s := &mcpServer{timeout: timeout, log: l.cfg.log}
 	switch {
 	case (len(mj.Command) == 0) == (mj.URL == ""):
-		return nil, customFieldf("command", `give "command" (a local server on stdio) or "url" (streamable HTTP), one of them`)
+		return nil, fieldf("command", `give "command" (a local server on stdio) or "url" (streamable HTTP), one of them`)
 	case mj.URL != "":
 		if len(mj.Env) > 0 {
-			return nil, customFieldf("env", `goes with "command"`)
+			return nil, fieldf("env", `goes with "command"`)
 		}
-		if s.url, s.header, err = customMCPURL(mj.URL, mj.Headers); err != nil {
+		if s.url, s.header, err = mcpURL(mj.URL, mj.Headers); err != nil {
 			return nil, err
 		}
 		s.key, s.label = "url "+s.url, mj.URL
 	default:
 		if len(mj.Headers) > 0 {
-			return nil, customFieldf("headers", `go with "url"`)
+			return nil, fieldf("headers", `go with "url"`)
 		}
-		if err := customCommandSupported(); err != nil {
-			return nil, customFieldf("command", "%w", err)
+		if err := commandSupported(); err != nil {
+			return nil, fieldf("command", "%w", err)
 		}
-		if len(mj.Command) > customMaxArgv || mj.Command[0] == "" {
-			return nil, customFieldf("command", "want [\"program\", \"arg\", ...], at most %d", customMaxArgv)
+		if len(mj.Command) > maxArgv || mj.Command[0] == "" {
+			return nil, fieldf("command", "want [\"program\", \"arg\", ...], at most %d", maxArgv)
 		}
 		for i, a := range mj.Command {
 			if strings.IndexByte(a, 0) >= 0 {
-				return nil, customFieldf(fmt.Sprintf("command[%d]", i), "contains a NUL byte")
+				return nil, fieldf(fmt.Sprintf("command[%d]", i), "contains a NUL byte")
 			}
 		}
-		if s.path, err = customLookPath(mj.Command[0], opts.BaseDir); err != nil {
-			return nil, customFieldf("command[0]", "%w", err)
+		if s.path, err = lookPath(mj.Command[0], baseDir); err != nil {
+			return nil, fieldf("command[0]", "%w", err)
 		}
 		s.argv = mj.Command
-		if s.env, err = customMCPEnv(mj.Env); err != nil {
+		if s.env, err = mcpEnv(mj.Env); err != nil {
 			return nil, err
 		}
 		s.key, s.label = "command "+strings.Join(append(append([]string{s.path}, s.argv[1:]...), s.env...), "\x00"), strings.Join(mj.Command, " ")
 	}
-	// The file's skills that name the same server share it.
-	if prev, ok := opts.mcpServers[s.key]; ok {
-		s = prev
-	} else {
-		opts.mcpServers[s.key] = s
+	// The skills that name the same server share it.
+	if s, err = l.addServer(s); err != nil {
+		return nil, err
 	}
 	m.srv = s
 	return m, nil
 }
 
-// customMCPURL checks a server URL and its headers as the http handler does.
-func customMCPURL(raw string, headers map[string]string) (string, http.Header, error) {
+// mcpURL checks a server URL and its headers as the http handler does.
+func mcpURL(raw string, headers map[string]string) (string, http.Header, error) {
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil:
-		return "", nil, customFieldf("url", "%w", err)
+		return "", nil, fieldf("url", "%w", err)
 	case u.Scheme != "http" && u.Scheme != "https":
-		return "", nil, customFieldf("url", "scheme %q is not allowed (want http or https)", u.Scheme)
+		return "", nil, fieldf("url", "scheme %q is not allowed (want http or https)", u.Scheme)
 	case u.Host == "":
-		return "", nil, customFieldf("url", "no host")
+		return "", nil, fieldf("url", "no host")
 	case u.User != nil:
-		return "", nil, customFieldf("url", "credentials in the URL are not allowed (use headers with ${ENV:NAME})")
+		return "", nil, fieldf("url", "credentials in the URL are not allowed (use headers with ${ENV:NAME})")
 	}
 	h := http.Header{}
 	for k, v := range headers {
 		if !httpguts.ValidHeaderFieldName(k) {
-			return "", nil, customFieldf("headers", "%q is not a valid header name", k)
+			return "", nil, fieldf("headers", "%q is not a valid header name", k)
 		}
-		val, err := customExpandEnv(v)
+		val, err := expandEnv(v)
 		if err != nil {
-			return "", nil, customFieldf("headers."+k, "%w", err)
+			return "", nil, fieldf("headers."+k, "%w", err)
 		}
 		if !httpguts.ValidHeaderFieldValue(val) {
-			return "", nil, customFieldf("headers."+k, "not a valid header value")
+			return "", nil, fieldf("headers."+k, "not a valid header value")
 		}
 		h.Set(k, val)
 	}
 	return u.String(), h, nil
 }
 
-// customMCPEnv is a command server's environment: PATH and HOME of the
+// mcpEnv is a command server's environment: PATH and HOME of the
 // node, then the file's env (${ENV:NAME} expanded), sorted.
-func customMCPEnv(extra map[string]string) ([]string, error) {
+func mcpEnv(extra map[string]string) ([]string, error) {
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 	for k, v := range extra {
-		if !customEnvNameRE.MatchString(k) {
-			return nil, customFieldf("env", "%q is not a valid variable name", k)
+		if !envNameRE.MatchString(k) {
+			return nil, fieldf("env", "%q is not a valid variable name", k)
 		}
 		if k == "PATH" || k == "HOME" {
 			env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, k+"=") })
 		}
-		val, err := customExpandEnv(v)
+		val, err := expandEnv(v)
 		if err != nil {
-			return nil, customFieldf("env."+k, "%w", err)
+			return nil, fieldf("env."+k, "%w", err)
 		}
 		if strings.IndexByte(val, 0) >= 0 {
-			return nil, customFieldf("env."+k, "contains a NUL byte")
+			return nil, fieldf("env."+k, "contains a NUL byte")
 		}
 		env = append(env, k+"="+val)
 	}
@@ -199,18 +197,17 @@ func customMCPEnv(extra map[string]string) ([]string, error) {
 	return env, nil
 }
 
-// ResolveCustomMCP asks each MCP server that skills name for its tools
-// (starting it, and stopping it again) and returns skills with every "mcp"
-// skill made concrete: its schema and description from the tool, or one
-// skill per tool for "tools": "*". The other skills pass unchanged. The
-// servers are returned too, to be closed when the node stops (a Registry
-// that registers the skills does it: RegisterCustom adds them to its
-// closers). A server that does not start, or lacks a named tool, fails it
+// ResolveMCP asks each MCP server that the skills in name for its tools
+// (starting it, and stopping it again) and returns the skills with every
+// "mcp" skill made concrete: its schema and description from the tool, or
+// one skill per tool for "tools": "*". The other skills pass unchanged.
+// The servers stay the Loader's that parsed the skills, which stops them
+// when it is closed. A server that does not start, or lacks a named tool, fails it
 // all, naming the skill. ctx bounds the whole.
-func ResolveCustomMCP(ctx context.Context, skills []CustomSkill) ([]CustomSkill, error) {
+func ResolveMCP(ctx context.Context, in []Skill) ([]Skill, error) {
 	tools := map[*mcpServer][]*mcp.Tool{}
-	var out []CustomSkill
-	for _, s := range skills {
+	var out []Skill
+	for _, s := range in {
 		if s.mcp == nil {
 			out = append(out, s)
 			continue
@@ -224,7 +221,7 @@ func ResolveCustomMCP(ctx context.Context, skills []CustomSkill) ([]CustomSkill,
 			}
 			tools[srv] = list
 		}
-		made, err := s.mcp.skills(s, list)
+		made, err := s.mcp.concrete(s, list)
 		if err != nil {
 			return nil, fmt.Errorf("skill %q: handler.%w", s.Descriptor.Name, err)
 		}
@@ -233,16 +230,16 @@ func ResolveCustomMCP(ctx context.Context, skills []CustomSkill) ([]CustomSkill,
 	return out, nil
 }
 
-// skills makes the concrete skills of one "mcp" skill from its server's
+// concrete makes the concrete skills of one "mcp" skill from its server's
 // tools.
-func (m *customMCP) skills(s CustomSkill, tools []*mcp.Tool) ([]CustomSkill, error) {
+func (m *mcpHandler) concrete(s Skill, tools []*mcp.Tool) ([]Skill, error) {
 	var names []string
 	for _, t := range tools {
 		names = append(names, t.Name)
 	}
-	make1 := func(name string, t *mcp.Tool, fileSchema bool) (CustomSkill, error) {
+	make1 := func(name string, t *mcp.Tool, fileSchema bool) (Skill, error) {
 		c := s
-		c.mcp, c.server = nil, m.srv
+		c.mcp = nil
 		c.Descriptor.Name = name
 		c.Descriptor.Tags = append(slices.Clone(s.Descriptor.Tags), "mcp")
 		if c.Descriptor.Description == "" || m.all {
@@ -253,7 +250,7 @@ func (m *customMCP) skills(s CustomSkill, tools []*mcp.Tool) ([]CustomSkill, err
 			if err != nil {
 				return c, err
 			}
-			if c.Descriptor.InputSchema, err = customInputSchema(raw); err != nil {
+			if c.Descriptor.InputSchema, err = inputSchema(raw); err != nil {
 				return c, fmt.Errorf("the tool %q has an input schema this node cannot use: %w", t.Name, err)
 			}
 		}
@@ -264,22 +261,22 @@ func (m *customMCP) skills(s CustomSkill, tools []*mcp.Tool) ([]CustomSkill, err
 	if !m.all {
 		i := slices.Index(names, m.tool)
 		if i < 0 {
-			return nil, customFieldf("tool", "the server has no tool %q (it has: %s)", m.tool, strings.Join(names, ", "))
+			return nil, fieldf("tool", "the server has no tool %q (it has: %s)", m.tool, strings.Join(names, ", "))
 		}
 		c, err := make1(s.Descriptor.Name, tools[i], s.fileSchema)
 		if err != nil {
-			return nil, customFieldf("tool", "%w", err)
+			return nil, fieldf("tool", "%w", err)
 		}
-		return []CustomSkill{c}, nil
+		return []Skill{c}, nil
 	}
 	// With every tool of a server, one that this node cannot serve (a name
 	// that is no skill name, a schema it cannot compile) is left out with a
 	// warning rather than failing the others.
-	out := make([]CustomSkill, 0, len(tools))
+	out := make([]Skill, 0, len(tools))
 	for _, t := range tools {
 		name := m.prefix + t.Name
-		if !customNameRE.MatchString(name) {
-			m.srv.log.Warn("custom mcp: a tool is left out: its skill name would not match "+customNameRE.String(), "skill", s.Descriptor.Name, "tool", t.Name)
+		if !nameRE.MatchString(name) {
+			m.srv.log.Warn("custom mcp: a tool is left out: its skill name would not match "+nameRE.String(), "skill", s.Descriptor.Name, "tool", t.Name)
 			continue
 		}
 		c, err := make1(name, t, false)
@@ -290,10 +287,10 @@ func (m *customMCP) skills(s CustomSkill, tools []*mcp.Tool) ([]CustomSkill, err
 		out = append(out, c)
 	}
 	if len(out) == 0 {
-		return nil, customFieldf("tools", "none of the server's %d tools can be served (see the log)", len(tools))
+		return nil, fieldf("tools", "none of the server's %d tools can be served (see the log)", len(tools))
 	}
-	if len(out) > MaxCustomSkills {
-		return nil, customFieldf("tools", "the server has %d tools, more than the %d skills a file may make", len(out), MaxCustomSkills)
+	if len(out) > MaxSkills {
+		return nil, fieldf("tools", "the server has %d tools, more than the %d skills a file may make", len(out), MaxSkills)
 	}
 	return out, nil
 }
@@ -347,7 +344,7 @@ func (s *mcpServer) connect(ctx context.Context) (*mcpConn, error) {
 	cs, err := c.Connect(ctx, t, nil)
 	if err != nil {
 		if cmd != nil && cmd.Process != nil {
-			_ = customKillGroup(cmd.Process.Pid)
+			_ = killGroup(cmd.Process.Pid)
 		}
 		return nil, fmt.Errorf("did not start: %v", clipErr(err))
 	}
@@ -378,7 +375,7 @@ func (s *mcpServer) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 func (c *mcpConn) stop() {
 	_ = c.cs.Close()
 	if c.cmd != nil && c.cmd.Process != nil {
-		_ = customKillGroup(c.cmd.Process.Pid)
+		_ = killGroup(c.cmd.Process.Pid)
 	}
 }
 
@@ -412,7 +409,7 @@ func (s *mcpServer) session(ctx context.Context, skill string) (*mcp.ClientSessi
 		if s.conn == c { // not stopped by Close
 			s.conn = nil
 			if c.cmd != nil && c.cmd.Process != nil {
-				_ = customKillGroup(c.cmd.Process.Pid)
+				_ = killGroup(c.cmd.Process.Pid)
 			}
 			s.exited()
 			s.log.Warn("custom mcp server exited; it is started again at the next call", "server", s.label, "err", err, "backoff", time.Until(s.retryAt).Round(time.Millisecond))
@@ -499,6 +496,7 @@ type mcpStderr struct {
 	server string
 }
 
+// Write logs each non-empty line of p; it never fails.
 func (w *mcpStderr) Write(p []byte) (int, error) {
 	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
 		if line != "" {
@@ -514,6 +512,7 @@ type headerTransport struct {
 	rt http.RoundTripper
 }
 
+// RoundTrip sends a copy of r with the fixed headers set.
 func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if len(t.h) > 0 {
 		r = r.Clone(r.Context())

@@ -1,10 +1,11 @@
-package skills
+package custom
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"runtime"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpv2/mcpv2/node/skills"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -59,18 +61,24 @@ func runMCPTestServer() int {
 	return 0
 }
 
-// mcpTestSkills loads skills that front the test server (this binary).
-func mcpTestSkills(t *testing.T, skills ...any) *Registry {
+// mcpTestSkills loads skills that front the test server (this binary),
+// returning the registry and the Loader that owns the server (closed when
+// the test ends).
+func mcpTestSkills(t *testing.T, sk ...any) (*skills.Registry, *Loader) {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("command MCP servers need Linux")
 	}
-	r := newCustomTestRegistry(t)
-	if _, err := LoadCustomFile(writeCustomFile(t, skills...), r, CustomOptions{}); err != nil {
+	r := newTestRegistry(t)
+	l, err := New(r)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.Close() })
-	return r
+	t.Cleanup(func() { l.Close() })
+	if _, err := l.LoadFile(writeFile(t, sk...)); err != nil {
+		t.Fatal(err)
+	}
+	return r, l
 }
 
 func mcpTestHandler(extra map[string]any) map[string]any {
@@ -81,11 +89,11 @@ func mcpTestHandler(extra map[string]any) map[string]any {
 	return h
 }
 
-// TestCustomMCPTool: a skill that is one tool of a local MCP server has the
+// TestMCPTool: a skill that is one tool of a local MCP server has the
 // tool's schema, validates arguments against it, returns its structured
 // result, and turns a tool's failure into -32004.
-func TestCustomMCPTool(t *testing.T) {
-	r := mcpTestSkills(t,
+func TestMCPTool(t *testing.T) {
+	r, _ := mcpTestSkills(t,
 		map[string]any{"name": "shout", "handler": mcpTestHandler(map[string]any{"tool": "echo"})},
 		map[string]any{"name": "broken", "description": "mine", "handler": mcpTestHandler(map[string]any{"tool": "fail"})},
 	)
@@ -109,9 +117,9 @@ func TestCustomMCPTool(t *testing.T) {
 	}
 }
 
-// TestCustomMCPAllTools imports every tool of the server under a prefix.
-func TestCustomMCPAllTools(t *testing.T) {
-	r := mcpTestSkills(t, map[string]any{"name": "t", "handler": mcpTestHandler(map[string]any{"tools": "*", "prefix": "srv_"})})
+// TestMCPAllTools imports every tool of the server under a prefix.
+func TestMCPAllTools(t *testing.T) {
+	r, _ := mcpTestSkills(t, map[string]any{"name": "t", "handler": mcpTestHandler(map[string]any{"tools": "*", "prefix": "srv_"})})
 	for _, name := range []string{"srv_echo", "srv_add", "srv_fail", "srv_pid"} {
 		if _, ok := r.Lookup(name); !ok {
 			t.Fatalf("%s not registered: %v", name, r.Names())
@@ -123,10 +131,11 @@ func TestCustomMCPAllTools(t *testing.T) {
 	}
 }
 
-// TestCustomMCPRestart: the server starts at the first call, not at the
-// load; killed, it is started again at a later call; Close stops it.
-func TestCustomMCPRestart(t *testing.T) {
-	r := mcpTestSkills(t, map[string]any{"name": "pid", "handler": mcpTestHandler(map[string]any{"tool": "pid"})})
+// TestMCPRestart: the server starts at the first call, not at the
+// load; killed, it is started again at a later call; the Loader's Close
+// stops it, and a second Close says net.ErrClosed.
+func TestMCPRestart(t *testing.T) {
+	r, l := mcpTestSkills(t, map[string]any{"name": "pid", "handler": mcpTestHandler(map[string]any{"tool": "pid"})})
 	pidOf := func() int {
 		t.Helper()
 		out, err := r.Call(context.Background(), "pid", json.RawMessage(`{}`))
@@ -166,12 +175,14 @@ func TestCustomMCPRestart(t *testing.T) {
 	if second == first || second == 0 {
 		t.Fatalf("not restarted: %d then %d", first, second)
 	}
-	if err := r.Close(); err != nil {
+	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if err := l.Close(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("a second Close: %v; want net.ErrClosed", err)
+	}
 	if err := syscall.Kill(second, 0); err == nil {
-		time.Sleep(3 * time.Second) // the transport's grace before it kills
-		if syscall.Kill(second, 0) == nil {
+		if !waitExit(second, 3*time.Second) { // the transport's grace before it kills
 			t.Fatalf("the server %d still runs after Close", second)
 		}
 	}
@@ -180,9 +191,9 @@ func TestCustomMCPRestart(t *testing.T) {
 	}
 }
 
-// TestCustomMCPLoadErrors: a server that does not start, a tool it lacks,
+// TestMCPLoadErrors: a server that does not start, a tool it lacks,
 // and a prefix that makes bad names fail the load, naming the skill.
-func TestCustomMCPLoadErrors(t *testing.T) {
+func TestMCPLoadErrors(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("command MCP servers need Linux")
 	}
@@ -197,7 +208,7 @@ func TestCustomMCPLoadErrors(t *testing.T) {
 		{"schema with all tools", map[string]any{"name": "x", "input_schema": map[string]any{"type": "object"}, "handler": mcpTestHandler(map[string]any{"tools": "*"})}, `input_schema: goes with one "tool"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := LoadCustomFile(writeCustomFile(t, c.skill), newCustomTestRegistry(t), CustomOptions{})
+			_, err := loadInto(t, newTestRegistry(t), writeFile(t, c.skill))
 			if err == nil || !strings.Contains(err.Error(), c.reason) || !strings.Contains(err.Error(), `skill "x"`) {
 				t.Fatalf("err = %v, want %q", err, c.reason)
 			}
