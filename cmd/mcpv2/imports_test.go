@@ -30,16 +30,24 @@ var importRules = []importRule{
 	{prefix: "protocol", allowed: []string{"protocol"}, stdOnly: true},
 	{prefix: "transport", allowed: nil},
 	{prefix: "discovery", allowed: []string{"discovery", "protocol", "transport"}},
+	// node/skills/custom, the custom-skill engine, registers into
+	// node/skills and uses the node's guard kinds and llm's same-origin
+	// check; it never sees the node itself (the node wires it).
+	{prefix: "node/skills/custom", allowed: []string{"node/skills", "node/guard", "node/llm", "protocol"}},
 	{prefix: "node", allowed: []string{"node", "protocol", "transport", "discovery"}},
 	{prefix: "edge", allowed: []string{"edge", "protocol"}},
 	{prefix: "examples", allowed: []string{"node", "protocol", "transport", "discovery", "edge"}},
-	{prefix: "cmd", allowed: []string{"node", "protocol", "transport", "discovery", "edge"}},
+	{prefix: "cmd", allowed: []string{"node", "protocol", "transport", "discovery", "edge", "internal/supervise"}},
 	// bench is a program like cmd (go run ./bench) that wires a node and
 	// its client together to measure them; nothing imports it.
 	{prefix: "bench", allowed: []string{"node", "protocol", "transport", "discovery", "edge"}},
 	// internal/testenv is shared by the tests (_test.go files only): the
 	// standard library alone, so that any package's tests may use it.
 	{prefix: "internal/testenv", allowed: nil, stdOnly: true},
+	// internal/supervise runs the shell's child processes (cmd's, not
+	// only the tests'): the standard library alone, no package of the
+	// project.
+	{prefix: "internal/supervise", allowed: nil, stdOnly: true},
 	// internal/oidctest is a real OpenID provider for the tests (_test.go
 	// files only): any third-party module, no package of the project.
 	{prefix: "internal/oidctest", allowed: nil},
@@ -131,8 +139,10 @@ func TestCheckImportsCatches(t *testing.T) {
 		{module + "/edge", []string{module + "/node"}},
 		{module + "/edge/mcp", []string{module + "/cmd/mcpv2"}},
 		{module + "/node", []string{module + "/edge"}},
+		{module + "/node/skills/custom", []string{module + "/node"}},
 		{module + "/examples/twopeers", []string{module + "/cmd/mcpv2"}},
 		{module + "/stray", nil},
+		{module + "/internal/supervise", []string{"github.com/libp2p/go-libp2p"}},
 	}
 	for _, c := range cases {
 		if got := checkImports([]pkgInfo{c}); len(got) != 1 {
@@ -143,6 +153,7 @@ func TestCheckImportsCatches(t *testing.T) {
 		{module + "/protocol/translate", []string{module + "/protocol", "encoding/json"}},
 		{module + "/node", []string{module + "/protocol", module + "/transport", module + "/node/store", "github.com/libp2p/go-libp2p"}},
 		{module + "/edge/mcp", []string{module + "/edge", module + "/protocol"}},
+		{module + "/node/skills/custom", []string{module + "/node/skills", module + "/node/guard", module + "/protocol"}},
 	}
 	if got := checkImports(ok); len(got) != 0 {
 		t.Errorf("false positives: %v", got)

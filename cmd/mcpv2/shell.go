@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -104,9 +103,8 @@ type shellConfig struct {
 }
 
 // shell is one interactive session. Its commands run one at a time on the
-// goroutine of Run; only the waiters of child processes run beside it (one
-// per started peer, owned through wg), and they touch nothing but their
-// shellPeer's done and exitErr.
+// goroutine of Run; beside it run only the goroutines of each started
+// peer's supervise.Proc, which that Proc owns and its Close ends.
 type shell struct {
 	cfg             shellConfig
 	out             io.Writer
@@ -119,11 +117,9 @@ type shell struct {
 	refused     *refusalCounter         // counts the 401s that edge clients saw
 
 	mesh        *session                // nil until the first mesh address
-	meshClients map[string]*node.Client // by secret, on mesh.host
+	meshClients map[string]*node.Client // by secret, the mesh dialer's (closed with it)
 	peers       []*shellPeer            // started and not stopped, in start order
 	convs       map[string]string       // LLM-mode conversation per peer key
-
-	wg sync.WaitGroup // the child waiters
 }
 
 func newShell(cfg shellConfig) *shell {
@@ -321,17 +317,13 @@ func quoteWords(ws []string) string {
 	return strings.Join(q, " ")
 }
 
-// Close stops what is still running (the peers, when Run did not) and
-// releases the clients. It waits for the child waiters.
+// Close stops what is still running (the peers, when Run did not, each
+// waited for) and releases the clients.
 func (sh *shell) Close() error {
 	sh.stopAll()
-	sh.wg.Wait()
 	sh.edge.Close()
 	var errs []error
-	for _, cl := range sh.meshClients {
-		cl.Close()
-	}
-	if sh.mesh != nil {
+	if sh.mesh != nil { // closes the mesh clients too (Dialer.NewClient)
 		errs = append(errs, sh.mesh.Close())
 		sh.mesh = nil
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,15 +8,14 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/mcpv2/mcpv2/internal/supervise"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -28,18 +26,17 @@ const (
 	healthTimeout = 20 * time.Second
 	// stopGrace is how long StopTo waits after SIGTERM before SIGKILL.
 	stopGrace = 15 * time.Second
-	// portFreeWait bounds how long StopTo waits for the port to be free.
-	portFreeWait = 3 * time.Second
-	// logPoll is how often ReadyTo reads the peer's log for its banner.
-	logPoll = 50 * time.Millisecond
+	// logTailLines is how many of the last lines of a peer's output a
+	// failed ReadyTo quotes.
+	logTailLines = 8
 )
 
 // shellPeer is a node process that ReadyTo started.
 type shellPeer struct {
-	proc     *os.Process
-	port     int    // the edge's bound port
-	wanted   int    // the port asked for
-	bindHost string // where the edge listens (the host of the demo address)
+	proc     *supervise.Proc // the process, its banner, output and exit
+	port     int             // the edge's bound port
+	wanted   int             // the port asked for
+	bindHost string          // where the edge listens (the host of the demo address)
 	peerID   string
 	address  string   // MCPV2_PEER_ADDRESS, the shareable one
 	demo     string   // MCPV2_DEMO_SESSION_ADDRESS, for this host
@@ -48,25 +45,11 @@ type shellPeer struct {
 	logPath  string
 	secret   string
 	llmMode  bool
-
-	// done is closed once the process has exited and been waited for;
-	// exitErr is then its Wait error.
-	done    chan struct{}
-	exitErr error
 }
 
-func (p *shellPeer) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// readyTo starts `mcpv2 node` with an HTTP edge, its output going to a log
-// file, reads the banner from that file, checks the edge's health and
-// prints the addresses.
+// readyTo starts `mcpv2 node` with an HTTP edge (internal/supervise: its
+// output teed to a log file), waits for its banner, checks the edge's health
+// and prints the addresses.
 func (sh *shell) readyTo(ctx context.Context, a shellArgs) error {
 	if err := noArgs("ReadyTo", a); err != nil {
 		return fmt.Errorf("%w (usage: ReadyTo [--port N] [--secret S] [--public-ip IP] [--llm-mode])", err)
@@ -103,10 +86,6 @@ func (sh *shell) readyTo(ctx context.Context, a shellArgs) error {
 		}
 		logPath = filepath.Join(sh.cfg.LogDir, filepath.Base(dir)+".log")
 	}
-	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return fmt.Errorf("ReadyTo: open the log: %w", err)
-	}
 	args := []string{"node", "--data-dir", dir, "--port", strconv.Itoa(port),
 		"--port-fallback=" + strconv.FormatBool(!strict), "--p2p-port", "0"}
 	if ip := a.opts["public-ip"]; ip != "" {
@@ -115,47 +94,43 @@ func (sh *shell) readyTo(ctx context.Context, a shellArgs) error {
 	if llmMode {
 		args = append(args, "--llm-mode")
 	}
-	cmd := exec.Command(sh.cfg.Exe, args...)
 	// The secret travels in the environment, not on the command line that
 	// every user of the machine can read; the rest of the environment is
 	// inherited, so MCPV2_* settings reach the peer.
-	cmd.Env = append(os.Environ(), "MCPV2_SECRET="+secret)
-	cmd.Stdout, cmd.Stderr = logFile, logFile // a file, never a pipe nobody reads
-	setChildAttrs(cmd)
-	err = cmd.Start()
-	logFile.Close() // the child has its own descriptor
+	proc, err := supervise.New(sh.cfg.Exe, args,
+		supervise.WithEnv(append(os.Environ(), "MCPV2_SECRET="+secret)),
+		supervise.WithLogFile(logPath), supervise.WithGrace(stopGrace))
 	if err != nil {
-		return fmt.Errorf("ReadyTo: start %s: %w", sh.cfg.Exe, err)
+		return fmt.Errorf("ReadyTo: %w", err)
 	}
-	p := &shellPeer{proc: cmd.Process, wanted: port, dataDir: dir, logPath: logPath, secret: secret, llmMode: llmMode, done: make(chan struct{})}
-	sh.wg.Add(1)
-	go func() {
-		defer sh.wg.Done()
-		p.exitErr = cmd.Wait()
-		close(p.done)
-	}()
-	sh.log.Debug("shell: started a peer", "pid", p.proc.Pid, "args", args, "log", logPath)
-	fmt.Fprintf(sh.out, "Starting a peer (pid %d, log %s)…\n", p.proc.Pid, logPath)
+	p := &shellPeer{proc: proc, wanted: port, dataDir: dir, logPath: logPath, secret: secret, llmMode: llmMode}
+	sh.log.Debug("shell: started a peer", "pid", proc.Pid(), "args", args, "log", logPath)
+	fmt.Fprintf(sh.out, "Starting a peer (pid %d, log %s)…\n", proc.Pid(), logPath)
 
 	fail := func(err error) error {
 		sh.stopPeer(p)
-		return fmt.Errorf("ReadyTo: %w%s", err, logTail(logPath))
+		return fmt.Errorf("ReadyTo: %w%s", err, logTail(p))
 	}
-	banner, err := waitBanner(ctx, logPath, p.done, readyTimeout)
-	if err != nil {
-		if p.exited() {
-			if why := exitReason(logPath); why != "" {
-				return fail(fmt.Errorf("the peer exited before it was ready: %s", why))
-			}
-			return fail(fmt.Errorf("the peer exited before it was ready (%v)", exitText(p.exitErr)))
+	bctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	banner, err := proc.Banner(bctx)
+	cancel()
+	var exited *supervise.ExitError
+	switch {
+	case errors.As(err, &exited):
+		if why := exitReason(exited.Stderr); why != "" {
+			return fail(fmt.Errorf("the peer exited before it was ready: %s", why))
 		}
-		return fail(err)
+		return fail(fmt.Errorf("the peer exited before it was ready (%v)", supervise.ExitText(exited.Err)))
+	case err != nil && ctx.Err() != nil:
+		return fail(fmt.Errorf("interrupted while the peer was starting: %w", ctx.Err()))
+	case err != nil:
+		return fail(fmt.Errorf("no banner from the peer within %s", readyTimeout))
 	}
-	p.peerID = first(banner["MCPV2_PEER_ID"])
+	p.peerID = banner.First("MCPV2_PEER_ID")
 	p.p2p = banner["MCPV2_P2P_ADDRESS"]
-	p.address = first(banner["MCPV2_PEER_ADDRESS"])
-	p.demo = first(banner["MCPV2_DEMO_SESSION_ADDRESS"])
-	p.port, _ = strconv.Atoi(first(banner["MCPV2_BOUND_PORT"]))
+	p.address = banner.First("MCPV2_PEER_ADDRESS")
+	p.demo = banner.First("MCPV2_DEMO_SESSION_ADDRESS")
+	p.port, _ = strconv.Atoi(banner.First("MCPV2_BOUND_PORT"))
 	demo, err := protocol.ParseAddress(p.demo)
 	if err != nil || p.port == 0 || p.peerID == "" || p.address == "" {
 		return fail(fmt.Errorf("the peer's banner is incomplete: %v", banner))
@@ -187,13 +162,13 @@ func (sh *shell) readyTo(ctx context.Context, a shellArgs) error {
 		if p.bindHost != "" {
 			break
 		}
-		if p.exited() {
-			return fail(fmt.Errorf("the peer exited before its edge answered (%v)", exitText(p.exitErr)))
+		if p.proc.Exited() {
+			return fail(fmt.Errorf("the peer exited before its edge answered (%v)", supervise.ExitText(p.proc.Err())))
 		}
 		select {
 		case <-hctx.Done():
 			return fail(fmt.Errorf("its edge does not answer: %s", describeCallErr(lastErr, demo)))
-		case <-p.done:
+		case <-p.proc.Done():
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -221,7 +196,7 @@ func (sh *shell) readyTo(ctx context.Context, a shellArgs) error {
 	if llmMode {
 		mode = "LLM mode"
 	}
-	fmt.Fprintf(&b, "  pid %d, %s, data dir %s\n  log: %s\n", p.proc.Pid, mode, p.dataDir, p.logPath)
+	fmt.Fprintf(&b, "  pid %d, %s, data dir %s\n  log: %s\n", p.proc.Pid(), mode, p.dataDir, p.logPath)
 	fmt.Fprintf(&b, "Stop it with: StopTo %d\n", p.port)
 	_, err = io.WriteString(sh.out, b.String())
 	return err
@@ -250,68 +225,10 @@ func preferredP2P(addrs []string) string {
 	return first(addrs)
 }
 
-// waitBanner reads the node's log at path until the banner is complete (the
-// MCPV2_DATA_DIR line, which comes last) and returns its KEY=value lines by
-// key. It gives up when the process exits (done), after limit, or when ctx
-// ends.
-func waitBanner(ctx context.Context, path string, done <-chan struct{}, limit time.Duration) (map[string][]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	deadline := time.NewTimer(limit)
-	defer deadline.Stop()
-	tick := time.NewTicker(logPoll)
-	defer tick.Stop()
-	banner := map[string][]string{}
-	var pending []byte
-	buf := make([]byte, 32<<10)
-	exited := false
-	for {
-		for {
-			n, err := f.Read(buf)
-			pending = append(pending, buf[:n]...)
-			if n == 0 || err != nil {
-				break
-			}
-		}
-		for {
-			i := bytes.IndexByte(pending, '\n')
-			if i < 0 {
-				break
-			}
-			line := string(pending[:i])
-			pending = pending[i+1:]
-			if k, v, ok := strings.Cut(line, "="); ok && strings.HasPrefix(k, "MCPV2_") {
-				banner[k] = append(banner[k], v)
-				if k == "MCPV2_DATA_DIR" {
-					return banner, nil
-				}
-			}
-		}
-		if len(pending) > 1<<20 {
-			pending = nil // a runaway line: not a banner line
-		}
-		if exited {
-			return nil, errors.New("the peer exited before printing its banner")
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("interrupted while the peer was starting: %w", ctx.Err())
-		case <-deadline.C:
-			return nil, fmt.Errorf("no banner from the peer within %s", limit)
-		case <-done:
-			exited = true // read what is left once more
-		case <-tick.C:
-		}
-	}
-}
-
-// exitReason returns the error that `mcpv2 node` printed last in the log
-// at path ("mcpv2: …" on stderr), without its prefix, or "".
-func exitReason(path string) string {
-	for _, l := range slices.Backward(tailLines(path)) {
+// exitReason returns the error that `mcpv2 node` printed last on its
+// stderr ("mcpv2: …"), without its prefix, or "".
+func exitReason(stderr []string) string {
+	for _, l := range slices.Backward(stderr) {
 		if r, ok := strings.CutPrefix(l, "mcpv2: "); ok {
 			return r
 		}
@@ -319,36 +236,18 @@ func exitReason(path string) string {
 	return ""
 }
 
-// logTail returns the last lines of the log at path, indented, for an
-// error message, or "" when there is nothing to show.
-func logTail(path string) string {
-	lines := tailLines(path)
-	if len(lines) > 8 {
-		lines = lines[len(lines)-8:]
+// logTail returns the last lines of p's output (what its log file ends
+// with), indented, for an error message, or "" when there is nothing to
+// show.
+func logTail(p *shellPeer) string {
+	lines := p.proc.Tail()
+	if len(lines) > logTailLines {
+		lines = lines[len(lines)-logTailLines:]
 	}
 	if len(lines) == 0 {
 		return ""
 	}
-	return "\n  last lines of " + path + ":\n    " + strings.Join(lines, "\n    ")
-}
-
-// tailLines returns the lines of the last 4 KiB of the file at path.
-func tailLines(path string) []string {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	const max = 4 << 10
-	if fi, err := f.Stat(); err == nil && fi.Size() > max {
-		_, _ = f.Seek(-max, io.SeekEnd)
-	}
-	b, _ := io.ReadAll(io.LimitReader(f, max))
-	s := strings.TrimRight(string(b), "\n")
-	if s == "" {
-		return nil
-	}
-	return strings.Split(s, "\n")
+	return "\n  last lines of " + p.logPath + ":\n    " + strings.Join(lines, "\n    ")
 }
 
 // stopTo stops a peer this shell started, named by port or address.
@@ -421,63 +320,46 @@ func (sh *shell) startedList() string {
 
 // stopPeer ends p's process (SIGTERM, then SIGKILL after stopGrace), waits
 // for it, checks that its port is free and says how it went. It is safe to
-// call on a peer that has exited already.
+// call on a peer that has exited already, and is called once for each peer.
 func (sh *shell) stopPeer(p *shellPeer) string {
-	what := fmt.Sprintf("peer on port %d (pid %d)", p.port, p.proc.Pid)
+	what := fmt.Sprintf("peer on port %d (pid %d)", p.port, p.proc.Pid())
 	if p.port == 0 {
-		what = fmt.Sprintf("peer (pid %d)", p.proc.Pid)
+		what = fmt.Sprintf("peer (pid %d)", p.proc.Pid())
 	}
 	var how string
-	if p.exited() {
-		how = fmt.Sprintf("had already exited (%v); see %s", exitText(p.exitErr), p.logPath)
+	if p.proc.Exited() {
+		how = fmt.Sprintf("had already exited (%v); see %s", supervise.ExitText(p.proc.Err()), p.logPath)
+		_ = p.proc.Close()
 	} else {
-		if err := p.proc.Signal(syscall.SIGTERM); err != nil {
-			_ = p.proc.Kill()
-		}
-		select {
-		case <-p.done:
-			how = "stopped"
-		case <-time.After(stopGrace):
-			killChild(p.proc)
-			<-p.done
+		how = "stopped"
+		if err := p.proc.Close(); errors.Is(err, supervise.ErrKilled) {
 			how = fmt.Sprintf("killed: it did not stop within %s of SIGTERM", stopGrace)
 		}
-		sh.log.Debug("shell: peer stopped", "pid", p.proc.Pid, "exit", exitText(p.exitErr))
+		sh.log.Debug("shell: peer stopped", "pid", p.proc.Pid(), "exit", supervise.ExitText(p.proc.Err()))
 	}
 	if p.port == 0 {
 		return fmt.Sprintf("The %s %s.", what, how)
 	}
-	if err := waitPortFree(p.bindHost, p.port, portFreeWait); err != nil {
+	if err := checkPortFree(p.bindHost, p.port); err != nil {
 		return fmt.Sprintf("The %s %s, but port %d is still busy: %v", what, how, p.port, err)
 	}
 	return fmt.Sprintf("The %s %s; port %d is free.", what, how, p.port)
 }
 
-func exitText(err error) string {
-	if err == nil {
-		return "exit status 0"
-	}
-	return err.Error()
-}
-
-// waitPortFree checks, by listening on it, that host:port can be bound,
-// trying again for up to wait.
-func waitPortFree(host string, port int, wait time.Duration) error {
+// checkPortFree checks, by listening on it, that host:port can be bound. It is
+// called once the peer has exited and been reaped, when the system has
+// closed its listener (its accepted connections, lingering in TIME_WAIT,
+// do not keep a listener with SO_REUSEADDR out, and Go sets that), so a
+// busy port is another process's and waiting would not free it.
+func checkPortFree(host string, port int) error {
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	addr := net.JoinHostPort(host, strconv.Itoa(port))
-	deadline := time.Now().Add(wait)
-	for {
-		ln, err := net.Listen("tcp", addr)
-		if err == nil {
-			return ln.Close()
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(50 * time.Millisecond)
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return err
 	}
+	return ln.Close()
 }
 
 // stopAll stops every peer this shell started, all at once, and prints one
@@ -510,10 +392,10 @@ func (sh *shell) listPeers(_ context.Context, a shellArgs) error {
 	}
 	for _, p := range sh.peers {
 		state := "running"
-		if p.exited() {
-			state = "exited: " + exitText(p.exitErr)
+		if p.proc.Exited() {
+			state = "exited: " + supervise.ExitText(p.proc.Err())
 		}
-		fmt.Fprintf(sh.out, "port %d  pid %d  %s  %s  %s\n  log: %s\n", p.port, p.proc.Pid, state, p.address, p.peerID, p.logPath)
+		fmt.Fprintf(sh.out, "port %d  pid %d  %s  %s  %s\n  log: %s\n", p.port, p.proc.Pid(), state, p.address, p.peerID, p.logPath)
 	}
 	return nil
 }

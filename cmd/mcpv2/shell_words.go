@@ -95,9 +95,6 @@ type shellArgs struct {
 	opts map[string]string // a boolean option given bare is "true"
 }
 
-// has reports whether option name was given.
-func (a shellArgs) has(name string) bool { _, ok := a.opts[name]; return ok }
-
 // parseOpts sorts words into positional arguments and the options of spec,
 // which may come anywhere: --name value, --name=value, and for a boolean
 // --name or --name=true|false. "--" ends the options, so that a prompt may

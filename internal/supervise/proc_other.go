@@ -1,6 +1,6 @@
 //go:build !unix
 
-package main
+package supervise
 
 import (
 	"os"
@@ -11,5 +11,5 @@ import (
 // groups do not exist.
 func setChildAttrs(*exec.Cmd) {}
 
-// killChild kills p.
-func killChild(p *os.Process) { _ = p.Kill() }
+// killGroup kills p.
+func killGroup(p *os.Process) { _ = p.Kill() }
