@@ -1,6 +1,6 @@
 //go:build !windows
 
-package keys
+package transport
 
 import (
 	"errors"
@@ -10,13 +10,16 @@ import (
 	"github.com/google/renameio/v2"
 )
 
-// writeFile replaces the file at path with data, mode 0600, atomically: a
-// reader opens the old file or the new one, never a part of either. The
-// temp file is fsynced before the rename (renameio), and the directory
-// after it, so that the rename itself survives a crash.
-func writeFile(path string, data []byte) error {
-	// The permissions are static (umask ignored): the file holds hashes of
-	// credentials, and a umask of 0 must not make it world-readable.
+// WriteFile replaces the file at path with data, mode 0600, atomically: a
+// reader opens the old file or the new one, never a part of either, and a
+// crash leaves one of the two. The temp file in the same directory is
+// fsynced before the rename (renameio), and the directory after it, so
+// that the rename itself survives a crash. It is the project's one atomic
+// writer (the identity key, the peer cache, keys.json).
+func WriteFile(path string, data []byte) error {
+	// The permissions are static (umask ignored): the files hold keys and
+	// hashes of credentials, and a umask of 0 must not make them
+	// world-readable.
 	t, err := renameio.NewPendingFile(path, renameio.WithStaticPermissions(0o600))
 	if err != nil {
 		return err

@@ -1,6 +1,6 @@
 //go:build windows
 
-package keys
+package transport
 
 import (
 	"errors"
@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 )
 
-// writeFile replaces the file at path with data atomically: the data goes
+// WriteFile replaces the file at path with data atomically: the data goes
 // to a temp file in the same directory, which is synced and renamed over
 // path (MoveFileEx with MOVEFILE_REPLACE_EXISTING). github.com/google/renameio
 // does not build on Windows, hence this copy of its steps.
-func writeFile(path string, data []byte) (err error) {
+func WriteFile(path string, data []byte) (err error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"*")
 	if err != nil {
 		return err
