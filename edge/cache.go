@@ -240,16 +240,23 @@ func (c *Cache[V]) Len() int {
 	return len(c.m)
 }
 
-// Close closes every value and empties the cache; later Acquires fail with
-// net.ErrClosed.
-func (c *Cache[V]) Close() {
+// Close closes every value and empties the cache, returning the values'
+// Close errors joined; later Acquires fail with net.ErrClosed. It is
+// idempotent: a second call returns net.ErrClosed.
+func (c *Cache[V]) Close() error {
 	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return net.ErrClosed
+	}
 	m := c.m
 	c.m, c.closed = nil, true
 	c.mu.Unlock()
+	var errs []error
 	for _, e := range m {
-		_ = e.v.Close()
+		errs = append(errs, e.v.Close())
 	}
+	return errors.Join(errs...)
 }
 
 // Serve returns the handler of peer's face in c, for PeerFace's forPeer:

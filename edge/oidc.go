@@ -102,7 +102,7 @@ type OIDCClaims struct {
 	Expiry time.Time
 }
 
-// oidcConfig configures an oidcAuth; newOIDC fills the defaults.
+// oidcConfig configures an oidcAuth; newOIDCWith fills the defaults.
 type oidcConfig struct {
 	issuers  []string
 	audience string       // empty: the resource of the request
@@ -121,7 +121,7 @@ type oidcConfig struct {
 type oidcAuth struct {
 	cfg      oidcConfig
 	client   *http.Client
-	own      *http.Transport // the transport of client when newOIDC made it; nil otherwise
+	own      *http.Transport // the transport of client when newOIDCWith made it; nil otherwise
 	issuers  map[string]*issuerState
 	verified oidcCache
 
@@ -153,17 +153,13 @@ type oidcProvider struct {
 	algs     []string
 }
 
-// newOIDC returns a verifier of the access tokens of issuers, whose
-// audience must contain audience (empty: the resource the request is for).
-// It checks the issuer URLs (https, or http on a loopback host) and starts
-// each issuer's discovery in the background; an issuer that is down fails
-// nothing here. client makes the fetches (nil: a client of its own); its
-// response bodies are capped. Close stops it.
-func newOIDC(issuers []string, audience string, client *http.Client, log *slog.Logger) (*oidcAuth, error) {
-	return newOIDCWith(oidcConfig{issuers: issuers, audience: audience, client: client, log: log, background: true})
-}
-
-// newOIDCWith is newOIDC with every knob (the tests').
+// newOIDCWith returns a verifier of the access tokens of cfg.issuers, whose
+// audience must contain cfg.audience (empty: the resource the request is
+// for). It checks the issuer URLs (https, or http on a loopback host) and,
+// with cfg.background, starts each issuer's discovery in the background;
+// an issuer that is down fails nothing here. cfg.client makes the fetches
+// (nil: a client of its own); its response bodies are capped. Close stops
+// it.
 func newOIDCWith(cfg oidcConfig) (*oidcAuth, error) {
 	if err := checkOIDCConfig(cfg.issuers, cfg.audience); err != nil {
 		return nil, err
@@ -258,7 +254,7 @@ func loopbackHost(host string) bool {
 }
 
 // Close stops the discoveries in flight and waits for them, and closes the
-// idle connections of the client newOIDC made. A second Close returns
+// idle connections of the client newOIDCWith made. A second Close returns
 // net.ErrClosed; Close of a nil *oidcAuth returns nil. Verify still serves
 // the issuers discovered before.
 func (a *oidcAuth) Close() error {
@@ -467,7 +463,7 @@ func (a *oidcAuth) Verify(ctx context.Context, raw, resource string) (OIDCClaims
 	if !slices.Contains(p.algs, tok.header.Alg) {
 		return OIDCClaims{}, oidcRefusal(oidcAlgorithm, "signed with algorithm %s, which issuer %s does not sign with (it signs with %s)", tok.header.Alg, is.url, strings.Join(p.algs, ", "))
 	}
-	jws, err := jose.ParseSigned(raw, p.keys.algs)
+	jws, err := jose.ParseSignedCompact(raw, p.keys.algs)
 	if err != nil || len(jws.Signatures) != 1 {
 		return OIDCClaims{}, oidcRefusal(oidcMalformed, "not a JWS with one signature")
 	}
@@ -830,7 +826,7 @@ func (k *oidcKeySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
 // calls it after its checks of the algorithm; Verify has looked the key up
 // before, so it never fetches.
 func (k *oidcKeySet) VerifySignature(_ context.Context, raw string) ([]byte, error) {
-	jws, err := jose.ParseSigned(raw, k.algs)
+	jws, err := jose.ParseSignedCompact(raw, k.algs)
 	if err != nil {
 		return nil, err
 	}

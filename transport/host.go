@@ -104,7 +104,7 @@ func WithIdentity(key crypto.PrivKey) Option {
 func WithListenAddrs(addrs ...ma.Multiaddr) Option {
 	return func(c *hostConfig) error {
 		for i, a := range addrs {
-			if a == nil || len(a) == 0 {
+			if len(a) == 0 {
 				return fmt.Errorf("WithListenAddrs: address %d is empty", i)
 			}
 		}

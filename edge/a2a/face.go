@@ -99,44 +99,53 @@ type Face struct {
 	peers       *edge.Cache[*Face] // the faces of mesh peers; set by Mount
 }
 
-// Option configures New.
-type Option func(*Face) error
+// config is what the options set; New copies it into the Face.
+type config struct {
+	log        *slog.Logger
+	maxRunning int
+}
 
-// WithLogger sets the face's logger (default: discard).
+// Option configures New. An option returns an error for a value it cannot
+// take; New fails with it.
+type Option func(*config) error
+
+// WithLogger sets the face's logger (default: discard). It must not be nil.
 func WithLogger(l *slog.Logger) Option {
-	return func(f *Face) error {
+	return func(c *config) error {
 		if l == nil {
 			return errors.New("a2a: WithLogger: nil logger")
 		}
-		f.log = l
+		c.log = l
 		return nil
 	}
 }
 
 // WithMaxRunning caps the tasks that run at once (default
-// DefaultMaxRunning).
+// DefaultMaxRunning). It must be positive.
 func WithMaxRunning(n int) Option {
-	return func(f *Face) error {
+	return func(c *config) error {
 		if n < 1 {
 			return fmt.Errorf("a2a: WithMaxRunning: %d is not positive", n)
 		}
-		f.maxRunning = n
+		c.maxRunning = n
 		return nil
 	}
 }
 
-// New builds the face over b. The tasks that were running when the node
-// last stopped are marked failed (input-required ones keep waiting).
+// New builds the face over b: defaults, then the options. The tasks that
+// were running when the node last stopped are marked failed
+// (input-required ones keep waiting). A failed New leaves nothing running.
 func New(b Backend, opts ...Option) (*Face, error) {
 	if b == nil {
 		return nil, errors.New("a2a: new: nil Backend")
 	}
-	f := &Face{b: b, log: slog.New(slog.DiscardHandler), maxRunning: DefaultMaxRunning, runs: map[string]*run{}}
+	cfg := config{log: slog.New(slog.DiscardHandler), maxRunning: DefaultMaxRunning}
 	for _, o := range opts {
-		if err := o(f); err != nil {
+		if err := o(&cfg); err != nil {
 			return nil, err
 		}
 	}
+	f := &Face{b: b, log: cfg.log, maxRunning: cfg.maxRunning, runs: map[string]*run{}}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	if err := f.failInterrupted(); err != nil {
 		f.cancel()
@@ -155,12 +164,13 @@ func (f *Face) Close() error {
 	}
 	f.closed = true
 	f.mu.Unlock()
+	var err error
 	if f.peers != nil {
-		f.peers.Close()
+		err = f.peers.Close()
 	}
 	f.cancel()
 	f.wg.Wait()
-	return nil
+	return err
 }
 
 // CardFor is the node's A2A card for an edge that serves it at base

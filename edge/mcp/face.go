@@ -93,16 +93,26 @@ type Face struct {
 	peers      *edge.Cache[*Face] // the faces of mesh peers; set by Mount
 }
 
-// Option configures New.
-type Option func(*Face) error
+// config is what the options set; New copies it into the Face.
+type config struct {
+	log      *slog.Logger
+	version  string
+	prompts  []Prompt
+	promptsF string // the prompts file read, for logs; "" when none
+	maxRes   int64
+}
 
-// WithLogger sets the face's logger (default: discard).
+// Option configures New. An option returns an error for a value it cannot
+// take; New fails with it.
+type Option func(*config) error
+
+// WithLogger sets the face's logger (default: discard). It must not be nil.
 func WithLogger(l *slog.Logger) Option {
-	return func(f *Face) error {
+	return func(c *config) error {
 		if l == nil {
 			return errors.New("mcp: WithLogger: nil logger")
 		}
-		f.log = l
+		c.log = l
 		return nil
 	}
 }
@@ -110,8 +120,8 @@ func WithLogger(l *slog.Logger) Option {
 // WithVersion sets the server version the face reports in initialize
 // (default "dev").
 func WithVersion(v string) Option {
-	return func(f *Face) error {
-		f.version = v
+	return func(c *config) error {
+		c.version = v
 		return nil
 	}
 }
@@ -120,14 +130,14 @@ func WithVersion(v string) Option {
 // LoadPrompts) to the two built in. A missing file is no error unless
 // mustExist is set; any other problem fails New, naming the file.
 func WithPromptsFile(path string, mustExist bool) Option {
-	return func(f *Face) error {
+	return func(c *config) error {
 		ps, err := LoadPrompts(path, mustExist)
 		if err != nil {
 			return err
 		}
-		f.prompts = append(f.prompts, ps...)
+		c.prompts = append(c.prompts, ps...)
 		if len(ps) > 0 {
-			f.promptsF = path
+			c.promptsF = path
 		}
 		return nil
 	}
@@ -135,36 +145,39 @@ func WithPromptsFile(path string, mustExist bool) Option {
 
 // WithMaxResource caps the stored files resources/read returns whole
 // (default DefaultMaxResource); a larger one is refused, pointing to
-// read_file.
+// read_file. It must be positive.
 func WithMaxResource(n int64) Option {
-	return func(f *Face) error {
+	return func(c *config) error {
 		if n <= 0 {
 			return fmt.Errorf("mcp: WithMaxResource: %d is not a positive size", n)
 		}
-		f.maxRes = n
+		c.maxRes = n
 		return nil
 	}
 }
 
-// New builds the face over b. It starts one goroutine when b is a
-// FilesWatcher (the resource-list notifications); Close stops it.
+// New builds the face over b: defaults, then the options, then validation
+// (no prompt name twice). It starts one goroutine when b is a FilesWatcher
+// (the resource-list notifications); Close stops it. A failed New starts
+// nothing.
 func New(b Backend, opts ...Option) (*Face, error) {
 	if b == nil {
 		return nil, errors.New("mcp: new: nil Backend")
 	}
-	f := &Face{b: b, log: slog.New(slog.DiscardHandler), version: "dev", prompts: builtinPrompts(), maxRes: DefaultMaxResource}
+	cfg := config{log: slog.New(slog.DiscardHandler), version: "dev", prompts: builtinPrompts(), maxRes: DefaultMaxResource}
 	for _, o := range opts {
-		if err := o(f); err != nil {
+		if err := o(&cfg); err != nil {
 			return nil, err
 		}
 	}
 	seen := map[string]bool{}
-	for _, p := range f.prompts {
+	for _, p := range cfg.prompts {
 		if seen[p.Name] {
 			return nil, fmt.Errorf("mcp: prompts: %q is defined twice (the built-in prompts are summarize and analyze)", p.Name)
 		}
 		seen[p.Name] = true
 	}
+	f := &Face{b: b, log: cfg.log, version: cfg.version, prompts: cfg.prompts, promptsF: cfg.promptsF, maxRes: cfg.maxRes}
 	f.srv = f.newServer()
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	if w, ok := b.(FilesWatcher); ok {
@@ -194,8 +207,9 @@ func (f *Face) Close() error {
 	}
 	f.closed = true
 	f.cancel()
+	var err error
 	if f.peers != nil {
-		f.peers.Close()
+		err = f.peers.Close()
 	}
 	for ss := range f.srv.Sessions() {
 		_ = ss.Close()
@@ -204,7 +218,7 @@ func (f *Face) Close() error {
 		_ = ss.Close()
 	}
 	f.wg.Wait()
-	return nil
+	return err
 }
 
 // Server returns the face's go-sdk server, for transports of a caller's
@@ -224,6 +238,7 @@ func (f *Face) newServer() *sdk.Server {
 		SubscribeHandler:   f.subscribe,
 		UnsubscribeHandler: f.unsubscribe,
 		Capabilities: &sdk.ServerCapabilities{
+			//lint:ignore SA1019 the 2025 protocol eras this face serves still use logging (notifications/message); dropped only with them
 			Logging:   &sdk.LoggingCapabilities{},
 			Tools:     &sdk.ToolCapabilities{ListChanged: true},
 			Resources: &sdk.ResourceCapabilities{ListChanged: true, Subscribe: true},

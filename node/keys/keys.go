@@ -128,7 +128,7 @@ type config struct {
 func WithClock(now func() time.Time) Option {
 	return func(c *config) error {
 		if now == nil {
-			return errors.New("nil clock")
+			return errors.New("WithClock: nil clock")
 		}
 		c.clock = now
 		return nil
@@ -142,7 +142,7 @@ func WithClock(now func() time.Time) Option {
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l == nil {
-			return errors.New("nil logger")
+			return errors.New("WithLogger: nil logger")
 		}
 		c.logger = l
 		return nil
@@ -155,7 +155,7 @@ func WithLogger(l *slog.Logger) Option {
 func WithLockTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
-			return fmt.Errorf("lock timeout %s: want a positive duration", d)
+			return fmt.Errorf("WithLockTimeout(%s): want a positive duration", d)
 		}
 		c.lockTimeout = d
 		return nil

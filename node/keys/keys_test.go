@@ -644,9 +644,14 @@ func TestParseExpires(t *testing.T) {
 
 func TestOptions(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
-	for _, o := range []Option{WithClock(nil), WithLogger(nil), WithLockTimeout(0)} {
-		if _, err := Open(path, o); err == nil {
-			t.Error("a bad option was taken")
+	for _, c := range []struct {
+		opt  Option
+		name string
+	}{{WithClock(nil), "WithClock"}, {WithLogger(nil), "WithLogger"}, {WithLockTimeout(0), "WithLockTimeout"}} {
+		if _, err := Open(path, c.opt); err == nil {
+			t.Errorf("%s: a bad option was taken", c.name)
+		} else if !strings.Contains(err.Error(), c.name) {
+			t.Errorf("%s: error %q does not name the option", c.name, err)
 		}
 	}
 	if _, err := Open(""); err == nil {

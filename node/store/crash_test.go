@@ -23,24 +23,23 @@ const (
 	readyAfter   = 1 << 20 // bytes written before the child says READY
 )
 
-// slowReader yields data slowly and says READY on stdout once readyAfter
-// bytes have been consumed: Write asks for more only after writing what it
-// had. It gives up after a minute so an orphaned child cannot run forever.
+// slowReader yields data until readyAfter bytes have been consumed (Write
+// asks for more only after writing what it had), then says READY on stdout
+// and blocks, the write held open mid-way, until the parent kills the
+// process. It gives up at deadline (a minute) so an orphaned child cannot
+// run forever.
 type slowReader struct {
 	n        int
-	ready    bool
 	deadline time.Time
 }
 
 func (r *slowReader) Read(p []byte) (int, error) {
-	if time.Now().After(r.deadline) {
+	if r.n >= readyAfter {
+		fmt.Println("READY")
+		never := time.NewTimer(time.Until(r.deadline))
+		<-never.C
 		return 0, errors.New("crash child: never killed")
 	}
-	if !r.ready && r.n >= readyAfter {
-		r.ready = true
-		fmt.Println("READY")
-	}
-	time.Sleep(5 * time.Millisecond)
 	n := min(len(p), 64<<10)
 	for i := range n {
 		p[i] = 'N'

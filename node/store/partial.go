@@ -10,6 +10,7 @@ import (
 	"hash"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -57,16 +58,17 @@ var ErrIncomplete = errors.New("upload incomplete")
 // Partial is not safe for concurrent use, except Superseded, Name, Size and
 // the channel it returns.
 type Partial struct {
-	f    *Files
-	name string // target name
-	part string // partial file's name in the directory
-	size int64  // declared size
-	want string // declared SHA-256, lowercase hex; empty until CommitSHA256 when not declared
-	file *os.File
-	h    hash.Hash
-	off  int64
-	lock *partLock
-	done bool // set once Commit, Close or Discard has released the file
+	f      *Files
+	name   string // target name
+	part   string // partial file's name in the directory
+	size   int64  // declared size
+	want   string // declared SHA-256, lowercase hex; empty until CommitSHA256 when not declared
+	file   *os.File
+	h      hash.Hash
+	off    int64
+	lock   *partLock
+	done   bool // set once Commit, Close or Discard has released the file
+	closed bool // set by Close: a second Close returns net.ErrClosed
 
 	dropped []DroppedUpload // the sender's older uploads dropped to admit this one
 }
@@ -262,7 +264,7 @@ func (f *Files) OpenPartial(ctx context.Context, owner, name string, size int64,
 		}
 	}()
 	if f.closed.Load() {
-		return nil, f.errorf(op, name, "%w", fs.ErrClosed)
+		return nil, f.errorf(op, name, "%w", net.ErrClosed)
 	}
 	var have int64 // the bytes kept from an earlier transfer, as far as admission counts them
 	if st, err := f.root.Lstat(part); err == nil {
@@ -482,7 +484,7 @@ func (p *Partial) PrefixSHA256() string { return hex.EncodeToString(p.h.Sum(nil)
 // are not the start of its file. It is an error on a finished Partial.
 func (p *Partial) Restart() error {
 	if p.done {
-		return fmt.Errorf("store: restart partial %s: %w", quote(p.name), fs.ErrClosed)
+		return fmt.Errorf("store: restart partial %s: %w", quote(p.name), net.ErrClosed)
 	}
 	// The dropped bytes were counted as used; they stay reserved for the
 	// bytes to come, so the quota count does not change.
@@ -514,7 +516,7 @@ const asyncHashMin = 64 << 10
 // as a whole with an error wrapping ErrTooLarge.
 func (p *Partial) Write(b []byte) (int, error) {
 	if p.done {
-		return 0, fmt.Errorf("store: write partial %s: %w", quote(p.name), fs.ErrClosed)
+		return 0, fmt.Errorf("store: write partial %s: %w", quote(p.name), net.ErrClosed)
 	}
 	if int64(len(b)) > p.size-p.off {
 		return 0, fmt.Errorf("store: write partial %s: more than the declared %d bytes: %w", quote(p.name), p.size, ErrTooLarge)
@@ -566,7 +568,7 @@ func (p *Partial) Commit() (FileInfo, error) { return p.CommitSHA256("") }
 func (p *Partial) CommitSHA256(sum string) (_ FileInfo, err error) {
 	const op = "commit"
 	if p.done {
-		return FileInfo{}, p.f.errorf(op, p.name, "%w", fs.ErrClosed)
+		return FileInfo{}, p.f.errorf(op, p.name, "%w", net.ErrClosed)
 	}
 	if p.off != p.size {
 		err := p.f.errorf(op, p.name, "%d of %d bytes received: %w", p.off, p.size, ErrIncomplete)
@@ -622,8 +624,14 @@ func (p *Partial) CommitSHA256(sum string) (_ FileInfo, err error) {
 
 // Close keeps the bytes received so far for a later resume: it fsyncs and
 // closes the partial file, so that the next OpenPartial's Offset counts only
-// bytes on stable storage. It is a no-op on a finished Partial.
+// bytes on stable storage. On a Partial already committed or discarded it is
+// a no-op (so a deferred Close after Commit is safe); a second Close returns
+// net.ErrClosed.
 func (p *Partial) Close() error {
+	if p.closed {
+		return net.ErrClosed
+	}
+	p.closed = true
 	if p.done {
 		return nil
 	}
@@ -664,7 +672,7 @@ func (p *Partial) Discard() error {
 // use.
 func (f *Files) RemoveStaleParts(now time.Time) (int, error) {
 	if f.closed.Load() {
-		return 0, fmt.Errorf("store: remove stale partial uploads: %w", fs.ErrClosed)
+		return 0, fmt.Errorf("store: remove stale partial uploads: %w", net.ErrClosed)
 	}
 	names, err := f.readDir()
 	if err != nil {

@@ -356,6 +356,24 @@ func TestMaxPartialDropsOldest(t *testing.T) {
 	p.Close()
 }
 
+// ageParts moves the modification time of every partial upload in f back
+// by d: to the sweep, which goes by the file system's clock, as if d had
+// passed since each was last written.
+func ageParts(t *testing.T, f *Files, d time.Duration) {
+	t.Helper()
+	for _, name := range partNames(t, f.Dir()) {
+		p := filepath.Join(f.Dir(), name)
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mt := st.ModTime().Add(-d)
+		if err := os.Chtimes(p, mt, mt); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestSweepStalePartials(t *testing.T) {
 	const ttl = 200 * time.Millisecond
 	s, _ := openT(t, WithPartialTTL(ttl))
@@ -365,7 +383,7 @@ func TestSweepStalePartials(t *testing.T) {
 	p.Close()
 	held := openHeld(t, f, "peerA", "held", 100, 10, 'y')
 	used0, _ := f.Usage()
-	time.Sleep(ttl + 50*time.Millisecond)
+	ageParts(t, f, ttl+50*time.Millisecond)
 	// touched: written within the TTL, so kept
 	touched := openHeld(t, f, "peerB", "touched", 100, 10, 'z')
 	touched.Close()
@@ -387,7 +405,7 @@ func TestSweepStalePartials(t *testing.T) {
 	// The open one goes once it is let go and stale; the stale one's
 	// upload starts from zero.
 	held.Close()
-	time.Sleep(ttl + 50*time.Millisecond)
+	ageParts(t, f, ttl+50*time.Millisecond)
 	if r, err := s.Sweep(); err != nil || r.Partials != 2 {
 		t.Fatalf("second Sweep = %+v, %v", r, err)
 	}

@@ -52,7 +52,10 @@ const (
 )
 
 // Sentinel errors. Every error of this package reads "store: op: ..." and
-// wraps one of these where one applies; test with errors.Is.
+// wraps one of these where one applies; test with errors.Is. An operation on
+// a closed Store, Files or finished Partial wraps net.ErrClosed (the one
+// closed sentinel of this package, as of every owner in mcpv2), and a second
+// Close of a Store or Partial returns it.
 var (
 	// ErrInvalidName is wrapped when a file name is not a plain name, or names
 	// something that is not a regular file (a symlink, a directory).
@@ -90,47 +93,98 @@ type config struct {
 	now              func() time.Time
 }
 
-// Option configures Open.
-type Option func(*config)
+// Option configures Open. An option returns an error for a value it cannot
+// take; Open fails with it.
+type Option func(*config) error
+
+// positive sets v through set when it is above zero; its error names the
+// option and the value refused.
+func positive[T int | int64 | time.Duration](name string, v T, set func(T)) error {
+	if v <= 0 {
+		return fmt.Errorf("%s(%v): not positive", name, v)
+	}
+	set(v)
+	return nil
+}
+
+// notNegative sets v through set when it is not below zero; its error
+// names the option and the value refused.
+func notNegative[T int | int64 | time.Duration](name string, v T, set func(T)) error {
+	if v < 0 {
+		return fmt.Errorf("%s(%v): negative", name, v)
+	}
+	set(v)
+	return nil
+}
 
 // WithFilesDir sets the file skills' directory; relative paths are resolved
 // against the working directory. The empty string, the default, means
 // "<data-dir>/files". The directory is created 0700 if missing, and must not
 // be the data dir itself.
-func WithFilesDir(dir string) Option { return func(c *config) { c.filesDir = dir } }
+func WithFilesDir(dir string) Option {
+	return func(c *config) error { c.filesDir = dir; return nil }
+}
 
 // WithMaxFileSize sets the largest file Files.Write accepts, in bytes
 // (default DefaultMaxFileSize). It must be positive.
-func WithMaxFileSize(n int64) Option { return func(c *config) { c.maxFileSize = n } }
+func WithMaxFileSize(n int64) Option {
+	return func(c *config) error {
+		return positive("WithMaxFileSize", n, func(v int64) { c.maxFileSize = v })
+	}
+}
 
 // WithMaxTurns sets how many turns a conversation keeps (default
 // DefaultMaxTurns); the oldest are dropped first. It must be positive.
-func WithMaxTurns(n int) Option { return func(c *config) { c.maxTurns = n } }
+func WithMaxTurns(n int) Option {
+	return func(c *config) error {
+		return positive("WithMaxTurns", n, func(v int) { c.maxTurns = v })
+	}
+}
 
 // WithMaxTurnBytes sets the largest content of one turn, in bytes (default
 // DefaultMaxTurnBytes). It must be positive.
-func WithMaxTurnBytes(n int) Option { return func(c *config) { c.maxTurnBytes = n } }
+func WithMaxTurnBytes(n int) Option {
+	return func(c *config) error {
+		return positive("WithMaxTurnBytes", n, func(v int) { c.maxTurnBytes = v })
+	}
+}
 
 // WithLockTimeout sets how long Open waits for another process to release
 // the data dir (default DefaultLockTimeout). It must be positive: waiting
 // forever is not offered.
-func WithLockTimeout(d time.Duration) Option { return func(c *config) { c.lockTimeout = d } }
+func WithLockTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		return positive("WithLockTimeout", d, func(v time.Duration) { c.lockTimeout = v })
+	}
+}
 
 // WithMaxPartial caps the total bytes of one sender's unfinished uploads
 // (Files.OpenPartial), counting each open upload at its declared size
 // (default DefaultMaxPartial; 0: no cap). When a new upload does not fit,
 // that sender's oldest partial uploads are dropped. It must not be negative.
-func WithMaxPartial(n int64) Option { return func(c *config) { c.maxPartial = n } }
+func WithMaxPartial(n int64) Option {
+	return func(c *config) error {
+		return notNegative("WithMaxPartial", n, func(v int64) { c.maxPartial = v })
+	}
+}
 
 // WithPartialTTL sets how long a partial upload is kept without a write
 // (default DefaultPartialTTL). It must be positive.
-func WithPartialTTL(d time.Duration) Option { return func(c *config) { c.partialTTL = d } }
+func WithPartialTTL(d time.Duration) Option {
+	return func(c *config) error {
+		return positive("WithPartialTTL", d, func(v time.Duration) { c.partialTTL = v })
+	}
+}
 
 // WithMaxStore sets the quota on the files directory in bytes: committed
 // files, partial uploads and writes in progress together (default
 // DefaultMaxStore; 0: no quota). A write that would exceed it is refused
 // with a *QuotaError. It must not be negative.
-func WithMaxStore(n int64) Option { return func(c *config) { c.maxStore = n } }
+func WithMaxStore(n int64) Option {
+	return func(c *config) error {
+		return notNegative("WithMaxStore", n, func(v int64) { c.maxStore = v })
+	}
+}
 
 // WithAuditRotation rotates audit.jsonl when a line would take it over
 // maxBytes: it becomes audit.jsonl.1 (the older ones shift up by one, and
@@ -138,29 +192,61 @@ func WithMaxStore(n int64) Option { return func(c *config) { c.maxStore = n } }
 // (default DefaultAuditMaxBytes and DefaultAuditKeep). maxBytes 0 never
 // rotates; keep 0 keeps no rotated file. Neither may be negative.
 func WithAuditRotation(maxBytes int64, keep int) Option {
-	return func(c *config) { c.auditMaxBytes, c.auditKeep = maxBytes, keep }
+	return func(c *config) error {
+		if maxBytes < 0 || keep < 0 {
+			return fmt.Errorf("WithAuditRotation(%d, %d): neither may be negative", maxBytes, keep)
+		}
+		c.auditMaxBytes, c.auditKeep = maxBytes, keep
+		return nil
+	}
 }
 
 // WithMaxConversations caps the conversations kept (default
 // DefaultMaxConversations; 0: no cap): starting one more drops the least
 // recently appended to. It must not be negative.
-func WithMaxConversations(n int) Option { return func(c *config) { c.maxConversations = n } }
+func WithMaxConversations(n int) Option {
+	return func(c *config) error {
+		return notNegative("WithMaxConversations", n, func(v int) { c.maxConversations = v })
+	}
+}
 
 // WithConversationTTL sets how long a conversation is kept after its last
 // turn (default DefaultConversationTTL; 0: forever). Older ones are removed
 // by Sweep. It must not be negative.
-func WithConversationTTL(d time.Duration) Option { return func(c *config) { c.conversationTTL = d } }
+func WithConversationTTL(d time.Duration) Option {
+	return func(c *config) error {
+		return notNegative("WithConversationTTL", d, func(v time.Duration) { c.conversationTTL = v })
+	}
+}
 
 // WithTaskTTL sets how long a finished task (SaveTask) is kept after its
-// last update (default DefaultTaskTTL; 0 keeps them until the cap).
-func WithTaskTTL(d time.Duration) Option { return func(c *config) { c.taskTTL = d } }
+// last update (default DefaultTaskTTL; 0 keeps them until the cap). It must
+// not be negative.
+func WithTaskTTL(d time.Duration) Option {
+	return func(c *config) error {
+		return notNegative("WithTaskTTL", d, func(v time.Duration) { c.taskTTL = v })
+	}
+}
 
-// WithMaxTasks caps the tasks kept (default DefaultMaxTasks; 0: no cap).
-func WithMaxTasks(n int) Option { return func(c *config) { c.maxTasks = n } }
+// WithMaxTasks caps the tasks kept (default DefaultMaxTasks; 0: no cap). It
+// must not be negative.
+func WithMaxTasks(n int) Option {
+	return func(c *config) error {
+		return notNegative("WithMaxTasks", n, func(v int) { c.maxTasks = v })
+	}
+}
 
 // WithClock sets the clock of conversation use times (default time.Now).
-// Partial uploads age by the file system's clock.
-func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+// Partial uploads age by the file system's clock. It must not be nil.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) error {
+		if now == nil {
+			return errors.New("WithClock(nil): nil clock")
+		}
+		c.now = now
+		return nil
+	}
+}
 
 // Store is a node's embedded store. Create it with Open; it is safe for
 // concurrent use, and Close releases it.
@@ -214,37 +300,12 @@ func Open(dataDir string, opts ...Option) (_ *Store, err error) {
 		now:              time.Now,
 	}
 	for _, o := range opts {
-		o(&cfg)
+		if err := o(&cfg); err != nil {
+			return nil, fmt.Errorf("store: open: %w", err)
+		}
 	}
-	switch {
-	case dataDir == "":
+	if dataDir == "" {
 		return nil, errors.New("store: open: empty data dir")
-	case cfg.maxFileSize <= 0:
-		return nil, fmt.Errorf("store: open: max file size %d is not positive", cfg.maxFileSize)
-	case cfg.maxTurns <= 0:
-		return nil, fmt.Errorf("store: open: max turns %d is not positive", cfg.maxTurns)
-	case cfg.maxTurnBytes <= 0:
-		return nil, fmt.Errorf("store: open: max turn bytes %d is not positive", cfg.maxTurnBytes)
-	case cfg.lockTimeout <= 0:
-		return nil, fmt.Errorf("store: open: lock timeout %v is not positive", cfg.lockTimeout)
-	case cfg.maxPartial < 0:
-		return nil, fmt.Errorf("store: open: max partial %d is negative", cfg.maxPartial)
-	case cfg.partialTTL <= 0:
-		return nil, fmt.Errorf("store: open: partial TTL %v is not positive", cfg.partialTTL)
-	case cfg.maxStore < 0:
-		return nil, fmt.Errorf("store: open: max store %d is negative", cfg.maxStore)
-	case cfg.auditMaxBytes < 0 || cfg.auditKeep < 0:
-		return nil, fmt.Errorf("store: open: audit rotation at %d bytes keeping %d files: neither may be negative", cfg.auditMaxBytes, cfg.auditKeep)
-	case cfg.maxConversations < 0:
-		return nil, fmt.Errorf("store: open: max conversations %d is negative", cfg.maxConversations)
-	case cfg.conversationTTL < 0:
-		return nil, fmt.Errorf("store: open: conversation TTL %v is negative", cfg.conversationTTL)
-	case cfg.taskTTL < 0 || cfg.maxTasks < 0:
-		return nil, fmt.Errorf("store: open: task TTL %v and max tasks %d: neither may be negative", cfg.taskTTL, cfg.maxTasks)
-	case cfg.maxTasksBytes < 0:
-		return nil, fmt.Errorf("store: open: max tasks bytes %d is negative", cfg.maxTasksBytes)
-	case cfg.now == nil:
-		return nil, errors.New("store: open: nil clock")
 	}
 	dir, err := filepath.Abs(dataDir)
 	if err != nil {

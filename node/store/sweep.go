@@ -20,8 +20,7 @@ type SweepResult struct {
 // the partial TTL (by the file system's clock; never one open now), and
 // conversations unused for the conversation TTL (by the store's clock) or
 // beyond the count cap, and finished tasks past the task TTL. A running node calls it periodically. Safe for
-// concurrent use; after Close it fails with an error wrapping net.ErrClosed
-// or fs.ErrClosed.
+// concurrent use; after Close it fails with an error wrapping net.ErrClosed.
 func (s *Store) Sweep() (SweepResult, error) {
 	var r SweepResult
 	var perr, cerr, terr error

@@ -78,7 +78,11 @@ const (
 // for the total, anyone's finished tasks, the one updated longest ago
 // first; then it is refused with a *QuotaError. A save that finishes a task
 // is never refused for its bytes. It must not be negative.
-func WithMaxTasksBytes(n int64) Option { return func(c *config) { c.maxTasksBytes = n } }
+func WithMaxTasksBytes(n int64) Option {
+	return func(c *config) error {
+		return notNegative("WithMaxTasksBytes", n, func(v int64) { c.maxTasksBytes = v })
+	}
+}
 
 // ErrTaskNotFound is wrapped when no task has the ID asked for; it is
 // protocol's, so that a face can test for it.

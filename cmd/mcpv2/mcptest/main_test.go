@@ -3,8 +3,6 @@ package mcptest
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -138,23 +136,6 @@ func (p *proc) revokeKey(t *testing.T, name string) {
 // mcpURL is the node's /mcp on loopback (the edge serves 127.0.0.1 beside
 // its detected address).
 func (p *proc) mcpURL() string { return "http://127.0.0.1:" + p.first("MCPV2_BOUND_PORT") + "/mcp" }
-
-// anonSession gets an anonymous edge session from the node.
-func (p *proc) anonSession(t *testing.T) string {
-	t.Helper()
-	resp, err := http.Get("http://127.0.0.1:" + p.first("MCPV2_BOUND_PORT") + "/mcpv2/session")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	_, v, ok := strings.Cut(string(b), `"sessionId":"`)
-	tok, _, _ := strings.Cut(v, `"`)
-	if !ok || tok == "" {
-		t.Fatalf("session answer %s", b)
-	}
-	return tok
-}
 
 // secretSession is a session of a secret holder of secret for a client on
 // loopback, minted as mcpv2's own client mints it.
