@@ -197,9 +197,10 @@ func (e *env) role(ctx context.Context, role string, args ...string) (*roleProc,
 	return r, nil
 }
 
-// meshClient is the mesh side's client: node.NewClient on a
-// transport.NewHost that listens nowhere, as the CLI's client commands.
+// meshClient is the mesh side's client: the client of a node.Dialer, whose
+// host listens nowhere, as the CLI's client commands.
 type meshClient struct {
+	d *node.Dialer
 	h host.Host
 	*node.Client
 }
@@ -213,19 +214,15 @@ func newMeshClient(key crypto.PrivKey) (*meshClient, error) {
 			return nil, err
 		}
 	}
-	h, err := transport.NewHost(transport.WithIdentity(key), transport.WithListenAddrs(),
-		transport.WithLogger(slog.New(slog.DiscardHandler)))
+	d, err := node.NewDialer(context.Background(), node.WithIdentity(key), node.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		return nil, err
 	}
-	return &meshClient{h: h, Client: node.NewClient(h, node.ClientConfig{})}, nil
+	return &meshClient{d: d, h: d.Host(), Client: d.Client()}, nil
 }
 
-// Close closes the client's streams and its host.
-func (m *meshClient) Close() error {
-	m.Client.Close()
-	return m.h.Close()
-}
+// Close closes the dialer: the client's streams and its host.
+func (m *meshClient) Close() error { return m.d.Close() }
 
 // containsProto reports whether the multiaddr string a has the component
 // proto ("/tcp/", "/quic-v1").

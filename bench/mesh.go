@@ -51,7 +51,7 @@ func pingRequest(size int) ([]byte, error) {
 func meshCall(c *node.Client, addr protocol.Address, size int) callFunc {
 	args, check := pingArgs(size), pingCheck(size)
 	return func(ctx context.Context, _ int) error {
-		res, err := c.CallSkill(ctx, addr, "ping", args, node.CallOptions{})
+		res, err := c.CallSkill(ctx, addr, "ping", args, protocol.CallOptions{})
 		if err != nil {
 			return fmt.Errorf("mesh ping: %w%s", err, resetHint(err))
 		}

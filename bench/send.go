@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/mcpv2/mcpv2/node"
+	"github.com/mcpv2/mcpv2/protocol"
 )
 
 // Row 10: `mcpv2 send` of a large file, the whole CLI process timed, into
@@ -97,7 +97,7 @@ func runSend(ctx context.Context, e *env, p plan) ([]line, error) {
 		// Keep the disk as it was: the node's store would fill up.
 		dctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		if _, err := admin.CallSkill(dctx, n.tcp, "delete_file", json.RawMessage(fmt.Sprintf(`{"filename":%q}`, info.Filename)), node.CallOptions{}); err != nil {
+		if _, err := admin.CallSkill(dctx, n.tcp, "delete_file", json.RawMessage(fmt.Sprintf(`{"filename":%q}`, info.Filename)), protocol.CallOptions{}); err != nil {
 			return 0, fmt.Errorf("delete the sent file %s: %w", info.Filename, err)
 		}
 		return took, nil

@@ -116,7 +116,7 @@ func notes(p plan, lines []line) string {
 	b.WriteString("Notes:\n\n")
 	b.WriteString("- ratio = mcpv2 / baseline, of medians. Latency and CPU: lower is better; throughput: higher is better. Only the issue's own lines (1 KiB unless the row says otherwise) are judged; the other payloads are for information.\n")
 	b.WriteString("- latency rows: every call timed; median and p99 over all rounds of a side. Throughput rows: calls/s per round, median over rounds. Each side warms up before each round.\n")
-	b.WriteString("- mcpv2 side: the real binary, `mcpv2 node --no-mdns --no-nat --listen /ip4/127.0.0.1/tcp/0 --listen /ip4/127.0.0.1/udp/0/quic-v1 --rate-limit 0 --port 0 --public-ip 127.0.0.1 --max-inflight 64` (plus `--max-file 1GiB --max-partial 0 --max-store 0` for the send row); no --secret: `ping` is open to every caller (SPEC §6), and a policy.json grants the bench's client PeerIDs every skill (for send and delete_file). The mesh client is `node.NewClient` on a `transport.NewHost` that listens nowhere, as the CLI's.\n")
+	b.WriteString("- mcpv2 side: the real binary, `mcpv2 node --no-mdns --no-nat --listen /ip4/127.0.0.1/tcp/0 --listen /ip4/127.0.0.1/udp/0/quic-v1 --rate-limit 0 --port 0 --public-ip 127.0.0.1 --max-inflight 64` (plus `--max-file 1GiB --max-partial 0 --max-store 0` for the send row); no --secret: `ping` is open to every caller (SPEC §6), and a policy.json grants the bench's client PeerIDs every skill (for send and delete_file). The mesh client is a `node.Dialer`'s, whose host listens nowhere, as the CLI's.\n")
 	b.WriteString("- baselines are this program in a child role, on bare `libp2p.New` hosts with the same transports (TCP, QUIC-v1), security (Noise, TLS) and muxer (yamux) as `transport.NewHost`; the echo gets the same request bytes the mesh client sends, as one frame (`transport.WriteFrame`) on a reused stream (64 streams at 64 in flight).\n")
 	if rows[4] || rows[5] {
 		b.WriteString("- CPU per call: the server child's utime+stime (/proc/<pid>/stat, 10 ms ticks) over the measured window of the 64-in-flight rounds, divided by the calls; median over rounds. Row 5 is the 1 KiB figure minus the 16 B one; it meets when mcpv2's payload cost is at most twice the echo's, or within 10 µs of it.\n")
@@ -134,7 +134,7 @@ func notes(p plan, lines []line) string {
 		fmt.Fprintf(&b, "- idle RSS: VmRSS after %s idle, started side by side; mcpv2 node with the flags above but no edge; baseline: a bare host with kad-dht in server mode, no bootstrap peers; median over rounds.\n", p.idle)
 	}
 	if rows[12] {
-		fmt.Fprintf(&b, "- heap: `node.New` server (RateLimit -1) and a `node.NewClient` in this one process, %d warm 1 KiB ping calls with 4 in flight; HeapInuse after runtime.GC() at 10%% and 100%% of the calls; allocations = MemStats.Mallocs between the two, over the calls between them (client and server together). Growth meets at ≤ 1 MiB.\n", p.heapCalls)
+		fmt.Fprintf(&b, "- heap: `node.New` server (RateLimit -1) and a `node.Dialer`'s client in this one process, %d warm 1 KiB ping calls with 4 in flight; HeapInuse after runtime.GC() at 10%% and 100%% of the calls; allocations = MemStats.Mallocs between the two, over the calls between them (client and server together). Growth meets at ≤ 1 MiB.\n", p.heapCalls)
 	}
 	return b.String()
 }

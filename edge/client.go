@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -96,6 +97,7 @@ type Client struct {
 	now         func() time.Time
 	secret      []byte // set: mint sessions as a secret holder
 	key         string // set: present this API key instead of a session
+	closed      atomic.Bool
 
 	mu       sync.Mutex // guards sessions
 	sessions map[string]cachedSession
@@ -106,52 +108,120 @@ type cachedSession struct {
 	expires time.Time // when to stop using it (before the real expiry)
 }
 
+// clientConfig is what ClientOptions set; NewClient fills in the defaults
+// first.
+type clientConfig struct {
+	hc          *http.Client
+	maxResponse int64
+	now         func() time.Time
+	secret      []byte
+	key         string
+}
+
 // ClientOption configures a Client.
-type ClientOption func(*Client)
+type ClientOption func(*clientConfig) error
+
+// WithHTTPClient makes the client send through hc, which it may share with
+// other clients (their sessions stay apart). Default: a client of its own
+// with one shared transport (16 idle connections per host) that does not
+// follow redirects. nil is an error.
+func WithHTTPClient(hc *http.Client) ClientOption {
+	return func(c *clientConfig) error {
+		if hc == nil {
+			return errors.New("WithHTTPClient: nil client")
+		}
+		c.hc = hc
+		return nil
+	}
+}
 
 // WithSecret makes the client a secret holder (SPEC §6): instead of asking
 // GET /mcpv2/session for an anonymous session, it mints its own sessions
 // with secret, the edge's --secret, for the address it reaches the edge
 // from, as the seed's client did. Such a session is granted every skill. A
 // client behind a NAT that changes its address cannot mint a valid one.
+// Empty: no secret (the default). The slice is copied.
 func WithSecret(secret []byte) ClientOption {
-	return func(c *Client) {
+	return func(c *clientConfig) error {
+		c.secret = nil
 		if len(secret) > 0 {
 			c.secret = append([]byte(nil), secret...)
 		}
+		return nil
 	}
 }
 
 // WithKey makes the client present key, an API key of the edge's node
 // (`mcpv2 key add`), as its credential (docs/spec.md §0) instead of a
 // session: it runs what the key is granted, from any address. It takes
-// precedence over WithSecret.
+// precedence over WithSecret. Empty: no key (the default).
 func WithKey(key string) ClientOption {
-	return func(c *Client) { c.key = key }
+	return func(c *clientConfig) error {
+		c.key = key
+		return nil
+	}
 }
 
-// NewClient returns a Client that sends through httpClient. nil gives a
-// client of its own with one shared transport, which does not follow
-// redirects; Close releases its idle connections.
-func NewClient(httpClient *http.Client, opts ...ClientOption) *Client {
-	if httpClient == nil {
+// WithMaxResponse caps the body of an answer the client reads, in bytes
+// (default DefaultMaxResponse). Zero or negative is an error.
+func WithMaxResponse(n int64) ClientOption {
+	return func(c *clientConfig) error {
+		if n <= 0 {
+			return fmt.Errorf("WithMaxResponse: %d is not positive", n)
+		}
+		c.maxResponse = n
+		return nil
+	}
+}
+
+// WithClock sets the clock that ages cached sessions and mints a secret
+// holder's (default time.Now). nil is an error.
+func WithClock(now func() time.Time) ClientOption {
+	return func(c *clientConfig) error {
+		if now == nil {
+			return errors.New("WithClock: nil clock")
+		}
+		c.now = now
+		return nil
+	}
+}
+
+// NewClient returns a Client: defaults, then opts in order, then
+// validation; the first option error fails it. It starts nothing.
+func NewClient(opts ...ClientOption) (*Client, error) {
+	cfg := clientConfig{maxResponse: DefaultMaxResponse, now: time.Now}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(&cfg); err != nil {
+			return nil, fmt.Errorf("edge: new client: %w", err)
+		}
+	}
+	if cfg.hc == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 16
-		httpClient = &http.Client{
+		cfg.hc = &http.Client{
 			Transport:     tr,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}
-	c := &Client{hc: httpClient, maxResponse: DefaultMaxResponse, now: time.Now, sessions: map[string]cachedSession{}}
-	for _, o := range opts {
-		o(c)
-	}
-	return c
+	return &Client{hc: cfg.hc, maxResponse: cfg.maxResponse, now: cfg.now, secret: cfg.secret, key: cfg.key,
+		sessions: map[string]cachedSession{}}, nil
 }
 
-// Close closes the idle connections of the client's transport. The Client
-// stays usable.
-func (c *Client) Close() { c.hc.CloseIdleConnections() }
+// Close closes the idle connections of the client's transport (of the
+// WithHTTPClient client too, which others may share: they open new ones)
+// and ends the client: a request begun after Close fails with
+// net.ErrClosed; one under way runs to its end. It is idempotent: a second
+// call returns net.ErrClosed.
+func (c *Client) Close() error {
+	if c.closed.Swap(true) {
+		return net.ErrClosed
+	}
+	c.hc.CloseIdleConnections()
+	return nil
+}
 
 // Call sends msg, a slot or a batch, to the edge at addr (an AddrHTTP
 // address) and returns the answer: the response JSON, nil for notifications
@@ -253,9 +323,10 @@ func (c *Client) post(ctx context.Context, addr protocol.Address, op, u string, 
 }
 
 // CallSkill runs one tools/call of skill with args (nil: {}) on the edge at
-// addr, with context.provider set when provider is not empty, and returns
-// the result. A failed slot is returned as its *protocol.Error.
-func (c *Client) CallSkill(ctx context.Context, addr protocol.Address, skill string, args json.RawMessage, provider string) (json.RawMessage, error) {
+// addr and returns the result: o.Provider sets the slot's
+// context.provider, o.Session is the session presented in place of
+// addr.SessionID. A failed slot is returned as its *protocol.Error.
+func (c *Client) CallSkill(ctx context.Context, addr protocol.Address, skill string, args json.RawMessage, o protocol.CallOptions) (json.RawMessage, error) {
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
@@ -266,20 +337,23 @@ func (c *Client) CallSkill(ctx context.Context, addr protocol.Address, skill str
 	if err != nil {
 		return nil, fmt.Errorf("edge: call %s: %w", skill, err)
 	}
-	return c.callOne(ctx, addr, protocol.MethodToolsCall, params, provider)
+	return c.callOne(ctx, addr, protocol.MethodToolsCall, params, o)
 }
 
 // CallMethod runs one slot of method (tools/list, agent/card) with empty
-// params on the edge at addr and returns the result; a failed slot is
-// returned as its *protocol.Error.
-func (c *Client) CallMethod(ctx context.Context, addr protocol.Address, method string) (json.RawMessage, error) {
-	return c.callOne(ctx, addr, method, json.RawMessage("{}"), "")
+// params on the edge at addr, with o as CallSkill takes it, and returns the
+// result; a failed slot is returned as its *protocol.Error.
+func (c *Client) CallMethod(ctx context.Context, addr protocol.Address, method string, o protocol.CallOptions) (json.RawMessage, error) {
+	return c.callOne(ctx, addr, method, json.RawMessage("{}"), o)
 }
 
-func (c *Client) callOne(ctx context.Context, addr protocol.Address, method string, params json.RawMessage, provider string) (json.RawMessage, error) {
+func (c *Client) callOne(ctx context.Context, addr protocol.Address, method string, params json.RawMessage, o protocol.CallOptions) (json.RawMessage, error) {
 	slot := protocol.Slot{JSONRPC: "2.0", ID: json.RawMessage("1"), Method: method, Params: params}
-	if provider != "" {
-		slot.Context = &protocol.SlotContext{Provider: provider}
+	if o.Provider != "" {
+		slot.Context = &protocol.SlotContext{Provider: o.Provider}
+	}
+	if o.Session != "" {
+		addr.SessionID = o.Session
 	}
 	msg, err := json.Marshal(slot)
 	if err != nil {
@@ -456,6 +530,9 @@ func (c *Client) forget(addr protocol.Address) {
 // do sends one request and reads the answer, capped. A transport failure is
 // an unreachableError; the caller's cancellation is returned as it is.
 func (c *Client) do(ctx context.Context, op, target, method, u, token string, body []byte) (int, http.Header, []byte, error) {
+	if c.closed.Load() {
+		return 0, nil, nil, fmt.Errorf("edge: %s %s: %w", op, target, net.ErrClosed)
+	}
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)

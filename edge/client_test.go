@@ -67,10 +67,10 @@ func startCountingEdge(t *testing.T, cfg Config) *countingEdge {
 
 func TestClientSessionFetchAndReuse(t *testing.T) {
 	ce := startCountingEdge(t, Config{})
-	c := NewClient(nil)
+	c := newClient(t)
 	defer c.Close()
 	for i := range 10 {
-		res, err := c.CallSkill(t.Context(), ce.addr, "ping", json.RawMessage(`{"payload":"x"}`), "")
+		res, err := c.CallSkill(t.Context(), ce.addr, "ping", json.RawMessage(`{"payload":"x"}`), protocol.CallOptions{})
 		if err != nil {
 			t.Fatalf("call %d: %v", i, err)
 		}
@@ -92,7 +92,7 @@ func TestClientSessionFetchAndReuse(t *testing.T) {
 
 func TestClientConcurrentCallsShareConnections(t *testing.T) {
 	ce := startCountingEdge(t, Config{})
-	c := NewClient(nil)
+	c := newClient(t)
 	defer c.Close()
 	if _, err := c.Session(t.Context(), ce.addr); err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestClientConcurrentCallsShareConnections(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for range 25 {
-				if _, err := c.CallSkill(t.Context(), ce.addr, "ping", nil, ""); err != nil {
+				if _, err := c.CallSkill(t.Context(), ce.addr, "ping", nil, protocol.CallOptions{}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -119,13 +119,13 @@ func TestClientConcurrentCallsShareConnections(t *testing.T) {
 func TestClientRefreshesOnceOn401(t *testing.T) {
 	clk := newClock()
 	ce := startCountingEdge(t, Config{Now: clk.Now})
-	c := NewClient(nil)
+	c := newClient(t)
 	defer c.Close()
 	// An address carrying a session from another secret: 401, then a fresh
 	// session, then success.
 	stale := ce.addr
 	stale.SessionID, _ = protocol.MintToken([]byte("old secret"), "127.0.0.1", clk.Now(), time.Hour)
-	res, err := c.CallSkill(t.Context(), stale, "ping", nil, "")
+	res, err := c.CallSkill(t.Context(), stale, "ping", nil, protocol.CallOptions{})
 	if err != nil {
 		t.Fatalf("call with a stale session: %v", err)
 	}
@@ -135,7 +135,7 @@ func TestClientRefreshesOnceOn401(t *testing.T) {
 	// A cached session that the edge no longer accepts (here: the edge's
 	// clock is past its expiry, the client's is not) is replaced the same way.
 	clk.Add(2 * time.Hour)
-	if _, err := c.CallSkill(t.Context(), ce.addr, "ping", nil, ""); err != nil {
+	if _, err := c.CallSkill(t.Context(), ce.addr, "ping", nil, protocol.CallOptions{}); err != nil {
 		t.Fatalf("after rotation: %v", err)
 	}
 	if n := ce.sessions.Load(); n != 2 {
@@ -157,7 +157,7 @@ func TestClientSessionRefusedTwice(t *testing.T) {
 		}
 	}))
 	defer ts.Close()
-	c := NewClient(nil)
+	c := newClient(t)
 	defer c.Close()
 	addr, _ := protocol.ParseAddress("http://" + ts.Listener.Addr().String())
 	_, err := c.Call(t.Context(), addr, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
@@ -179,7 +179,7 @@ func TestClientSessionRefusedTwice(t *testing.T) {
 
 func TestClientSessionIssueRateLimited(t *testing.T) {
 	ce := startCountingEdge(t, Config{SessionRateLimit: 1})
-	c1, c2 := NewClient(nil), NewClient(nil)
+	c1, c2 := newClient(t), newClient(t)
 	defer c1.Close()
 	defer c2.Close()
 	if _, err := c1.Session(t.Context(), ce.addr); err != nil {
@@ -200,9 +200,9 @@ func TestClientUnreachable(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close() // nothing listens there now
 	addr, _ := protocol.ParseAddress("mcpv2://127.0.0.1:" + strconv.Itoa(port) + "/mcpv2")
-	c := NewClient(nil)
+	c := newClient(t)
 	defer c.Close()
-	_, err = c.CallSkill(t.Context(), addr, "ping", nil, "")
+	_, err = c.CallSkill(t.Context(), addr, "ping", nil, protocol.CallOptions{})
 	if !errors.Is(err, ErrUnreachable) || errors.Is(err, ErrSessionRefused) {
 		t.Fatalf("err = %v", err)
 	}
@@ -253,7 +253,7 @@ func TestClientTimeoutIsUnreachable(t *testing.T) {
 		mu.Unlock()
 	}()
 	addr, _ := protocol.ParseAddress("mcpv2://" + ln.Addr().String() + "/mcpv2")
-	c := NewClient(nil)
+	c := newClient(t)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
@@ -265,7 +265,7 @@ func TestClientTimeoutIsUnreachable(t *testing.T) {
 
 func TestClientHTTPErrors(t *testing.T) {
 	ce := startCountingEdge(t, Config{MaxBody: 256})
-	c := NewClient(nil)
+	c := newClient(t)
 	defer c.Close()
 	// A whole-message refusal comes back as the answer, as on the mesh.
 	out, err := c.Call(t.Context(), ce.addr, []byte(`[]`))
@@ -282,13 +282,13 @@ func TestClientHTTPErrors(t *testing.T) {
 		t.Fatalf("notification: %q, %v", out, err)
 	}
 	// A failed slot is the remote *protocol.Error.
-	_, err = c.CallSkill(t.Context(), ce.addr, "nope", nil, "")
+	_, err = c.CallSkill(t.Context(), ce.addr, "nope", nil, protocol.CallOptions{})
 	var pe *protocol.Error
 	if !errors.As(err, &pe) || pe.Code != protocol.CodeSkillNotFound {
 		t.Errorf("err = %v", err)
 	}
 	// The provider travels in the slot's context.
-	if _, err := c.CallSkill(t.Context(), ce.addr, "ask", json.RawMessage(`{"query":"hi"}`), "gemini"); err != nil {
+	if _, err := c.CallSkill(t.Context(), ce.addr, "ask", json.RawMessage(`{"query":"hi"}`), protocol.CallOptions{Provider: "gemini"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, prov := ce.b.lastAsk(); prov != "gemini" {
@@ -313,13 +313,13 @@ func TestClientHTTPErrors(t *testing.T) {
 
 func TestClientHealthAndMethods(t *testing.T) {
 	ce := startCountingEdge(t, Config{LLMMode: true})
-	c := NewClient(nil)
+	c := newClient(t)
 	defer c.Close()
 	h, err := c.Health(t.Context(), ce.addr)
 	if err != nil || h.Status != "ok" || h.PeerID != testPeerID || !h.LLMMode {
 		t.Fatalf("health %+v, %v", h, err)
 	}
-	res, err := c.CallMethod(t.Context(), ce.addr, protocol.MethodToolsList)
+	res, err := c.CallMethod(t.Context(), ce.addr, protocol.MethodToolsList, protocol.CallOptions{})
 	if err != nil || !strings.Contains(string(res), `"tools"`) {
 		t.Fatalf("tools/list %s, %v", res, err)
 	}
@@ -330,11 +330,97 @@ func TestClientResponseCap(t *testing.T) {
 		w.Write([]byte(strings.Repeat("x", 2048)))
 	}))
 	defer ts.Close()
-	c := NewClient(nil)
-	defer c.Close()
-	c.maxResponse = 1024
+	c := newClient(t, WithMaxResponse(1024))
 	addr, _ := protocol.ParseAddress("http://" + ts.Listener.Addr().String())
 	if _, err := c.Health(t.Context(), addr); err == nil || !strings.Contains(err.Error(), "larger than the client's cap") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// newClient returns a Client with opts, closed when the test ends.
+func newClient(t testing.TB, opts ...ClientOption) *Client {
+	t.Helper()
+	c, err := NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestClientOptions: an option error fails NewClient; the defaults and the
+// options land in the client.
+func TestClientOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opt  ClientOption
+	}{
+		{"nil http client", WithHTTPClient(nil)},
+		{"zero response cap", WithMaxResponse(0)},
+		{"nil clock", WithClock(nil)},
+	} {
+		if c, err := NewClient(tc.opt); err == nil || c != nil || !strings.HasPrefix(err.Error(), "edge: new client: ") {
+			t.Errorf("%s: NewClient = %v, %v; want an error", tc.name, c, err)
+		}
+	}
+	hc := &http.Client{}
+	c := newClient(t, WithHTTPClient(hc), WithMaxResponse(77), WithSecret([]byte("s")), WithKey("k"))
+	if c.hc != hc || c.maxResponse != 77 || string(c.secret) != "s" || c.key != "k" {
+		t.Errorf("options not applied: %+v", c)
+	}
+	d := newClient(t)
+	if d.hc == nil || d.maxResponse != DefaultMaxResponse || d.secret != nil || d.key != "" || d.now == nil {
+		t.Errorf("defaults: %+v", d)
+	}
+}
+
+// TestClientCloseTwice: Close is idempotent, net.ErrClosed on repeat, and
+// a call after Close fails with net.ErrClosed without reaching the edge.
+func TestClientCloseTwice(t *testing.T) {
+	ce := startCountingEdge(t, Config{})
+	c := newClient(t)
+	if _, err := c.CallSkill(t.Context(), ce.addr, "ping", nil, protocol.CallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("first Close: %v", err)
+	}
+	if err := c.Close(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("second Close = %v, want net.ErrClosed", err)
+	}
+	conns := ce.newConns.Load()
+	for _, call := range []func() error{
+		func() error {
+			_, err := c.CallSkill(t.Context(), ce.addr, "ping", nil, protocol.CallOptions{})
+			return err
+		},
+		func() error { _, err := c.Call(t.Context(), ce.addr, []byte(`{}`)); return err },
+		func() error { _, err := c.Health(t.Context(), ce.addr); return err },
+		func() error { _, err := c.Find(t.Context(), ce.addr, "ping", 1); return err },
+	} {
+		if err := call(); !errors.Is(err, net.ErrClosed) {
+			t.Errorf("call after Close: %v, want net.ErrClosed", err)
+		}
+	}
+	if n := ce.newConns.Load(); n != conns {
+		t.Errorf("%d new connections after Close", n-conns)
+	}
+}
+
+// TestClientCallOptionsSession: CallOptions.Session is presented in place
+// of a cached session (and of the address's sessionId).
+func TestClientCallOptionsSession(t *testing.T) {
+	ce := startCountingEdge(t, Config{})
+	c := newClient(t)
+	tok, err := c.Session(t.Context(), ce.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := newClient(t)
+	if _, err := other.CallSkill(t.Context(), ce.addr, "ping", nil, protocol.CallOptions{Session: tok}); err != nil {
+		t.Fatal(err)
+	}
+	if n := ce.sessions.Load(); n != 1 {
+		t.Errorf("%d sessions issued, want 1: the call presented the given one", n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 	"strconv"
 	"sync"
@@ -17,183 +18,11 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
-	libp2pproto "github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/mcpv2/mcpv2/protocol"
 	"github.com/mcpv2/mcpv2/transport"
 )
-
-// Client-side streams.
-const (
-	// maxStreamsPerPeer bounds the RPC streams open to one peer, in use and
-	// idle together; more calls at once wait for one of them. It stays
-	// below the 64 a node accepts from one peer (node.go), so that streams
-	// this client has closed but the peer has not yet reaped never take it
-	// over its cap, which it would answer with resets.
-	maxStreamsPerPeer = 48
-	// idleKeep is how long an idle stream is reused; below the server's 60 s
-	// idle timeout so that a reused stream is never one the server closed.
-	idleKeep = 45 * time.Second
-)
-
-// pooledStream is a client RPC stream with its frame reader.
-type pooledStream struct {
-	s    network.Stream
-	fr   *transport.FrameReader
-	last time.Time
-	// deadline is set while the stream carries a call's deadline, which
-	// put clears.
-	deadline bool
-}
-
-// peerStreams are the client's streams to one peer.
-type peerStreams struct {
-	idle []*pooledStream
-	// open counts the streams to the peer, idle and in use.
-	open int
-	// wake is closed (and replaced) when a stream goes back to idle or is
-	// gone, to wake the calls waiting for one; waiting counts them.
-	wake    chan struct{}
-	waiting int
-}
-
-// streamPool keeps the client's streams per peer: consecutive calls reuse
-// an idle stream (and its connection), at most maxStreamsPerPeer are open
-// to a peer, and a call beyond that waits for one. mu guards peers and
-// closed.
-type streamPool struct {
-	h      host.Host
-	mu     sync.Mutex
-	peers  map[peer.ID]*peerStreams
-	closed bool
-}
-
-func newStreamPool(h host.Host) *streamPool {
-	return &streamPool{h: h, peers: map[peer.ID]*peerStreams{}}
-}
-
-// get returns an idle stream to pid (reused true) or opens a new one,
-// waiting while maxStreamsPerPeer are in use. The stream goes back with put
-// or away with discard.
-func (p *streamPool) get(ctx context.Context, pid peer.ID, maxMsg int) (*pooledStream, bool, error) {
-	for {
-		p.mu.Lock()
-		ps := p.peers[pid]
-		if ps == nil {
-			ps = &peerStreams{wake: make(chan struct{})}
-			p.peers[pid] = ps
-		}
-		now := time.Now()
-		for len(ps.idle) > 0 {
-			s := ps.idle[len(ps.idle)-1]
-			ps.idle = ps.idle[:len(ps.idle)-1]
-			if now.Sub(s.last) < idleKeep {
-				p.mu.Unlock()
-				return s, true, nil
-			}
-			_ = s.s.Close()
-			ps.open--
-		}
-		if ps.open < maxStreamsPerPeer {
-			ps.open++
-			p.mu.Unlock()
-			s, err := p.h.NewStream(network.WithAllowLimitedConn(ctx, "mcpv2 rpc"), pid, libp2pproto.ID(protocol.RPCProtocolID))
-			if err != nil {
-				p.gone(pid)
-				return nil, false, err
-			}
-			return &pooledStream{s: s, fr: transport.NewFrameReader(s, maxMsg)}, false, nil
-		}
-		wake := ps.wake
-		ps.waiting++
-		p.mu.Unlock()
-		var err error
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			err = fmt.Errorf("waiting for one of the %d streams in use: %w", maxStreamsPerPeer, ctx.Err())
-		}
-		p.mu.Lock()
-		ps.waiting--
-		p.mu.Unlock()
-		if err != nil {
-			return nil, false, err
-		}
-	}
-}
-
-// put returns a healthy stream to the pool (closes it once the pool is
-// closed).
-func (p *streamPool) put(pid peer.ID, s *pooledStream) {
-	s.last = time.Now()
-	if s.deadline {
-		_ = s.s.SetDeadline(time.Time{})
-		s.deadline = false
-	}
-	p.mu.Lock()
-	if ps := p.peers[pid]; !p.closed && ps != nil {
-		ps.idle = append(ps.idle, s)
-		ps.signal()
-		p.mu.Unlock()
-		return
-	}
-	p.mu.Unlock()
-	p.discard(pid, s, false)
-}
-
-// discard ends a stream from get that does not go back: reset after a
-// failure, else closed.
-func (p *streamPool) discard(pid peer.ID, s *pooledStream, reset bool) {
-	if reset {
-		_ = s.s.Reset()
-	} else {
-		_ = s.s.Close()
-	}
-	p.gone(pid)
-}
-
-// gone uncounts a stream to pid that is no more.
-func (p *streamPool) gone(pid peer.ID) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	ps := p.peers[pid]
-	if ps == nil {
-		return
-	}
-	ps.open--
-	ps.signal()
-	if ps.open <= 0 && len(ps.idle) == 0 {
-		delete(p.peers, pid) // the map holds only peers with streams
-	}
-}
-
-// signal wakes the calls waiting for a stream, if any; under
-// streamPool.mu.
-func (ps *peerStreams) signal() {
-	if ps.waiting > 0 {
-		close(ps.wake)
-		ps.wake = make(chan struct{})
-	}
-}
-
-func (p *streamPool) closeAll() {
-	p.mu.Lock()
-	p.closed = true
-	var idle []*pooledStream
-	for pid, ps := range p.peers {
-		idle = append(idle, ps.idle...)
-		ps.open -= len(ps.idle)
-		ps.idle = nil
-		if ps.open <= 0 {
-			delete(p.peers, pid)
-		}
-	}
-	p.mu.Unlock()
-	for _, s := range idle {
-		_ = s.s.Close()
-	}
-}
 
 // ErrNoRoute is returned when a peer named by PeerID alone has no known
 // addresses and no peer routing can find it.
@@ -273,8 +102,9 @@ type PeerRouter interface {
 }
 
 // Client calls mesh peers over /mcpv2/rpc/1.0.0, reusing streams and
-// connections. A Node embeds one; the CLI's client commands use one alone.
-// It is safe for concurrent use; mu guards router and noDirect.
+// connections. A Node has one (Node.Client); a Dialer builds one for the
+// CLI's client commands. It is safe for concurrent use; mu guards router and
+// noDirect.
 //
 // A pooled stream never carries two calls' answers: a stream goes back to
 // the pool only after a request whose answer was read in full and matched
@@ -287,7 +117,7 @@ type Client struct {
 	now    func() time.Time
 	maxMsg int
 	ids    atomic.Uint64 // the last wire id handed out
-	// waitDirect is ClientConfig.WaitDirect.
+	// waitDirect is WithWaitDirect's wait (0: never).
 	waitDirect time.Duration
 	// sessions are the mesh session tokens calls carry while fresh
 	// (meshSession), one per receiver and purpose; sessMu guards it. No
@@ -296,6 +126,8 @@ type Client struct {
 	sessions map[sessionKey]mintedSession
 	// lastPeer is the PeerID decodePeer decoded last.
 	lastPeer atomic.Pointer[decodedPeer]
+	// closed is set by the first Close.
+	closed atomic.Bool
 
 	mu     sync.Mutex
 	router PeerRouter
@@ -306,41 +138,100 @@ type Client struct {
 	noDirect map[peer.ID]time.Time
 }
 
-const (
-	// punchRetry is how long after a fruitless wait calls to that peer go
-	// through the relay without waiting for a direct connection again.
-	punchRetry = 5 * time.Minute
-	// maxNoDirect bounds Client.noDirect; past it the map starts over.
-	maxNoDirect = 1024
-)
-
-// ClientConfig configures a Client; zero fields take the stated defaults.
-type ClientConfig struct {
-	// Secret, when set, mints a mesh session for every call (SPEC §6).
-	Secret []byte
-	// MaxMessage caps a response frame (default 8 MiB).
-	MaxMessage int
-	// Now is the clock (default time.Now).
-	Now func() time.Time
-	// WaitDirect, when positive, is how long Connect waits for a direct
-	// connection to a peer that it reached only through a relay, before the
-	// call's first byte: the peer starts hole punching (DCUtR) when the
-	// relayed connection arrives, and an upgrade takes well under a second
-	// where it works. It waits once per relayed connection, and not at all
-	// when the peer is already reached directly. Zero or negative: never.
-	WaitDirect time.Duration
+// clientConfig is what ClientOptions set; NewClient fills in the defaults
+// first.
+type clientConfig struct {
+	secret     []byte
+	maxMsg     int
+	now        func() time.Time
+	waitDirect time.Duration
+	router     PeerRouter
 }
 
-// NewClient returns a client that calls peers from h. Closing the client
-// closes its idle streams, not h.
-func NewClient(h host.Host, cfg ClientConfig) *Client {
-	if cfg.MaxMessage <= 0 {
-		cfg.MaxMessage = protocol.DefaultMaxMessage
+// ClientOption configures a Client (NewClient, and a Dialer's client
+// through WithClientOptions).
+type ClientOption func(*clientConfig) error
+
+// WithSecret makes the client a secret holder: it mints a mesh session for
+// every call (SPEC §6). Empty: no secret, calls carry no session (the
+// default). The slice is copied.
+func WithSecret(secret []byte) ClientOption {
+	return func(c *clientConfig) error {
+		c.secret = nil
+		if len(secret) > 0 {
+			c.secret = append([]byte(nil), secret...)
+		}
+		return nil
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+}
+
+// WithMaxMessage caps a response frame, in bytes; zero or negative: the
+// default, protocol.DefaultMaxMessage (8 MiB).
+func WithMaxMessage(n int) ClientOption {
+	return func(c *clientConfig) error {
+		if n <= 0 {
+			n = protocol.DefaultMaxMessage
+		}
+		c.maxMsg = n
+		return nil
 	}
-	return &Client{host: h, pool: newStreamPool(h), secret: cfg.Secret, now: cfg.Now, maxMsg: cfg.MaxMessage, waitDirect: cfg.WaitDirect}
+}
+
+// WithClock sets the clock that mints sessions, ages idle streams and
+// dates the fruitless waits for a direct connection (default time.Now).
+// nil is an error.
+func WithClock(now func() time.Time) ClientOption {
+	return func(c *clientConfig) error {
+		if now == nil {
+			return errors.New("WithClock: nil clock")
+		}
+		c.now = now
+		return nil
+	}
+}
+
+// WithWaitDirect sets how long Connect waits for a direct connection to a
+// peer that it reached only through a relay, before the call's first byte:
+// the peer starts hole punching (DCUtR) when the relayed connection
+// arrives, and an upgrade takes well under a second where it works. It
+// waits once per relayed connection, and not at all when the peer is
+// already reached directly. Zero or negative: never (the default).
+func WithWaitDirect(d time.Duration) ClientOption {
+	return func(c *clientConfig) error {
+		c.waitDirect = max(d, 0)
+		return nil
+	}
+}
+
+// WithRouter sets the router used to reach peers named by PeerID alone
+// (the DHT satisfies it); SetRouter changes it later. nil: none (the
+// default), such a peer needs a known address.
+func WithRouter(r PeerRouter) ClientOption {
+	return func(c *clientConfig) error {
+		c.router = r
+		return nil
+	}
+}
+
+// NewClient returns a client that calls peers from h, which must not be
+// nil: defaults, then opts in order, then validation; the first option
+// error fails it. It starts nothing: closing the client closes its idle
+// streams, not h.
+func NewClient(h host.Host, opts ...ClientOption) (*Client, error) {
+	cfg := clientConfig{maxMsg: protocol.DefaultMaxMessage, now: time.Now}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(&cfg); err != nil {
+			return nil, fmt.Errorf("node: new client: %w", err)
+		}
+	}
+	if h == nil {
+		return nil, errors.New("node: new client: nil host")
+	}
+	return &Client{host: h, pool: newStreamPool(h, cfg.now), secret: cfg.secret, now: cfg.now, maxMsg: cfg.maxMsg,
+		waitDirect: cfg.waitDirect, router: cfg.router}, nil
 }
 
 // Mesh sessions a Client mints for its calls (SPEC §6).
@@ -392,8 +283,17 @@ func (n *Client) meshSession(to peer.ID, purpose string) string {
 	return tok
 }
 
-// Close closes the client's idle streams.
-func (n *Client) Close() { n.pool.closeAll() }
+// Close closes the client's idle streams; a stream in use is closed when
+// its call ends, and a call begun after Close fails with net.ErrClosed.
+// It does not close the host. It is idempotent: a second call returns
+// net.ErrClosed.
+func (n *Client) Close() error {
+	if n.closed.Swap(true) {
+		return net.ErrClosed
+	}
+	n.pool.closeAll()
+	return nil
+}
 
 // SetRouter installs the router used to reach peers named by PeerID alone.
 func (n *Client) SetRouter(r PeerRouter) {
@@ -404,7 +304,7 @@ func (n *Client) SetRouter(r PeerRouter) {
 
 // Connect makes sure the node is connected to the mesh peer at addr and
 // returns its PeerID. Reached through a relay only, it first waits up to
-// ClientConfig.WaitDirect for a direct connection.
+// WithWaitDirect's wait for a direct connection.
 func (n *Client) Connect(ctx context.Context, addr protocol.Address) (peer.ID, error) {
 	return n.connect(ctx, addr, n.waitDirect)
 }
@@ -429,7 +329,7 @@ type decodedPeer struct {
 	id   peer.ID
 }
 
-// connect is Connect with wait in place of ClientConfig.WaitDirect.
+// connect is Connect with wait in place of WithWaitDirect's wait.
 func (n *Client) connect(ctx context.Context, addr protocol.Address, wait time.Duration) (peer.ID, error) {
 	if addr.Kind != protocol.AddrMesh {
 		return "", fmt.Errorf("node: %s is not a mesh address", addr)
@@ -481,97 +381,6 @@ func (n *Client) connect(ctx context.Context, addr protocol.Address, wait time.D
 	}
 	n.upgrade(ctx, pid, wait)
 	return pid, nil
-}
-
-// punchAgain is how long upgrade waits for the peer's hole punch before it
-// gives the peer a second chance. A punch that works takes well under a
-// second; one that fails (its simultaneous dials mistimed on a busy
-// machine) is not tried again by libp2p on that connection, but the peer
-// punches again on a new relayed one (replaceRelayed).
-const punchAgain = time.Second
-
-// replaceRelayed closes this client's relayed connections to pid and dials
-// pid again through the relay, so that the peer, seeing a new relayed
-// connection, punches again. Unless force is set it does nothing while a
-// connection to pid is direct or carries a stream (a punch of the peer's,
-// or a call, under way). It reports whether it redialled.
-func (n *Client) replaceRelayed(ctx context.Context, pid peer.ID, force bool) bool {
-	conns := n.host.Network().ConnsToPeer(pid)
-	if !force {
-		for _, c := range conns {
-			if !c.Stat().Limited || len(c.GetStreams()) > 0 {
-				return false
-			}
-		}
-	}
-	for _, c := range conns {
-		if c.Stat().Limited {
-			_ = c.Close()
-		}
-	}
-	// A failed redial is the call's to report: its stream dials again.
-	_ = n.host.Connect(ctx, peer.AddrInfo{ID: pid})
-	return true
-}
-
-// redialReady handles a relayed connection that this client opened before
-// it served DCUtR (a node that just started, before identify told it its
-// public address): the peer tried to punch a hole once, when the
-// connection arrived, and failed. It waits up to wait for hole punching to
-// be ready, then replaces that connection, which carries no call yet, with
-// a new one, on whose arrival the peer punches again.
-func (n *Client) redialReady(ctx context.Context, pid peer.ID, wait time.Duration) {
-	wctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	if !transport.WaitHolePunchReady(wctx, n.host) {
-		return
-	}
-	n.replaceRelayed(ctx, pid, true)
-}
-
-// WaitedInVain reports whether a wait for a direct connection to pid came
-// to nothing within the last punchRetry: hole punching does not work
-// towards that peer from here (symmetric NAT, a firewall).
-func (n *Client) WaitedInVain(pid peer.ID) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	last, ok := n.noDirect[pid]
-	return ok && n.now().Sub(last) < punchRetry
-}
-
-// upgrade waits up to wait for a direct connection to pid when the host
-// reaches it only through a relay: the peer starts hole punching when a
-// relayed connection arrives. The call goes on either way, over the direct
-// connection when one came, else through the relay; after a wait that came
-// to nothing, calls to pid do not wait again for punchRetry.
-func (n *Client) upgrade(ctx context.Context, pid peer.ID, wait time.Duration) {
-	if wait <= 0 || n.host.Network().Connectedness(pid) != network.Limited {
-		return
-	}
-	if n.WaitedInVain(pid) {
-		return
-	}
-	wctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	first, cancelFirst := context.WithTimeout(wctx, min(punchAgain, wait))
-	direct := transport.WaitDirect(first, n.host, pid) != nil
-	cancelFirst()
-	if !direct && wctx.Err() == nil && n.replaceRelayed(ctx, pid, false) {
-		direct = transport.WaitDirect(wctx, n.host, pid) != nil
-	}
-	if !direct && ctx.Err() != nil {
-		return // the call ended, not the wait: nothing learnt
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	switch {
-	case direct:
-		delete(n.noDirect, pid)
-	case n.noDirect == nil || len(n.noDirect) >= maxNoDirect:
-		n.noDirect = map[peer.ID]time.Time{pid: n.now()}
-	default:
-		n.noDirect[pid] = n.now()
-	}
 }
 
 // ErrOutOfStep is wrapped when a peer's answer does not carry the ids of
@@ -723,21 +532,12 @@ func ctxErr(ctx context.Context, err error) error {
 	return err
 }
 
-// CallOptions adjust one call.
-type CallOptions struct {
-	// Provider is the slot's context.provider.
-	Provider string
-	// Session is a mesh session token; empty means the node mints one when
-	// it has a secret.
-	Session string
-}
-
 // Call sends slots to the peer at addr as one request (a batch when batch is
 // true) and returns the responses in order, with the ids the slots had.
 // Slots without a JSON-RPC version get "2.0"; when the node has a secret
 // each slot carries a mesh session. On the wire each slot with an id gets
 // one unique to this call. Call does not keep slots.
-func (n *Client) Call(ctx context.Context, addr protocol.Address, slots []protocol.Slot, batch bool, o CallOptions) ([]protocol.Response, error) {
+func (n *Client) Call(ctx context.Context, addr protocol.Address, slots []protocol.Slot, batch bool, o protocol.CallOptions) ([]protocol.Response, error) {
 	for i := range slots {
 		if err := slots[i].Check(); err != nil {
 			return nil, fmt.Errorf("node: call: %w", err)
@@ -747,12 +547,15 @@ func (n *Client) Call(ctx context.Context, addr protocol.Address, slots []protoc
 }
 
 // call is Call for slots whose ids and params are known to be valid JSON.
-func (n *Client) call(ctx context.Context, addr protocol.Address, slots []protocol.Slot, batch bool, o CallOptions) ([]protocol.Response, error) {
+func (n *Client) call(ctx context.Context, addr protocol.Address, slots []protocol.Slot, batch bool, o protocol.CallOptions) ([]protocol.Response, error) {
 	if len(slots) == 0 {
 		return nil, errors.New("node: call: no slots")
 	}
 	if !batch && len(slots) != 1 {
 		return nil, errors.New("node: call: a non-batch request has exactly one slot")
+	}
+	if n.closed.Load() {
+		return nil, fmt.Errorf("node: call: %w", net.ErrClosed)
 	}
 	pid, err := n.Connect(ctx, addr)
 	if err != nil {
@@ -820,7 +623,7 @@ func (n *Client) call(ctx context.Context, addr protocol.Address, slots []protoc
 
 // CallSkill runs one tools/call of skill with args on the peer at addr and
 // returns the result; a refusal by the peer is returned as its *protocol.Error.
-func (n *Client) CallSkill(ctx context.Context, addr protocol.Address, skill string, args json.RawMessage, o CallOptions) (json.RawMessage, error) {
+func (n *Client) CallSkill(ctx context.Context, addr protocol.Address, skill string, args json.RawMessage, o protocol.CallOptions) (json.RawMessage, error) {
 	if len(args) > 0 && !protocol.ValidJSON(args) {
 		return nil, fmt.Errorf("node: call %s: the arguments are not valid JSON", skill)
 	}
@@ -829,11 +632,11 @@ func (n *Client) CallSkill(ctx context.Context, addr protocol.Address, skill str
 }
 
 // CallMethod runs one slot of method (tools/list, agent/card) on addr.
-func (n *Client) CallMethod(ctx context.Context, addr protocol.Address, method string, o CallOptions) (json.RawMessage, error) {
+func (n *Client) CallMethod(ctx context.Context, addr protocol.Address, method string, o protocol.CallOptions) (json.RawMessage, error) {
 	return n.callOne(ctx, addr, method, json.RawMessage("{}"), o)
 }
 
-func (n *Client) callOne(ctx context.Context, addr protocol.Address, method string, params json.RawMessage, o CallOptions) (json.RawMessage, error) {
+func (n *Client) callOne(ctx context.Context, addr protocol.Address, method string, params json.RawMessage, o protocol.CallOptions) (json.RawMessage, error) {
 	resps, err := n.call(ctx, addr, []protocol.Slot{{ID: json.RawMessage("1"), Method: method, Params: params}}, false, o)
 	if err != nil {
 		return nil, err

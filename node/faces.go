@@ -286,7 +286,7 @@ func (n *Node) PeerA2ACard(ctx context.Context, peerID, base, version string, cr
 	if err != nil {
 		return nil, err
 	}
-	return n.client.callOne(ctx, protocol.Address{Kind: protocol.AddrMesh, PeerID: peerID}, protocol.MethodA2ACard, params, CallOptions{})
+	return n.client.callOne(ctx, protocol.Address{Kind: protocol.AddrMesh, PeerID: peerID}, protocol.MethodA2ACard, params, protocol.CallOptions{})
 }
 
 // a2aCard answers agent/a2a-card: only to a mesh peer that asks for itself

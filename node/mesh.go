@@ -51,7 +51,7 @@ type MeshConfig struct {
 	// at least three times every node's Republish.
 	RecordTTL time.Duration
 	// WaitDirect is how long a call waits for a direct connection to a peer
-	// reached only through a relay (ClientConfig.WaitDirect): default
+	// reached only through a relay (WithWaitDirect): default
 	// DefaultWaitDirect with NAT traversal, negative never.
 	WaitDirect time.Duration
 }
@@ -60,7 +60,7 @@ type MeshConfig struct {
 // relayed connection into a direct one before its first byte, by default.
 const DefaultWaitDirect = 2 * time.Second
 
-// waitDirect is the ClientConfig.WaitDirect of a node with mesh m.
+// waitDirect is the client's WithWaitDirect of a node with mesh m.
 func (m *MeshConfig) waitDirect() time.Duration {
 	switch {
 	case m == nil || m.NoNAT || m.WaitDirect < 0:

@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
@@ -28,6 +29,7 @@ import (
 	"github.com/mcpv2/mcpv2/node/guard"
 	"github.com/mcpv2/mcpv2/node/llm"
 	"github.com/mcpv2/mcpv2/node/skills"
+	"github.com/mcpv2/mcpv2/node/skills/custom"
 	"github.com/mcpv2/mcpv2/node/store"
 	"github.com/mcpv2/mcpv2/protocol"
 	"github.com/mcpv2/mcpv2/transport"
@@ -106,7 +108,7 @@ type Config struct {
 	// which may be missing; an explicitly named file must exist).
 	SkillsFile string
 	// MaxCommandRuns caps the command-skill calls that run at once; one
-	// more is refused with -32005 (default skills.DefaultMaxCommandRuns).
+	// more is refused with -32005 (default custom.DefaultMaxCommandRuns).
 	MaxCommandRuns int
 	// RunAs is the user (name or uid) command skills run as; it needs the
 	// node to run as root. Empty: the node's own user. Checked when the
@@ -178,6 +180,11 @@ type Node struct {
 	cardSeq   uint64
 
 	client *Client // calls to other peers, over this node's host
+
+	// blobIdleTest, when positive, replaces blobIdle (nanoseconds) for the
+	// blob streams this node serves; only tests set it, atomically, while
+	// the node runs.
+	blobIdleTest atomic.Int64
 }
 
 // Client returns the node's client: it calls other peers (mesh or HTTP
@@ -281,9 +288,13 @@ func New(cfg Config) (_ *Node, err error) {
 		n.registerOrchestrate()
 	}
 	if _, statErr := os.Stat(cfg.SkillsFile); statErr == nil || skillsMust {
-		if _, err = skills.LoadCustomFile(cfg.SkillsFile, n.reg, skills.CustomOptions{
-			Logger: n.log, MaxCommandRuns: cfg.MaxCommandRuns, RunAs: cfg.RunAs, // scratch: under os.TempDir, outside DataDir
-		}); err != nil {
+		cl, cerr := custom.New(n.reg, custom.WithLogger(n.log), custom.WithMaxCommandRuns(cfg.MaxCommandRuns),
+			custom.WithRunAs(cfg.RunAs)) // scratch: under os.TempDir, outside DataDir
+		if cerr != nil {
+			return nil, fmt.Errorf("node: custom skills file %s: %w", cfg.SkillsFile, cerr)
+		}
+		n.reg.AddCloser(cl) // n.reg.Close, in Close, stops its MCP servers
+		if _, err = cl.LoadFile(cfg.SkillsFile); err != nil {
 			return nil, fmt.Errorf("node: %w", err)
 		}
 	}
@@ -330,7 +341,9 @@ func New(cfg Config) (_ *Node, err error) {
 	if n.host, err = transport.NewHost(hopts...); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	n.client = NewClient(n.host, ClientConfig{Secret: cfg.Secret, MaxMessage: cfg.MaxMessage, Now: cfg.Now, WaitDirect: cfg.Mesh.waitDirect()})
+	if n.client, err = NewClient(n.host, WithSecret(cfg.Secret), WithMaxMessage(cfg.MaxMessage), WithClock(cfg.Now), WithWaitDirect(cfg.Mesh.waitDirect())); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	n.host.SetStreamHandler(libp2pproto.ID(protocol.RPCProtocolID), n.handleRPC)
 	n.host.SetStreamHandler(libp2pproto.ID(protocol.BlobProtocolID), n.handleBlob)
 	n.host.SetStreamHandler(protocol.BlobProtocolID11, n.handleBlob)
@@ -372,13 +385,13 @@ func (n *Node) Close() error {
 		n.host.RemoveStreamHandler(libp2pproto.ID(protocol.BlobProtocolID))
 		n.host.RemoveStreamHandler(protocol.BlobProtocolID11)
 		if n.client != nil {
-			n.client.Close()
+			_ = n.client.Close() // nil, or net.ErrClosed: nothing to report
 		}
 		errs = append(errs, n.host.Close())
 	}
 	n.wg.Wait()
 	if n.reg != nil {
-		errs = append(errs, n.reg.Close()) // the custom skills' MCP servers
+		errs = append(errs, n.reg.Close()) // the custom.Loader: the custom skills' MCP servers
 	}
 	if n.store != nil {
 		errs = append(errs, n.store.Close())

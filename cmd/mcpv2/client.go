@@ -7,18 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
-	"sync"
+	"net"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
 	"github.com/urfave/cli/v2"
 
-	"github.com/mcpv2/mcpv2/discovery"
 	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/node"
 	"github.com/mcpv2/mcpv2/protocol"
@@ -32,51 +29,67 @@ var clientFlags = []cli.Flag{dataDirFlag, secretFlag, keyFlag, bootstrapFlag, lo
 		Usage: "when the peer is reached through a relay, wait up to this long for hole punching to make a direct connection before the first byte (0: never wait); with --bootstrap peers across a NAT, first wait as long for this client's public address to be observed"},
 }
 
-// session is a client command's connection to the mesh: a host with the
-// data dir's identity that listens nowhere unless it joins the DHT.
+// session is a client command's dialer (node.Dialer: the libp2p host with
+// the data dir's identity, which listens nowhere unless it joins the DHT,
+// its mesh client and, with --bootstrap, the DHT) and the HTTP edge client
+// that the dialer calls edge addresses with. CallSkill, CallMethod and
+// Connect route an address to the mesh or to the edge.
 type session struct {
-	host   host.Host
-	client *node.Client
-	disc   *discovery.Discovery // nil without --bootstrap
-	edge   *edge.Client         // for HTTP edge addresses
-	// joined is when the session joined the mesh, before waiting for hole
-	// punching to be ready.
-	joined time.Time
-	// wait is the command's --wait-direct (0: off).
-	wait time.Duration
+	*node.Dialer
+	edge *edge.Client
 }
 
-// CallSkill runs skill on addr, over the mesh or through an HTTP edge.
-func (s *session) CallSkill(ctx context.Context, addr protocol.Address, skill string, args json.RawMessage, provider string) (json.RawMessage, error) {
-	if addr.Kind == protocol.AddrHTTP {
-		return s.edge.CallSkill(ctx, addr, skill, args, provider)
+// Close closes the dialer, then the edge client. It is idempotent: a
+// second call returns net.ErrClosed.
+func (s *session) Close() error {
+	err := s.Dialer.Close()
+	if errors.Is(err, net.ErrClosed) {
+		return err
 	}
-	return s.client.CallSkill(ctx, addr, skill, args, node.CallOptions{Provider: provider})
-}
-
-// CallMethod runs a method without arguments (tools/list, agent/card) on addr.
-func (s *session) CallMethod(ctx context.Context, addr protocol.Address, method string) (json.RawMessage, error) {
-	if addr.Kind == protocol.AddrHTTP {
-		return s.edge.CallMethod(ctx, addr, method)
-	}
-	return s.client.CallMethod(ctx, addr, method, node.CallOptions{})
+	return errors.Join(err, s.edge.Close())
 }
 
 // newEdgeClient is a client command's HTTP edge client: with --key it
 // presents that API key, with --secret it is a secret holder (SPEC §6),
 // else it takes anonymous sessions.
-func newEdgeClient(c *cli.Context) *edge.Client {
-	return edge.NewClient(nil, edge.WithSecret([]byte(c.String("secret"))), edge.WithKey(c.String("key")))
+func newEdgeClient(c *cli.Context) (*edge.Client, error) {
+	return edge.NewClient(edge.WithSecret([]byte(c.String("secret"))), edge.WithKey(c.String("key")))
 }
 
 // openSession prepares a client command for the mesh: see openSessionFor.
 func openSession(c *cli.Context) (*session, error) { return openSessionFor(c, true) }
 
-// openSessionFor prepares a client command: always the HTTP edge client, and
-// the libp2p host (and with --bootstrap the DHT) when mesh is true.
+// openSessionFor prepares a client command: always the HTTP edge client,
+// and the libp2p host (and with --bootstrap the DHT, joined before it
+// returns) when mesh is true. With --bootstrap it lets c.Context's requests
+// ride relayed connections: a peer behind NAT is often connected through a
+// relay only, and kad-dht opens its request streams with the caller's
+// context.
 func openSessionFor(c *cli.Context, mesh bool) (*session, error) {
+	opts, err := dialerOptions(c, mesh)
+	if err != nil {
+		return nil, err
+	}
+	ec, err := newEdgeClient(c)
+	if err != nil {
+		return nil, err
+	}
+	d, err := node.NewDialer(c.Context, append(opts, node.WithEdge(ec))...)
+	if err != nil {
+		return nil, errors.Join(err, ec.Close())
+	}
+	if d.Discovery() != nil {
+		c.Context = network.WithAllowLimitedConn(c.Context, "mcpv2 client: DHT")
+	}
+	return &session{Dialer: d, edge: ec}, nil
+}
+
+// dialerOptions translates the client flags into the dialer's options:
+// WithoutMesh unless mesh; else the data dir's identity, --listen,
+// --bootstrap, --no-nat, --secret, --max-message and --wait-direct.
+func dialerOptions(c *cli.Context, mesh bool) ([]node.DialerOption, error) {
 	if !mesh {
-		return &session{edge: newEdgeClient(c)}, nil
+		return []node.DialerOption{node.WithoutMesh()}, nil
 	}
 	dir, err := dataDir(c)
 	if err != nil {
@@ -98,9 +111,6 @@ func openSessionFor(c *cli.Context, mesh bool) (*session, error) {
 		return nil, err
 	}
 	listen := splitList(c.StringSlice("listen"))
-	if len(listen) == 0 && len(boot) > 0 {
-		listen = []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1"}
-	}
 	addrs := make([]ma.Multiaddr, 0, len(listen))
 	for _, l := range listen {
 		a, err := ma.NewMultiaddr(l)
@@ -109,45 +119,12 @@ func openSessionFor(c *cli.Context, mesh bool) (*session, error) {
 		}
 		addrs = append(addrs, a)
 	}
-	hopts := []transport.Option{transport.WithIdentity(key), transport.WithListenAddrs(addrs...), transport.WithLogger(log)}
-	if len(boot) > 0 && !c.Bool("no-nat") {
-		hopts = append(hopts, transport.WithHolePunching(boot))
+	opts := []node.DialerOption{node.WithIdentity(key), node.WithListenAddrs(addrs...), node.WithLogger(log), node.WithBootstrap(boot...),
+		node.WithClientOptions(node.WithSecret([]byte(c.String("secret"))), node.WithMaxMessage(c.Int("max-message")), node.WithWaitDirect(waitDirectOf(c)))}
+	if c.Bool("no-nat") {
+		opts = append(opts, node.WithoutNAT())
 	}
-	h, err := transport.NewHost(hopts...)
-	if err != nil {
-		return nil, err
-	}
-	wait := waitDirectOf(c)
-	s := &session{host: h, wait: wait, edge: newEdgeClient(c),
-		client: node.NewClient(h, node.ClientConfig{Secret: []byte(c.String("secret")), MaxMessage: c.Int("max-message"), WaitDirect: wait})}
-	if len(boot) > 0 {
-		d, err := discovery.New(h, discovery.WithBootstrap(boot...), discovery.WithMode(discovery.ModeClient), discovery.WithMDNS(false), discovery.WithLogger(log))
-		if err != nil {
-			return nil, errors.Join(err, s.Close())
-		}
-		s.disc = d
-		s.client.SetRouter(d)
-		// A peer behind NAT is often connected through a relay only, and
-		// kad-dht opens its request streams with the caller's context:
-		// without this, a request to such a peer (finding it, fetching its
-		// card) waits for a direct connection until the context ends.
-		c.Context = network.WithAllowLimitedConn(c.Context, "mcpv2 client: DHT")
-		ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
-		defer cancel()
-		if err := d.Bootstrap(ctx); err != nil {
-			return nil, errors.Join(fmt.Errorf("join the mesh: %w", err), s.Close())
-		}
-		s.joined = time.Now()
-		if wait > 0 && acrossNAT(h, boot) {
-			ctx, cancel := context.WithTimeout(c.Context, wait)
-			ready := transport.WaitHolePunchReady(ctx, h)
-			cancel()
-			if !ready {
-				log.Info("hole punching is not ready: no public address of this client observed yet; a relayed connection may stay relayed", "waited", wait)
-			}
-		}
-	}
-	return s, nil
+	return opts, nil
 }
 
 // waitDirectOf is the command's --wait-direct: by default
@@ -163,74 +140,6 @@ func waitDirectOf(c *cli.Context) time.Duration {
 		return node.DefaultDirectWait
 	}
 	return node.DefaultWaitDirect
-}
-
-// acrossNAT reports whether h reaches a bootstrap peer at a public address
-// from a private one of its own: then a peer behind another NAT is reached
-// through a relay first, and hole punching needs this client's public
-// address, which identify with that bootstrap peer reports. Without such a
-// peer (a LAN, loopback, a public client) there is nothing to wait for.
-func acrossNAT(h host.Host, boot []peer.AddrInfo) bool {
-	for _, ai := range boot {
-		for _, conn := range h.Network().ConnsToPeer(ai.ID) {
-			if manet.IsPublicAddr(conn.RemoteMultiaddr()) && !manet.IsPublicAddr(conn.LocalMultiaddr()) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func (s *session) Close() error {
-	s.edge.Close()
-	if s.host == nil {
-		return nil
-	}
-	s.settle()
-	s.client.Close()
-	var errs []error
-	if s.disc != nil {
-		errs = append(errs, s.disc.Close())
-	}
-	return errors.Join(append(errs, s.host.Close())...)
-}
-
-// Before a client leaves (see settle).
-const (
-	// settleYoung is the age below which a relayed connection may still
-	// have a hole punch under way.
-	settleYoung = 3 * time.Second
-	// settleWait bounds the wait for those punches to end: one that works
-	// takes 0.2–0.5 s, more on a loaded machine (the NAT lab under -race
-	// beside other tests missed 2 of 20 with 1 s). Behind symmetric NAT,
-	// where no punch works, a find pays it whole.
-	settleWait = 2 * time.Second
-)
-
-// settle waits, at most settleWait, for the hole punches that this
-// client's recent relayed connections started. A peer behind NAT punches
-// towards us when our relayed connection arrives (a find's reachability
-// dial, say); a process that leaves in the middle leaves the peer's attempt
-// pending until its dial times out (5 s), and until then the peer punches
-// for no other connection of this identity ("another hole punching attempt
-// to this peer is active"): the next command's call stays relayed.
-func (s *session) settle() {
-	if s.wait <= 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), settleWait)
-	defer cancel()
-	var wg sync.WaitGroup
-	for _, p := range s.host.Network().Peers() {
-		if s.host.Network().Connectedness(p) != network.Limited || s.client.WaitedInVain(p) {
-			continue // direct, or a call already waited for the punch in vain
-		}
-		if !slices.ContainsFunc(s.host.Network().ConnsToPeer(p), func(c network.Conn) bool { return time.Since(c.Stat().Opened) < settleYoung }) {
-			continue
-		}
-		wg.Go(func() { transport.WaitDirect(ctx, s.host, p) })
-	}
-	wg.Wait()
 }
 
 // withSession parses ADDR (the first argument), opens a session and runs fn
@@ -264,26 +173,21 @@ func withSession(c *cli.Context, fn func(ctx context.Context, s *session, addr p
 
 // connect connects to the mesh peer at addr, waiting up to --wait-direct
 // for a direct connection when the peer is reached through a relay
-// (node.ClientConfig.WaitDirect), and says on stderr how the peer is
-// reached when a relay was involved: direct after how long, counted from
-// joining the mesh, or through the relay.
+// (node.Dialer.Connect), and says on stderr how the peer is reached when a
+// relay was involved: direct after how long, counted from joining the
+// mesh, or through the relay.
 func (s *session) connect(ctx context.Context, c *cli.Context, addr protocol.Address) error {
-	start := time.Now()
-	if !s.joined.IsZero() {
-		start = s.joined // count the wait for hole punching to be ready
-	}
-	pid, err := s.client.Connect(ctx, addr)
+	r, err := s.Connect(ctx, addr)
 	if err != nil {
 		return err
 	}
-	conns := s.host.Network().ConnsToPeer(pid)
-	if !slices.ContainsFunc(conns, func(c network.Conn) bool { return c.Stat().Limited }) {
-		return nil // direct from the start: nothing to say
-	}
-	if conn := transport.DirectConn(s.host, pid); conn != nil {
-		fmt.Fprintf(c.App.ErrWriter, "mcpv2: direct connection to %s via %s after %.3fs\n", pid, conn.RemoteMultiaddr(), time.Since(start).Seconds())
-	} else {
-		fmt.Fprintf(c.App.ErrWriter, "mcpv2: no direct connection to %s after %s; going on through the relay\n", pid, s.wait)
+	switch {
+	case !r.Relayed:
+		// direct from the start: nothing to say
+	case r.Direct != nil:
+		fmt.Fprintf(c.App.ErrWriter, "mcpv2: direct connection to %s via %s after %.3fs\n", r.Peer, r.Direct, r.Took.Seconds())
+	default:
+		fmt.Fprintf(c.App.ErrWriter, "mcpv2: no direct connection to %s after %s; going on through the relay\n", r.Peer, s.WaitDirect())
 	}
 	return nil
 }
@@ -312,7 +216,7 @@ func callCommand() *cli.Command {
 				args = b
 			}
 			return withSession(c, func(ctx context.Context, s *session, addr protocol.Address) error {
-				res, err := s.CallSkill(ctx, addr, c.Args().Get(1), args, c.String("provider"))
+				res, err := s.CallSkill(ctx, addr, c.Args().Get(1), args, protocol.CallOptions{Provider: c.String("provider")})
 				if err != nil {
 					return err
 				}
@@ -357,7 +261,7 @@ func pingCommand() *cli.Command {
 						}
 					}
 					start := time.Now()
-					res, err := s.CallSkill(ctx, addr, "ping", json.RawMessage(fmt.Sprintf(`{"payload":{"seq":%d}}`, i+1)), "")
+					res, err := s.CallSkill(ctx, addr, "ping", json.RawMessage(fmt.Sprintf(`{"payload":{"seq":%d}}`, i+1)), protocol.CallOptions{})
 					if err != nil {
 						return err
 					}
@@ -388,7 +292,7 @@ func toolsCommand() *cli.Command {
 		Flags: clientFlags,
 		Action: func(c *cli.Context) error {
 			return withSession(c, func(ctx context.Context, s *session, addr protocol.Address) error {
-				res, err := s.CallMethod(ctx, addr, protocol.MethodToolsList)
+				res, err := s.CallMethod(ctx, addr, protocol.MethodToolsList, protocol.CallOptions{})
 				if err != nil {
 					return err
 				}
@@ -404,7 +308,7 @@ func cardCommand() *cli.Command {
 		Flags: clientFlags,
 		Action: func(c *cli.Context) error {
 			return withSession(c, func(ctx context.Context, s *session, addr protocol.Address) error {
-				res, err := s.CallMethod(ctx, addr, protocol.MethodAgentCard)
+				res, err := s.CallMethod(ctx, addr, protocol.MethodAgentCard, protocol.CallOptions{})
 				if err != nil {
 					return err
 				}

@@ -31,7 +31,7 @@ func findCommand() *cli.Command {
 				return err
 			}
 			defer s.Close()
-			if s.disc == nil {
+			if s.Discovery() == nil {
 				return errors.New("find: needs --bootstrap (or MCPV2_BOOTSTRAP): the multiaddr of a peer of the mesh")
 			}
 			timeout := c.Duration("timeout")
@@ -40,7 +40,7 @@ func findCommand() *cli.Command {
 			}
 			ctx, cancel := context.WithTimeout(c.Context, timeout)
 			defer cancel()
-			res, st, err := s.disc.FindWithStats(ctx, c.Args().First(), c.Int("limit"))
+			res, st, err := s.Discovery().FindWithStats(ctx, c.Args().First(), c.Int("limit"))
 			if c.Bool("stats") {
 				b, jerr := json.Marshal(st)
 				if jerr != nil {

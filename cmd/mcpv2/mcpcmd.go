@@ -104,8 +104,15 @@ func runMCPConnect(c *cli.Context, addr string, in io.ReadCloser, out io.WriteCl
 	if err != nil || a.Kind != protocol.AddrHTTP {
 		return fmt.Errorf("--connect %q: want the HTTP edge address of a running node (mcpv2://host:port/mcpv2, or https://host:port/mcpv2), as its MCPV2_PEER_ADDRESS line says", addr)
 	}
-	cl := newEdgeClient(c)
-	defer cl.Close()
+	// The one client of client commands (node.Dialer), without a mesh
+	// side: --connect names an edge, and --key/--secret are read as the
+	// other commands read them.
+	sess, err := openSessionFor(c, false)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	cl := sess.edge
 	b := &edgeBackend{cl: cl, addr: a, log: log, timeout: c.Duration("timeout")}
 	// Fail now, not at the client's first call, when the node is not there.
 	ctx, cancel := context.WithTimeout(c.Context, b.wait())

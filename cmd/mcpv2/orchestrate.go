@@ -68,7 +68,7 @@ func runOrchestrate(c *cli.Context) error {
 		return err
 	}
 	defer s.Close()
-	if s.disc == nil {
+	if s.Discovery() == nil {
 		return errors.New("orchestrate: needs --bootstrap (or MCPV2_BOOTSTRAP): the multiaddr of a peer of the mesh, to find agents")
 	}
 	opts := []orchestrate.Option{
@@ -79,14 +79,14 @@ func runOrchestrate(c *cli.Context) error {
 			if err != nil {
 				return 0, false
 			}
-			d := s.host.Peerstore().LatencyEWMA(pid)
+			d := s.Host().Peerstore().LatencyEWMA(pid)
 			return d, d > 0
 		}),
 	}
 	if backend.Name() != llm.KindLocal {
 		opts = append(opts, orchestrate.WithPlanner(orchestrate.NewLLMPlanner(backend, nil)), orchestrate.WithSummarizer(orchestrate.NewLLMSummarizer(backend)))
 	}
-	o, err := orchestrate.New(s.disc, clientCaller{s.client}, opts...)
+	o, err := orchestrate.New(s.Discovery(), dialerCaller{s.Dialer}, opts...)
 	if err != nil {
 		return fmt.Errorf("orchestrate: %w", err)
 	}
@@ -148,12 +148,13 @@ func readPlan(path string) (orchestrate.Plan, error) {
 	return p, nil
 }
 
-// clientCaller adapts a client to orchestrate.Caller: each call carries the
+// dialerCaller adapts a dialer to orchestrate.Caller: each call carries the
 // client's mesh session when it has a --secret.
-type clientCaller struct{ c *node.Client }
+type dialerCaller struct{ d *node.Dialer }
 
-func (cc clientCaller) CallSkill(ctx context.Context, agent protocol.Address, skill string, args json.RawMessage) (json.RawMessage, error) {
-	return cc.c.CallSkill(ctx, agent, skill, args, node.CallOptions{})
+// CallSkill runs skill on agent with the dialer's default call options.
+func (dc dialerCaller) CallSkill(ctx context.Context, agent protocol.Address, skill string, args json.RawMessage) (json.RawMessage, error) {
+	return dc.d.CallSkill(ctx, agent, skill, args, protocol.CallOptions{})
 }
 
 // progressView shows an orchestration's events: JSON lines on stdout, a

@@ -79,12 +79,12 @@ func runSend(c *cli.Context) error {
 	if err := s.connect(ctx, c, addr); err != nil {
 		return err
 	}
-	direct := s.wait
+	direct := s.WaitDirect()
 	if direct <= 0 {
 		direct = -1 // SendFile's "never"
 	}
 	pr := &progressPrinter{w: c.App.ErrWriter, quiet: c.Bool("quiet")}
-	info, err := s.client.SendFile(ctx, addr, path, node.SendOptions{
+	info, err := s.Client().SendFile(ctx, addr, path, node.SendOptions{
 		Name:        c.String("name"),
 		MaxAttempts: c.Int("attempts"),
 		RateLimit:   rateLimit,
@@ -223,9 +223,12 @@ func sendViaEdge(c *cli.Context, path string, addr protocol.Address) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Context, timeout)
 	defer cancel()
-	ec := newEdgeClient(c)
-	defer ec.Close()
-	res, err := ec.CallSkill(ctx, addr, "upload_file", args, "")
+	s, err := openSessionFor(c, false)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	res, err := s.CallSkill(ctx, addr, "upload_file", args, protocol.CallOptions{})
 	if err != nil {
 		return err
 	}

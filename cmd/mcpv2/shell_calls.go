@@ -76,7 +76,12 @@ func newShellHTTPClient() (*http.Client, *refusalCounter) {
 func (sh *shell) edgeClientFor(secret string) *edge.Client {
 	ec := sh.edgeClients[secret]
 	if ec == nil {
-		ec = edge.NewClient(sh.edgeHTTP, edge.WithSecret([]byte(secret)))
+		var err error
+		if ec, err = edge.NewClient(edge.WithHTTPClient(sh.edgeHTTP), edge.WithSecret([]byte(secret))); err != nil {
+			// Unreachable: newShell sets edgeHTTP before the first use,
+			// and WithSecret takes any secret.
+			panic(fmt.Sprintf("shell: edge client: %v", err))
+		}
 		sh.edgeClients[secret] = ec
 	}
 	return ec
@@ -102,10 +107,12 @@ type meshUnreachableError struct{ err error }
 func (e *meshUnreachableError) Error() string { return e.err.Error() }
 func (e *meshUnreachableError) Unwrap() error { return e.err }
 
-// meshClient returns the mesh client for addr, opening the shell's libp2p
-// host at the first use. A peer this shell started is called with its own
-// secret, and reached by its PeerID alone through the addresses of its
-// banner; any other peer with the shell's secret.
+// meshClient returns the mesh client for addr, opening the shell's dialer
+// (its libp2p host, and DHT with --bootstrap) at the first use. A peer this
+// shell started is called with its own secret, and reached by its PeerID
+// alone through the addresses of its banner; any other peer with the
+// shell's secret. The clients are the dialer's (Dialer.NewClient), one per
+// secret.
 func (sh *shell) meshClient(addr protocol.Address) (*node.Client, error) {
 	if sh.mesh == nil {
 		s, err := sh.cfg.OpenMesh()
@@ -123,7 +130,7 @@ func (sh *shell) meshClient(addr protocol.Address) (*node.Client, error) {
 			for _, s := range p.p2p {
 				if m, err := ma.NewMultiaddr(s); err == nil {
 					if ai, err := peer.AddrInfoFromP2pAddr(m); err == nil && ai.ID == pid {
-						sh.mesh.host.Peerstore().AddAddrs(pid, ai.Addrs, peerstore.AddressTTL)
+						sh.mesh.Host().Peerstore().AddAddrs(pid, ai.Addrs, peerstore.AddressTTL)
 					}
 				}
 			}
@@ -131,9 +138,9 @@ func (sh *shell) meshClient(addr protocol.Address) (*node.Client, error) {
 	}
 	cl := sh.meshClients[secret]
 	if cl == nil {
-		cl = node.NewClient(sh.mesh.host, node.ClientConfig{Secret: []byte(secret), MaxMessage: sh.cfg.MaxMessage, WaitDirect: sh.mesh.wait})
-		if sh.mesh.disc != nil {
-			cl.SetRouter(sh.mesh.disc)
+		var err error
+		if cl, err = sh.mesh.NewClient(node.WithSecret([]byte(secret)), node.WithMaxMessage(sh.cfg.MaxMessage)); err != nil {
+			return nil, err
 		}
 		sh.meshClients[secret] = cl
 	}
@@ -182,7 +189,7 @@ func (sh *shell) call(ctx context.Context, addr protocol.Address, skill string, 
 	defer cancel()
 	if addr.Kind == protocol.AddrHTTP {
 		before := sh.refused.n.Load()
-		res, err = sh.edgeClient(addr).CallSkill(ctx, addr, skill, raw, provider)
+		res, err = sh.edgeClient(addr).CallSkill(ctx, addr, skill, raw, protocol.CallOptions{Provider: provider})
 		return res, err == nil && sh.refused.n.Load() > before, err
 	}
 	cl, err := sh.meshClient(addr)
@@ -195,7 +202,7 @@ func (sh *shell) call(ctx context.Context, addr protocol.Address, skill string, 
 	if err != nil {
 		return nil, false, &meshUnreachableError{err}
 	}
-	res, err = cl.CallSkill(ctx, addr, skill, raw, node.CallOptions{Provider: provider})
+	res, err = cl.CallSkill(ctx, addr, skill, raw, protocol.CallOptions{Provider: provider})
 	return res, false, err
 }
 
@@ -306,7 +313,7 @@ func (sh *shell) connectTo(ctx context.Context, a shellArgs) error {
 	}
 	via := ""
 	if pid, err := peer.Decode(pong.PeerID); err == nil {
-		if conns := sh.mesh.host.Network().ConnsToPeer(pid); len(conns) > 0 {
+		if conns := sh.mesh.Host().Network().ConnsToPeer(pid); len(conns) > 0 {
 			via = " via " + conns[0].RemoteMultiaddr().String()
 		}
 	}

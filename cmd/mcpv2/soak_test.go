@@ -1204,7 +1204,11 @@ func newSoakMeshClient(s *soakRun, key crypto.PrivKey) (*soakMeshClient, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &soakMeshClient{s: s, key: key, h: h, c: node.NewClient(h, node.ClientConfig{Secret: s.secret})}, nil
+	c, err := node.NewClient(h, node.WithSecret(s.secret))
+	if err != nil {
+		return nil, errors.Join(err, h.Close())
+	}
+	return &soakMeshClient{s: s, key: key, h: h, c: c}, nil
 }
 
 func (m *soakMeshClient) close() {

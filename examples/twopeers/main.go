@@ -58,7 +58,7 @@ func run() error {
 
 	call := func(skill, args string) error {
 		start := time.Now()
-		res, err := a.Client().CallSkill(ctx, addr, skill, json.RawMessage(args), node.CallOptions{})
+		res, err := a.Client().CallSkill(ctx, addr, skill, json.RawMessage(args), protocol.CallOptions{})
 		if err != nil {
 			return fmt.Errorf("%s: %w", skill, err)
 		}
@@ -80,7 +80,7 @@ func run() error {
 			return err
 		}
 	}
-	tools, err := a.Client().CallMethod(ctx, addr, protocol.MethodToolsList, node.CallOptions{})
+	tools, err := a.Client().CallMethod(ctx, addr, protocol.MethodToolsList, protocol.CallOptions{})
 	if err != nil {
 		return err
 	}
