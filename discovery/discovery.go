@@ -276,6 +276,9 @@ type Discovery struct {
 	values *records.ValueStore
 	// grew signals republishLoop that the routing table grew (growthLoop).
 	grew chan struct{}
+	// rt wakes growthLoop, waitRoutingTable and tests when the DHT adds a peer to
+	// its routing table or removes one (rtHost).
+	rt rtSignal
 	// announced signals peerCacheLoop that an announcement completed: the
 	// routing table is worth keeping from then on, not only 5 min later.
 	announced chan struct{}
@@ -378,7 +381,7 @@ func New(h host.Host, opts ...Option) (_ *Discovery, err error) {
 		dht.MaxRecordAge(cfg.ttl),
 		dht.ProviderManagerOpts(records.ProvideValidity(cfg.ttl), records.ProviderAddrTTL(cfg.ttl)),
 	}, cfg.dhtOpts...)
-	d.kad, err = dht.New(h, dopts...)
+	d.kad, err = dht.New(rtHost{Host: h, rt: &d.rt}, dopts...)
 	if err != nil {
 		return nil, fmt.Errorf("discovery: new: dht: %w", err)
 	}
@@ -387,15 +390,11 @@ func New(h host.Host, opts ...Option) (_ *Discovery, err error) {
 		return nil, errors.Join(fmt.Errorf("discovery: new: %w", err), d.kad.Close())
 	}
 	d.values = records.NewValueStore(d.dstore, record.NamespacedValidator{CardNamespace: CardValidator{}}, cfg.ttl)
-	sub, err := d.subscribeGrowth()
-	if err != nil {
-		return nil, errors.Join(err, d.kad.Close())
-	}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 
 	d.wg.Add(2)
 	go d.republishLoop()
-	go d.growthLoop(sub)
+	go d.growthLoop()
 	if cfg.peerCache != "" {
 		d.wg.Add(1)
 		go d.peerCacheLoop()
@@ -553,25 +552,6 @@ func (d *Discovery) Bootstrap(ctx context.Context) error {
 	}
 	d.log.Debug("discovery: bootstrapped", "routing_table", d.kad.RoutingTable().Size(), "took", time.Since(start))
 	return nil
-}
-
-// waitRoutingTable waits until the routing table has a peer, at most limit
-// or until ctx ends. The DHT adds a connected peer once identify has shown
-// that it serves the DHT protocol.
-func (d *Discovery) waitRoutingTable(ctx context.Context, limit time.Duration) {
-	deadline := time.NewTimer(limit)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for d.kad.RoutingTable().Size() == 0 {
-		select {
-		case <-ctx.Done():
-			return
-		case <-deadline.C:
-			return
-		case <-tick.C:
-		}
-	}
 }
 
 // joining waits, within bootstrapRTWait, for the first routing-table entry

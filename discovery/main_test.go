@@ -300,7 +300,28 @@ func storedSeq(t testing.TB, d *Discovery, key string) uint64 {
 	return c.Seq
 }
 
-// eventually polls cond every 20 ms until it holds or timeout passes.
+// eventuallyRT waits until cond, a condition on d's routing table, holds,
+// or fails the test once timeout passed. It looks again whenever the table
+// changes (the DHT's add and remove callbacks; rtHost), not on a timer.
+func eventuallyRT(t testing.TB, d *Discovery, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		changed := d.rt.wait() // before the look, so that no change is missed
+		if cond() {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+	}
+}
+
+// eventually polls cond every 20 ms until it holds or timeout passes: for
+// conditions no event announces (records stored on other nodes, logs).
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)

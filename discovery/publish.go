@@ -11,7 +11,6 @@ import (
 	"github.com/ipfs/go-cid"
 	kb "github.com/libp2p/go-libp2p-kbucket"
 	record "github.com/libp2p/go-libp2p-record"
-	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"golang.org/x/sync/errgroup"
 
@@ -36,9 +35,6 @@ const (
 	// growthGap is the least time between an announcement and one that
 	// routing-table growth starts.
 	growthGap = 5 * time.Second
-	// growthRecheck is how long after an identify event the routing table
-	// is looked at again (kad-dht adds the peer after a request to it).
-	growthRecheck = time.Second
 )
 
 // replicas is what the replication of one record achieved: the closest
@@ -310,39 +306,23 @@ func (d *Discovery) republishLoop() {
 // due.
 func (d *Discovery) republishTick() time.Duration { return min(d.cfg.republish, retryNoPeers) }
 
-// growthLoop watches the peers that identify completes with (the DHT adds
-// the DHT servers among them to its routing table) and signals
-// republishLoop once the routing table has grown enough since the last
-// announcement.
-func (d *Discovery) growthLoop(sub event.Subscription) {
+// growthLoop wakes on every change of the routing table (rtHost: kad-dht's
+// add and remove callbacks) and signals republishLoop once the table has
+// grown enough since the last announcement.
+func (d *Discovery) growthLoop() {
 	defer d.wg.Done()
-	defer sub.Close()
-	recheck := time.NewTimer(growthRecheck)
-	defer recheck.Stop()
 	for {
-		select {
-		case <-d.ctx.Done():
-			return
-		case _, ok := <-sub.Out():
-			if !ok {
-				return
-			}
-			// kad-dht adds an identified peer to its routing table only
-			// after a request to it: look again a little later too.
-			if !recheck.Stop() {
-				select {
-				case <-recheck.C:
-				default:
-				}
-			}
-			recheck.Reset(growthRecheck)
-		case <-recheck.C:
-		}
+		changed := d.rt.wait() // before the look, so that no add is missed
 		if d.grown() {
 			select {
 			case d.grew <- struct{}{}:
 			default:
 			}
+		}
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-changed:
 		}
 	}
 }
@@ -378,14 +358,4 @@ func (d *Discovery) republish(growth bool) {
 	if err := d.announce(ctx, *card, env, true); err != nil && d.ctx.Err() == nil {
 		d.log.Warn("discovery: republish", "err", err)
 	}
-}
-
-// subscribeGrowth subscribes to the identify completions growthLoop
-// watches.
-func (d *Discovery) subscribeGrowth() (event.Subscription, error) {
-	sub, err := d.h.EventBus().Subscribe(new(event.EvtPeerIdentificationCompleted))
-	if err != nil {
-		return nil, fmt.Errorf("discovery: new: subscribe to identify: %w", err)
-	}
-	return sub, nil
 }

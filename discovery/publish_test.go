@@ -223,7 +223,7 @@ func growthNode(t *testing.T) (seed []node, a node, logs *pubLog, opts []Option)
 	if err := a.d.Bootstrap(ctx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "both seed servers in A's routing table", func() bool {
+	eventuallyRT(t, a.d, 30*time.Second, "both seed servers in A's routing table", func() bool {
 		return inRT(a.d, seed[0].h.ID()) && inRT(a.d, seed[1].h.ID())
 	})
 	if err := a.d.Publish(ctx, testCard(a.h.ID(), "early", []string{"growth-skill"}, "growth-tag")); err != nil {
@@ -270,7 +270,7 @@ func TestGrowthRepublish(t *testing.T) {
 
 	// One newcomer: not enough growth; it holds nothing.
 	first := pubJoin(t, seed, 1, opts...)
-	eventually(t, 30*time.Second, "the first newcomer in A's routing table", func() bool { return inRT(a.d, first[0].h.ID()) })
+	eventuallyRT(t, a.d, 30*time.Second, "the first newcomer in A's routing table", func() bool { return inRT(a.d, first[0].h.ID()) })
 	if pubHolds(t, first[0].d, skill, a.h.ID()) || pubHolds(t, first[0].d, tag, a.h.ID()) || storedValue(t, first[0].d, CardKey(a.h.ID())) != nil {
 		t.Fatal("a newcomer holds A's records though A did not announce since it joined")
 	}
@@ -367,13 +367,13 @@ func TestGrowthRepublish(t *testing.T) {
 // TestGrowthAtThreshold: a node whose routing table reaches the growth
 // threshold exactly, one peer at a time, announces again.
 //
-// growthLoop checks the routing table's size when identify completes with
-// a peer, but kad-dht adds that peer only later, after a FIND_NODE round
-// trip (peerFound → lookupCheck → validPeerFound → rtPeerLoop): the check
-// sees the table without the peer that just arrived. When the peer that
-// brings the table to the threshold is the last to arrive, no check ever
-// sees the threshold, and the newcomers get nothing before the timer
-// republish.
+// kad-dht adds a peer to its routing table only after a FIND_NODE round
+// trip (peerFound → lookupCheck → validPeerFound → rtPeerLoop), well after
+// identify completes with it: a growth check made on identify sees the
+// table without the peer that just arrived, and when that peer is the one
+// that brings the table to the threshold, no check ever sees it and the
+// newcomers get nothing before the timer republish. growthLoop wakes on
+// the routing table's own add callback (rtHost), so it does.
 func TestGrowthAtThreshold(t *testing.T) {
 	seed, a, logs, opts := growthNode(t)
 	skill := SkillCID("growth-skill")
@@ -384,7 +384,7 @@ func TestGrowthAtThreshold(t *testing.T) {
 			t.Fatalf("%d newcomers and A's routing table is at %d of %d", i, a.d.DHT().RoutingTable().Size(), next)
 		}
 		n := pubJoin(t, seed, 1, opts...)[0]
-		eventually(t, 30*time.Second, "the newcomer in A's routing table", func() bool { return inRT(a.d, n.h.ID()) })
+		eventuallyRT(t, a.d, 30*time.Second, "the newcomer in A's routing table", func() bool { return inRT(a.d, n.h.ID()) })
 		newcomers = append(newcomers, n)
 	}
 	reached := time.Now()
@@ -526,13 +526,13 @@ func TestGrowthDuringAnnouncement(t *testing.T) {
 	if err := a.h.Connect(ctx, peer.AddrInfo{ID: slow.h.ID(), Addrs: slow.h.Addrs()}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the slow holder in A's routing table", func() bool { return inRT(a.d, slow.h.ID()) })
+	eventuallyRT(t, a.d, 30*time.Second, "the slow holder in A's routing table", func() bool { return inRT(a.d, slow.h.ID()) })
 	// Growth past the threshold, one newcomer at a time, so that some
 	// identify sees it (TestGrowthAtThreshold).
 	_, next := announcedRT(a.d)
 	for a.d.DHT().RoutingTable().Size() <= next {
 		n := pubJoin(t, seed, 1, opts...)[0]
-		eventually(t, 30*time.Second, "the newcomer in A's routing table", func() bool { return inRT(a.d, n.h.ID()) })
+		eventuallyRT(t, a.d, 30*time.Second, "the newcomer in A's routing table", func() bool { return inRT(a.d, n.h.ID()) })
 	}
 	select {
 	case <-slow.held:
@@ -544,7 +544,7 @@ func TestGrowthDuringAnnouncement(t *testing.T) {
 	// start of the announcement that is held (recorded when it ends).
 	startRT := a.d.DHT().RoutingTable().Size()
 	late := pubJoin(t, seed, max(startRT+growthMin, int(float64(startRT)*growthFactor))-startRT, opts...)
-	eventually(t, 30*time.Second, "the late newcomers in A's routing table", func() bool {
+	eventuallyRT(t, a.d, 30*time.Second, "the late newcomers in A's routing table", func() bool {
 		for _, n := range late {
 			if !inRT(a.d, n.h.ID()) {
 				return false
@@ -679,7 +679,7 @@ func ackNode(t *testing.T, mesh []node, want int) (node, *pubLog) {
 	if err := a.d.Bootstrap(ctx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, fmt.Sprintf("%d servers in A's routing table", want), func() bool { return a.d.DHT().RoutingTable().Size() == want })
+	eventuallyRT(t, a.d, 30*time.Second, fmt.Sprintf("%d servers in A's routing table", want), func() bool { return a.d.DHT().RoutingTable().Size() == want })
 	return a, logs
 }
 
@@ -1154,7 +1154,7 @@ func TestAutoMode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 30*time.Second, "the host of unknown reachability in the server's routing table", func() bool { return inRT(server, unknownH.ID()) })
+	eventuallyRT(t, server, 30*time.Second, "the host of unknown reachability in the server's routing table", func() bool { return inRT(server, unknownH.ID()) })
 	if !serves(unknownH) {
 		t.Fatal("the host of unknown reachability does not serve the DHT")
 	}
@@ -1184,7 +1184,7 @@ func TestAutoMode(t *testing.T) {
 	// Found public: it serves, and the server takes it.
 	emitReachability(t, privH, network.ReachabilityPublic)
 	eventually(t, 30*time.Second, "the host found public to serve the DHT", func() bool { return serves(privH) })
-	eventually(t, 30*time.Second, "the server to take the public host", func() bool { return inRT(server, privH.ID()) })
+	eventuallyRT(t, server, 30*time.Second, "the server to take the public host", func() bool { return inRT(server, privH.ID()) })
 	// The host of unknown reachability served throughout.
 	if !serves(unknownH) {
 		t.Fatal("the host of unknown reachability stopped serving")

@@ -1,37 +1,19 @@
 package discovery
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcpv2/mcpv2/internal/testenv"
 )
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestNoDHTPeerSaidOnce: a node whose DHT stays empty says so once at Info;
 // its retries say it at Debug only.
 func TestNoDHTPeerSaidOnce(t *testing.T) {
-	var logs syncBuffer
+	var logs testenv.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	lone := newDisc(t, newHost(t), WithRepublish(50*time.Millisecond), WithLogger(log))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
