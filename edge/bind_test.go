@@ -96,13 +96,13 @@ func TestDefaultBindIsNeverEveryInterface(t *testing.T) {
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := NewClient(nil)
+	c := newClient(t)
 	defer c.Close()
 	addr, err := protocol.ParseAddress(s.DemoSessionAddress())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CallSkill(t.Context(), addr, "ping", nil, ""); err != nil {
+	if _, err := c.CallSkill(t.Context(), addr, "ping", nil, protocol.CallOptions{}); err != nil {
 		t.Errorf("ping through the demo session address %s: %v", addr, err)
 	}
 }
@@ -241,9 +241,9 @@ func TestDemoAddressOnSpecificIP(t *testing.T) {
 	if demo.Host != a.String() {
 		t.Errorf("demo host %q, want %q (127.0.0.1 cannot reach this listener)", demo.Host, a)
 	}
-	c := NewClient(nil)
+	c := newClient(t)
 	defer c.Close()
-	if _, err := c.CallSkill(t.Context(), demo, "ping", nil, ""); err != nil {
+	if _, err := c.CallSkill(t.Context(), demo, "ping", nil, protocol.CallOptions{}); err != nil {
 		t.Errorf("demo address does not work from this host: %v", err)
 	}
 }
@@ -292,14 +292,14 @@ func TestDefaultBindAlsoServesLoopback(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("health over loopback: %s", resp.Status)
 	}
-	c := NewClient(nil)
+	c := newClient(t)
 	defer c.Close()
 	for _, host := range []string{"127.0.0.1", lan.String()} {
 		addr, err := protocol.ParseAddress("mcpv2://" + net.JoinHostPort(host, port) + "/mcpv2")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.CallSkill(t.Context(), addr, "ping", nil, ""); err != nil {
+		if _, err := c.CallSkill(t.Context(), addr, "ping", nil, protocol.CallOptions{}); err != nil {
 			t.Errorf("ping with an anonymous session over %s: %v", host, err)
 		}
 	}

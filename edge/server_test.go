@@ -551,7 +551,7 @@ func TestServeBlocksUntilClose(t *testing.T) {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve() }()
-	c := NewClient(nil)
+	c := newClient(t)
 	defer c.Close()
 	addr, _ := protocol.ParseAddress(s.PeerAddress())
 	if _, err := c.Health(t.Context(), addr); err != nil {

@@ -2,17 +2,11 @@ package edge
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -22,74 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpv2/mcpv2/internal/testenv"
 	"github.com/mcpv2/mcpv2/protocol"
 )
-
-// testCA is a certificate authority made for one test.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newTestCA(t *testing.T, name string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue signs a leaf certificate: a server certificate for 127.0.0.1 and
-// localhost, or a client certificate. It returns the PEM certificate and key.
-func (ca *testCA) issue(t *testing.T, name string, server bool) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-		tmpl.DNSNames = []string{"localhost"}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
-}
 
 // tlsFiles is a server certificate, its key and a client CA bundle on disk,
 // and the client side: the server's CA and client certificates.
@@ -104,9 +33,9 @@ type tlsFiles struct {
 func newTLSFiles(t *testing.T) *tlsFiles {
 	t.Helper()
 	dir := t.TempDir()
-	serverCA, clientCA, otherCA := newTestCA(t, "server CA"), newTestCA(t, "client CA"), newTestCA(t, "other CA")
+	serverCA, clientCA, otherCA := testenv.NewCA(t, "server CA"), testenv.NewCA(t, "client CA"), testenv.NewCA(t, "other CA")
 	f := &tlsFiles{dir: dir, serverCA: x509.NewCertPool()}
-	f.serverCA.AddCert(serverCA.cert)
+	f.serverCA.AddCert(serverCA.Cert)
 	write := func(name string, b []byte) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, b, 0o600); err != nil {
@@ -114,13 +43,13 @@ func newTLSFiles(t *testing.T) *tlsFiles {
 		}
 		return p
 	}
-	c, k := serverCA.issue(t, "edge", true)
+	c, k := serverCA.Issue(t, "edge", true)
 	f.cert, f.key = write("edge.crt", c), write("edge.key", k)
-	f.clientCA = write("client-ca.pem", clientCA.pem)
-	oc, ok := serverCA.issue(t, "other edge", true)
+	f.clientCA = write("client-ca.pem", clientCA.PEM)
+	oc, ok := serverCA.Issue(t, "other edge", true)
 	f.otherCert, f.otherKeyF = write("other.crt", oc), write("other.key", ok)
-	pair := func(ca *testCA, name string) tls.Certificate {
-		c, k := ca.issue(t, name, false)
+	pair := func(ca *testenv.CA, name string) tls.Certificate {
+		c, k := ca.Issue(t, name, false)
 		p, err := tls.X509KeyPair(c, k)
 		if err != nil {
 			t.Fatal(err)
@@ -264,13 +193,13 @@ func TestTLSEdge(t *testing.T) {
 	if err != nil || addr.Kind != protocol.AddrHTTP || addr.URL != wantAddr || addr.SessionID == "" {
 		t.Fatalf("ParseAddress(%q) = %+v, %v", demo, addr, err)
 	}
-	ec := NewClient(c)
+	ec := newClient(t, WithHTTPClient(c))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if eh, err := ec.Health(ctx, addr); err != nil || !eh.TLS {
 		t.Fatalf("Client.Health over https: %+v, %v", eh, err)
 	}
-	if res, err := ec.CallSkill(ctx, addr, "ping", nil, ""); err != nil || !strings.Contains(string(res), `"pong":true`) {
+	if res, err := ec.CallSkill(ctx, addr, "ping", nil, protocol.CallOptions{}); err != nil || !strings.Contains(string(res), `"pong":true`) {
 		t.Fatalf("Client.CallSkill ping over https with the demo session: %s, %v", res, err)
 	}
 

@@ -40,13 +40,13 @@ func BenchmarkMeshCall(b *testing.B) {
 	for _, size := range benchPayloads {
 		b.Run(fmt.Sprintf("payload=%d", size), func(b *testing.B) {
 			args := pingArgs(size)
-			if _, err := a.Client().CallSkill(ctx, addr, "ping", args, CallOptions{}); err != nil {
+			if _, err := a.Client().CallSkill(ctx, addr, "ping", args, protocol.CallOptions{}); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
 			b.SetBytes(int64(size))
 			for b.Loop() {
-				if _, err := a.Client().CallSkill(ctx, addr, "ping", args, CallOptions{}); err != nil {
+				if _, err := a.Client().CallSkill(ctx, addr, "ping", args, protocol.CallOptions{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -112,7 +112,7 @@ func BenchmarkMeshCallParallel(b *testing.B) {
 			b.SetParallelism(64 / max(1, runtime.GOMAXPROCS(0)))
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if _, err := a.Client().CallSkill(ctx, addr, "ping", args, CallOptions{}); err != nil {
+					if _, err := a.Client().CallSkill(ctx, addr, "ping", args, protocol.CallOptions{}); err != nil {
 						b.Error(err)
 						return
 					}

@@ -449,7 +449,7 @@ func sendData(ctx context.Context, s network.Stream, f *os.File, off, size int64
 		if sum != nil {
 			hashCh <- chunk
 		}
-		_ = s.SetWriteDeadline(time.Now().Add(blobIdleTimeout()))
+		_ = s.SetWriteDeadline(time.Now().Add(blobIdle))
 		_, err := s.Write(chunk)
 		if sum != nil {
 			<-hashed // the chunk's buffer is free again

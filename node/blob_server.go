@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	pool "github.com/libp2p/go-buffer-pool"
@@ -40,13 +39,10 @@ const (
 // this long: a stalled peer.
 const blobIdle = 30 * time.Second
 
-// blobIdleOverride, when positive, replaces blobIdle (nanoseconds). Atomic,
-// so tests can shorten it while handlers of other tests run.
-var blobIdleOverride atomic.Int64
-
-// blobIdleTimeout returns the current idle timeout of blob streams.
-func blobIdleTimeout() time.Duration {
-	if d := blobIdleOverride.Load(); d > 0 {
+// blobIdleTimeout returns the idle timeout of the blob streams n serves:
+// blobIdle, unless a test set n.blobIdleTest.
+func (n *Node) blobIdleTimeout() time.Duration {
+	if d := n.blobIdleTest.Load(); d > 0 {
 		return time.Duration(d)
 	}
 	return blobIdle
@@ -109,7 +105,7 @@ func (n *Node) handleBlob(s network.Stream) {
 func (n *Node) serveBlob(s network.Stream, c Caller, v11 bool) *protocol.Error {
 	// The whole header must arrive within one idle period; then the data may
 	// take as long as it keeps coming.
-	ir := &idleReader{s: s, idle: blobIdleTimeout(), hold: true}
+	ir := &idleReader{s: s, idle: n.blobIdleTimeout(), hold: true}
 	_ = s.SetReadDeadline(time.Now().Add(ir.idle))
 	br := bufio.NewReader(ir)
 	raw, err := transport.NewFrameReader(br, MaxBlobHeader).ReadFrame()

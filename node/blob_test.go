@@ -80,6 +80,7 @@ type countingStream struct {
 	n    *atomic.Int64
 	head *[]byte // guarded by blobWatch.mu, as the handler's goroutine reads
 	mu   *sync.Mutex
+	read *chan struct{} // blobWatch.read; nil: none
 }
 
 func (c countingStream) Read(p []byte) (int, error) {
@@ -88,6 +89,10 @@ func (c countingStream) Read(p []byte) (int, error) {
 	c.mu.Lock()
 	if k := min(m, 512-len(*c.head)); k > 0 {
 		*c.head = append(*c.head, p[:k]...)
+	}
+	if c.read != nil && *c.read != nil && m > 0 {
+		close(*c.read)
+		*c.read = nil
 	}
 	c.mu.Unlock()
 	return m, err
@@ -100,6 +105,33 @@ type blobWatch struct {
 	mu    sync.Mutex
 	heads []*[]byte
 	proto []libp2pproto.ID
+	// read is closed (and set to nil) by the next read of a handler; mu
+	// guards it.
+	read chan struct{}
+}
+
+// waitBytes waits until n's handlers have read want bytes in all, at most
+// 10 s; it wakes on each of their reads.
+func (w *blobWatch) waitBytes(t testing.TB, want int64) {
+	t.Helper()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for {
+		w.mu.Lock()
+		if w.read == nil {
+			w.read = make(chan struct{})
+		}
+		read := w.read
+		w.mu.Unlock()
+		if w.bytes.Load() >= want {
+			return
+		}
+		select {
+		case <-read:
+		case <-deadline.C:
+			t.Fatalf("the blob handlers read %d bytes, want %d", w.bytes.Load(), want)
+		}
+	}
 }
 
 // streams returns the protocol and the first bytes of each stream so far.
@@ -126,7 +158,7 @@ func watchBlob(n *Node, ids ...libp2pproto.ID) *blobWatch {
 			w.mu.Lock()
 			w.heads, w.proto = append(w.heads, head), append(w.proto, s.Protocol())
 			w.mu.Unlock()
-			n.handleBlob(countingStream{Stream: s, n: &w.bytes, head: head, mu: &w.mu})
+			n.handleBlob(countingStream{Stream: s, n: &w.bytes, head: head, mu: &w.mu, read: &w.read})
 		})
 	}
 	return w
@@ -503,9 +535,9 @@ func TestBlobNotPermitted(t *testing.T) {
 // kept, and a newer transfer of the same upload takes over from a stream
 // that is still open.
 func TestBlobStallAndTakeover(t *testing.T) {
-	blobIdleOverride.Store(int64(500 * time.Millisecond))
-	t.Cleanup(func() { blobIdleOverride.Store(0) })
 	a, b := pair(t, nil)
+	b.blobIdleTest.Store(int64(500 * time.Millisecond))
+	watch := watchBlob(b)
 	path, sum := blobFile(t, 2*mib, 10)
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -534,7 +566,8 @@ func TestBlobStallAndTakeover(t *testing.T) {
 
 	// Takeover: a stream that is still open (say its connection died
 	// unnoticed) is superseded by a newer transfer of the same upload.
-	blobIdleOverride.Store(0)
+	b.blobIdleTest.Store(0)
+	read := watch.bytes.Load() // the stalled stream's: its handler has ended
 	s, fr = rawBlobProto(t, a, b, protocol.BlobProtocolID11)
 	if err := transport.WriteFrame(s, header); err != nil {
 		t.Fatal(err)
@@ -546,7 +579,11 @@ func TestBlobStallAndTakeover(t *testing.T) {
 	if _, err := s.Write(data[1000:5000]); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // let the receiver take the bytes in
+	var frame bytes.Buffer
+	if err := transport.WriteFrame(&frame, header); err != nil {
+		t.Fatal(err)
+	}
+	watch.waitBytes(t, read+int64(frame.Len())+4000) // the receiver took the bytes in
 	var first atomic.Int64
 	first.Store(-1)
 	start = time.Now()
@@ -1145,7 +1182,7 @@ func TestSweeperRemovesStalePartials(t *testing.T) {
 	if used, _ := b.Store().Files().Usage(); used != 0 {
 		t.Fatalf("usage after the sweep: %d", used)
 	}
-	if _, err := a.Client().CallSkill(ctxT(t), addrOf(t, b), "ping", nil, CallOptions{}); err != nil {
+	if _, err := a.Client().CallSkill(ctxT(t), addrOf(t, b), "ping", nil, protocol.CallOptions{}); err != nil {
 		t.Fatalf("the node stopped serving: %v", err)
 	}
 }
@@ -1170,7 +1207,7 @@ func TestUploadFileMaxStore(t *testing.T) {
 	a, b := pair(t, func(c *Config) { c.MaxStore = 1000 })
 	call := func(name string, n int) error {
 		args, _ := json.Marshal(map[string]string{"filename": name, "content": strings.Repeat("x", n)})
-		_, err := a.Client().CallSkill(ctxT(t), addrOf(t, b), "upload_file", args, CallOptions{})
+		_, err := a.Client().CallSkill(ctxT(t), addrOf(t, b), "upload_file", args, protocol.CallOptions{})
 		return err
 	}
 	if err := call("a.txt", 700); err != nil {

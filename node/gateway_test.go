@@ -309,7 +309,7 @@ func TestCancelledCallNeverPoisonsThePool(t *testing.T) {
 	// Find how long a call takes, so the short deadlines land around it.
 	start := time.Now()
 	for range 20 {
-		if _, err := a.Client().CallMethod(ctxT(t), addr, protocol.MethodToolsList, CallOptions{}); err != nil {
+		if _, err := a.Client().CallMethod(ctxT(t), addr, protocol.MethodToolsList, protocol.CallOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -317,9 +317,9 @@ func TestCancelledCallNeverPoisonsThePool(t *testing.T) {
 	failed := 0
 	for i := range 1500 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%40)*rtt/20)
-		_, _ = a.Client().CallMethod(ctx, addr, protocol.MethodToolsList, CallOptions{})
+		_, _ = a.Client().CallMethod(ctx, addr, protocol.MethodToolsList, protocol.CallOptions{})
 		cancel()
-		if _, err := a.Client().CallMethod(ctxT(t), addr, protocol.MethodToolsList, CallOptions{}); err != nil {
+		if _, err := a.Client().CallMethod(ctxT(t), addr, protocol.MethodToolsList, protocol.CallOptions{}); err != nil {
 			failed++
 			t.Errorf("call %d with a fresh context: %v", i, err)
 			if failed > 3 {

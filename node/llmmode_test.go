@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/mcpv2/mcpv2/protocol"
 )
 
 // TestLLMModeSurvivesRestart: turn 4 is answered from turn 1; after the node
@@ -21,7 +23,7 @@ func TestLLMModeSurvivesRestart(t *testing.T) {
 	}
 	b := start()
 	ask := func(b *Node, q string) map[string]any {
-		raw, err := a.Client().CallSkill(ctxT(t), addrOf(t, b), "ask", json.RawMessage(mustJSON(map[string]any{"query": q, "conversation_id": "c1"})), CallOptions{})
+		raw, err := a.Client().CallSkill(ctxT(t), addrOf(t, b), "ask", json.RawMessage(mustJSON(map[string]any{"query": q, "conversation_id": "c1"})), protocol.CallOptions{})
 		if err != nil {
 			t.Fatalf("ask %q: %v", q, err)
 		}

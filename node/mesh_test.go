@@ -60,7 +60,7 @@ func TestFindAndCallByPeerID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := a.Client().CallSkill(ctxT(t), addr, "chess", json.RawMessage(`{"move":"e4"}`), CallOptions{})
+	res, err := a.Client().CallSkill(ctxT(t), addr, "chess", json.RawMessage(`{"move":"e4"}`), protocol.CallOptions{})
 	if err != nil || string(res) != `{"reply":"e5","to":"e4"}` {
 		t.Fatalf("call by PeerID: %s %v", res, err)
 	}

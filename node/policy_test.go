@@ -19,7 +19,7 @@ func TestPolicyDeniesUngrantedSkill(t *testing.T) {
 	})
 	addr := addrOf(t, b)
 	before := len(readAudit(t, b))
-	_, err := a.Client().CallSkill(ctxT(t), addr, "ask", json.RawMessage(`{"query":"hi"}`), CallOptions{})
+	_, err := a.Client().CallSkill(ctxT(t), addr, "ask", json.RawMessage(`{"query":"hi"}`), protocol.CallOptions{})
 	if codeOf(err) != protocol.CodeNotPermitted {
 		t.Fatalf("want -32009, got %v", err)
 	}
@@ -34,18 +34,18 @@ func TestPolicyDeniesUngrantedSkill(t *testing.T) {
 		}
 	}
 	// Granted and open skills work.
-	if _, err := a.Client().CallSkill(ctxT(t), addr, "list_files", nil, CallOptions{}); err != nil {
+	if _, err := a.Client().CallSkill(ctxT(t), addr, "list_files", nil, protocol.CallOptions{}); err != nil {
 		t.Fatalf("granted skill: %v", err)
 	}
-	if _, err := a.Client().CallSkill(ctxT(t), addr, "ping", nil, CallOptions{}); err != nil {
+	if _, err := a.Client().CallSkill(ctxT(t), addr, "ping", nil, protocol.CallOptions{}); err != nil {
 		t.Fatalf("open skill: %v", err)
 	}
 	// A third peer with no grant gets nothing but the open ones.
 	c := newTestNode(t, nil)
-	if _, err := c.Client().CallSkill(ctxT(t), addr, "list_files", nil, CallOptions{}); codeOf(err) != protocol.CodeNotPermitted {
+	if _, err := c.Client().CallSkill(ctxT(t), addr, "list_files", nil, protocol.CallOptions{}); codeOf(err) != protocol.CodeNotPermitted {
 		t.Fatalf("stranger: want -32009, got %v", err)
 	}
-	if _, err := c.Client().CallMethod(ctxT(t), addr, protocol.MethodToolsList, CallOptions{}); err != nil {
+	if _, err := c.Client().CallMethod(ctxT(t), addr, protocol.MethodToolsList, protocol.CallOptions{}); err != nil {
 		t.Fatalf("tools/list must be open: %v", err)
 	}
 }
@@ -56,7 +56,7 @@ func TestMeshSessions(t *testing.T) {
 	b := newTestNode(t, func(c *Config) { c.Secret = secret })
 	addr := addrOf(t, b)
 	// A holds the secret: its calls carry a valid session and are served.
-	if _, err := a.Client().CallSkill(ctxT(t), addr, "ask", json.RawMessage(`{"query":"hi"}`), CallOptions{}); err != nil {
+	if _, err := a.Client().CallSkill(ctxT(t), addr, "ask", json.RawMessage(`{"query":"hi"}`), protocol.CallOptions{}); err != nil {
 		t.Fatalf("valid session refused: %v", err)
 	}
 	aid, bid := a.ID().String(), b.ID().String()
@@ -76,17 +76,17 @@ func TestMeshSessions(t *testing.T) {
 		"garbage":       {"not-a-token", "malformed"},
 	}
 	for name, c := range cases {
-		_, err := a.Client().CallSkill(ctxT(t), addr, "ask", json.RawMessage(`{"query":"hi"}`), CallOptions{Session: c.tok})
+		_, err := a.Client().CallSkill(ctxT(t), addr, "ask", json.RawMessage(`{"query":"hi"}`), protocol.CallOptions{Session: c.tok})
 		if codeOf(err) != protocol.CodeInvalidSession || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: want -32001 saying %q, got %v", name, c.want, err)
 		}
 	}
-	if _, err := a.Client().CallSkill(ctxT(t), addr, "ask", json.RawMessage(`{"query":"hi"}`), CallOptions{Session: good}); err != nil {
+	if _, err := a.Client().CallSkill(ctxT(t), addr, "ask", json.RawMessage(`{"query":"hi"}`), protocol.CallOptions{Session: good}); err != nil {
 		t.Errorf("hand-made valid token refused: %v", err)
 	}
 	// A peer without the secret is not granted.
 	c := newTestNode(t, nil)
-	if _, err := c.Client().CallSkill(ctxT(t), addr, "ask", json.RawMessage(`{"query":"hi"}`), CallOptions{}); codeOf(err) != protocol.CodeNotPermitted {
+	if _, err := c.Client().CallSkill(ctxT(t), addr, "ask", json.RawMessage(`{"query":"hi"}`), protocol.CallOptions{}); codeOf(err) != protocol.CodeNotPermitted {
 		t.Errorf("no session: want -32009, got %v", err)
 	}
 }
@@ -96,7 +96,7 @@ func TestRateLimitPerPeer(t *testing.T) {
 	addr := addrOf(t, b)
 	limited := 0
 	for i := 0; i < 150; i++ {
-		_, err := a.Client().CallSkill(ctxT(t), addr, "ping", nil, CallOptions{})
+		_, err := a.Client().CallSkill(ctxT(t), addr, "ping", nil, protocol.CallOptions{})
 		if codeOf(err) == protocol.CodeRateLimited {
 			limited++
 		} else if err != nil {
@@ -164,11 +164,11 @@ func TestPerSkillLimits(t *testing.T) {
 	addr := addrOf(t, b)
 	ask := json.RawMessage(`{"query":"hi"}`)
 	for i := range 3 {
-		if _, err := a.Client().CallSkill(ctxT(t), addr, "ask", ask, CallOptions{}); err != nil {
+		if _, err := a.Client().CallSkill(ctxT(t), addr, "ask", ask, protocol.CallOptions{}); err != nil {
 			t.Fatalf("ask %d within the limit: %v", i+1, err)
 		}
 	}
-	_, err := a.Client().CallSkill(ctxT(t), addr, "ask", ask, CallOptions{})
+	_, err := a.Client().CallSkill(ctxT(t), addr, "ask", ask, protocol.CallOptions{})
 	var pe *protocol.Error
 	if !errors.As(err, &pe) || pe.Code != protocol.CodeRateLimited || !strings.Contains(pe.Message, `"ask"`) {
 		t.Fatalf("4th ask in a minute: want -32005 naming the skill, got %v", err)
@@ -177,17 +177,17 @@ func TestPerSkillLimits(t *testing.T) {
 		t.Errorf("error data %v: want skill and retry_after_ms", pe.Data)
 	}
 	// Another caller has buckets of its own.
-	if _, err := other.Client().CallSkill(ctxT(t), addr, "ask", ask, CallOptions{}); err != nil {
+	if _, err := other.Client().CallSkill(ctxT(t), addr, "ask", ask, protocol.CallOptions{}); err != nil {
 		t.Fatalf("another caller's first ask: %v", err)
 	}
 	// "*": 5 per hour for each other skill, each in its own bucket.
 	for _, skill := range []string{"ping", "list_files"} {
 		for i := range 5 {
-			if _, err := a.Client().CallSkill(ctxT(t), addr, skill, nil, CallOptions{}); err != nil {
+			if _, err := a.Client().CallSkill(ctxT(t), addr, skill, nil, protocol.CallOptions{}); err != nil {
 				t.Fatalf("%s %d within the \"*\" limit: %v", skill, i+1, err)
 			}
 		}
-		if _, err := a.Client().CallSkill(ctxT(t), addr, skill, nil, CallOptions{}); codeOf(err) != protocol.CodeRateLimited {
+		if _, err := a.Client().CallSkill(ctxT(t), addr, skill, nil, protocol.CallOptions{}); codeOf(err) != protocol.CodeRateLimited {
 			t.Fatalf("6th %s in an hour: want -32005, got %v", skill, err)
 		}
 	}

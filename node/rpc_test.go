@@ -1,15 +1,18 @@
 package node
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	libp2pproto "github.com/libp2p/go-libp2p/core/protocol"
 
+	"github.com/mcpv2/mcpv2/node/skills"
 	"github.com/mcpv2/mcpv2/protocol"
 	"github.com/mcpv2/mcpv2/transport"
 )
@@ -113,7 +116,13 @@ func TestWholeMessageRefusals(t *testing.T) {
 
 func TestNotificationsOnlyGetNoReply(t *testing.T) {
 	a, b := pair(t, nil)
-	runs := counterSkill(b, "count")
+	var runs atomic.Int64
+	ran := make(chan struct{}, 3) // a send per run
+	skills.Add(b.Registry(), "count", "counts calls", nil, func(context.Context, struct{}) (map[string]int64, error) {
+		n := runs.Add(1)
+		ran <- struct{}{}
+		return map[string]int64{"count": n}, nil
+	})
 	pid, err := a.Client().Connect(ctxT(t), addrOf(t, b))
 	if err != nil {
 		t.Fatal(err)
@@ -124,8 +133,10 @@ func TestNotificationsOnlyGetNoReply(t *testing.T) {
 	}
 	// Send does not wait for notifications to run, and the next call goes
 	// on a stream of its own, which may overtake them: wait for both.
-	for deadline := time.Now().Add(10 * time.Second); runs.Load() < 2; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
+	for range 2 {
+		select {
+		case <-ran:
+		case <-time.After(10 * time.Second):
 			t.Fatalf("the notifications ran %d times, want 2", runs.Load())
 		}
 	}
@@ -171,7 +182,7 @@ func TestStreamReuse(t *testing.T) {
 	a, b := pair(t, nil)
 	addr := addrOf(t, b)
 	for i := 0; i < 20; i++ {
-		if _, err := a.Client().CallSkill(ctxT(t), addr, "ping", nil, CallOptions{}); err != nil {
+		if _, err := a.Client().CallSkill(ctxT(t), addr, "ping", nil, protocol.CallOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -198,7 +209,7 @@ func TestManyCallsInFlightToOnePeer(t *testing.T) {
 	for range 200 {
 		wg.Go(func() {
 			for range 5 {
-				if _, err := a.Client().CallSkill(ctxT(t), addr, "ping", args, CallOptions{}); err != nil {
+				if _, err := a.Client().CallSkill(ctxT(t), addr, "ping", args, protocol.CallOptions{}); err != nil {
 					errs <- err
 					return
 				}

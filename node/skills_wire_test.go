@@ -33,7 +33,7 @@ func runSkillCases(t *testing.T, a *Node, b *Node, cases []skillCase) {
 	addr := addrOf(t, b)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			raw, err := a.Client().CallSkill(ctxT(t), addr, c.skill, json.RawMessage(c.args), CallOptions{})
+			raw, err := a.Client().CallSkill(ctxT(t), addr, c.skill, json.RawMessage(c.args), protocol.CallOptions{})
 			if c.code != 0 {
 				if codeOf(err) != c.code {
 					t.Fatalf("want error %d, got %v (result %s)", c.code, err, raw)
@@ -162,7 +162,7 @@ func TestStandardSkillsOverLibp2p(t *testing.T) {
 
 func TestToolsListHasStandardSkillsWithSchemas(t *testing.T) {
 	a, b := pair(t, nil)
-	raw, err := a.Client().CallMethod(ctxT(t), addrOf(t, b), protocol.MethodToolsList, CallOptions{})
+	raw, err := a.Client().CallMethod(ctxT(t), addrOf(t, b), protocol.MethodToolsList, protocol.CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestToolsListHasStandardSkillsWithSchemas(t *testing.T) {
 
 func TestAgentCard(t *testing.T) {
 	a, b := pair(t, func(c *Config) { c.Name = "bob"; c.LLMMode = true })
-	raw, err := a.Client().CallMethod(ctxT(t), addrOf(t, b), protocol.MethodAgentCard, CallOptions{})
+	raw, err := a.Client().CallMethod(ctxT(t), addrOf(t, b), protocol.MethodAgentCard, protocol.CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestFileRoundTripSizes(t *testing.T) {
 			sum := sha256.Sum256(data)
 			name := fmt.Sprintf("f%d.txt", size)
 			call := func(skill string, args any) map[string]any {
-				raw, err := a.Client().CallSkill(ctxT(t), addr, skill, json.RawMessage(mustJSON(args)), CallOptions{})
+				raw, err := a.Client().CallSkill(ctxT(t), addr, skill, json.RawMessage(mustJSON(args)), protocol.CallOptions{})
 				if err != nil {
 					t.Fatalf("%s: %v", skill, err)
 				}
@@ -281,7 +281,7 @@ func TestFileTraversalRefused(t *testing.T) {
 			if skill == "delete_file" {
 				args = map[string]any{"filename": name}
 			}
-			_, err := a.Client().CallSkill(ctxT(t), addr, skill, json.RawMessage(mustJSON(args)), CallOptions{})
+			_, err := a.Client().CallSkill(ctxT(t), addr, skill, json.RawMessage(mustJSON(args)), protocol.CallOptions{})
 			if codeOf(err) != protocol.CodeInvalidParams {
 				t.Errorf("%s(%q): want -32602, got %v", skill, name, err)
 			}

@@ -161,6 +161,7 @@ func TestProtocolLimitInbound(t *testing.T) {
 	client := newTestHost(t, "")
 
 	var accepted atomic.Int32
+	closed := make(chan struct{}, 64) // a send per stream the server closed
 	server.SetStreamHandler(limitProto, func(s network.Stream) {
 		_ = s.SetDeadline(time.Now().Add(20 * time.Second))
 		fr := NewFrameReader(s, 64)
@@ -180,7 +181,8 @@ func TestProtocolLimitInbound(t *testing.T) {
 			_ = s.Reset()
 			return
 		}
-		_ = s.Close()
+		_ = s.Close() // frees the slot (the stream's scope) before it returns
+		closed <- struct{}{}
 	})
 	connect(t, client, server)
 
@@ -240,18 +242,16 @@ func TestProtocolLimitInbound(t *testing.T) {
 		t.Fatalf("waiting for the server to close: %v", err)
 	}
 	_ = open[0].Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s, err := try()
-		if err == nil {
-			_ = s.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no stream served after one ended: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server never closed the stream the client ended")
 	}
+	s, err := try()
+	if err != nil {
+		t.Fatalf("no stream served after one ended: %v", err)
+	}
+	_ = s.Close()
 	for _, s := range open[1:] {
 		_ = s.Reset()
 	}

@@ -3,9 +3,12 @@ package transport
 import (
 	"context"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
@@ -97,6 +100,27 @@ func TestBehindNAT(t *testing.T) {
 	}
 }
 
+// subscribedHost is a host whose event bus closes subscribed after its
+// first Subscribe returned.
+type subscribedHost struct {
+	host.Host
+	subscribed chan struct{}
+	once       sync.Once
+}
+
+func (h *subscribedHost) EventBus() event.Bus { return subscribedBus{Bus: h.Host.EventBus(), h: h} }
+
+type subscribedBus struct {
+	event.Bus
+	h *subscribedHost
+}
+
+func (b subscribedBus) Subscribe(eventType any, opts ...event.SubscriptionOpt) (event.Subscription, error) {
+	sub, err := b.Bus.Subscribe(eventType, opts...)
+	b.h.once.Do(func() { close(b.h.subscribed) })
+	return sub, err
+}
+
 // TestWaitDirect: WaitDirect returns a direct connection that opens while
 // it waits (on the event bus, not by polling), at once when one is open,
 // and nil when ctx ends first; WaitHolePunchReady reports false for a
@@ -112,12 +136,13 @@ func TestWaitDirect(t *testing.T) {
 	}
 
 	got := make(chan network.Conn, 1)
+	waiting := &subscribedHost{Host: a, subscribed: make(chan struct{})}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		got <- WaitDirect(ctx, a, b.ID())
+		got <- WaitDirect(ctx, waiting, b.ID())
 	}()
-	time.Sleep(100 * time.Millisecond)
+	<-waiting.subscribed // WaitDirect listens on the event bus: connect now
 	connect(t, a, b)
 	select {
 	case c := <-got:

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -239,26 +240,42 @@ func TestDialScopeSources(t *testing.T) {
 	}
 }
 
-// waitAddr waits until h's peerstore holds a for p.
+// waitBus waits, at most 10 s, until cond holds: it looks again at every
+// event on h's event bus (identify's, connectedness changes), and reports
+// whether cond came to hold.
+func waitBus(t *testing.T, h host.Host, cond func() bool) bool {
+	t.Helper()
+	sub, err := h.EventBus().Subscribe(event.WildcardSubscription)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-sub.Out():
+		case <-deadline.C:
+			return cond()
+		}
+	}
+	return true
+}
+
+// waitAddr waits until h's peerstore holds a for p (identify updates the
+// peerstore before it emits its event).
 func waitAddr(t *testing.T, h host.Host, p peer.ID, a ma.Multiaddr) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ma.Contains(h.Peerstore().Addrs(p), a) {
-		if time.Now().After(deadline) {
-			t.Fatalf("identify never told %s of %s (has %v)", h.ID(), a, h.Peerstore().Addrs(p))
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !waitBus(t, h, func() bool { return ma.Contains(h.Peerstore().Addrs(p), a) }) {
+		t.Fatalf("identify never told %s of %s (has %v)", h.ID(), a, h.Peerstore().Addrs(p))
 	}
 }
 
-// waitGone waits until h has no connection to p.
+// waitGone waits until h has no connection to p (an
+// EvtPeerConnectednessChanged).
 func waitGone(t *testing.T, h host.Host, p peer.ID) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for h.Network().Connectedness(p) == network.Connected {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still connected to %s", h.ID(), p)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !waitBus(t, h, func() bool { return h.Network().Connectedness(p) != network.Connected }) {
+		t.Fatalf("%s still connected to %s", h.ID(), p)
 	}
 }

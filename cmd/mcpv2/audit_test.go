@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/mcpv2/mcpv2/internal/testenv"
 	"github.com/mcpv2/mcpv2/node/store"
 )
 
@@ -53,24 +53,6 @@ func TestParseSince(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestFollowAuditAcrossRotation: --follow prints the tail, then every line
 // appended, each once, also the last lines of a file rotated away and the
 // first of its successor.
@@ -91,7 +73,7 @@ func TestFollowAuditAcrossRotation(t *testing.T) {
 		f.Close()
 	}
 	appendLines(path, 0, 5)
-	var out syncBuffer
+	var out testenv.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- followAudit(ctx, dir, store.AuditFilter{}, 2, newAuditPrinter(&out, true), io.Discard) }()

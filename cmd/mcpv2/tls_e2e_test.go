@@ -3,17 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
-	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -30,66 +22,27 @@ import (
 // tlsE2ESecret is the --secret of the TLS process test's node.
 const tlsE2ESecret = "tls-e2e-secret"
 
-// pemCA is a certificate authority made for one test, with its PEM file.
+// pemCA is a test CA (testenv.CA) with its certificate's PEM file.
 type pemCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
+	*testenv.CA
 	file string
 }
 
 // newPEMCA makes a CA and writes its certificate to dir/name.pem.
 func newPEMCA(t *testing.T, dir, name string) *pemCA {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := writeFile(t, filepath.Join(dir, name+".pem"), string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
-	return &pemCA{cert: cert, key: key, file: file}
+	ca := testenv.NewCA(t, name)
+	return &pemCA{CA: ca, file: writeFile(t, filepath.Join(dir, name+".pem"), string(ca.PEM))}
 }
 
 // issue writes a leaf certificate and its key, signed by ca, to
-// dir/name.crt and dir/name.key: a server certificate for 127.0.0.1, or a
-// client certificate.
+// dir/name.crt and dir/name.key: a server certificate for 127.0.0.1 (and
+// localhost), or a client certificate.
 func (ca *pemCA) issue(t *testing.T, dir, name string, server bool) (certFile, keyFile string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile = writeFile(t, filepath.Join(dir, name+".crt"), string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
-	keyFile = writeFile(t, filepath.Join(dir, name+".key"), string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})))
+	c, k := ca.Issue(t, name, server)
+	certFile = writeFile(t, filepath.Join(dir, name+".crt"), string(c))
+	keyFile = writeFile(t, filepath.Join(dir, name+".key"), string(k))
 	return certFile, keyFile
 }
 

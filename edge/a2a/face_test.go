@@ -358,6 +358,26 @@ func sseEvents(t *testing.T, body io.Reader, n int) []map[string]any {
 	return out
 }
 
+// firstEvent passes r through and closes seen once a whole SSE event (a
+// data line, then a blank line) has been read from it.
+type firstEvent struct {
+	r    io.Reader
+	buf  []byte
+	seen chan struct{} // nil once closed
+}
+
+func (e *firstEvent) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if e.seen != nil {
+		e.buf = append(e.buf, p[:n]...)
+		if i := bytes.Index(e.buf, []byte("data: ")); i >= 0 && bytes.Contains(e.buf[i:], []byte("\n\n")) {
+			close(e.seen)
+			e.seen, e.buf = nil, nil
+		}
+	}
+	return n, err
+}
+
 func (r *rig) stream(t *testing.T, ctx context.Context, method string, params any, hdr map[string]string) *http.Response {
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
@@ -417,8 +437,15 @@ func TestResubscribeReplays(t *testing.T) {
 	resp = r.stream(t, ctx, "SubscribeToTask", map[string]any{"id": id}, map[string]string{"Last-Event-ID": "1"})
 	defer resp.Body.Close()
 	got := make(chan []map[string]any, 1)
-	go func() { got <- sseEvents(t, resp.Body, 0) }()
-	time.Sleep(200 * time.Millisecond)
+	replayed := make(chan struct{})
+	go func() { got <- sseEvents(t, &firstEvent{r: resp.Body, seen: replayed}, 0) }()
+	// Let the task finish only once the replay has come, so that the rest
+	// comes live.
+	select {
+	case <-replayed:
+	case all := <-got:
+		t.Fatalf("the stream ended before any event: %v", all)
+	}
 	close(r.release)
 	all := <-got
 	var kinds []string
