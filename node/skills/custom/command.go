@@ -108,20 +108,14 @@ func newCommand(name string, raw json.RawMessage, l *Loader, baseDir string) (*c
 	}
 	var env []string
 	for k, v := range cj.Env {
-		if !envNameRE.MatchString(k) {
-			return nil, fieldf("env", "%q is not a valid variable name", k)
-		}
 		if reservedEnv[k] {
 			return nil, fieldf("env."+k, "is set by the node and may not be given")
 		}
-		val, err := expandEnv(v)
+		kv, err := envEntry(k, v)
 		if err != nil {
-			return nil, fieldf("env."+k, "%w", err)
+			return nil, err
 		}
-		if strings.IndexByte(val, 0) >= 0 {
-			return nil, fieldf("env."+k, "contains a NUL byte")
-		}
-		env = append(env, k+"="+val)
+		env = append(env, kv)
 	}
 	scratch := l.cfg.scratchDir
 	if scratch != "" {

@@ -488,6 +488,23 @@ func expandEnv(v string) (string, error) {
 	return out, nil
 }
 
+// envEntry checks a variable of a skill's "env" and returns it as
+// NAME=value with its ${ENV:NAME} references expanded: the name must be a
+// valid variable name, the value may not hold a NUL byte.
+func envEntry(k, v string) (string, error) {
+	if !envNameRE.MatchString(k) {
+		return "", fieldf("env", "%q is not a valid variable name", k)
+	}
+	val, err := expandEnv(v)
+	if err != nil {
+		return "", fieldf("env."+k, "%w", err)
+	}
+	if strings.IndexByte(val, 0) >= 0 {
+		return "", fieldf("env."+k, "contains a NUL byte")
+	}
+	return k + "=" + val, nil
+}
+
 // jsonObject checks that out is one JSON object and returns it
 // compacted. The reason it gives for a refusal is fit for a remote caller.
 func jsonObject(out []byte) (json.RawMessage, string) {

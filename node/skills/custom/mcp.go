@@ -178,20 +178,14 @@ func mcpURL(raw string, headers map[string]string) (string, http.Header, error) 
 func mcpEnv(extra map[string]string) ([]string, error) {
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 	for k, v := range extra {
-		if !envNameRE.MatchString(k) {
-			return nil, fieldf("env", "%q is not a valid variable name", k)
+		kv, err := envEntry(k, v)
+		if err != nil {
+			return nil, err
 		}
 		if k == "PATH" || k == "HOME" {
 			env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, k+"=") })
 		}
-		val, err := expandEnv(v)
-		if err != nil {
-			return nil, fieldf("env."+k, "%w", err)
-		}
-		if strings.IndexByte(val, 0) >= 0 {
-			return nil, fieldf("env."+k, "contains a NUL byte")
-		}
-		env = append(env, k+"="+val)
+		env = append(env, kv)
 	}
 	sort.Strings(env)
 	return env, nil
