@@ -241,7 +241,9 @@ func ageOIDC(t *testing.T, a *oidcAuth, iss string, d time.Duration) {
 // once, then not again within the retry interval.
 func TestOIDCUnknownKeyRefetch(t *testing.T) {
 	p := oidctest.Start(t, oidctest.Options{})
-	const retry = 500 * time.Millisecond
+	// Long, so that a loaded machine cannot let it pass between the five
+	// calls; ageOIDC moves the clock past it where the test wants that.
+	const retry = time.Hour
 	a := newTestOIDC(t, []string{p.Issuer()}, "", func(c *oidcConfig) { c.retry = retry })
 	ctx := context.Background()
 	if _, perr := a.Verify(ctx, p.Sign(t, p.Claims("bob", testResource)), testResource); perr != nil {
@@ -270,7 +272,9 @@ func TestOIDCIssuerDownThenUp(t *testing.T) {
 	p := oidctest.Start(t, oidctest.Options{})
 	tok := p.ClientCredentialsToken(t, oidctest.ServiceClientID, oidctest.ServiceClientSecret, testResource)
 	p.SetDown(true)
-	const retry = time.Second
+	// Long, so that a loaded machine cannot let it pass within the test's
+	// "within the retry interval" steps; ageOIDC moves the clock past it.
+	const retry = time.Hour
 	a := newTestOIDC(t, []string{p.Issuer()}, "", func(c *oidcConfig) { c.retry = retry })
 	ctx := context.Background()
 	_, perr := a.Verify(ctx, tok, testResource) // waits for the discovery started at once

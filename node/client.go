@@ -284,7 +284,9 @@ func (n *Client) meshSession(to peer.ID, purpose string) string {
 }
 
 // Close closes the client's idle streams; a stream in use is closed when
-// its call ends, and a call begun after Close fails with net.ErrClosed.
+// its call ends, and a call, Connect or file transfer begun after Close
+// fails with net.ErrClosed. The client of a Node (Node.Client) is the
+// node's to close.
 // It does not close the host. It is idempotent: a second call returns
 // net.ErrClosed.
 func (n *Client) Close() error {
@@ -331,6 +333,9 @@ type decodedPeer struct {
 
 // connect is Connect with wait in place of WithWaitDirect's wait.
 func (n *Client) connect(ctx context.Context, addr protocol.Address, wait time.Duration) (peer.ID, error) {
+	if n.closed.Load() { // every call and transfer connects first
+		return "", fmt.Errorf("node: connect: %w", net.ErrClosed)
+	}
 	if addr.Kind != protocol.AddrMesh {
 		return "", fmt.Errorf("node: %s is not a mesh address", addr)
 	}
@@ -553,9 +558,6 @@ func (n *Client) call(ctx context.Context, addr protocol.Address, slots []protoc
 	}
 	if !batch && len(slots) != 1 {
 		return nil, errors.New("node: call: a non-batch request has exactly one slot")
-	}
-	if n.closed.Load() {
-		return nil, fmt.Errorf("node: call: %w", net.ErrClosed)
 	}
 	pid, err := n.Connect(ctx, addr)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -291,8 +293,8 @@ func TestDialerNewClient(t *testing.T) {
 }
 
 // TestClientOptionsAndClose: NewClient refuses a nil host and an option
-// error; Close is idempotent (net.ErrClosed on repeat) and a call after it
-// fails with net.ErrClosed.
+// error; Close is idempotent (net.ErrClosed on repeat) and a call, a
+// Connect or a file transfer after it fails with net.ErrClosed.
 func TestClientOptionsAndClose(t *testing.T) {
 	b := newTestNode(t, nil)
 	d := newTestDialer(t)
@@ -323,6 +325,16 @@ func TestClientOptionsAndClose(t *testing.T) {
 	}
 	if _, err := c.Send(ctxT(t), b.ID(), []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), true); !errors.Is(err, net.ErrClosed) {
 		t.Errorf("Send after Close: %v, want net.ErrClosed", err)
+	}
+	if _, err := c.Connect(ctxT(t), addrOf(t, b)); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Connect after Close: %v, want net.ErrClosed", err)
+	}
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SendFile(ctxT(t), addrOf(t, b), path, SendOptions{}); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("SendFile after Close: %v, want net.ErrClosed", err)
 	}
 }
 

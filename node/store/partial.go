@@ -264,7 +264,7 @@ func (f *Files) OpenPartial(ctx context.Context, owner, name string, size int64,
 		}
 	}()
 	if f.closed.Load() {
-		return nil, f.errorf(op, name, "%w", net.ErrClosed)
+		return nil, f.errorf(op, name, "the store is closed: %w", net.ErrClosed)
 	}
 	var have int64 // the bytes kept from an earlier transfer, as far as admission counts them
 	if st, err := f.root.Lstat(part); err == nil {
@@ -484,7 +484,7 @@ func (p *Partial) PrefixSHA256() string { return hex.EncodeToString(p.h.Sum(nil)
 // are not the start of its file. It is an error on a finished Partial.
 func (p *Partial) Restart() error {
 	if p.done {
-		return fmt.Errorf("store: restart partial %s: %w", quote(p.name), net.ErrClosed)
+		return fmt.Errorf("store: restart partial %s: the upload is finished: %w", quote(p.name), net.ErrClosed)
 	}
 	// The dropped bytes were counted as used; they stay reserved for the
 	// bytes to come, so the quota count does not change.
@@ -516,7 +516,7 @@ const asyncHashMin = 64 << 10
 // as a whole with an error wrapping ErrTooLarge.
 func (p *Partial) Write(b []byte) (int, error) {
 	if p.done {
-		return 0, fmt.Errorf("store: write partial %s: %w", quote(p.name), net.ErrClosed)
+		return 0, fmt.Errorf("store: write partial %s: the upload is finished: %w", quote(p.name), net.ErrClosed)
 	}
 	if int64(len(b)) > p.size-p.off {
 		return 0, fmt.Errorf("store: write partial %s: more than the declared %d bytes: %w", quote(p.name), p.size, ErrTooLarge)
@@ -568,7 +568,7 @@ func (p *Partial) Commit() (FileInfo, error) { return p.CommitSHA256("") }
 func (p *Partial) CommitSHA256(sum string) (_ FileInfo, err error) {
 	const op = "commit"
 	if p.done {
-		return FileInfo{}, p.f.errorf(op, p.name, "%w", net.ErrClosed)
+		return FileInfo{}, p.f.errorf(op, p.name, "the upload is finished: %w", net.ErrClosed)
 	}
 	if p.off != p.size {
 		err := p.f.errorf(op, p.name, "%d of %d bytes received: %w", p.off, p.size, ErrIncomplete)
@@ -672,7 +672,7 @@ func (p *Partial) Discard() error {
 // use.
 func (f *Files) RemoveStaleParts(now time.Time) (int, error) {
 	if f.closed.Load() {
-		return 0, fmt.Errorf("store: remove stale partial uploads: %w", net.ErrClosed)
+		return 0, fmt.Errorf("store: remove stale partial uploads: the store is closed: %w", net.ErrClosed)
 	}
 	names, err := f.readDir()
 	if err != nil {

@@ -429,6 +429,11 @@ func geminiSystemText(raw json.RawMessage) ([]string, error) {
 	if jsonType(raw) != "object" || json.Unmarshal(raw, &c) != nil {
 		return nil, wantErr
 	}
+	for k := range c { // a misspelt "Parts" would lose the prompt unsaid
+		if k != "parts" && k != "role" {
+			return nil, fmt.Errorf(`member %q (a Content has "role" and "parts")`, clip(k, 40))
+		}
+	}
 	var parts []jobj
 	if p, ok := c["parts"]; ok && jsonType(p) != "null" {
 		if jsonType(p) != "array" || json.Unmarshal(p, &parts) != nil {

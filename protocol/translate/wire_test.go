@@ -106,6 +106,7 @@ func TestSystemText(t *testing.T) {
 		{"gemini part without text", "gemini", `{"parts":[{"inlineData":{}}]}`, nil, "part 0 has no text"},
 		{"gemini null text", "gemini", `{"parts":[{"text":null}]}`, nil, "part 0 has no text"},
 		{"gemini text case", "gemini", `{"parts":[{"Text":"A."}]}`, nil, "part 0 has no text"},
+		{"gemini parts case", "gemini", `{"Parts":[{"text":"A."}]}`, nil, `member "Parts" (a Content has "role" and "parts")`},
 		{"gemini array", "gemini", `[{"text":"A."}]`, nil, "want a Content object"},
 		{"gemini parts not an array", "gemini", `{"parts":{}}`, nil, "want a Content object"},
 		{"gemini text not a string", "gemini", `{"parts":[{"text":1}]}`, nil, "want a Content object"},

@@ -191,7 +191,7 @@ func mcpEnv(extra map[string]string) ([]string, error) {
 	return env, nil
 }
 
-// ResolveMCP asks each MCP server that the skills in name for its tools
+// ResolveMCP asks each MCP server that the skills name for its tools
 // (starting it, and stopping it again) and returns the skills with every
 // "mcp" skill made concrete: its schema and description from the tool, or
 // one skill per tool for "tools": "*". The other skills pass unchanged.

@@ -75,6 +75,7 @@ func mcpTestSkills(t *testing.T, sk ...any) (*skills.Registry, *Loader) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
+	r.AddCloser(l) // as the node wires it: the registry's Close closes the Loader
 	if _, err := l.LoadFile(writeFile(t, sk...)); err != nil {
 		t.Fatal(err)
 	}
@@ -132,8 +133,9 @@ func TestMCPAllTools(t *testing.T) {
 }
 
 // TestMCPRestart: the server starts at the first call, not at the
-// load; killed, it is started again at a later call; the Loader's Close
-// stops it, and a second Close says net.ErrClosed.
+// load; killed, it is started again at a later call; the registry's Close
+// (the node's path) closes the Loader, which stops and reaps it, and the
+// Loader's own Close then says net.ErrClosed.
 func TestMCPRestart(t *testing.T) {
 	r, l := mcpTestSkills(t, map[string]any{"name": "pid", "handler": mcpTestHandler(map[string]any{"tool": "pid"})})
 	pidOf := func() int {
@@ -175,16 +177,25 @@ func TestMCPRestart(t *testing.T) {
 	if second == first || second == 0 {
 		t.Fatalf("not restarted: %d then %d", first, second)
 	}
-	if err := l.Close(); err != nil {
+	if err := r.Close(); err != nil { // the node's path: registry → Loader → servers
 		t.Fatal(err)
 	}
 	if err := l.Close(); !errors.Is(err, net.ErrClosed) {
-		t.Fatalf("a second Close: %v; want net.ErrClosed", err)
+		t.Fatalf("the Loader's Close after the registry's: %v; want net.ErrClosed", err)
 	}
-	if err := syscall.Kill(second, 0); err == nil {
-		if !waitExit(second, 3*time.Second) { // the transport's grace before it kills
-			t.Fatalf("the server %d still runs after Close", second)
+	// Gone within the transport's grace before it kills: exited (waitExit
+	// wakes at the exit) and reaped, not left a zombie (kill(pid, 0) still
+	// finds one). Nothing announces the reap to a process that is not the
+	// parent, hence the bounded look after the exit.
+	grace := time.Now().Add(3 * time.Second)
+	if !waitExit(second, 3*time.Second) {
+		t.Fatalf("the server %d still runs after Close", second)
+	}
+	for syscall.Kill(second, 0) != syscall.ESRCH {
+		if time.Now().After(grace) {
+			t.Fatalf("the server %d exited but was not reaped after Close", second)
 		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if _, err := r.Call(context.Background(), "pid", json.RawMessage(`{}`)); err == nil {
 		t.Fatal("a call after Close ran")
