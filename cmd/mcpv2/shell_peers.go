@@ -26,7 +26,7 @@ const (
 	healthTimeout = 20 * time.Second
 	// stopGrace is how long StopTo waits after SIGTERM before SIGKILL.
 	stopGrace = 15 * time.Second
-	// logTailLines is how many of the last lines of a peer's output a
+	// logTailLines is how many of the last lines of a peer's log a
 	// failed ReadyTo quotes.
 	logTailLines = 8
 )
@@ -48,8 +48,9 @@ type shellPeer struct {
 }
 
 // readyTo starts `mcpv2 node` with an HTTP edge (internal/supervise: its
-// output teed to a log file), waits for its banner, checks the edge's health
-// and prints the addresses.
+// stderr going to a log file, its stdout read through a pipe for the banner
+// and copied there), waits for its banner, checks the edge's health and
+// prints the addresses.
 func (sh *shell) readyTo(ctx context.Context, a shellArgs) error {
 	if err := noArgs("ReadyTo", a); err != nil {
 		return fmt.Errorf("%w (usage: ReadyTo [--port N] [--secret S] [--public-ip IP] [--llm-mode])", err)
@@ -94,13 +95,23 @@ func (sh *shell) readyTo(ctx context.Context, a shellArgs) error {
 	if llmMode {
 		args = append(args, "--llm-mode")
 	}
+	// The peer's stderr is this file itself, so it goes on logging should
+	// the shell die; supervise closes it once the peer has exited.
+	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("ReadyTo: open the log: %w", err)
+	}
 	// The secret travels in the environment, not on the command line that
 	// every user of the machine can read; the rest of the environment is
 	// inherited, so MCPV2_* settings reach the peer.
 	proc, err := supervise.New(sh.cfg.Exe, args,
 		supervise.WithEnv(append(os.Environ(), "MCPV2_SECRET="+secret)),
-		supervise.WithLogFile(logPath), supervise.WithGrace(stopGrace))
-	if err != nil {
+		supervise.WithLogFile(logFile), supervise.WithGrace(stopGrace))
+	var startErr *supervise.StartError
+	switch {
+	case errors.As(err, &startErr):
+		return fmt.Errorf("ReadyTo: start %s: %w", sh.cfg.Exe, startErr.Err)
+	case err != nil:
 		return fmt.Errorf("ReadyTo: %w", err)
 	}
 	p := &shellPeer{proc: proc, wanted: port, dataDir: dir, logPath: logPath, secret: secret, llmMode: llmMode}
@@ -117,7 +128,7 @@ func (sh *shell) readyTo(ctx context.Context, a shellArgs) error {
 	var exited *supervise.ExitError
 	switch {
 	case errors.As(err, &exited):
-		if why := exitReason(exited.Stderr); why != "" {
+		if why := exitReason(exited.Log); why != "" {
 			return fail(fmt.Errorf("the peer exited before it was ready: %s", why))
 		}
 		return fail(fmt.Errorf("the peer exited before it was ready (%v)", supervise.ExitText(exited.Err)))
@@ -226,9 +237,10 @@ func preferredP2P(addrs []string) string {
 }
 
 // exitReason returns the error that `mcpv2 node` printed last on its
-// stderr ("mcpv2: …"), without its prefix, or "".
-func exitReason(stderr []string) string {
-	for _, l := range slices.Backward(stderr) {
+// stderr ("mcpv2: …"), without its prefix, from the last lines of its log,
+// or "".
+func exitReason(log []string) string {
+	for _, l := range slices.Backward(log) {
 		if r, ok := strings.CutPrefix(l, "mcpv2: "); ok {
 			return r
 		}
@@ -236,9 +248,8 @@ func exitReason(stderr []string) string {
 	return ""
 }
 
-// logTail returns the last lines of p's output (what its log file ends
-// with), indented, for an error message, or "" when there is nothing to
-// show.
+// logTail returns the last lines of p's log file (read once, now),
+// indented, for an error message, or "" when there is nothing to show.
 func logTail(p *shellPeer) string {
 	lines := p.proc.Tail()
 	if len(lines) > logTailLines {

@@ -15,9 +15,10 @@ func setChildAttrs(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 }
 
-// killGroup kills p's whole process group (p and whatever it started, such
-// as the custom skill commands of a node), and p itself should the group
-// be gone.
+// killGroup kills p's whole process group (p and whatever it started that
+// stayed in that group; not a node's custom skill commands and MCP
+// servers, which run in process groups of their own, see
+// node/skills/custom), and p itself should the group be gone.
 func killGroup(p *os.Process) {
 	_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
 	_ = p.Kill()

@@ -1,8 +1,10 @@
-// Package supervise starts a child process and watches it: it reads the
-// child's standard output and standard error through pipes, tees both to a
-// log file, collects the banner the child prints at start (the KEY=value
-// lines of an `mcpv2 node`, the last of them MCPV2_DATA_DIR), and waits for
-// the child's exit in a goroutine of its own. Callers wait on events (the
+// Package supervise starts a child process and watches it: the child's
+// standard error goes straight to a log file (no pipe, so the child keeps
+// logging should this process die), its standard output comes through a
+// pipe that is read for the banner the child prints at start (the
+// KEY=value lines of an `mcpv2 node`, the last of them MCPV2_DATA_DIR) and
+// copied, byte for byte, to the same log file, and the child's exit is
+// waited for in a goroutine of its own. Callers wait on events (the
 // banner, the exit, their context), never by polling a file.
 //
 // It imports the standard library alone.
@@ -18,7 +20,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -28,9 +29,8 @@ const (
 	// DefaultGrace is how long Close waits after SIGTERM before SIGKILL
 	// when WithGrace is not given.
 	DefaultGrace = 10 * time.Second
-	// DefaultTail is how many of the last lines of output a Proc keeps
-	// (of both streams, and of standard error alone) when WithTail is not
-	// given.
+	// DefaultTail is how many of the last lines of the log Tail and
+	// ExitError quote when WithTail is not given.
 	DefaultTail = 20
 
 	// BannerPrefix begins the key of every banner line.
@@ -38,14 +38,17 @@ const (
 	// BannerEnd is the key of the banner's last line.
 	BannerEnd = "MCPV2_DATA_DIR"
 
-	// maxLine caps one line of output: a longer one is cut into pieces of
-	// this size (a banner line is far shorter).
+	// maxLine caps one line of standard output as the banner parser
+	// keeps it: a longer one is no banner line and is skipped (a banner
+	// line is far shorter). The log has it whole.
 	maxLine = 64 << 10
-	// maxTailLine caps one kept line of the tail, for error messages.
+	// maxTailLine caps one quoted line of the tail, for error messages.
 	maxTailLine = 1 << 10
-	// waitDelay bounds how long the pipes are read after the child has
-	// exited, should something it started still hold them open.
-	waitDelay = 2 * time.Second
+	// tailBytes is how much of the end of the log Tail reads.
+	tailBytes = 16 << 10
+	// defaultWaitDelay bounds how long standard output is read after the
+	// child has exited, should something it started still hold it open.
+	defaultWaitDelay = 2 * time.Second
 )
 
 // ErrKilled is what Close returns (wrapped) when the child did not exit
@@ -56,10 +59,11 @@ var ErrKilled = errors.New("supervise: killed after the grace period")
 type Option func(*config) error
 
 type config struct {
-	env     []string
-	logPath string
-	grace   time.Duration
-	tail    int
+	env       []string
+	log       *os.File
+	grace     time.Duration
+	tail      int
+	waitDelay time.Duration
 }
 
 // WithEnv sets the child's environment (os/exec's Cmd.Env); without it the
@@ -71,16 +75,21 @@ func WithEnv(env []string) Option {
 	}
 }
 
-// WithLogFile tees every line of the child's standard output and standard
-// error, as it arrives, to the file at path (created with mode 0600, or
-// appended to). The Proc owns the file and closes it once the child has
-// exited. Without it the output is only read.
-func WithLogFile(path string) Option {
+// WithLogFile makes f, a file open for writing (best opened with
+// O_APPEND), the child's log: the child's standard error is f itself (the
+// child writes there directly, and goes on doing so should this process
+// die), and what it prints on standard output is copied to f unchanged as
+// it arrives. New takes f over: the Proc closes it once the child has
+// exited and its output is drained, and New closes it when it fails. Tail
+// and ExitError read the log back by f.Name(), so f must be opened by a
+// path that stays valid. Without WithLogFile, standard error is discarded
+// and standard output only read.
+func WithLogFile(f *os.File) Option {
 	return func(c *config) error {
-		if path == "" {
-			return errors.New("supervise: WithLogFile: empty path")
+		if f == nil {
+			return errors.New("supervise: WithLogFile: nil file")
 		}
-		c.logPath = path
+		c.log = f
 		return nil
 	}
 }
@@ -97,8 +106,8 @@ func WithGrace(d time.Duration) Option {
 	}
 }
 
-// WithTail sets how many of the last lines of output are kept for Tail
-// and ExitError (default DefaultTail). It must be positive.
+// WithTail sets how many of the last lines of the log Tail and ExitError
+// quote (default DefaultTail). It must be positive.
 func WithTail(n int) Option {
 	return func(c *config) error {
 		if n <= 0 {
@@ -121,6 +130,22 @@ func (b Banner) First(key string) string {
 	return ""
 }
 
+// StartError is what New returns when the program could not be started.
+type StartError struct {
+	// Name is the program, as given to New.
+	Name string
+	// Err is os/exec's Cmd.Start error.
+	Err error
+}
+
+// Error names the program and the reason.
+func (e *StartError) Error() string {
+	return fmt.Sprintf("supervise: start %s: %v", e.Name, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *StartError) Unwrap() error { return e.Err }
+
 // ExitError is what Banner returns when the child exited before its banner
 // was complete.
 type ExitError struct {
@@ -129,17 +154,19 @@ type ExitError struct {
 	// Err is os/exec's Cmd.Wait error: nil for exit status 0, else an
 	// *exec.ExitError (exit status, or the signal that ended it).
 	Err error
-	// Stderr holds the last lines that the child wrote to standard error.
-	Stderr []string
+	// Log holds the last lines of the log file (standard error, and
+	// standard output copied there) as they were when the child had
+	// exited, at most the WithTail count; nil without WithLogFile.
+	Log []string
 }
 
-// Error names the exit status and quotes the last lines of standard error.
+// Error names the exit status and quotes the last lines of the log.
 func (e *ExitError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "supervise: pid %d exited before its banner: %s", e.Pid, ExitText(e.Err))
-	if len(e.Stderr) > 0 {
-		b.WriteString("; last lines of stderr:\n  ")
-		b.WriteString(strings.Join(e.Stderr, "\n  "))
+	if len(e.Log) > 0 {
+		b.WriteString("; last lines of the log:\n  ")
+		b.WriteString(strings.Join(e.Log, "\n  "))
 	}
 	return b.String()
 }
@@ -158,60 +185,64 @@ func ExitText(err error) string {
 
 // Proc is a running child process. Its methods may be called from any
 // goroutine. It owns one goroutine, which waits for the child's exit (and
-// for os/exec's copying of its output, which calls the Proc's line
-// handlers); Close stops the child and so ends it. Every Proc must be
+// for os/exec's copying of its standard output, which calls the Proc's
+// stdout writer); Close stops the child and so ends it. Every Proc must be
 // closed, even one whose child has exited.
 type Proc struct {
-	cfg config
-	cmd *exec.Cmd
-	log *os.File // nil without WithLogFile; written under mu, closed by the waiter
+	cfg     config
+	cmd     *exec.Cmd
+	logPath string // cfg.log's name, to read the tail back; "" without a log
 
 	ready  chan struct{} // closed once banner is complete
-	banner Banner        // written by the stdout reader before ready is closed
+	banner Banner        // written by the stdout writer before ready is closed
 
-	done chan struct{} // closed once the child has exited and been waited for
-	err  error         // Wait's error, written before done is closed
+	done    chan struct{} // closed once the child has exited and been waited for
+	err     error         // Wait's error, written before done is closed
+	exitLog []string      // the log's tail at an exit before the banner, written before done is closed
 
-	mu      sync.Mutex // guards log writes, tail and errTail
-	tail    []string   // the last lines of both streams, oldest first
-	errTail []string   // the last lines of standard error
-
-	stdout, stderr lineWriter
-	closed         atomic.Bool
+	stdout stdoutWriter
+	closed atomic.Bool
 }
 
 // New starts the program name with args and begins to watch it. The child
 // runs in a process group of its own where the system has them, so that a
-// Ctrl-C at the terminal reaches the caller alone. A failed New leaves
-// nothing running.
-func New(name string, args []string, opts ...Option) (_ *Proc, err error) {
-	cfg := config{grace: DefaultGrace, tail: DefaultTail}
+// Ctrl-C at the terminal reaches the caller alone. When the program cannot
+// be started, New returns a *StartError. A failed New leaves nothing
+// running (and has closed the WithLogFile file).
+func New(name string, args []string, opts ...Option) (*Proc, error) {
+	cfg := config{grace: DefaultGrace, tail: DefaultTail, waitDelay: defaultWaitDelay}
+	var errs []error
 	for _, o := range opts {
-		if err := o(&cfg); err != nil {
-			return nil, err
+		// Every option, so that a log given after an invalid one is
+		// closed too.
+		errs = append(errs, o(&cfg))
+	}
+	if err := errors.Join(errs...); err != nil {
+		if cfg.log != nil {
+			cfg.log.Close()
 		}
+		return nil, err
 	}
 	p := &Proc{cfg: cfg, ready: make(chan struct{}), done: make(chan struct{}), banner: Banner{}}
-	if cfg.logPath != "" {
-		if p.log, err = os.OpenFile(cfg.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err != nil {
-			return nil, fmt.Errorf("supervise: open the log: %w", err)
-		}
-	}
 	p.cmd = exec.Command(name, args...)
 	p.cmd.Env = cfg.env
-	p.stdout.line = p.outLine
-	p.stderr.line = p.errLine
-	// Writers that are not files: os/exec makes the pipes and copies them
-	// here, and Wait returns once both are drained (or waitDelay after the
-	// exit, should a grandchild hold them).
-	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-	p.cmd.WaitDelay = waitDelay
+	p.stdout.p = p
+	// Standard output is not a file, so os/exec makes a pipe and copies it
+	// to p.stdout; Wait returns once it is drained (or waitDelay after the
+	// exit, should a grandchild hold it). Standard error is the log file
+	// itself, or /dev/null.
+	p.cmd.Stdout = &p.stdout
+	if cfg.log != nil {
+		p.logPath = cfg.log.Name()
+		p.cmd.Stderr = cfg.log
+	}
+	p.cmd.WaitDelay = cfg.waitDelay
 	setChildAttrs(p.cmd)
 	if err := p.cmd.Start(); err != nil {
-		if p.log != nil {
-			p.log.Close()
+		if cfg.log != nil {
+			cfg.log.Close()
 		}
-		return nil, fmt.Errorf("supervise: start %s: %w", name, err)
+		return nil, &StartError{Name: name, Err: err}
 	}
 	go p.wait()
 	return p, nil
@@ -220,62 +251,88 @@ func New(name string, args []string, opts ...Option) (_ *Proc, err error) {
 // wait is the Proc's goroutine.
 func (p *Proc) wait() {
 	err := p.cmd.Wait()
-	// os/exec's copying has ended: the last partial lines are whole now.
-	p.stdout.flush()
-	p.stderr.flush()
-	p.mu.Lock()
-	if p.log != nil {
-		p.log.Close()
-		p.log = nil
+	if errors.Is(err, exec.ErrWaitDelay) && p.cmd.ProcessState != nil && p.cmd.ProcessState.Success() {
+		// The child exited 0 and something it started still holds its
+		// standard output: that is no failure of the child's.
+		err = nil
 	}
-	p.mu.Unlock()
+	// os/exec's copying has ended: nothing writes to the log any more
+	// but the child's descendants, through descriptors of their own.
+	if p.cfg.log != nil {
+		p.cfg.log.Close()
+	}
+	select {
+	case <-p.ready:
+	default:
+		p.exitLog = p.Tail()
+	}
 	p.err = err
 	close(p.done)
 }
 
-// outLine handles a line of standard output: the log, the tail, the banner.
-func (p *Proc) outLine(line string) {
-	p.keep(line, false)
+// stdoutWriter takes what os/exec copies from the child's standard output:
+// it writes every chunk unchanged to the log, and cuts the chunks into
+// lines for the banner until the banner is complete. One goroutine of
+// os/exec calls Write.
+type stdoutWriter struct {
+	p    *Proc
+	buf  []byte // a line begun, until the banner is complete
+	skip bool   // the line begun is longer than maxLine: no banner line
+}
+
+// Write never fails: the child must never block on a pipe nobody reads,
+// and a failed write to the log (a full disk) costs the log, not the
+// child.
+func (w *stdoutWriter) Write(b []byte) (int, error) {
+	if w.p.cfg.log != nil {
+		_, _ = w.p.cfg.log.Write(b)
+	}
 	select {
-	case <-p.ready:
-		return // the banner is complete; the rest is only logged
+	case <-w.p.ready:
+		return len(b), nil // the banner is complete; the rest is only logged
 	default:
 	}
+	for rest := b; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			if !w.skip {
+				w.buf = append(w.buf, rest...)
+			}
+			if len(w.buf) > maxLine {
+				w.buf, w.skip = w.buf[:0], true
+			}
+			break
+		}
+		if w.skip || len(w.buf)+i > maxLine {
+			w.buf, w.skip = w.buf[:0], false
+			rest = rest[i+1:]
+			continue
+		}
+		w.buf = append(w.buf, rest[:i]...)
+		rest = rest[i+1:]
+		line := strings.TrimSuffix(string(w.buf), "\r")
+		w.buf = w.buf[:0]
+		if w.bannerLine(line) {
+			w.buf = nil
+			break
+		}
+	}
+	return len(b), nil
+}
+
+// bannerLine takes a line of standard output into the banner, and reports
+// whether it completed the banner.
+func (w *stdoutWriter) bannerLine(line string) bool {
 	k, v, ok := strings.Cut(line, "=")
 	if !ok || !strings.HasPrefix(k, BannerPrefix) {
-		return
+		return false
 	}
-	p.banner[k] = append(p.banner[k], v)
+	w.p.banner[k] = append(w.p.banner[k], v)
 	if k == BannerEnd {
-		close(p.ready)
+		close(w.p.ready)
+		return true
 	}
-}
-
-// errLine handles a line of standard error: the log and the tails.
-func (p *Proc) errLine(line string) { p.keep(line, true) }
-
-func (p *Proc) keep(line string, stderr bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.log != nil {
-		// A failed write (a full disk) costs the log, never the child:
-		// the pipe is read on.
-		_, _ = io.WriteString(p.log, line+"\n")
-	}
-	if len(line) > maxTailLine {
-		line = line[:maxTailLine] + "…"
-	}
-	p.tail = push(p.tail, line, p.cfg.tail)
-	if stderr {
-		p.errTail = push(p.errTail, line, p.cfg.tail)
-	}
-}
-
-func push(lines []string, line string, max int) []string {
-	if len(lines) >= max {
-		lines = append(lines[:0], lines[len(lines)-max+1:]...)
-	}
-	return append(lines, line)
+	return false
 }
 
 // Pid returns the child's process ID.
@@ -295,10 +352,7 @@ func (p *Proc) Banner(ctx context.Context) (Banner, error) {
 			return p.banner, nil
 		default:
 		}
-		p.mu.Lock()
-		stderr := append([]string(nil), p.errTail...)
-		p.mu.Unlock()
-		return nil, &ExitError{Pid: p.Pid(), Err: p.err, Stderr: stderr}
+		return nil, &ExitError{Pid: p.Pid(), Err: p.err, Log: append([]string(nil), p.exitLog...)}
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -319,7 +373,8 @@ func (p *Proc) Exited() bool {
 }
 
 // Err returns os/exec's Cmd.Wait error once the child has exited (nil for
-// exit status 0; ExitText words it), and nil while it runs.
+// exit status 0, also when something the child started held its standard
+// output open past the exit; ExitText words it), and nil while it runs.
 func (p *Proc) Err() error {
 	select {
 	case <-p.done:
@@ -329,12 +384,53 @@ func (p *Proc) Err() error {
 	}
 }
 
-// Tail returns the last lines of the child's output, both streams in the
-// order they were read (at most the WithTail count).
+// Tail reads the end of the log file once and returns its last lines (at
+// most the WithTail count, each cut at 1 KiB, without their line ends),
+// for error messages. It returns nil without WithLogFile, or when the log
+// cannot be read.
 func (p *Proc) Tail() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.tail...)
+	if p.logPath == "" {
+		return nil
+	}
+	return readTail(p.logPath, p.cfg.tail)
+}
+
+// readTail returns the last n lines of the last tailBytes of the file at
+// path.
+func readTail(path string, n int) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	cut := false
+	if fi, err := f.Stat(); err == nil && fi.Size() > tailBytes {
+		_, err = f.Seek(-tailBytes, io.SeekEnd)
+		cut = err == nil
+	}
+	b, err := io.ReadAll(io.LimitReader(f, tailBytes))
+	if err != nil {
+		return nil
+	}
+	if i := bytes.IndexByte(b, '\n'); cut && i >= 0 {
+		b = b[i+1:] // the rest of a line cut by the seek
+	}
+	s := strings.TrimSuffix(string(b), "\n")
+	if s == "" {
+		return nil
+	}
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	for i, l := range lines {
+		l = strings.TrimSuffix(l, "\r")
+		if len(l) > maxTailLine {
+			l = l[:maxTailLine] + "…"
+		}
+		lines[i] = l
+	}
+	return lines
 }
 
 // Close stops the child: SIGTERM, then SIGKILL (to its whole process group
@@ -367,40 +463,4 @@ func (p *Proc) Close() error {
 	killGroup(p.cmd.Process)
 	<-p.done
 	return fmt.Errorf("%w: pid %d did not stop within %s of SIGTERM", ErrKilled, p.Pid(), p.cfg.grace)
-}
-
-// lineWriter cuts what os/exec copies from one pipe into lines for line.
-// One goroutine of os/exec calls Write, and flush runs after it has ended.
-type lineWriter struct {
-	buf  []byte
-	line func(string)
-}
-
-// Write never fails: the child must never block on a pipe nobody reads.
-func (w *lineWriter) Write(b []byte) (int, error) {
-	n := len(b)
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			w.buf = append(w.buf, b...)
-			for len(w.buf) >= maxLine {
-				w.line(string(w.buf[:maxLine]))
-				w.buf = append(w.buf[:0], w.buf[maxLine:]...)
-			}
-			break
-		}
-		w.buf = append(w.buf, b[:i]...)
-		w.line(strings.TrimSuffix(string(w.buf), "\r"))
-		w.buf = w.buf[:0]
-		b = b[i+1:]
-	}
-	return n, nil
-}
-
-// flush hands on a last line that no newline ended.
-func (w *lineWriter) flush() {
-	if len(w.buf) > 0 {
-		w.line(string(w.buf))
-		w.buf = nil
-	}
 }

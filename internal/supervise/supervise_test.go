@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -28,24 +29,63 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
+// withWaitDelay sets how long standard output is read after the child's
+// exit (default defaultWaitDelay), for a test that has it expire.
+func withWaitDelay(d time.Duration) Option {
+	return func(c *config) error {
+		c.waitDelay = d
+		return nil
+	}
+}
+
+// rawChunks is what the child "raw" writes to standard output, one write
+// each: a banner with CRLF line ends and a line cut across writes, a line
+// longer than maxLine that looks like a banner line, a megabyte after the
+// banner (more than a pipe holds, so nobody reading would block the
+// child), and a last line with no newline.
+func rawChunks() []string {
+	return []string{
+		"starting\r\nMCPV2_PEER_ID=12D3",
+		"KooWfake\r\n",
+		"MCPV2_LONG=" + strings.Repeat("x", maxLine+10),
+		"\nMCPV2_DATA_DIR=/tmp/fake\r\n",
+		"MCPV2_AFTER=ignored\n",
+		strings.Repeat("0123456789abcdef", 1<<16) + "\n",
+		"no newline at the end",
+	}
+}
+
 // fakeChild plays a child and returns its exit status:
 //
 //	banner    prints a banner in pieces (a line cut across writes), a line
 //	          on stderr, then waits for SIGTERM and exits 0
+//	raw       writes rawChunks to stdout and exits 0
 //	exit      prints half a banner and two lines on stderr, exits 3
 //	silent    prints nothing and waits for SIGTERM
 //	stubborn  prints a banner and ignores SIGTERM
+//
+// and the parts of unixChild where there are process groups.
 func fakeChild(part string) int {
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
 	switch part {
 	case "banner":
-		fmt.Fprint(os.Stdout, "starting\nMCPV2_PEER_ID=12D3Koo")
+		// Stderr goes straight to the log, stdout through the Proc: a
+		// line on stderr only between whole lines on stdout.
+		fmt.Fprint(os.Stdout, "starting\n")
 		fmt.Fprint(os.Stderr, "level=INFO msg=ready\n")
+		fmt.Fprint(os.Stdout, "MCPV2_PEER_ID=12D3Koo")
 		fmt.Fprint(os.Stdout, "Wfake\nMCPV2_P2P_ADDRESS=/ip4/127.0.0.1/tcp/1\nMCPV2_P2P_ADDRESS=/ip4/127.0.0.1/udp/1/quic-v1\n")
 		fmt.Fprint(os.Stdout, "NOT_A_BANNER=x\nMCPV2_DATA_DIR=/tmp/fake\nafter the banner\n")
 		<-term
 		fmt.Fprint(os.Stderr, "stopping on SIGTERM\n")
+		return 0
+	case "raw":
+		for _, c := range rawChunks() {
+			if _, err := os.Stdout.WriteString(c); err != nil {
+				return 1
+			}
+		}
 		return 0
 	case "exit":
 		fmt.Fprint(os.Stdout, "MCPV2_PEER_ID=12D3KooWfake\n")
@@ -59,13 +99,16 @@ func fakeChild(part string) int {
 		fmt.Fprint(os.Stdout, "MCPV2_DATA_DIR=/tmp/fake\n")
 		select {}
 	}
+	if code, ok := unixChild(part); ok {
+		return code
+	}
 	fmt.Fprintf(os.Stderr, "no part %q\n", part)
 	return 2
 }
 
-// start runs this test binary as the child part, and closes it when the
-// test ends should the test not have.
-func start(t *testing.T, part string, opts ...Option) *Proc {
+// childArgs returns this test binary and its environment for the child
+// part.
+func childArgs(t *testing.T, part string, env ...string) (string, []string) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -73,13 +116,31 @@ func start(t *testing.T, part string, opts ...Option) *Proc {
 	}
 	// GORACE: a race-enabled child that exits 0 would otherwise sleep a
 	// second in the race runtime's exit.
-	opts = append([]Option{WithEnv(append(os.Environ(), childEnv+"="+part, "GORACE=atexit_sleep_ms=0"))}, opts...)
-	p, err := New(exe, []string{"-test.run=^$"}, opts...)
+	return exe, append(os.Environ(), append(env, childEnv+"="+part, "GORACE=atexit_sleep_ms=0")...)
+}
+
+// start runs this test binary as the child part, and closes it when the
+// test ends should the test not have.
+func start(t *testing.T, part string, opts ...Option) *Proc {
+	t.Helper()
+	exe, env := childArgs(t, part)
+	p, err := New(exe, []string{"-test.run=^$"}, append([]Option{WithEnv(env)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
 	return p
+}
+
+// openLog opens a new log file as a caller of New would.
+func openLog(t *testing.T) (*os.File, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "child.log")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, path
 }
 
 func ctxFor(t *testing.T) context.Context {
@@ -89,8 +150,8 @@ func ctxFor(t *testing.T) context.Context {
 }
 
 func TestBannerThenClose(t *testing.T) {
-	logPath := filepath.Join(t.TempDir(), "child.log")
-	p := start(t, "banner", WithLogFile(logPath))
+	f, logPath := openLog(t)
+	p := start(t, "banner", WithLogFile(f))
 	b, err := p.Banner(ctxFor(t))
 	if err != nil {
 		t.Fatal(err)
@@ -135,10 +196,51 @@ func TestBannerThenClose(t *testing.T) {
 	if tail := p.Tail(); len(tail) == 0 || tail[len(tail)-1] != "stopping on SIGTERM" {
 		t.Errorf("Tail %q", tail)
 	}
+	// The Proc closed the log file it was given.
+	if _, err := f.WriteString("x"); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("write to the log after the exit: %v, want os.ErrClosed", err)
+	}
+}
+
+// TestLogIsExactCopy checks that the log holds byte for byte what the
+// child wrote (no line cut, no CR dropped, no newline added) and that
+// standard output is drained after the banner.
+func TestLogIsExactCopy(t *testing.T) {
+	f, logPath := openLog(t)
+	p := start(t, "raw", WithLogFile(f))
+	b, err := p.Banner(ctxFor(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Banner{"MCPV2_PEER_ID": {"12D3KooWfake"}, "MCPV2_DATA_DIR": {"/tmp/fake"}}
+	if fmt.Sprint(b) != fmt.Sprint(want) {
+		t.Fatalf("banner %v, want %v", b, want)
+	}
+	select {
+	case <-p.Done():
+	case <-ctxFor(t).Done():
+		t.Fatal("the child did not exit: blocked on its standard output?")
+	}
+	if p.Err() != nil {
+		t.Fatalf("exit: %v", p.Err())
+	}
+	got, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wantLog := strings.Join(rawChunks(), ""); !bytes.Equal(got, []byte(wantLog)) {
+		t.Fatalf("the log (%d bytes) is not what the child wrote (%d bytes)", len(got), len(wantLog))
+	}
+	// Tail reads the end of the file alone: the megabyte line, cut there,
+	// is left out.
+	if tail := p.Tail(); len(tail) != 1 || tail[0] != "no newline at the end" {
+		t.Errorf("Tail %.200q", tail)
+	}
 }
 
 func TestExitBeforeBanner(t *testing.T) {
-	p := start(t, "exit", WithTail(1))
+	f, _ := openLog(t)
+	p := start(t, "exit", WithTail(3), WithLogFile(f))
 	_, err := p.Banner(ctxFor(t))
 	var ee *ExitError
 	if !errors.As(err, &ee) {
@@ -148,10 +250,18 @@ func TestExitBeforeBanner(t *testing.T) {
 	if !errors.As(err, &xe) || xe.ExitCode() != 3 || ee.Pid != p.Pid() {
 		t.Fatalf("exit error %v (pid %d of %d)", err, ee.Pid, p.Pid())
 	}
-	// WithTail(1): only the last line of stderr.
+	// WithTail(3): the log's three lines, read when the child had exited.
+	// Stdout reaches the log through the Proc, stderr directly, so only
+	// the order within each stream is sure.
 	const last = "mcpv2: listen tcp 127.0.0.1:1: bind: address already in use"
-	if len(ee.Stderr) != 1 || ee.Stderr[0] != last {
-		t.Fatalf("Stderr %q", ee.Stderr)
+	var stderr []string
+	for _, l := range ee.Log {
+		if l != "MCPV2_PEER_ID=12D3KooWfake" {
+			stderr = append(stderr, l)
+		}
+	}
+	if len(ee.Log) != 3 || len(stderr) != 2 || stderr[0] != `level=WARN msg="port busy"` || stderr[1] != last {
+		t.Fatalf("Log %q", ee.Log)
 	}
 	if msg := err.Error(); !strings.Contains(msg, "exit status 3") || !strings.Contains(msg, last) {
 		t.Fatalf("the message names neither the status nor the reason: %s", msg)
@@ -164,6 +274,15 @@ func TestExitBeforeBanner(t *testing.T) {
 	}
 	if err := p.Close(); !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("second Close: %v, want net.ErrClosed", err)
+	}
+}
+
+func TestWithoutLog(t *testing.T) {
+	p := start(t, "exit")
+	_, err := p.Banner(ctxFor(t))
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.Log != nil || p.Tail() != nil {
+		t.Fatalf("Banner: %v, Tail %q; want an *ExitError and no log", err, p.Tail())
 	}
 }
 
@@ -201,30 +320,54 @@ func TestCloseKillsAfterGrace(t *testing.T) {
 }
 
 func TestNewFails(t *testing.T) {
-	if _, err := New(filepath.Join(t.TempDir(), "no-such-program"), nil); err == nil {
-		t.Fatal("New started a program that does not exist")
+	f, _ := openLog(t)
+	missing := filepath.Join(t.TempDir(), "no-such-program")
+	_, err := New(missing, nil, WithLogFile(f))
+	var se *StartError
+	if !errors.As(err, &se) || se.Name != missing || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("New of a program that does not exist: %v, want a *StartError", err)
 	}
-	if _, err := New("true", nil, WithLogFile(filepath.Join(t.TempDir(), "no-dir", "x.log"))); err == nil || !strings.Contains(err.Error(), "open the log") {
-		t.Fatalf("New with an unwritable log: %v", err)
+	if want := "supervise: start " + missing + ": "; !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("message %q, want it to begin %q", err, want)
 	}
-	for _, o := range []Option{WithGrace(0), WithTail(-1), WithLogFile("")} {
-		if _, err := New("true", nil, o); err == nil {
+	if _, err := f.WriteString("x"); !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("a failed New left the log open: %v", err)
+	}
+	for _, o := range []Option{WithGrace(0), WithTail(-1), WithLogFile(nil)} {
+		f, _ := openLog(t)
+		if _, err := New("true", nil, o, WithLogFile(f)); err == nil {
 			t.Fatal("New accepted an invalid option")
+		}
+		if _, err := f.WriteString("x"); !errors.Is(err, os.ErrClosed) {
+			t.Fatalf("a failed New left the log open: %v", err)
 		}
 	}
 }
 
-func TestLineWriter(t *testing.T) {
-	var got []string
-	w := lineWriter{line: func(s string) { got = append(got, s) }}
-	for _, s := range []string{"a", "b\r\nc\n", "", "\n", strings.Repeat("x", maxLine+1), "y"} {
+// TestStdoutWriter feeds the banner parser directly: lines cut across
+// writes, CRLF, a runaway line that begins like a banner line, and the
+// rest only logged once the banner is complete.
+func TestStdoutWriter(t *testing.T) {
+	f, logPath := openLog(t)
+	p := &Proc{cfg: config{log: f}, ready: make(chan struct{}), banner: Banner{}}
+	w := stdoutWriter{p: p}
+	in := []string{"MCPV2_A=", "1\r\nx\n", "", "MCPV2_LONG=" + strings.Repeat("y", maxLine), "z", "\nMCPV2_B=2\n", "MCPV2_DATA_DIR=d\nMCPV2_C=3\n", "MCPV2_D=4\n"}
+	for _, s := range in {
 		if n, err := w.Write([]byte(s)); n != len(s) || err != nil {
-			t.Fatalf("Write(%q) = %d, %v", s, n, err)
+			t.Fatalf("Write(%.20q) = %d, %v", s, n, err)
 		}
 	}
-	w.flush()
-	want := []string{"ab", "c", "", strings.Repeat("x", maxLine), "xy"}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("lines %q, want %q", got, want)
+	f.Close()
+	select {
+	case <-p.ready:
+	default:
+		t.Fatal("the banner is not complete")
+	}
+	want := Banner{"MCPV2_A": {"1"}, "MCPV2_B": {"2"}, "MCPV2_DATA_DIR": {"d"}}
+	if fmt.Sprint(p.banner) != fmt.Sprint(want) {
+		t.Fatalf("banner %v, want %v", p.banner, want)
+	}
+	if got, err := os.ReadFile(logPath); err != nil || string(got) != strings.Join(in, "") {
+		t.Fatalf("the log is not what was written (%v)", err)
 	}
 }
