@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpv2/mcpv2/internal/testenv"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -382,12 +383,7 @@ func TestClientCloseTwice(t *testing.T) {
 	if _, err := c.CallSkill(t.Context(), ce.addr, "ping", nil, protocol.CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Close(); err != nil {
-		t.Fatalf("first Close: %v", err)
-	}
-	if err := c.Close(); !errors.Is(err, net.ErrClosed) {
-		t.Fatalf("second Close = %v, want net.ErrClosed", err)
-	}
+	testenv.CloseTwice(t, c)
 	conns := ce.newConns.Load()
 	for _, call := range []func() error{
 		func() error {

@@ -17,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/mcpv2/mcpv2/internal/testenv"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -197,12 +198,7 @@ func TestDialerCloseTwice(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := d.Close(); err != nil {
-			t.Fatalf("first Close: %v", err)
-		}
-		if err := d.Close(); !errors.Is(err, net.ErrClosed) {
-			t.Fatalf("second Close = %v, want net.ErrClosed", err)
-		}
+		testenv.CloseTwice(t, d)
 		if _, err := d.CallSkill(ctxT(t), mesh, "ping", nil, protocol.CallOptions{}); !errors.Is(err, net.ErrClosed) {
 			t.Errorf("call after Close: %v, want net.ErrClosed", err)
 		}
@@ -314,12 +310,7 @@ func TestClientOptionsAndClose(t *testing.T) {
 	if _, err := c.CallSkill(ctxT(t), addrOf(t, b), "ping", nil, protocol.CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Close(); err != nil {
-		t.Fatalf("first Close: %v", err)
-	}
-	if err := c.Close(); !errors.Is(err, net.ErrClosed) {
-		t.Fatalf("second Close = %v, want net.ErrClosed", err)
-	}
+	testenv.CloseTwice(t, c)
 	if _, err := c.CallSkill(ctxT(t), addrOf(t, b), "ping", nil, protocol.CallOptions{}); !errors.Is(err, net.ErrClosed) {
 		t.Errorf("CallSkill after Close: %v, want net.ErrClosed", err)
 	}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcpv2/mcpv2/internal/testenv"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -43,12 +43,7 @@ func TestFaceCloseTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Close(); err != nil {
-		t.Fatalf("first Close = %v", err)
-	}
-	if err := f.Close(); !errors.Is(err, net.ErrClosed) {
-		t.Fatalf("second Close = %v, want net.ErrClosed", err)
-	}
+	testenv.CloseTwice(t, f)
 }
 
 // A bad option value fails New with an error naming the option.

@@ -2,13 +2,12 @@ package mcp
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcpv2/mcpv2/internal/testenv"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -39,12 +38,7 @@ func TestFaceCloseTwice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := f.Close(); err != nil {
-			t.Fatalf("first Close = %v", err)
-		}
-		if err := f.Close(); !errors.Is(err, net.ErrClosed) {
-			t.Fatalf("second Close = %v, want net.ErrClosed", err)
-		}
+		testenv.CloseTwice(t, f)
 	}
 }
 

@@ -10,7 +10,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -225,4 +228,16 @@ func AuditLines(t testing.TB, dataDir string) []map[string]any {
 		out = append(out, m)
 	}
 	return out
+}
+
+// CloseTwice closes c twice, as every owner's Close must allow (DESIGN
+// rule 1): the first Close must return nil, the second net.ErrClosed.
+func CloseTwice(t testing.TB, c io.Closer) {
+	t.Helper()
+	if err := c.Close(); err != nil {
+		t.Fatalf("first Close = %v", err)
+	}
+	if err := c.Close(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("second Close = %v, want net.ErrClosed", err)
+	}
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/mcpv2/mcpv2/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -109,12 +111,7 @@ func TestCloseIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatalf("first Close: %v", err)
-	}
-	if err := s.Close(); !errors.Is(err, net.ErrClosed) {
-		t.Fatalf("second Close = %v, want net.ErrClosed", err)
-	}
+	testenv.CloseTwice(t, s)
 	if err := s.Audit(AuditRecord{Caller: "x"}); !errors.Is(err, net.ErrClosed) {
 		t.Errorf("Audit after Close = %v, want net.ErrClosed", err)
 	}
