@@ -185,6 +185,9 @@ type Dialer struct {
 	disc   *discovery.Discovery // nil without bootstrap peers
 	edge   EdgeCaller           // nil without WithEdge
 	log    *slog.Logger
+	// clientOpts are WithClientOptions', which NewClient's clients start
+	// from too.
+	clientOpts []ClientOption
 	// joined is when the dialer joined the mesh (zero without bootstrap
 	// peers), before waiting for hole punching to be ready.
 	joined time.Time
@@ -223,7 +226,7 @@ func NewDialer(ctx context.Context, opts ...DialerOption) (_ *Dialer, err error)
 			return nil, fmt.Errorf("node: new dialer: %w", err)
 		}
 	}
-	d := &Dialer{edge: cfg.edge, log: cfg.log}
+	d := &Dialer{edge: cfg.edge, log: cfg.log, clientOpts: cfg.clientOpts}
 	if cfg.noMesh {
 		return d, nil
 	}
@@ -325,11 +328,10 @@ func (d *Dialer) NewClient(opts ...ClientOption) (*Client, error) {
 	if d.client == nil {
 		return nil, fmt.Errorf("node: dialer: new client: %w", ErrNoMesh)
 	}
-	base := d.client
-	base.mu.Lock()
-	r := base.router
-	base.mu.Unlock()
-	all := append([]ClientOption{WithSecret(base.secret), WithMaxMessage(base.maxMsg), WithClock(base.now), WithWaitDirect(base.waitDirect), WithRouter(r)}, opts...)
+	d.client.mu.Lock()
+	r := d.client.router
+	d.client.mu.Unlock()
+	all := append(append(slices.Clone(d.clientOpts), WithRouter(r)), opts...)
 	cl, err := NewClient(d.host, all...)
 	if err != nil {
 		return nil, err
