@@ -8,13 +8,13 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
 	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/urfave/cli/v2"
 
-	"github.com/mcpv2/mcpv2/node"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -63,7 +63,7 @@ func newApp() *cli.App {
 	return &cli.App{
 		Name:    "mcpv2",
 		Usage:   "a peer-to-peer network for AI agents: run a peer, find and call others",
-		Version: node.Version,
+		Version: versionString(debug.ReadBuildInfo()),
 		Commands: []*cli.Command{
 			nodeCommand(),
 			callCommand(),
