@@ -74,7 +74,7 @@ func (f *fakeBackend) Card() protocol.AgentCard {
 	}
 }
 
-func (f *fakeBackend) Audit(c protocol.Caller, method string, perr *protocol.Error, start time.Time) {
+func (f *fakeBackend) Audit(_ context.Context, c protocol.Caller, method string, perr *protocol.Error, start time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.audited++
@@ -109,7 +109,7 @@ func (f *fakeBackend) Handle(ctx context.Context, c protocol.Caller, msg []byte)
 		perr = refuse
 	}
 	if perr != nil {
-		f.Audit(c, "", perr, time.Now())
+		f.Audit(ctx, c, "", perr, time.Now())
 		b, _ := json.Marshal(protocol.ErrorResponse(nil, perr))
 		return b, perr
 	}
@@ -117,7 +117,7 @@ func (f *fakeBackend) Handle(ctx context.Context, c protocol.Caller, msg []byte)
 	for i := range req.Slots {
 		s := &req.Slots[i]
 		result, perr := f.run(s)
-		f.Audit(c, s.Method, perr, time.Now())
+		f.Audit(ctx, c, s.Method, perr, time.Now())
 		if s.IsNotification() {
 			continue
 		}
