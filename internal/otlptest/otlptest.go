@@ -55,6 +55,12 @@ func New(addr string) (*Receiver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("otlptest: listen %s: %w", addr, err)
 	}
+	return Serve(ln), nil
+}
+
+// Serve starts a receiver on ln, which it closes on Close (a lab test
+// opens ln inside a network namespace).
+func Serve(ln net.Listener) *Receiver {
 	r := &Receiver{ln: ln, srv: grpc.NewServer(), changed: make(chan struct{})}
 	collectortrace.RegisterTraceServiceServer(r.srv, r)
 	r.wg.Add(1)
@@ -62,7 +68,7 @@ func New(addr string) (*Receiver, error) {
 		defer r.wg.Done()
 		_ = r.srv.Serve(ln)
 	}()
-	return r, nil
+	return r
 }
 
 // Endpoint is the receiver's URL for --otlp-endpoint: http://HOST:PORT.
