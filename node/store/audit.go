@@ -80,7 +80,7 @@ func (s *Store) Audit(rec AuditRecord) error {
 	if len(rec.Findings) > MaxAuditFindings {
 		rec.Findings = rec.Findings[:MaxAuditFindings]
 	}
-	line, err := rec.appendLine(make([]byte, 0, 256))
+	line, err := rec.appendLine(make([]byte, 0, 384)) // a call's line, trace and span ids included, fits
 	if err != nil {
 		return fmt.Errorf("store: audit: %w", err)
 	}
