@@ -109,3 +109,18 @@ func auditTraceLine(t *testing.T, dataDir, traceID string) traceLine {
 	}
 	return l
 }
+
+// A bad --trace or --otlp-endpoint is refused, naming the flag and what it
+// wants.
+func TestTraceFlagsRefused(t *testing.T) {
+	dir := t.TempDir()
+	if _, errs, code := run(t, "audit", "--data-dir", dir, "--trace", "4BF92F3577B34DA6A3CE929D0E0E4736"); code == 0 || !strings.Contains(errs, "--trace") || !strings.Contains(errs, "32 lowercase hex") {
+		t.Errorf("audit --trace in upper case: exit %d, %q", code, errs)
+	}
+	for _, ep := range []string{"localhost:4317", "ftp://127.0.0.1:4317", "http://127.0.0.1:4317/v1/traces"} {
+		_, errs, code := run(t, "node", "--data-dir", dir, "--no-mesh", "--listen", "/ip4/127.0.0.1/tcp/0", "--otlp-endpoint", ep)
+		if code == 0 || !strings.Contains(errs, "--otlp-endpoint") || !strings.Contains(errs, "http://HOST:PORT") {
+			t.Errorf("--otlp-endpoint %s: exit %d, %q", ep, code, errs)
+		}
+	}
+}
