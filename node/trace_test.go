@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpv2/mcpv2/protocol"
@@ -173,4 +177,83 @@ func FuzzParseTraceparent(f *testing.F) {
 			t.Fatalf("%q: %v formats and parses as %v", v, sc, again)
 		}
 	})
+}
+
+// With a TracerProvider the node exports a server span per slot, named
+// after the skill, the child of the slot's traceparent, with the skill,
+// face, outcome and caller kind; Close shuts the provider down, which
+// flushes the batch still held.
+func TestNodeSpansFlushedOnClose(t *testing.T) {
+	exp := &keptSpans{}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(time.Hour)))
+	n, err := New(Config{DataDir: t.TempDir(), ListenAddrs: loopback, TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	anon := Caller{ID: "ip:10.0.0.1", Via: "http", Kind: protocol.CallerAnonymous}
+	msg := `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ping"},"context":{"traceparent":"00-` + testTraceID + `-` + testSpanID + `-01"}},` +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_files"}}]`
+	n.Handle(ctxT(t), anon, []byte(msg))
+	lineSpan := map[string]any{} // skill → its audit line's span
+	for _, l := range readAudit(t, n) {
+		lineSpan[l["skill"].(string)] = l["span"]
+	}
+	if got := exp.get(); len(got) != 0 {
+		t.Fatalf("%d spans exported before the batch is due", len(got))
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	spans := exp.get()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans exported on Close, want 2", len(spans))
+	}
+	byName := map[string]tracetest.SpanStub{}
+	for _, s := range spans {
+		byName[s.Name] = s
+	}
+	attrs := func(s tracetest.SpanStub) map[string]string {
+		m := map[string]string{}
+		for _, kv := range s.Attributes {
+			m[string(kv.Key)] = kv.Value.String()
+		}
+		return m
+	}
+	ping, refused := byName["ping"], byName["list_files"]
+	if ping.Parent.SpanID().String() != testSpanID || ping.SpanContext.TraceID().String() != testTraceID || ping.SpanKind != trace.SpanKindServer {
+		t.Fatalf("ping's span: parent %v, context %v, kind %v", ping.Parent, ping.SpanContext, ping.SpanKind)
+	}
+	if a := attrs(ping); a["mcpv2.skill"] != "ping" || a["mcpv2.face"] != "http" || a["mcpv2.outcome"] != "ok" || a["mcpv2.caller_kind"] != "anonymous" {
+		t.Fatalf("ping's span attributes %v", a)
+	}
+	if a := attrs(refused); a["mcpv2.outcome"] != "error" || a["mcpv2.code"] != "-32009" || refused.Parent.IsValid() {
+		t.Fatalf("list_files's span (refused, no traceparent: a root): attributes %v, parent %v", a, refused.Parent)
+	}
+	for skill, s := range map[string]tracetest.SpanStub{"ping": ping, "list_files": refused} {
+		if lineSpan[skill] != s.SpanContext.SpanID().String() {
+			t.Fatalf("the audit line of %s names span %v, its span is %s", skill, lineSpan[skill], s.SpanContext.SpanID())
+		}
+	}
+}
+
+// keptSpans is an exporter that keeps what it is given, also after
+// Shutdown (the SDK's in-memory exporter forgets them then).
+type keptSpans struct {
+	mu    sync.Mutex
+	spans []sdktrace.ReadOnlySpan
+}
+
+func (k *keptSpans) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.spans = append(k.spans, spans...)
+	return nil
+}
+
+func (k *keptSpans) Shutdown(context.Context) error { return nil }
+
+func (k *keptSpans) get() tracetest.SpanStubs {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return tracetest.SpanStubsFromReadOnlySpans(k.spans)
 }
