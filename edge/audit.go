@@ -33,7 +33,7 @@ type AuditAnswer struct {
 	Lines []json.RawMessage `json:"lines"`
 }
 
-// audit serves GET /mcpv2/audit?limit=&since=&caller=&skill=&outcome= to
+// audit serves GET /mcpv2/audit?limit=&since=&caller=&skill=&outcome=&trace= to
 // secret holders only: the log names every caller and what they ran.
 func (s *Server) audit(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
 	q := requestFrom(r.Context())
@@ -49,7 +49,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, c protocol.Caller
 		return
 	}
 	v := r.URL.Query()
-	aq := protocol.AuditQuery{Caller: v.Get("caller"), Skill: v.Get("skill"), Outcome: v.Get("outcome"), Limit: defaultAuditLimit}
+	aq := protocol.AuditQuery{Caller: v.Get("caller"), Skill: v.Get("skill"), Outcome: v.Get("outcome"), Trace: v.Get("trace"), Limit: defaultAuditLimit}
 	bad := func(format string, args ...any) {
 		s.refuse(w, r, q, http.StatusBadRequest, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: "+format, args...))
 	}
@@ -69,7 +69,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, c protocol.Caller
 		}
 		aq.Since = t
 	}
-	for name, val := range map[string]string{"caller": aq.Caller, "skill": aq.Skill, "outcome": aq.Outcome} {
+	for name, val := range map[string]string{"caller": aq.Caller, "skill": aq.Skill, "outcome": aq.Outcome, "trace": aq.Trace} {
 		if len(val) > 256 || strings.ContainsAny(val, "\x00\n") {
 			bad("%s: at most 256 bytes on one line", name)
 			return
@@ -89,6 +89,6 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, c protocol.Caller
 	if lines == nil {
 		lines = []json.RawMessage{}
 	}
-	s.b.Audit(c, auditMethod(r), nil, q.start)
+	s.b.Audit(r.Context(), c, auditMethod(r), nil, q.start)
 	writeJSON(w, http.StatusOK, AuditAnswer{Lines: lines})
 }

@@ -527,7 +527,8 @@ func (c *Client) forget(addr protocol.Address) {
 	c.mu.Unlock()
 }
 
-// do sends one request and reads the answer, capped. A transport failure is
+// do sends one request, with the traceparent header of ctx's span when
+// it has one, and reads the answer, capped. A transport failure is
 // an unreachableError; the caller's cancellation is returned as it is.
 func (c *Client) do(ctx context.Context, op, target, method, u, token string, body []byte) (int, http.Header, []byte, error) {
 	if c.closed.Load() {
@@ -548,6 +549,7 @@ func (c *Client) do(ctx context.Context, op, target, method, u, token string, bo
 	if token != "" {
 		req.Header.Set(SessionHeader, token)
 	}
+	injectTraceparent(ctx, req.Header) // the edge's span of the call is its child
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return 0, nil, nil, transportError(ctx, op, target, err)

@@ -44,6 +44,9 @@ type request struct {
 	// refusalCode, when set, replaces an mcpv2 code (-32001…-32099) in
 	// the edge's refusals of this request (WithRefusalCode).
 	refusalCode int
+	// refused is the edge's refusal of the request, if it refused it, for
+	// its span.
+	refused *protocol.Error
 }
 
 // handlerFunc is an endpoint that runs after the method check (and, for
@@ -102,6 +105,8 @@ func clientIP(remote string) string {
 func (s *Server) open(method string, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := s.newRequest(r)
+		r, end := s.startSpan(r, q)
+		defer end()
 		if method != "" && r.Method != method {
 			s.methodNotAllowed(w, r, q, method)
 			return
@@ -162,6 +167,8 @@ func (s *Server) authenticated(methods []string, standing func(*http.Request) bo
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := s.newRequest(r)
 		q.refusalCode = o.refusalCode
+		r, end := s.startSpan(r, q)
+		defer end()
 		if !slices.Contains(methods, r.Method) {
 			s.methodNotAllowed(w, r, q, allowed)
 			return
@@ -342,7 +349,8 @@ func (s *Server) ReadBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 // refuse answers a refusal by the edge: the status, a JSON-RPC error
 // response with a null id, and one audit line.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, q *request, status int, perr *protocol.Error) {
-	s.b.Audit(q.caller, auditMethod(r), perr, q.start)
+	q.refused = perr
+	s.b.Audit(r.Context(), q.caller, auditMethod(r), perr, q.start)
 	if q.refusalCode != 0 && perr.Code <= -32001 && perr.Code >= -32099 {
 		c := *perr
 		c.Code, perr = q.refusalCode, &c
@@ -445,7 +453,7 @@ func writeRaw(w http.ResponseWriter, status int, b []byte) {
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request, q *request) {
-	s.b.Audit(q.caller, auditMethod(r), nil, q.start)
+	s.b.Audit(r.Context(), q.caller, auditMethod(r), nil, q.start)
 	writeJSON(w, http.StatusOK, HealthStatus{
 		Status:          "ok",
 		Version:         s.b.Card().Version,
@@ -479,7 +487,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request, q *request) {
 	now := s.cfg.Now()
 	tok, t := protocol.MintToken(s.anonKey, ip, now, s.cfg.SessionTTL)
 	s.sessions.issue(t.ExpiresAt(), now)
-	s.b.Audit(q.caller, auditMethod(r), nil, q.start)
+	s.b.Audit(r.Context(), q.caller, auditMethod(r), nil, q.start)
 	writeJSON(w, http.StatusOK, sessionAnswer{SessionID: tok, ExpiresAt: t.ExpiresAt().Unix(), TTL: t.TTL})
 }
 
@@ -513,7 +521,7 @@ func (s *Server) revokeSession(w http.ResponseWriter, r *http.Request, q *reques
 			Data:    map[string]int64{"retry_after_ms": 60000}})
 		return
 	}
-	s.b.Audit(q.caller, auditMethod(r), nil, q.start)
+	s.b.Audit(r.Context(), q.caller, auditMethod(r), nil, q.start)
 	writeJSON(w, http.StatusOK, revokeAnswer{Revoked: true, ExpiresAt: cred.expires.Unix()})
 }
 
@@ -522,7 +530,7 @@ func (s *Server) agentCard(w http.ResponseWriter, r *http.Request, q *request) {
 	if card.Endpoints.HTTP == "" {
 		card.Endpoints.HTTP = s.PeerAddress()
 	}
-	s.b.Audit(q.caller, auditMethod(r), nil, q.start)
+	s.b.Audit(r.Context(), q.caller, auditMethod(r), nil, q.start)
 	writeJSON(w, http.StatusOK, card)
 }
 
@@ -651,7 +659,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, c protocol.Call
 		}
 		return
 	}
-	s.b.Audit(c, auditMethod(r), nil, q.start)
+	s.b.Audit(r.Context(), c, auditMethod(r), nil, q.start)
 	if len(out) == 0 {
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -714,7 +722,7 @@ func (s *Server) find(w http.ResponseWriter, r *http.Request, c protocol.Caller)
 	if res == nil {
 		res = []protocol.FindResult{}
 	}
-	s.b.Audit(c, auditMethod(r), nil, q.start)
+	s.b.Audit(r.Context(), c, auditMethod(r), nil, q.start)
 	writeJSON(w, http.StatusOK, FindAnswer{Query: term, By: by, Results: res})
 }
 

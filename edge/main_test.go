@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
 	"github.com/mcpv2/mcpv2/protocol"
@@ -27,7 +28,8 @@ const testPeerID = "12D3KooWDpJ7As7BWAwRMfu1VU2WCqNjvq387JEYKDBj4kx6nXTN"
 type auditLine struct {
 	caller protocol.Caller
 	method string
-	code   int // 0 when allowed
+	code   int               // 0 when allowed
+	span   trace.SpanContext // of the ctx the line was audited with
 }
 
 // fakeBackend is a Backend that runs the real protocol.ParseRequest and
@@ -74,14 +76,14 @@ func (f *fakeBackend) Card() protocol.AgentCard {
 	}
 }
 
-func (f *fakeBackend) Audit(c protocol.Caller, method string, perr *protocol.Error, start time.Time) {
+func (f *fakeBackend) Audit(ctx context.Context, c protocol.Caller, method string, perr *protocol.Error, start time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.audited++
 	if f.quiet {
 		return
 	}
-	l := auditLine{caller: c, method: method}
+	l := auditLine{caller: c, method: method, span: trace.SpanContextFromContext(ctx)}
 	if perr != nil {
 		l.code = perr.Code
 	}
@@ -109,7 +111,7 @@ func (f *fakeBackend) Handle(ctx context.Context, c protocol.Caller, msg []byte)
 		perr = refuse
 	}
 	if perr != nil {
-		f.Audit(c, "", perr, time.Now())
+		f.Audit(ctx, c, "", perr, time.Now())
 		b, _ := json.Marshal(protocol.ErrorResponse(nil, perr))
 		return b, perr
 	}
@@ -117,7 +119,7 @@ func (f *fakeBackend) Handle(ctx context.Context, c protocol.Caller, msg []byte)
 	for i := range req.Slots {
 		s := &req.Slots[i]
 		result, perr := f.run(s)
-		f.Audit(c, s.Method, perr, time.Now())
+		f.Audit(ctx, c, s.Method, perr, time.Now())
 		if s.IsNotification() {
 			continue
 		}

@@ -989,7 +989,7 @@ func (s *Server) protectedResource(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, protocol.ErrorResponse(nil, protocol.Errorf(protocol.CodeInternal, "internal error")))
 		return
 	}
-	s.b.Audit(q.caller, auditMethod(r), nil, q.start)
+	s.b.Audit(r.Context(), q.caller, auditMethod(r), nil, q.start)
 	h["Content-Type"] = jsonContentType
 	h.Set("Cache-Control", "public, max-age=300")
 	h.Set("Content-Length", strconv.Itoa(len(b)))

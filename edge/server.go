@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -44,8 +46,10 @@ type Backend interface {
 	// Audit writes one audit line for a request that did not reach Handle:
 	// a refusal by the edge (perr != nil), or an edge-only call (health,
 	// session issue, agent card, find, gateway forward; perr == nil). method
-	// is "http METHOD PATH"; start is when the request arrived.
-	Audit(c protocol.Caller, method string, perr *protocol.Error, start time.Time)
+	// is "http METHOD PATH"; start is when the request arrived; ctx carries
+	// the edge's span of the request, whose trace and span ids the line
+	// names.
+	Audit(ctx context.Context, c protocol.Caller, method string, perr *protocol.Error, start time.Time)
 }
 
 // ErrFindUnavailable is wrapped by a Backend.Find error when the node runs
@@ -183,6 +187,11 @@ type Config struct {
 	// issuer and without it, a face answers a request with no credential
 	// 401, sending an OAuth client to log in.
 	AnonymousGrants bool
+	// TracerProvider, when set, receives a span for every HTTP request
+	// (--otlp-endpoint), the child of its traceparent header; nil makes
+	// trace and span ids only, for the audit lines and the calls out. The
+	// edge does not shut it down (its owner does: the node's Close).
+	TracerProvider trace.TracerProvider
 }
 
 // KeyVerifier checks API keys (node/keys implements it; the edge imports
@@ -225,6 +234,7 @@ type Server struct {
 	advertise string       // the host of PeerAddress
 	port      int
 	mux       *http.ServeMux
+	tracer    trace.Tracer // nil: span ids only (startSpan)
 	handler   http.Handler
 	srv       *http.Server
 	tls       *tls.Config // nil: plain HTTP
@@ -262,6 +272,9 @@ func New(b Backend, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{b: b, cfg: cfg, log: cfg.Logger.With("component", "edge")}
+	if cfg.TracerProvider != nil {
+		s.tracer = cfg.TracerProvider.Tracer("github.com/mcpv2/mcpv2/edge")
+	}
 	tc, err := loadTLS(cfg, cfg.Now(), s.log)
 	if err != nil {
 		return nil, err

@@ -96,7 +96,7 @@ func (n *Node) handleBlob(s network.Stream) {
 	start := time.Now()
 	c := meshPeer(s.Conn())
 	perr := n.serveBlob(s, c, s.Protocol() == protocol.BlobProtocolID11)
-	n.audit(c, blobAudit, blobSkill, perr, start)
+	n.audit(n.ctx, c, blobAudit, blobSkill, perr, start)
 }
 
 // serveBlob runs the exchange of 1.0.0, or of 1.1.0 when v11 is set, and

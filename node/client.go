@@ -540,8 +540,10 @@ func ctxErr(ctx context.Context, err error) error {
 // Call sends slots to the peer at addr as one request (a batch when batch is
 // true) and returns the responses in order, with the ids the slots had.
 // Slots without a JSON-RPC version get "2.0"; when the node has a secret
-// each slot carries a mesh session. On the wire each slot with an id gets
-// one unique to this call. Call does not keep slots.
+// each slot carries a mesh session; when ctx carries a span (the span of
+// the call that makes this one) each slot carries its traceparent, unless
+// it has one. On the wire each slot with an id gets one unique to this
+// call. Call does not keep slots.
 func (n *Client) Call(ctx context.Context, addr protocol.Address, slots []protocol.Slot, batch bool, o protocol.CallOptions) ([]protocol.Response, error) {
 	for i := range slots {
 		if err := slots[i].Check(); err != nil {
@@ -567,6 +569,7 @@ func (n *Client) call(ctx context.Context, addr protocol.Address, slots []protoc
 		o.Session = n.meshSession(pid, protocol.PurposeRPC)
 	}
 	slots = slices.Clone(slots)
+	traceparent := Traceparent(ctx)  // the caller's span is the parent of the peer's
 	var orig, want []json.RawMessage // callers' ids, wire ids
 	for i := range slots {
 		if !slots[i].IsNotification() {
@@ -577,7 +580,7 @@ func (n *Client) call(ctx context.Context, addr protocol.Address, slots []protoc
 		if slots[i].JSONRPC == "" {
 			slots[i].JSONRPC = "2.0"
 		}
-		if o.Provider != "" || o.Session != "" {
+		if o.Provider != "" || o.Session != "" || traceparent != "" {
 			if slots[i].Context == nil {
 				slots[i].Context = &protocol.SlotContext{}
 			} else {
@@ -589,6 +592,9 @@ func (n *Client) call(ctx context.Context, addr protocol.Address, slots []protoc
 			}
 			if slots[i].Context.Session == "" {
 				slots[i].Context.Session = o.Session
+			}
+			if slots[i].Context.Traceparent == "" {
+				slots[i].Context.Traceparent = traceparent
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpv2/mcpv2/node/skills"
 	"github.com/mcpv2/mcpv2/node/store"
@@ -46,7 +47,7 @@ func (n *Node) AppendHandle(ctx context.Context, c Caller, msg, dst []byte) (out
 		}
 	}
 	if perr != nil {
-		n.audit(c, "", "", perr, start)
+		n.audit(ctx, c, "", "", perr, start)
 		b, _ := protocol.AppendResponses(dst, false, []protocol.Response{protocol.ErrorResponse(nil, perr)})
 		return b, perr
 	}
@@ -101,6 +102,11 @@ func (n *Node) runBatch(ctx context.Context, c Caller, slots []protocol.Slot) []
 // A panic in a skill becomes CodeInternal for that slot alone.
 func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot) (resp *protocol.Response) {
 	start := time.Now()
+	var parent trace.SpanContext
+	if s.Context != nil {
+		parent = ParseTraceparent(s.Context.Traceparent)
+	}
+	ctx, span := n.tracer.start(ctx, s.Method, parent)
 	var skill string
 	var result json.RawMessage
 	var perr *protocol.Error
@@ -110,7 +116,8 @@ func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot) (resp *p
 			n.log.Error("skill panicked", "skill", skill, "panic", r)
 			result, perr = nil, protocol.Errorf(protocol.CodeInternal, "internal error")
 		}
-		n.auditVerdict(c, s.Method, skill, perr, start, v)
+		n.auditVerdict(ctx, c, s.Method, skill, perr, start, v)
+		endSpan(span, c, skill, perr)
 		if s.IsNotification() { // ParseRequest gives every invalid slot id null
 			resp = nil
 			return
@@ -269,12 +276,14 @@ func (n *Node) grant(c Caller, session, purpose, skill string) *protocol.Error {
 	}
 }
 
-func (n *Node) audit(c Caller, method, skill string, perr *protocol.Error, start time.Time) {
-	n.auditVerdict(c, method, skill, perr, start, nil)
+// audit writes the audit line of a call that started at start, with the
+// trace and span ids of ctx's span (traceFields).
+func (n *Node) audit(ctx context.Context, c Caller, method, skill string, perr *protocol.Error, start time.Time) {
+	n.auditVerdict(ctx, c, method, skill, perr, start, nil)
 }
 
 // auditVerdict is audit with what the guard found (v may be nil).
-func (n *Node) auditVerdict(c Caller, method, skill string, perr *protocol.Error, start time.Time, v *verdict) {
+func (n *Node) auditVerdict(ctx context.Context, c Caller, method, skill string, perr *protocol.Error, start time.Time, v *verdict) {
 	rec := store.AuditRecord{
 		Time: start.UTC(), Caller: c.ID, Via: c.Via, Auth: c.Kind.String(), Method: method, Skill: skill,
 		Outcome: "ok", DurationMS: float64(time.Since(start).Microseconds()) / 1000, Remote: c.Remote,
@@ -283,6 +292,7 @@ func (n *Node) auditVerdict(c Caller, method, skill string, perr *protocol.Error
 		rec.Outcome, rec.Code = "error", perr.Code
 	}
 	v.auditFields(&rec)
+	traceFields(ctx, &rec)
 	if err := n.store.Audit(rec); err != nil {
 		n.log.Error("audit log write failed", "err", err)
 	}

@@ -22,9 +22,10 @@ import (
 func (n *Node) PeerID() string { return n.host.ID().String() }
 
 // Audit writes one audit line for a request a face refused before it reached
-// Handle (bad session, rate limit, body too large).
-func (n *Node) Audit(c protocol.Caller, method string, perr *protocol.Error, start time.Time) {
-	n.audit(c, method, "", perr, start)
+// Handle (bad session, rate limit, body too large), with the trace and span
+// ids of ctx's span (the edge's span of the request).
+func (n *Node) Audit(ctx context.Context, c protocol.Caller, method string, perr *protocol.Error, start time.Time) {
+	n.audit(ctx, c, method, "", perr, start)
 }
 
 // Forward sends a raw slot or batch message from c to the mesh peer peerID
@@ -37,7 +38,8 @@ func (n *Node) Audit(c protocol.Caller, method string, perr *protocol.Error, sta
 // slots; anyone else's are marked context.forwarded, and the peer runs
 // them as a caller forwarded by this node ("via:<PeerID>" in its policy),
 // never with this node's own grants. Each forwarded slot gets a wire id
-// unique to this node, and the answer carries the caller's ids.
+// unique to this node and the traceparent of ctx's span (the peer's span
+// of the call is its child), and the answer carries the caller's ids.
 func (n *Node) Forward(ctx context.Context, c Caller, peerID string, msg []byte) ([]byte, error) {
 	start := time.Now()
 	pid, err := peer.Decode(peerID)
@@ -54,6 +56,7 @@ func (n *Node) Forward(ctx context.Context, c Caller, peerID string, msg []byte)
 			return nil, protocol.Errorf(protocol.CodeParseError, "parse error: the batch could not be split")
 		}
 	}
+	traceparent := Traceparent(ctx) // the caller's span is the parent of the peer's
 	session, forwarded := "", c.Kind.String()
 	if c.Kind == protocol.CallerSecretHolder {
 		session, forwarded = n.client.meshSession(pid, protocol.PurposeRPC), ""
@@ -64,7 +67,7 @@ func (n *Node) Forward(ctx context.Context, c Caller, peerID string, msg []byte)
 	for i := range req.Slots {
 		s := &req.Slots[i]
 		if perr := n.gatewayGrant(c, s); perr != nil {
-			n.audit(c, "gateway "+s.Method, callName(s), perr, start)
+			n.audit(ctx, c, "gateway "+s.Method, callName(s), perr, start)
 			if !s.IsNotification() {
 				r := protocol.ErrorResponse(s.ID, perr)
 				local[i] = &r
@@ -76,7 +79,7 @@ func (n *Node) Forward(ctx context.Context, c Caller, peerID string, msg []byte)
 			if !s.IsNotification() {
 				id = n.client.wireID()
 			}
-			if raw, err = rewriteSlot(raw, id, session, forwarded); err != nil {
+			if raw, err = rewriteSlot(raw, id, session, forwarded, traceparent); err != nil {
 				return nil, protocol.Errorf(protocol.CodeParseError, "parse error: slot %d could not be re-encoded", i)
 			}
 		}
@@ -163,9 +166,10 @@ func callName(s *protocol.Slot) string {
 }
 
 // rewriteSlot returns the slot object raw with its id set to id (unless id
-// is nil: a notification), and context.session and context.forwarded set
-// to session and forwarded when they are not empty.
-func rewriteSlot(raw, id json.RawMessage, session, forwarded string) (json.RawMessage, error) {
+// is nil: a notification), and context.session, context.forwarded and
+// context.traceparent set to session, forwarded and traceparent when they
+// are not empty.
+func rewriteSlot(raw, id json.RawMessage, session, forwarded, traceparent string) (json.RawMessage, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil, err
@@ -173,7 +177,7 @@ func rewriteSlot(raw, id json.RawMessage, session, forwarded string) (json.RawMe
 	if id != nil {
 		obj["id"] = id
 	}
-	if session != "" || forwarded != "" {
+	if session != "" || forwarded != "" || traceparent != "" {
 		ctxObj := map[string]json.RawMessage{}
 		if cr, ok := obj["context"]; ok && !isNull(cr) {
 			if err := json.Unmarshal(cr, &ctxObj); err != nil {
@@ -185,6 +189,9 @@ func rewriteSlot(raw, id json.RawMessage, session, forwarded string) (json.RawMe
 		}
 		if forwarded != "" {
 			ctxObj["forwarded"], _ = json.Marshal(forwarded)
+		}
+		if traceparent != "" {
+			ctxObj["traceparent"], _ = json.Marshal(traceparent)
 		}
 		b, err := json.Marshal(ctxObj)
 		if err != nil {
@@ -198,7 +205,7 @@ func rewriteSlot(raw, id json.RawMessage, session, forwarded string) (json.RawMe
 // AuditLog returns the audit lines q selects, oldest first, for the edge's
 // GET /mcpv2/audit. A bad q.Outcome is a CodeInvalidParams error.
 func (n *Node) AuditLog(ctx context.Context, q protocol.AuditQuery) ([]json.RawMessage, error) {
-	f := store.AuditFilter{Since: q.Since, Caller: q.Caller, Skill: q.Skill, Outcome: q.Outcome}
+	f := store.AuditFilter{Since: q.Since, Caller: q.Caller, Skill: q.Skill, Outcome: q.Outcome, Trace: q.Trace}
 	if err := f.Check(); err != nil {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %v", err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	libp2pproto "github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpv2/mcpv2/discovery"
 	"github.com/mcpv2/mcpv2/node/guard"
@@ -144,7 +145,17 @@ type Config struct {
 	HostOptions []transport.Option
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// TracerProvider, when set, receives a span for every call the node
+	// runs (--otlp-endpoint); nil makes trace and span ids only, for the
+	// audit log and the calls out. When it has a Shutdown method (the SDK's
+	// TracerProvider), Close calls it, bounded by tracerShutdown, to
+	// flush the spans.
+	TracerProvider trace.TracerProvider
 }
+
+// tracerShutdown bounds how long Close waits for the TracerProvider to
+// flush its spans.
+const tracerShutdown = 5 * time.Second
 
 // Node is a running mcpv2 peer. Its methods are safe for concurrent use.
 type Node struct {
@@ -180,6 +191,7 @@ type Node struct {
 	cardSeq   uint64
 
 	client *Client // calls to other peers, over this node's host
+	tracer tracer  // the spans of the calls it runs
 
 	// blobIdleTest, when positive, replaces blobIdle (nanoseconds) for the
 	// blob streams this node serves; only tests set it, atomically, while
@@ -240,7 +252,7 @@ func New(cfg Config) (_ *Node, err error) {
 
 	n := &Node{cfg: cfg, log: cfg.Logger, guardMode: cfg.Guard, guardMin: cfg.GuardThreshold,
 		scanSlots: make(chan struct{}, scanSlotsFor(runtime.GOMAXPROCS(0))), secret: cfg.Secret, clockSkew: cfg.ClockSkew, now: cfg.Now, maxMsg: cfg.MaxMessage,
-		republish: make(chan struct{}, 1)}
+		republish: make(chan struct{}, 1), tracer: newTracer(cfg.TracerProvider)}
 	// DHT queries and card fetches may ride a relayed (limited) connection:
 	// a peer behind NAT is reached through its relay before any hole punch.
 	n.ctx, n.cancel = context.WithCancel(network.WithAllowLimitedConn(context.Background(), "mcpv2 mesh"))
@@ -395,6 +407,13 @@ func (n *Node) Close() error {
 	}
 	if n.store != nil {
 		errs = append(errs, n.store.Close())
+	}
+	if tp, ok := n.cfg.TracerProvider.(interface{ Shutdown(context.Context) error }); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), tracerShutdown)
+		if err := tp.Shutdown(ctx); err != nil {
+			n.log.Warn("trace export: spans not flushed", "err", err)
+		}
+		cancel()
 	}
 	return errors.Join(errs...)
 }

@@ -128,7 +128,7 @@ type meshCaller struct {
 // authorize is the check of a subtask before it is assigned: the skill
 // must be one c may run (the node's grant, as the gateway applies it), and
 // not orchestrate itself. A refusal is audited ("orchestrate assign").
-func (m meshCaller) authorize(_ context.Context, skill string) error {
+func (m meshCaller) authorize(ctx context.Context, skill string) error {
 	if skill == OrchestrateSkill {
 		return protocol.Errorf(protocol.CodeInvalidParams, "invalid params: an orchestration's subtask may not be another orchestration")
 	}
@@ -136,7 +136,7 @@ func (m meshCaller) authorize(_ context.Context, skill string) error {
 	slot := protocol.Slot{JSONRPC: "2.0", ID: json.RawMessage("1"), Method: protocol.MethodToolsCall,
 		Params: protocol.AppendCallParams(nil, skill, nil)}
 	if perr := m.n.gatewayGrant(m.c, &slot); perr != nil {
-		m.n.audit(m.c, "orchestrate assign", skill, perr, start)
+		m.n.audit(ctx, m.c, "orchestrate assign", skill, perr, start)
 		return perr
 	}
 	return nil
@@ -161,7 +161,7 @@ func (m meshCaller) Find(ctx context.Context, skillOrTag string, limit int) ([]p
 			Message: fmt.Sprintf("rate limited: an orchestration's finds count against its caller's find budget of %g per second on this node (--find-rate-limit); retry after %dms",
 				rate, wait.Milliseconds()),
 			Data: map[string]any{"retry_after_ms": wait.Milliseconds(), "budget": "find"}}
-		m.n.audit(m.c, "orchestrate find", skillOrTag, perr, start)
+		m.n.audit(ctx, m.c, "orchestrate find", skillOrTag, perr, start)
 		return nil, perr
 	}
 	res, err := m.n.Find(ctx, skillOrTag, limit)
@@ -169,7 +169,7 @@ func (m meshCaller) Find(ctx context.Context, skillOrTag string, limit int) ([]p
 	if err != nil {
 		perr = protocol.AsError(err)
 	}
-	m.n.audit(m.c, "orchestrate find", skillOrTag, perr, start)
+	m.n.audit(ctx, m.c, "orchestrate find", skillOrTag, perr, start)
 	return res, err
 }
 
@@ -204,12 +204,12 @@ func (m meshCaller) CallSkill(ctx context.Context, agent protocol.Address, skill
 		}
 	}
 	if perr != nil {
-		m.n.audit(m.c, method, skill, perr, start)
+		m.n.audit(ctx, m.c, method, skill, perr, start)
 		return nil, perr
 	}
 	out, err := m.n.Forward(ctx, m.c, agent.PeerID, msg)
 	res, err := oneResult(agent.PeerID, out, err)
-	m.n.audit(m.c, method, skill, protocol.AsError(err), start)
+	m.n.audit(ctx, m.c, method, skill, protocol.AsError(err), start)
 	return res, err
 }
 

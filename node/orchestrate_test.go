@@ -82,6 +82,17 @@ func TestOrchestrateSkillUsesCallersGrants(t *testing.T) {
 	if !traced {
 		t.Errorf("no audit line on O for the forwarded subtask: %v", lines[len(lines)-3:])
 	}
+	// One trace: the orchestration on O, its subtask's line there, and the
+	// subtask's run on P.
+	traces := map[string]bool{}
+	for _, l := range lines {
+		if l["skill"] == "orchestrate" || l["method"] == "orchestrate tools/call "+p.PeerID() {
+			traces[l["trace"].(string)] = true
+		}
+	}
+	if pt, _ := lastTrace(t, p); len(traces) != 1 || !traces[pt] {
+		t.Errorf("the orchestration's traces on O %v, the subtask's on P %s: want one", traces, pt)
+	}
 	// The policy's per-skill limit binds the caller's subtasks as its own calls.
 	if res, perr = call(holder, req); perr != nil || res.Status != orchestrate.StatusFailed || !strings.Contains(res.Subtasks[0].Error, "rate limited") {
 		t.Fatalf("a second weather subtask within the caller's 1/h: %+v %v", res, perr)

@@ -249,7 +249,7 @@ func (n *Node) writeResponse(s network.Stream, c Caller, out []byte, dl *deadlin
 		if err := s.Scope().ReserveMemory(len(out), network.ReservationPriorityMedium); err != nil {
 			n.log.Debug("rpc: memory for response refused", "peer", c.ID, "size", len(out), "err", err)
 			perr := protocol.Errorf(protocol.CodeInternal, "resource limit: this peer is too busy to send a %d-byte response", len(out))
-			n.audit(c, "", "", perr, time.Now())
+			n.audit(n.ctx, c, "", "", perr, time.Now())
 			out, _ = json.Marshal(protocol.ErrorResponse(nil, perr))
 		} else {
 			defer s.Scope().ReleaseMemory(len(out))
@@ -293,7 +293,7 @@ func (d *deadlines) writing(s network.Stream, now time.Time) {
 // is still sending for a short while so the error is not lost to the
 // reset, and resets the stream (SPEC §2).
 func (n *Node) refuseFrame(s network.Stream, c Caller, perr *protocol.Error) {
-	n.audit(c, "", "", perr, time.Now())
+	n.audit(n.ctx, c, "", "", perr, time.Now())
 	b, _ := json.Marshal(protocol.ErrorResponse(nil, perr))
 	_ = s.SetWriteDeadline(time.Now().Add(drainTimeout))
 	if err := transport.WriteFrame(s, b); err == nil {

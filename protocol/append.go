@@ -61,6 +61,7 @@ func AppendSlot(b []byte, s *Slot) []byte {
 		member(`"provider":`, c.Provider)
 		member(`"session":`, c.Session)
 		member(`"forwarded":`, c.Forwarded)
+		member(`"traceparent":`, c.Traceparent)
 		b = append(b, '}')
 	}
 	return append(b, '}')

@@ -196,6 +196,9 @@ type AuditQuery struct {
 	// Outcome keeps "ok", "error" or "blocked" lines, or "flagged" ones
 	// (the guard found something and let the call through).
 	Outcome string
+	// Trace keeps lines of that trace id (32 lowercase hex digits: the
+	// trace-id of a W3C traceparent).
+	Trace string
 	// Limit is how many lines at most, the newest.
 	Limit int
 }

@@ -66,7 +66,20 @@ type SlotContext struct {
 	// with what its policy grants that key or "http", never with the
 	// forwarder's own grants; a session in such a slot is not honoured.
 	Forwarded string `json:"forwarded,omitempty"`
+	// Traceparent is the W3C trace context (https://www.w3.org/TR/trace-context/)
+	// of the span the slot was sent from: the caller's span on the sending
+	// node, so that the receiver's span of the call is its child and the
+	// whole request, across hops, has one trace id. It is taken as a
+	// traceparent HTTP header is: one that is not valid (or longer than
+	// MaxTraceparent, when ParseRequest drops it) is ignored, and the
+	// receiver starts a new trace; it is never an error.
+	Traceparent string `json:"traceparent,omitempty"`
 }
+
+// MaxTraceparent is the longest context.traceparent ParseRequest keeps (a
+// version 00 traceparent has 55 characters; a later version may add
+// fields). A longer one is dropped, as an invalid one is ignored.
+const MaxTraceparent = 256
 
 // IsNotification reports whether the slot has no id and so gets no response.
 func (s *Slot) IsNotification() bool { return s.ID == nil }
@@ -251,6 +264,9 @@ func parseSlot(raw []byte) Slot {
 	case s.Context != nil && s.Context.Provider != "" && !ValidProvider(s.Context.Provider):
 		s.Err = Errorf(CodeUnsupportedProvider, "unsupported provider %q (want one of claude, openai, gemini, deepseek)", s.Context.Provider)
 	}
+	if s.Context != nil && len(s.Context.Traceparent) > MaxTraceparent {
+		s.Context.Traceparent = ""
+	}
 	if s.Err != nil && s.Err.Code == CodeInvalidRequest && s.ID == nil {
 		// An invalid request is answered with a null id (JSON-RPC 2.0 §5);
 		// only a valid slot without id is a notification.
@@ -263,7 +279,7 @@ func parseSlot(raw []byte) Slot {
 // context.
 var (
 	slotMembers    = []string{"jsonrpc", "id", "method", "params", "context"}
-	contextMembers = []string{"provider", "session", "forwarded"}
+	contextMembers = []string{"provider", "session", "forwarded", "traceparent"}
 )
 
 // caseVariant returns a member name of the slot object raw (or of its

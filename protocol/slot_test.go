@@ -689,3 +689,29 @@ func TestSkipString(t *testing.T) {
 		t.Fatalf("skipString allocates %v", allocs)
 	}
 }
+
+// context.traceparent survives AppendSlot and ParseRequest as it is; one
+// longer than MaxTraceparent is dropped (ignored, as an invalid one is),
+// never an error; a case variant of the member is refused as every other.
+func TestSlotTraceparentRoundTrip(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	for _, tc := range []struct{ in, want string }{
+		{tp, tp},
+		{strings.Repeat("x", MaxTraceparent), strings.Repeat("x", MaxTraceparent)},
+		{strings.Repeat("x", MaxTraceparent+1), ""},
+	} {
+		s := Slot{JSONRPC: "2.0", ID: json.RawMessage("1"), Method: MethodToolsCall, Params: json.RawMessage(`{"name":"ping"}`),
+			Context: &SlotContext{Session: "s", Traceparent: tc.in}}
+		req, perr := ParseRequest(AppendSlot(nil, &s))
+		if perr != nil || req.Slots[0].Err != nil || req.Slots[0].Context == nil {
+			t.Fatalf("round trip of a %d-byte traceparent: %v %+v", len(tc.in), perr, req.Slots)
+		}
+		if got := req.Slots[0].Context; got.Traceparent != tc.want || got.Session != "s" {
+			t.Fatalf("a %d-byte traceparent came back as %d bytes (session %q)", len(tc.in), len(got.Traceparent), got.Session)
+		}
+	}
+	req, _ := ParseRequest([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","context":{"TraceParent":"` + tp + `"}}`))
+	if req.Slots[0].Err == nil || req.Slots[0].Err.Code != CodeInvalidRequest {
+		t.Fatalf("a case variant of traceparent: %+v", req.Slots[0])
+	}
+}

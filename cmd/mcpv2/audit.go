@@ -25,7 +25,7 @@ func auditCommand() *cli.Command {
 		Name:  "audit",
 		Usage: "read and filter this node's audit log (one line per call)",
 		UsageText: "mcpv2 audit [--data-dir DIR] [--since 1h|2026-12-01T10:00:00Z] [--caller PREFIX] [--skill NAME]\n" +
-			"   [--outcome ok|error|blocked|flagged] [--limit N] [--json] [--follow]",
+			"   [--outcome ok|error|blocked|flagged] [--trace TRACE-ID] [--limit N] [--json] [--follow]",
 		Description: "Reads <data-dir>/audit.jsonl and its rotated files, oldest first. --outcome blocked lists the calls\n" +
 			"the prompt-injection guard refused; flagged, those it found something in and let through.",
 		Flags: []cli.Flag{
@@ -34,6 +34,7 @@ func auditCommand() *cli.Command {
 			&cli.StringFlag{Name: "caller", Usage: "only calls whose caller (PeerID, ip:ADDR) starts with this"},
 			&cli.StringFlag{Name: "skill", Usage: "only calls of this skill"},
 			&cli.StringFlag{Name: "outcome", Usage: "only calls with this outcome: " + strings.Join(store.AuditOutcomes, ", ")},
+			&cli.StringFlag{Name: "trace", Usage: "only calls of this trace id (32 hex digits: the trace-id of the request's traceparent), to follow one request across nodes"},
 			&cli.IntFlag{Name: "limit", Value: 100, Usage: "print at most the last N matching calls (0: all)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the matching lines as JSON lines"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing calls as they are logged, until interrupted"},
@@ -46,12 +47,12 @@ func auditCommand() *cli.Command {
 			if err != nil {
 				return fmt.Errorf("audit: %w", err)
 			}
-			f := store.AuditFilter{Caller: c.String("caller"), Skill: c.String("skill"), Outcome: c.String("outcome")}
+			f := store.AuditFilter{Caller: c.String("caller"), Skill: c.String("skill"), Outcome: c.String("outcome"), Trace: c.String("trace")}
 			if f.Since, err = parseSince(c.String("since"), time.Now()); err != nil {
 				return fmt.Errorf("audit: --since: %w", err)
 			}
 			if err := f.Check(); err != nil {
-				return fmt.Errorf("audit: --outcome: %w", err)
+				return fmt.Errorf("audit: --%w", err)
 			}
 			limit := c.Int("limit")
 			if limit < 0 {

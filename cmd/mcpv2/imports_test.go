@@ -51,6 +51,10 @@ var importRules = []importRule{
 	// internal/oidctest is a real OpenID provider for the tests (_test.go
 	// files only): any third-party module, no package of the project.
 	{prefix: "internal/oidctest", allowed: nil},
+	// internal/otlptest is a real OTLP trace receiver for the tests
+	// (_test.go files only): any third-party module, no package of the
+	// project.
+	{prefix: "internal/otlptest", allowed: nil},
 }
 
 // thirdPartyOK lists what protocol may use beside the standard library:

@@ -201,7 +201,7 @@ func (b *edgeBackend) Find(ctx context.Context, skillOrTag string, limit int) ([
 	return b.cl.Find(ctx, b.addr, skillOrTag, limit)
 }
 
-func (b *edgeBackend) Audit(c protocol.Caller, method string, perr *protocol.Error, start time.Time) {
+func (b *edgeBackend) Audit(_ context.Context, c protocol.Caller, method string, perr *protocol.Error, start time.Time) {
 	b.log.Debug("mcp request", "method", method, "caller", c.ID, "err", perr, "ms", time.Since(start).Milliseconds())
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/urfave/cli/v2"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpv2/mcpv2/discovery"
 	"github.com/mcpv2/mcpv2/edge"
@@ -120,6 +122,7 @@ func nodeFlags() []cli.Flag {
 			Usage: "accept OpenID Connect access tokens (JWTs) of this issuer URL as Authorization: Bearer (repeatable); the edge serves /.well-known/oauth-protected-resource naming it"},
 		&cli.StringFlag{Name: "oidc-audience", EnvVars: []string{"MCPV2_OIDC_AUDIENCE"},
 			Usage: "the audience an access token must name (default: the URL of the face it is sent to, e.g. https://host:port/mcp)"},
+		&cli.StringFlag{Name: "otlp-endpoint", EnvVars: []string{"MCPV2_OTLP_ENDPOINT"}, Usage: otlpEndpointUsage},
 	}, slices.Concat(llmFlags, tlsFlags)...)
 }
 
@@ -235,6 +238,17 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 			return nil, err
 		}
 	}
+	tp, err := tracerProvider(c.String("otlp-endpoint"))
+	if err != nil {
+		return nil, err
+	}
+	var tpi trace.TracerProvider // nil unless --otlp-endpoint: a nil *TracerProvider is not a nil interface
+	if tp != nil {
+		tpi = tp
+	}
+	if ecfg != nil {
+		ecfg.TracerProvider = tpi
+	}
 	n, err := node.New(node.Config{
 		Mesh:    mesh,
 		DataDir: dir, ListenAddrs: listen,
@@ -249,9 +263,12 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 		AuditMaxBytes: noneIfZero(c.Int64("audit-max-bytes")), AuditKeep: noneIfZero(c.Int("audit-keep")),
 		MaxConversations: noneIfZero(c.Int("max-conversations")), ConversationTTL: noneIfZero(c.Duration("conversation-ttl")),
 		ClockSkew: secondsOf(c, "clock-skew"), TaskTTL: noneIfZero(c.Duration("task-ttl")),
-		Logger: log,
+		Logger: log, TracerProvider: tpi,
 	})
 	if err != nil {
+		if tp != nil {
+			_ = tp.Shutdown(context.Background()) // nil, or already shut down by node.New
+		}
 		return nil, portHint(c, err)
 	}
 	r := &runningNode{n: n, log: log}

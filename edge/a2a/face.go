@@ -34,7 +34,7 @@ type Backend interface {
 	// grants (the gateway; see edge.Backend): the faces of mesh peers.
 	Forward(ctx context.Context, c protocol.Caller, peerID string, msg []byte) ([]byte, error)
 	// Audit writes one audit line of a request that did not reach Handle.
-	Audit(c protocol.Caller, method string, perr *protocol.Error, start time.Time)
+	Audit(ctx context.Context, c protocol.Caller, method string, perr *protocol.Error, start time.Time)
 	// PeerA2ACard asks the mesh peer peerID, as this node, for its signed
 	// A2A card in version "1.0" or "0.3" for this edge's face of it at
 	// base (…/peers/<peerID>): agent/a2a-card, which a peer answers only
@@ -269,7 +269,7 @@ func (f *Face) servePeerCard(w http.ResponseWriter, r *http.Request) {
 			refuse(http.StatusInternalServerError, protocol.Errorf(protocol.CodeInternal, "internal error: the card could not be made"))
 			return
 		}
-		f.b.Audit(c, "a2a peer card", nil, start)
+		f.b.Audit(r.Context(), c, "a2a peer card", nil, start)
 		writeRaw(w, card)
 		return
 	}
@@ -289,7 +289,7 @@ func (f *Face) servePeerCard(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusBadGateway, perr)
 		return
 	}
-	f.b.Audit(c, "a2a peer card", nil, start)
+	f.b.Audit(r.Context(), c, "a2a peer card", nil, start)
 	writeRaw(w, card)
 }
 
@@ -331,7 +331,7 @@ func (f *Face) serveCard(w http.ResponseWriter, r *http.Request) {
 	}
 	v, verr := version(r)
 	if verr != nil {
-		f.b.Audit(c, "a2a card", &protocol.Error{Code: verr.Code, Message: verr.Message}, start)
+		f.b.Audit(r.Context(), c, "a2a card", &protocol.Error{Code: verr.Code, Message: verr.Message}, start)
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": verr})
 		return
 	}
@@ -346,11 +346,11 @@ func (f *Face) serveCard(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		f.log.Error("a2a card", "err", err)
-		f.b.Audit(c, "a2a card", protocol.Errorf(protocol.CodeInternal, "internal error"), start)
+		f.b.Audit(r.Context(), c, "a2a card", protocol.Errorf(protocol.CodeInternal, "internal error"), start)
 		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": rpcError{Code: protocol.CodeInternal, Message: "internal error: the card could not be signed"}})
 		return
 	}
-	f.b.Audit(c, "a2a card", nil, start)
+	f.b.Audit(r.Context(), c, "a2a card", nil, start)
 	writeJSON(w, http.StatusOK, card)
 }
 

@@ -152,7 +152,7 @@ func (q *req) audit(e *rpcError) {
 	if e != nil {
 		perr = &protocol.Error{Code: e.Code, Message: e.Message}
 	}
-	q.f.b.Audit(q.c, "a2a "+nonEmpty(q.method, "?"), perr, q.started)
+	q.f.b.Audit(q.r.Context(), q.c, "a2a "+nonEmpty(q.method, "?"), perr, q.started)
 }
 
 // reply answers with result.

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -306,7 +308,7 @@ func (f *Face) send(q *req, params json.RawMessage, stream bool) {
 	delete(t.Metadata, callMeta) // the call runs now; it is kept again if it waits for input
 	t.Status = Status{State: StateSubmitted, Timestamp: time.Now().UTC()}
 
-	ch, first, rerr := f.start(t, q.owner, q.c, calls)
+	ch, first, rerr := f.start(q.r.Context(), t, q.owner, q.c, calls)
 	if rerr != nil {
 		q.fail(rerr)
 		return
@@ -353,7 +355,7 @@ func (f *Face) send(q *req, params json.RawMessage, stream bool) {
 
 // start saves the task in its submitted state and starts running calls,
 // with a subscription that sees every event after that first one.
-func (f *Face) start(t Task, owner string, c protocol.Caller, calls []call) (chan Event, Event, *rpcError) {
+func (f *Face) start(reqCtx context.Context, t Task, owner string, c protocol.Caller, calls []call) (chan Event, Event, *rpcError) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
@@ -376,7 +378,9 @@ func (f *Face) start(t Task, owner string, c protocol.Caller, calls []call) (cha
 	if err != nil {
 		return nil, Event{}, err
 	}
-	ctx, cancel := context.WithCancel(f.ctx)
+	// The run outlives the request, but stays in its trace: its calls are
+	// children of the edge's span of the request that started it.
+	ctx, cancel := context.WithCancel(trace.ContextWithSpanContext(f.ctx, trace.SpanContextFromContext(reqCtx)))
 	r := &run{owner: owner, cancel: cancel, subs: map[chan Event]bool{}, done: make(chan struct{})}
 	ch := make(chan Event, subBuffer)
 	r.subs[ch] = true

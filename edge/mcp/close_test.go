@@ -23,7 +23,7 @@ func (closeBackend) Forward(context.Context, protocol.Caller, string, []byte) ([
 func (closeBackend) Find(context.Context, string, int) ([]protocol.FindResult, error) {
 	return nil, nil
 }
-func (closeBackend) Audit(protocol.Caller, string, *protocol.Error, time.Time) {}
+func (closeBackend) Audit(context.Context, protocol.Caller, string, *protocol.Error, time.Time) {}
 
 // watchingBackend is a FilesWatcher too: New starts its goroutine.
 type watchingBackend struct{ closeBackend }

@@ -35,7 +35,7 @@ type Backend interface {
 	Find(ctx context.Context, skillOrTag string, limit int) ([]protocol.FindResult, error)
 	// Audit writes one audit line for a request that did not reach Handle
 	// (initialize, prompts, the mesh tools' own checks).
-	Audit(c protocol.Caller, method string, perr *protocol.Error, start time.Time)
+	Audit(ctx context.Context, c protocol.Caller, method string, perr *protocol.Error, start time.Time)
 }
 
 // FilesWatcher is what a Backend may also offer: a channel closed at the
@@ -289,7 +289,7 @@ func (f *Face) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 			if err != nil {
 				perr = wireToProtocol(err)
 			}
-			f.b.Audit(callerOf(ctx, req), "mcp "+method, perr, start)
+			f.b.Audit(ctx, callerOf(ctx, req), "mcp "+method, perr, start)
 		}
 		return res, err
 	}

@@ -156,7 +156,7 @@ func (f *Face) auditTransport(r *http.Request, c protocol.Caller, status int, st
 	case http.StatusNotFound:
 		code = protocol.CodeInvalidSession
 	}
-	f.b.Audit(c, "http "+r.Method+" "+protocol.Clip(r.URL.EscapedPath(), 160), protocol.Errorf(code, "mcp transport: HTTP %d", status), start)
+	f.b.Audit(r.Context(), c, "http "+r.Method+" "+protocol.Clip(r.URL.EscapedPath(), 160), protocol.Errorf(code, "mcp transport: HTTP %d", status), start)
 }
 
 // statusWriter remembers the status of the answer; it passes Flush on

@@ -158,7 +158,7 @@ type FoundAgent struct {
 
 func (f *Face) meshFind(ctx context.Context, c protocol.Caller, raw json.RawMessage) (res *sdk.CallToolResult) {
 	start := time.Now()
-	defer func() { f.auditTool(c, ToolMeshFind, res, start) }()
+	defer func() { f.auditTool(ctx, c, ToolMeshFind, res, start) }()
 	var a meshFindArgs
 	if perr := decodeArgs(ToolMeshFind, raw, &a); perr != nil {
 		return toolResult(nil, perr)
@@ -212,7 +212,7 @@ type meshCallArgs struct {
 
 func (f *Face) meshCall(ctx context.Context, c protocol.Caller, raw json.RawMessage) (res *sdk.CallToolResult) {
 	start := time.Now()
-	defer func() { f.auditTool(c, ToolMeshCall, res, start) }()
+	defer func() { f.auditTool(ctx, c, ToolMeshCall, res, start) }()
 	var a meshCallArgs
 	if perr := decodeArgs(ToolMeshCall, raw, &a); perr != nil {
 		return toolResult(nil, perr)
@@ -239,7 +239,7 @@ func (f *Face) meshCall(ctx context.Context, c protocol.Caller, raw json.RawMess
 
 // auditTool writes the one audit line of a mesh tool's call (the node
 // audits what it runs for the call, and a refusal of a forward, itself).
-func (f *Face) auditTool(c protocol.Caller, tool string, res *sdk.CallToolResult, start time.Time) {
+func (f *Face) auditTool(ctx context.Context, c protocol.Caller, tool string, res *sdk.CallToolResult, start time.Time) {
 	var perr *protocol.Error
 	if res != nil && res.IsError {
 		perr = protocol.Errorf(protocol.CodeToolExecution, "failed")
@@ -252,7 +252,7 @@ func (f *Face) auditTool(c protocol.Caller, tool string, res *sdk.CallToolResult
 			}
 		}
 	}
-	f.b.Audit(c, "mcp tools/call "+tool, perr, start)
+	f.b.Audit(ctx, c, "mcp tools/call "+tool, perr, start)
 }
 
 // decodeArgs decodes a mesh tool's arguments strictly, naming what is wrong.

@@ -46,6 +46,12 @@ type AuditRecord struct {
 	Threat string `json:"threat,omitempty"`
 	// Findings are what the guard found, at most MaxAuditFindings of them.
 	Findings []AuditFinding `json:"findings,omitempty"`
+	// Trace is the W3C trace id of the call (32 lowercase hex digits): the
+	// trace of the incoming traceparent, or a new one the node started, the
+	// same on every node the request crossed (mcpv2 audit --trace).
+	Trace string `json:"trace,omitempty"`
+	// Span is this node's span id of the call (16 lowercase hex digits).
+	Span string `json:"span,omitempty"`
 }
 
 // AuditFinding is one finding of the guard in an audit line.
@@ -74,7 +80,7 @@ func (s *Store) Audit(rec AuditRecord) error {
 	if len(rec.Findings) > MaxAuditFindings {
 		rec.Findings = rec.Findings[:MaxAuditFindings]
 	}
-	line, err := rec.appendLine(make([]byte, 0, 256))
+	line, err := rec.appendLine(make([]byte, 0, 384)) // a call's line, trace and span ids included, fits
 	if err != nil {
 		return fmt.Errorf("store: audit: %w", err)
 	}
@@ -161,6 +167,14 @@ func (rec *AuditRecord) appendLine(b []byte) ([]byte, error) {
 			b = append(b, '}')
 		}
 		b = append(b, ']')
+	}
+	if rec.Trace != "" {
+		b = append(b, `,"trace":`...)
+		b = protocol.AppendJSONString(b, rec.Trace)
+	}
+	if rec.Span != "" {
+		b = append(b, `,"span":`...)
+		b = protocol.AppendJSONString(b, rec.Span)
 	}
 	return append(b, "}\n"...), nil
 }

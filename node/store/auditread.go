@@ -15,6 +15,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mcpv2/mcpv2/protocol"
 )
 
 // MaxAuditLine caps one line of the audit log when it is read back: a
@@ -32,6 +36,8 @@ type AuditFilter struct {
 	// Outcome keeps "ok", "error" or "blocked" records; "flagged" keeps
 	// those the guard found something in but did not block.
 	Outcome string
+	// Trace keeps records of that trace id (exact, 32 lowercase hex).
+	Trace string
 }
 
 // AuditOutcomes are the values AuditFilter.Outcome may take.
@@ -42,6 +48,9 @@ var AuditOutcomes = []string{"ok", "error", "blocked", "flagged"}
 func (f AuditFilter) Check() error {
 	if f.Outcome != "" && !slices.Contains(AuditOutcomes, f.Outcome) {
 		return fmt.Errorf("outcome %q: want one of %s", f.Outcome, strings.Join(AuditOutcomes, ", "))
+	}
+	if f.Trace != "" && !validTraceID(f.Trace) {
+		return fmt.Errorf("trace %q: want a trace id of 32 lowercase hex digits, not all zero", protocol.Clip(f.Trace, 40))
 	}
 	return nil
 }
@@ -54,6 +63,8 @@ func (f AuditFilter) Match(rec *AuditRecord) bool {
 	case f.Caller != "" && !strings.HasPrefix(rec.Caller, f.Caller):
 		return false
 	case f.Skill != "" && rec.Skill != f.Skill:
+		return false
+	case f.Trace != "" && rec.Trace != f.Trace:
 		return false
 	}
 	switch f.Outcome {
@@ -245,4 +256,11 @@ func TailAudit(ctx context.Context, dir string, f AuditFilter, limit int) ([]Aud
 		return nil, skipped, err
 	}
 	return slices.Concat(ring[next:], ring[:next]), skipped, nil
+}
+
+// validTraceID reports whether s is a W3C trace-id: 32 lowercase hex
+// digits, not all zero.
+func validTraceID(s string) bool {
+	_, err := trace.TraceIDFromHex(s)
+	return err == nil
 }
