@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -233,19 +234,24 @@ func parseConfig(path string, data []byte, known map[string]cli.Flag) (*configFi
 	fail := func(line int, format string, args ...any) {
 		errs = append(errs, lineErr{line, fmt.Errorf("%s:%d: "+format, append([]any{path, line}, args...)...)})
 	}
-	cf := &configFile{path: path, values: map[string]*fileValue{}}
-	for _, key := range slices.Sorted(func(yield func(string) bool) {
-		for k := range top {
-			if !yield(k) {
-				return
-			}
+	type entry struct {
+		key  string
+		line int
+		v    any
+	}
+	entries := make([]entry, 0, len(top))
+	for key, prim := range top {
+		line, v := position(&md, data, prim)
+		if _, isTable := v.(map[string]any); isTable && line == 0 {
+			line = firstLine(&md, data, prim)
 		}
-	}) {
-		line, v := position(&md, data, top[key])
+		entries = append(entries, entry{key, line, v})
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return cmp.Or(a.line-b.line, strings.Compare(a.key, b.key)) })
+	cf := &configFile{path: path, values: map[string]*fileValue{}}
+	for _, e := range entries {
+		key, line, v := e.key, e.line, e.v
 		if _, isTable := v.(map[string]any); isTable {
-			if line == 0 {
-				line = firstLine(&md, data, top[key])
-			}
 			fail(line, "%s is a table, and the settings are keys at the top of the file, without tables: port = 8000, not [%s] or %s.port", tomlKey(key), key, key)
 			continue
 		}
@@ -710,9 +716,31 @@ func attributeError(c *cli.Context, err error) error {
 			primary[n] = f.Names()[0]
 		}
 	}
-	for _, m := range flagInError.FindAllStringSubmatch(err.Error(), -1) {
+	msg := err.Error()
+	for _, m := range flagInError.FindAllStringSubmatch(msg, -1) {
 		if src := a.sources[primary[m[1]]]; src.kind == fromFile {
 			return fmt.Errorf("%s:%d: %w", src.file, src.line, err)
+		}
+	}
+	// The node's own checks (node.MeshConfig.Check) speak of its Config,
+	// not of flags ("DHT mode \"x\": want auto, server or client"), but
+	// quote the value: the line of the file whose value it is.
+	for _, line := range slices.Sorted(func(yield func(int) bool) {
+		for _, v := range a.file.values {
+			if !yield(v.line) {
+				return
+			}
+		}
+	}) {
+		for name, v := range a.file.values {
+			if v.line != line || a.sources[name].kind != fromFile {
+				continue
+			}
+			for _, arg := range v.args {
+				if len(arg) > 1 && strings.Contains(msg, strconv.Quote(arg)) {
+					return fmt.Errorf("%s:%d: %w", a.path, v.line, err)
+				}
+			}
 		}
 	}
 	return err
