@@ -515,6 +515,14 @@ func appliedConfigOf(c *cli.Context) *appliedConfig {
 	return a
 }
 
+// fromConfigFile says whether c's flag name took its value from the config
+// file: a command may refuse a flag given for it, yet leave alone the same
+// setting in the file that other commands share.
+func fromConfigFile(c *cli.Context, name string) bool {
+	a := appliedConfigOf(c)
+	return a != nil && a.sources[name].kind == fromFile
+}
+
 // withConfig makes every command of app that takes flags take --config
 // and apply the config file (applyConfig) before anything else of it runs,
 // and makes the errors of its Action that name a flag set by the file name

@@ -643,3 +643,36 @@ func FuzzConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestConfigSharedByCommands: one file serves the node and the client
+// commands. A setting that the running command takes under another meaning
+// is not reached (the client's --listen is MCPV2_CLIENT_LISTEN), and mcpv2
+// mcp, which refuses --key without --connect, leaves the clients' key in
+// the file alone.
+func TestConfigSharedByCommands(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "config.toml"), "key = \"client-key\"\nlisten = [\"/ip4/127.0.0.1/tcp/0\"]\nno-mdns = true\nno-nat = true\np2p-port = 4555\n")
+	if _, errs, code := run(t, "mcp", "--data-dir", dir); code != 0 {
+		t.Errorf("mcpv2 mcp with key in the file (stdin at its end at once): exit %d: %s", code, errs)
+	}
+	if _, errs, code := run(t, "mcp", "--data-dir", dir, "--key", "k"); code != 1 || !strings.Contains(errs, "--key is the credential of --connect ADDR") {
+		t.Errorf("mcpv2 mcp --key without --connect: exit %d: %s", code, errs)
+	}
+	// id takes p2p-port from the file; the client's listen is its own.
+	out, errs, code := run(t, "id", "--data-dir", dir)
+	if code != 0 || !strings.Contains(out, "/tcp/4555/p2p/") {
+		t.Errorf("id: p2p-port = 4555 from the file not taken: exit %d %s %s", code, out, errs)
+	}
+	app := configApp()
+	var call *cli.Command
+	for _, c := range app.Commands {
+		if c.Name == "call" {
+			call = c
+		}
+	}
+	for _, f := range call.Flags {
+		if f.Names()[0] == "listen" && isSetting(f) {
+			t.Error("the client's --listen is a setting of the config file: a node's listen there would reach it")
+		}
+	}
+}
