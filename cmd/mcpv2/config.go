@@ -22,6 +22,8 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/agnivade/levenshtein"
 	"github.com/urfave/cli/v2"
+
+	"github.com/mcpv2/mcpv2/protocol"
 )
 
 // The config file (issue 22): one TOML file of settings that every command
@@ -56,6 +58,9 @@ var configFlag = &cli.StringFlag{Name: "config", EnvVars: []string{"MCPV2_CONFIG
 
 // configFileName is the config file's name in the data dir.
 const configFileName = "config.toml"
+
+// maxConfigErrors bounds how many of a file's mistakes an error lists.
+const maxConfigErrors = 20
 
 // maxConfigFile bounds the config file's size: a settings file is a few
 // kilobytes.
@@ -109,7 +114,6 @@ func settingFlags(app *cli.App) map[string]cli.Flag {
 type fileValue struct {
 	key  string   // as written (a flag's name or alias)
 	line int      // where the key is, from 1
-	raw  any      // the TOML value
 	args []string // what cli.Context.Set gets, once for each
 }
 
@@ -226,13 +230,9 @@ func parseConfig(path string, data []byte, known map[string]cli.Flag) (*configFi
 		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	type lineErr struct {
-		line int
-		err  error
-	}
-	var errs []lineErr
+	var errs []error
 	fail := func(line int, format string, args ...any) {
-		errs = append(errs, lineErr{line, fmt.Errorf("%s:%d: "+format, append([]any{path, line}, args...)...)})
+		errs = append(errs, fmt.Errorf("%s:%d: "+format, append([]any{path, line}, args...)...))
 	}
 	type entry struct {
 		key  string
@@ -280,15 +280,14 @@ func parseConfig(path string, data []byte, known map[string]cli.Flag) (*configFi
 			fail(line, "%s %w", tomlKey(key), err)
 			continue
 		}
-		cf.values[name] = &fileValue{key: key, line: line, raw: v, args: args}
+		cf.values[name] = &fileValue{key: key, line: line, args: args}
+	}
+	// The entries are in the file's order, and so are the errors.
+	if len(errs) > maxConfigErrors {
+		errs = append(errs[:maxConfigErrors], fmt.Errorf("%s: and %d more mistakes", path, len(errs)-maxConfigErrors))
 	}
 	if len(errs) > 0 {
-		slices.SortStableFunc(errs, func(a, b lineErr) int { return a.line - b.line })
-		all := make([]error, len(errs))
-		for i, e := range errs {
-			all[i] = e.err
-		}
-		return nil, errors.Join(all...)
+		return nil, errors.Join(errs...)
 	}
 	return cf, nil
 }
@@ -716,6 +715,12 @@ var flagInError = regexp.MustCompile(`--([a-z0-9][a-z0-9-]*)`)
 func attributeError(c *cli.Context, err error) error {
 	a := appliedConfigOf(c)
 	if err == nil || a == nil || a.file == nil {
+		return err
+	}
+	// A peer's error speaks of the peer's flags, not of this file; an
+	// ExitCoder must stay one for urfave/cli.
+	var pe *protocol.Error
+	if _, exit := err.(cli.ExitCoder); exit || errors.As(err, &pe) {
 		return err
 	}
 	primary := map[string]string{}

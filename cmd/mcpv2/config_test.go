@@ -152,6 +152,15 @@ func TestConfigParse(t *testing.T) {
 			}
 		})
 	}
+	// Twenty mistakes at most, then how many more.
+	many := "zzzzzzzzzz = 1\n"
+	for i := range 30 {
+		many += fmt.Sprintf("unknown%d = 1\n", i)
+	}
+	_, err = parseConfig(path, []byte(many), known)
+	if err == nil || strings.Count(err.Error(), "\n") != maxConfigErrors || !strings.HasSuffix(err.Error(), path+": and 11 more mistakes") {
+		t.Errorf("31 mistakes: %v", err)
+	}
 	// Every mistake at once, in the file's order.
 	_, err = parseConfig(path, []byte("zzzzzzzzzz = 1\nport = \"x\"\nprot = 1\n"), known)
 	if err == nil {
