@@ -263,6 +263,10 @@ func parseConfig(path string, data []byte, known map[string]cli.Flag) (*configFi
 		if !ok {
 			if key == configFlag.Name {
 				fail(line, "%q cannot be set in the config file itself: give --config FILE or MCPV2_CONFIG", key)
+			} else if flag, instead := seedKey(key, known); flag != "" {
+				fail(line, "unknown key %q: the file names a setting by its flag: did you mean %q?", key, flag)
+			} else if instead != "" {
+				fail(line, "unknown key %q, a setting of the seed that mcpv2 does not take: %s", key, instead)
 			} else if near := nearestKey(key, known); near != "" {
 				fail(line, "unknown key %q: did you mean %q?", key, near)
 			} else {
@@ -290,6 +294,25 @@ func parseConfig(path string, data []byte, known map[string]cli.Flag) (*configFi
 		return nil, errors.Join(errs...)
 	}
 	return cf, nil
+}
+
+// seedKey reads key as an MCPV2_* variable written as a key (home for
+// MCPV2_HOME): the flag whose twin it is, or what the seed's refused
+// setting it names says to use instead (seedSettings), or neither.
+func seedKey(key string, known map[string]cli.Flag) (flag, instead string) {
+	env := envTwinOf(key)
+	for _, f := range known {
+		// (The flag's own twin is its name misspelt: nearestKey's case.)
+		if e, ok := f.(interface{ GetEnvVars() []string }); ok && env != envTwinOf(f.Names()[0]) && slices.Contains(e.GetEnvVars(), env) {
+			return f.Names()[0], ""
+		}
+	}
+	for _, s := range seedSettings {
+		if s.name == env {
+			return "", s.instead
+		}
+	}
+	return "", ""
 }
 
 // tomlKey writes key as TOML would: bare when it can be.
