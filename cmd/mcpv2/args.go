@@ -26,13 +26,7 @@ func interspersed(app *cli.App, args []string) []string {
 	if cmd == nil {
 		return args
 	}
-	takesValue := map[string]bool{}
-	for _, f := range cmd.Flags {
-		_, isBool := f.(*cli.BoolFlag)
-		for _, n := range f.Names() {
-			takesValue[n] = !isBool
-		}
-	}
+	takes := takesValue(cmd.Flags)
 	var flags, pos []string
 	rest := args[2:]
 	for i := 0; i < len(rest); i++ {
@@ -47,13 +41,26 @@ func interspersed(app *cli.App, args []string) []string {
 			continue
 		}
 		flags = append(flags, a)
-		if n, _, hasEq := strings.Cut(name, "="); !hasEq && takesValue[n] && i+1 < len(rest) {
+		if n, _, hasEq := strings.Cut(name, "="); !hasEq && takes[n] && i+1 < len(rest) {
 			flags = append(flags, rest[i+1])
 			i++
 		}
 	}
 	out := append([]string{args[0], args[1]}, flags...)
 	return append(out, pos...)
+}
+
+// takesValue maps every name of flags to whether the flag takes a value
+// (all but boolean flags do).
+func takesValue(flags []cli.Flag) map[string]bool {
+	takes := map[string]bool{}
+	for _, f := range flags {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, n := range f.Names() {
+			takes[n] = !isBool
+		}
+	}
+	return takes
 }
 
 // readArg returns a JSON argument given inline, as "-" (standard input) or

@@ -34,7 +34,7 @@ func main() {
 	// several QUIC retransmissions on a slow path, and DCUtR tries three
 	// times.
 	libp2pquic.HolePunchTimeout = quicHolePunchTimeout
-	app := withEnvCheck(newApp())
+	app := withConfig(withEnvCheck(newApp()))
 	// The std log package is process-wide: its lines (library noise) go
 	// through the command's structured logger at Debug.
 	bridge := &stdLogBridge{fallback: os.Stderr}
@@ -78,6 +78,7 @@ func newApp() *cli.App {
 			keyCommand(),
 			orchestrateCommand(),
 			mcpCommand(),
+			configCommand(),
 		},
 		Writer:    os.Stdout,
 		ErrWriter: os.Stderr,

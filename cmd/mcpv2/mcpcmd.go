@@ -66,7 +66,9 @@ func runMCP(c *cli.Context) error {
 	if addr := c.String("connect"); addr != "" {
 		return runMCPConnect(c, addr, in, out)
 	}
-	if c.IsSet("key") {
+	// A key in the config file is for the client commands and --connect,
+	// which share the file: only one given for this run is refused.
+	if c.IsSet("key") && !fromConfigFile(c, "key") {
 		return errors.New("--key is the credential of --connect ADDR (a running node's edge); without --connect mcpv2 mcp runs a node of its own, whose stdio client is its owner")
 	}
 	r, err := launchNode(c, c.App.ErrWriter, true)

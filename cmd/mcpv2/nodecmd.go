@@ -41,7 +41,7 @@ func nodeCommand() *cli.Command {
 // runs a node (mcpv2 mcp takes them too).
 func nodeFlags() []cli.Flag {
 	return append([]cli.Flag{
-		dataDirFlag, secretFlag, logLevelFlag, maxMessageFlag, bootstrapFlag, routableFlag, noNATFlag,
+		configFlag, dataDirFlag, secretFlag, logLevelFlag, maxMessageFlag, bootstrapFlag, routableFlag, noNATFlag,
 		&cli.StringFlag{Name: "dht-mode", EnvVars: []string{"MCPV2_DHT_MODE"}, Value: "auto", Usage: "DHT mode: auto (server when publicly reachable, or when no --bootstrap is given), server or client"},
 		&cli.BoolFlag{Name: "no-mdns", EnvVars: []string{"MCPV2_NO_MDNS"}, Usage: "do not look for peers on the local network"},
 		&cli.DurationFlag{Name: "republish", EnvVars: []string{"MCPV2_REPUBLISH"}, Value: discovery.DefaultRepublish,

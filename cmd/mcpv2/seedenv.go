@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agnivade/levenshtein"
 	"github.com/urfave/cli/v2"
 
 	"github.com/mcpv2/mcpv2/edge"
@@ -379,32 +380,11 @@ func nearestName(name string, twins map[string]string, seed map[string]seedSetti
 	suffix := strings.TrimPrefix(name, "MCPV2_")
 	best, bestD := "", max(2, len(suffix)/3)+1
 	for _, k := range known {
-		if d := editDistance(suffix, strings.TrimPrefix(k, "MCPV2_")); d < bestD {
+		if d := levenshtein.ComputeDistance(suffix, strings.TrimPrefix(k, "MCPV2_")); d < bestD {
 			best, bestD = k, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance of a and b, byte by byte.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // skillEnvRef is a ${ENV:NAME} reference of the custom skills file (the

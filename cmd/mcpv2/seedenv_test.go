@@ -195,15 +195,7 @@ func TestCheckEnv(t *testing.T) {
 	}
 }
 
-func TestEditDistanceAndLogLevel(t *testing.T) {
-	for _, c := range []struct {
-		a, b string
-		d    int
-	}{{"", "", 0}, {"abc", "", 3}, {"TTL", "TTL", 0}, {"SESION_TTL", "SESSION_TTL", 1}, {"LIMITRATE", "LIMIT_RATE", 1}, {"kitten", "sitting", 3}} {
-		if got := editDistance(c.a, c.b); got != c.d {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.d)
-		}
-	}
+func TestSeedLogLevel(t *testing.T) {
 	for in, want := range map[string]string{"WARNING": "warn", "warning": "warn", "CRITICAL": "error", "INFO": "INFO", "debug": "debug"} {
 		if got := seedLogLevel(in); got != want {
 			t.Errorf("seedLogLevel(%q) = %q, want %q", in, got, want)
