@@ -48,7 +48,7 @@ func SocketPath(dataDir string) string { return filepath.Join(dataDir, SocketNam
 type API struct {
 	n       *node.Node
 	cfg     config
-	ring    *keys.Ring
+	keys    *Keys
 	handler http.Handler
 
 	socket string       // "" without a socket
@@ -172,14 +172,15 @@ func New(n *node.Node, opts ...Option) (*API, error) {
 			return nil, fmt.Errorf("localapi: %w", err)
 		}
 	}
-	a := &API{n: n, cfg: c, ring: c.ring}
-	if a.ring == nil {
+	ring := c.ring
+	if ring == nil {
 		var err error
 		file := cmp.Or(c.keysFile, filepath.Join(n.DataDir(), keys.FileName))
-		if a.ring, err = keys.Open(file, keys.WithLogger(c.log), keys.WithClock(c.now)); err != nil {
+		if ring, err = keys.Open(file, keys.WithLogger(c.log), keys.WithClock(c.now)); err != nil {
 			return nil, fmt.Errorf("localapi: %w", err)
 		}
 	}
+	a := &API{n: n, cfg: c, keys: NewKeys(ring, c.now)}
 	a.handler = a.routes()
 	socket := SocketPath(n.DataDir())
 	if c.socket != nil {

@@ -189,15 +189,10 @@ func (a *API) getID(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (a *API) listKeys(w http.ResponseWriter, _ *http.Request) {
-	list, err := a.ring.List()
+	out, err := a.keys.List()
 	if err != nil {
 		writeKeysError(w, err)
 		return
-	}
-	now := a.cfg.now()
-	out := KeysResponse{File: a.ring.Path(), Keys: []KeyInfo{}}
-	for _, k := range list {
-		out.Keys = append(out.Keys, KeyInfoOf(k, now))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -208,28 +203,75 @@ func (a *API) addKey(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
 		return
 	}
-	expires, err := keys.ParseExpires(req.Expires)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, CodeBadRequest, "expires: "+err.Error())
-		return
-	}
-	secret, k, err := a.ring.Add(req.Name, req.Grants, expires)
+	out, err := a.keys.Add(req)
 	if err != nil {
 		writeKeysError(w, err)
 		return
 	}
-	a.cfg.log.Info("local API: added an API key", "name", k.Name, "grants", k.Grants)
-	writeJSON(w, http.StatusCreated, AddKeyResponse{Secret: secret, Key: KeyInfoOf(k, a.cfg.now()), File: a.ring.Path()})
+	a.cfg.log.Info("local API: added an API key", "name", out.Key.Name, "grants", out.Key.Grants)
+	writeJSON(w, http.StatusCreated, out)
 }
 
 func (a *API) revokeKey(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	if err := a.ring.Revoke(name); err != nil {
+	out, err := a.keys.Revoke(r.PathValue("name"))
+	if err != nil {
 		writeKeysError(w, err)
 		return
 	}
-	a.cfg.log.Info("local API: revoked an API key", "name", name)
-	writeJSON(w, http.StatusOK, RevokeKeyResponse{Name: name, File: a.ring.Path()})
+	a.cfg.log.Info("local API: revoked an API key", "name", out.Name)
+	writeJSON(w, http.StatusOK, out)
+}
+
+// Keys is what the /v1/keys routes do, on a key ring: the API serves it,
+// and `mcpv2 key` calls it directly on the keys file when no node runs,
+// so that both give the same answers.
+type Keys struct {
+	ring *keys.Ring
+	now  func() time.Time
+}
+
+// NewKeys returns the key operations on ring, with key statuses at now
+// (nil: time.Now).
+func NewKeys(ring *keys.Ring, now func() time.Time) *Keys {
+	if now == nil {
+		now = time.Now
+	}
+	return &Keys{ring: ring, now: now}
+}
+
+// List is GET /v1/keys.
+func (k *Keys) List() (KeysResponse, error) {
+	list, err := k.ring.List()
+	if err != nil {
+		return KeysResponse{}, err
+	}
+	now := k.now()
+	out := KeysResponse{File: k.ring.Path(), Keys: []KeyInfo{}}
+	for _, key := range list {
+		out.Keys = append(out.Keys, KeyInfoOf(key, now))
+	}
+	return out, nil
+}
+
+// Add is POST /v1/keys.
+func (k *Keys) Add(req AddKeyRequest) (AddKeyResponse, error) {
+	expires, err := keys.ParseExpires(req.Expires)
+	if err != nil {
+		return AddKeyResponse{}, fmt.Errorf("expires: %w", err)
+	}
+	secret, key, err := k.ring.Add(req.Name, req.Grants, expires)
+	if err != nil {
+		return AddKeyResponse{}, err
+	}
+	return AddKeyResponse{Secret: secret, Key: KeyInfoOf(key, k.now()), File: k.ring.Path()}, nil
+}
+
+// Revoke is DELETE /v1/keys/{name}.
+func (k *Keys) Revoke(name string) (RevokeKeyResponse, error) {
+	if err := k.ring.Revoke(name); err != nil {
+		return RevokeKeyResponse{}, err
+	}
+	return RevokeKeyResponse{Name: name, File: k.ring.Path()}, nil
 }
 
 // decodeAddKey reads an AddKeyRequest: one JSON object of at most maxBody
