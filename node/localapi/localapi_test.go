@@ -8,9 +8,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -429,5 +431,65 @@ func TestOptions(t *testing.T) {
 	}
 	if _, err := os.Lstat(SocketPath(n.DataDir())); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a failed New left a socket: %v", err)
+	}
+}
+
+// lockedBuffer is a log sink for a test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A process of another user is refused even when the socket's mode would
+// let it connect (SO_PEERCRED), while this user's process is served. curl
+// (Debian's) is the client; it runs as nobody, which needs root.
+func TestPeerCredentials(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testenv.SkipEnv(t, "running a client as another user needs root")
+	}
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		testenv.SkipEnv(t, "no curl: %v", err)
+	}
+	n := newNode(t, "", nil)
+	var logs lockedBuffer
+	a, _ := newAPI(t, n, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	// Open the way to the socket for every user: only the credential
+	// check is left to refuse.
+	for _, d := range []string{filepath.Dir(n.DataDir()), n.DataDir()} {
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(a.Socket(), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	get := func(uid uint32) (string, error) {
+		cmd := exec.CommandContext(ctxT(t), curl, "-sS", "--max-time", "20", "--unix-socket", a.Socket(), "http://local/v1/id")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := get(0); err != nil || !strings.Contains(out, n.ID().String()) {
+		t.Fatalf("curl as root: %v\n%s", err, out)
+	}
+	out, err := get(65534)
+	if err == nil || strings.Contains(out, n.ID().String()) {
+		t.Fatalf("curl as nobody was served: %v\n%s", err, out)
+	}
+	if !strings.Contains(logs.String(), "refused a connection of another user") || !strings.Contains(logs.String(), "uid=65534") {
+		t.Fatalf("no refusal logged:\n%s", logs.String())
 	}
 }
