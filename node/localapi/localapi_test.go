@@ -19,7 +19,10 @@ import (
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/host/eventbus"
 	relayclient "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	ma "github.com/multiformats/go-multiaddr"
@@ -491,5 +494,61 @@ func TestPeerCredentials(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "refused a connection of another user") || !strings.Contains(logs.String(), "uid=65534") {
 		t.Fatalf("no refusal logged:\n%s", logs.String())
+	}
+}
+
+// The status follows the host's events: reachability (with since), the
+// NAT type and AutoRelay's relay addresses (grouped by relay), as libp2p
+// emits them. (AutoRelay itself emits no address of a loopback relay, so
+// the events are emitted here on the node's bus.)
+func TestStatusEvents(t *testing.T) {
+	n := newNode(t, "", func(c *node.Config) { c.Mesh = &node.MeshConfig{NoMDNS: true, NoNAT: true, Mode: "client"} })
+	_, c := newAPI(t, n)
+	bus := n.Host().EventBus()
+	relay := "12D3KooWGRYZDHBembyGJQqQ6WgLqJWYNjnECGUz7ZNnsGsQPAVi"
+	emit := func(evt any) {
+		em, err := bus.Emitter(evt, eventbus.Stateful)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer em.Close()
+		var e any
+		switch evt.(type) {
+		case *event.EvtLocalReachabilityChanged:
+			e = event.EvtLocalReachabilityChanged{Reachability: network.ReachabilityPrivate}
+		case *event.EvtNATDeviceTypeChanged:
+			e = event.EvtNATDeviceTypeChanged{TransportProtocol: network.NATTransportUDP, NatDeviceType: network.NATDeviceTypeEndpointDependent}
+		case *event.EvtAutoRelayAddrsUpdated:
+			e = event.EvtAutoRelayAddrsUpdated{RelayAddrs: []ma.Multiaddr{
+				ma.StringCast("/ip4/1.2.3.4/tcp/4001/p2p/" + relay + "/p2p-circuit"),
+				ma.StringCast("/ip4/1.2.3.4/udp/4001/quic-v1/p2p/" + relay + "/p2p-circuit"),
+			}}
+		}
+		if err := em.Emit(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	emit(new(event.EvtLocalReachabilityChanged))
+	emit(new(event.EvtNATDeviceTypeChanged))
+	emit(new(event.EvtAutoRelayAddrsUpdated))
+	wait := ctxT(t)
+	for {
+		s, err := c.Status(wait)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Reachability.State == "private" && len(s.NAT) == 1 && len(s.Relays) == 1 {
+			if s.Reachability.Source != "no-nat" || s.Reachability.Since.IsZero() ||
+				s.NAT[0] != (node.NATType{Transport: "udp", Type: "endpoint-dependent"}) ||
+				s.Relays[0].Relay != relay || len(s.Relays[0].Addrs) != 2 {
+				t.Fatalf("status %+v", s)
+			}
+			return
+		}
+		select {
+		case <-wait.Done():
+			t.Fatalf("the events did not reach the status: %+v", s)
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }
