@@ -277,7 +277,7 @@ func TestSocket(t *testing.T) {
 	if err := os.WriteFile(SocketPath(dir), []byte("mine"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Listen(SocketPath(dir), slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "not a socket") {
+	if _, err := Listen(SocketPath(dir), nil); err == nil || !strings.Contains(err.Error(), "not a socket") {
 		t.Fatalf("Listen over a file: %v", err)
 	}
 	// A directory others may write to is refused.

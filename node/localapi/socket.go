@@ -37,8 +37,12 @@ var ErrNodeRunning = errors.New("a node already serves the control socket")
 //
 // A path longer than a socket address takes (about 104 bytes) is bound
 // and dialled through /proc/self/fd on Linux; elsewhere it is an error
-// that says so. Closing the listener does not remove path.
+// that says so. Closing the listener does not remove path. log (nil:
+// discard) gets the replacement of a stale socket and each refusal.
 func Listen(path string, log *slog.Logger) (net.Listener, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	dir, name := filepath.Split(path)
 	dir = filepath.Clean(dir)
 	if err := checkDir(dir); err != nil {
