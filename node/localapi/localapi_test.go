@@ -456,7 +456,8 @@ func (l *lockedBuffer) String() string {
 }
 
 // A process of another user is refused even when the socket's mode would
-// let it connect (SO_PEERCRED), while this user's process is served. curl
+// let it connect (SO_PEERCRED), while this user's process is served; a
+// directory of another user is refused. curl
 // (Debian's) is the client; it runs as nobody, which needs root.
 func TestPeerCredentials(t *testing.T) {
 	if os.Geteuid() != 0 {
@@ -494,6 +495,16 @@ func TestPeerCredentials(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "refused a connection of another user") || !strings.Contains(logs.String(), "uid=65534") {
 		t.Fatalf("no refusal logged:\n%s", logs.String())
+	}
+
+	// A directory of another user (not root) is refused: its owner could
+	// swap the socket.
+	dir := t.TempDir()
+	if err := os.Chown(dir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Listen(SocketPath(dir), nil); err == nil || !strings.Contains(err.Error(), "belongs to uid 65534") {
+		t.Fatalf("Listen in nobody's directory: %v", err)
 	}
 }
 
