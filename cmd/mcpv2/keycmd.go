@@ -19,9 +19,9 @@ import (
 )
 
 // keyCommand is `mcpv2 key`: add, list and revoke the API keys of the node
-// of --data-dir, in <data-dir>/keys.json. It works while the node runs: the
-// node holds state.db, not keys.json, and reads keys.json again when it
-// changes.
+// of --data-dir, in <data-dir>/keys.json: through the running node's local
+// API when one runs (its edge's ring makes the change), else on the file
+// (see keyService); the node reads keys.json again when it changes.
 //
 // The flags of the subcommands are flags of `mcpv2 key` itself:
 // interspersed moves the flags that follow the positional arguments (`mcpv2
@@ -48,7 +48,8 @@ func keyCommand() *cli.Command {
 		Description: "An API key is sent as the header Authorization: Bearer <key> to the node's HTTP edge (its MCP and\n" +
 			"A2A faces too). The keys live in <data-dir>/keys.json, which keeps only each secret's SHA-256; the\n" +
 			"running node reads it again when it changes, so a new key works and a revoked one is refused from\n" +
-			"the next request on, without a restart. The policy grants a key skills as \"key:NAME\".",
+			"the next request on, without a restart. While a node runs in --data-dir, the command asks it (over\n" +
+			"<data-dir>/control.sock); else it edits the file. The policy grants a key skills as \"key:NAME\".",
 		Flags: flags,
 		Subcommands: []*cli.Command{
 			{
@@ -122,10 +123,10 @@ func (k nodeKeys) Revoke(name string) (localapi.RevokeKeyResponse, error) {
 	return *r, nil
 }
 
-// keyRing checks c's arguments (want of them) and flags for its
+// openKeys checks c's arguments (want of them) and flags for its
 // subcommand, and returns the keys of --data-dir: through its running
 // node, or in its keys file when none runs. done ends the use.
-func keyRing(c *cli.Context, want int) (svc keyService, done func(), err error) {
+func openKeys(c *cli.Context, want int) (svc keyService, done func(), err error) {
 	sub := c.Command.Name
 	if c.NArg() != want {
 		return nil, nil, fmt.Errorf("key %s: takes %d argument(s), got %d (%q): usage: %s", sub, want, c.NArg(), c.Args().Slice(), c.Command.UsageText)
@@ -168,7 +169,7 @@ func keyFlagEnv(name string) string { return "MCPV2_KEY_" + strings.ToUpper(name
 // keyAdd is `mcpv2 key add NAME`: the secret alone on stdout (KEY=$(mcpv2
 // key add ci) works), and how to use it on stderr.
 func keyAdd(c *cli.Context) error {
-	svc, done, err := keyRing(c, 1)
+	svc, done, err := openKeys(c, 1)
 	if err != nil {
 		return err
 	}
@@ -210,7 +211,7 @@ func keyAdd(c *cli.Context) error {
 // a JSON array. The file may have been edited by hand: every name and grant
 // reaches the terminal escaped (printableLine, printableJSON).
 func keyList(c *cli.Context) error {
-	svc, done, err := keyRing(c, 0)
+	svc, done, err := openKeys(c, 0)
 	if err != nil {
 		return err
 	}
@@ -260,7 +261,7 @@ func printKeysJSON(w io.Writer, list []localapi.KeyInfo) error {
 
 // keyRevoke is `mcpv2 key revoke NAME`.
 func keyRevoke(c *cli.Context) error {
-	svc, done, err := keyRing(c, 1)
+	svc, done, err := openKeys(c, 1)
 	if err != nil {
 		return err
 	}
