@@ -153,3 +153,31 @@ func TestKeyThroughNode(t *testing.T) {
 		t.Fatalf("revoke of no key: %s", errs)
 	}
 }
+
+// TestControlSocketLifecycle: a node stopped by a signal removes its
+// control socket; one killed leaves it, and the next node of the data dir
+// replaces it and answers.
+func TestControlSocketLifecycle(t *testing.T) {
+	dir := t.TempDir()
+	p := startNode(t, dir, "--no-mesh")
+	p.Stop()
+	if _, err := os.Lstat(localapi.SocketPath(dir)); !os.IsNotExist(err) {
+		t.Fatalf("after a stop the socket is there: %v", err)
+	}
+	p = startNode(t, dir, "--no-mesh")
+	if err := p.Cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-p.Exited
+	if _, err := os.Lstat(localapi.SocketPath(dir)); err != nil {
+		t.Fatalf("a killed node's socket: %v", err)
+	}
+	if _, errs, code := run(t, "status", "--data-dir", dir); code != 1 || !strings.Contains(errs, "no node running in "+dir) {
+		t.Fatalf("status with a stale socket: exit %d, %s", code, errs)
+	}
+	p = startNode(t, dir, "--no-mesh")
+	out, errs, code := run(t, "status", "--json", "--data-dir", dir)
+	if code != 0 || !strings.Contains(out, p.peerID) {
+		t.Fatalf("status after the restart: exit %d\n%s\n%s", code, out, errs)
+	}
+}
