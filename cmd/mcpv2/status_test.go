@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpv2/mcpv2/node"
 	"github.com/mcpv2/mcpv2/node/keys"
 	"github.com/mcpv2/mcpv2/node/localapi"
 )
@@ -179,5 +180,31 @@ func TestControlSocketLifecycle(t *testing.T) {
 	out, errs, code := run(t, "status", "--json", "--data-dir", dir)
 	if code != 0 || !strings.Contains(out, p.peerID) {
 		t.Fatalf("status after the restart: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// TestPrintStatusEscapes: text in the status that a peer could have put
+// there (an observed address, a relay's name) reaches the terminal with
+// its control characters escaped.
+func TestPrintStatusEscapes(t *testing.T) {
+	var s localapi.StatusResponse
+	s.PeerID = "12D3KooW"
+	s.Observed = []string{"/dns4/\x1b]0;pwned\x07/tcp/1"}
+	s.Relays = []node.Reservation{{Relay: "relay\u202eevil"}}
+	s.Reachability.Why = "line\nbreak"
+	var b strings.Builder
+	if err := printStatus(&b, &s); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, bad := range []string{"\x1b", "\x07", "\u202e", "line\nbreak"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("status prints %q raw:\n%s", bad, out)
+		}
+	}
+	for _, want := range []string{`\x1b]0;pwned\a`, `relay\u202eevil`, `line\nbreak`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status does not show %q escaped:\n%s", want, out)
+		}
 	}
 }
