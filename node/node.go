@@ -193,6 +193,8 @@ type Node struct {
 	client *Client // calls to other peers, over this node's host
 	tracer tracer  // the spans of the calls it runs
 
+	status *statusWatch // the events Status reports (status.go)
+
 	// blobIdleTest, when positive, replaces blobIdle (nanoseconds) for the
 	// blob streams this node serves; only tests set it, atomically, while
 	// the node runs.
@@ -354,6 +356,9 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	if n.client, err = NewClient(n.host, WithSecret(cfg.Secret), WithMaxMessage(cfg.MaxMessage), WithClock(cfg.Now), WithWaitDirect(cfg.Mesh.waitDirect())); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	if err = n.watchStatus(); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.host.SetStreamHandler(libp2pproto.ID(protocol.RPCProtocolID), n.handleRPC)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/node"
+	"github.com/mcpv2/mcpv2/node/localapi"
 	"github.com/mcpv2/mcpv2/protocol"
 	"github.com/mcpv2/mcpv2/transport"
 )
@@ -330,12 +331,31 @@ func printIndented(c *cli.Context, raw json.RawMessage) error {
 
 func idCommand() *cli.Command {
 	return &cli.Command{
-		Name: "id", Usage: "print this node's PeerID and the addresses it listens on by default (every local interface)",
+		Name: "id", Usage: "print this node's PeerID and addresses: the running node's own, else those it listens on by default",
+		Description: "With a node running in --data-dir, its live addresses (asked over <data-dir>/control.sock). Without one,\n" +
+			"the default listen addresses on --p2p-port (every local interface), which a node started with other\n" +
+			"--listen or --p2p-port flags would not use: stderr says so.",
 		Flags: []cli.Flag{dataDirFlag,
-			&cli.IntFlag{Name: "p2p-port", EnvVars: []string{"MCPV2_P2P_PORT"}, Value: transport.DefaultPort, Usage: "port of the default listen addresses"}},
+			&cli.IntFlag{Name: "p2p-port", EnvVars: []string{"MCPV2_P2P_PORT"}, Value: transport.DefaultPort, Usage: "port of the default listen addresses (when no node runs)"}},
 		Action: func(c *cli.Context) error {
 			dir, err := dataDir(c)
 			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(c.Context, localTimeout)
+			defer cancel()
+			if cl, err := localapi.Dial(ctx, dir); err == nil {
+				defer cl.Close()
+				id, err := cl.ID(ctx)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(c.App.Writer, "MCPV2_PEER_ID=%s\n", printableLine(id.PeerID))
+				for _, a := range id.Addrs {
+					fmt.Fprintf(c.App.Writer, "MCPV2_P2P_ADDRESS=%s\n", printableLine(a))
+				}
+				return nil
+			} else if !errors.Is(err, localapi.ErrNoNode) {
 				return err
 			}
 			key, err := transport.LoadOrCreateIdentity(identityPath(dir))
@@ -354,6 +374,8 @@ func idCommand() *cli.Command {
 			for _, a := range addrs {
 				fmt.Fprintf(c.App.Writer, "MCPV2_P2P_ADDRESS=%s/p2p/%s\n", a, id)
 			}
+			fmt.Fprintf(c.App.ErrWriter, "mcpv2: no node runs in %s: these are the default listen addresses on port %d, not a running node's\n"+
+				"  (a node started with --listen or another --p2p-port listens elsewhere; start it, then mcpv2 id asks it)\n", dir, c.Int("p2p-port"))
 			return nil
 		},
 	}

@@ -34,6 +34,9 @@ var importRules = []importRule{
 	// node/skills and uses the node's guard kinds and llm's same-origin
 	// check; it never sees the node itself (the node wires it).
 	{prefix: "node/skills/custom", allowed: []string{"node/skills", "node/guard", "node/llm", "protocol"}},
+	// node/localapi, the local node API (mcpv2 status, id, key; the
+	// dashboard), serves a node: what node may import, no edge.
+	{prefix: "node/localapi", allowed: []string{"node", "protocol", "transport", "discovery"}},
 	{prefix: "node", allowed: []string{"node", "protocol", "transport", "discovery"}},
 	{prefix: "edge", allowed: []string{"edge", "protocol"}},
 	{prefix: "examples", allowed: []string{"node", "protocol", "transport", "discovery", "edge"}},

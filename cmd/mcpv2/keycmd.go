@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,12 +15,13 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mcpv2/mcpv2/node/keys"
+	"github.com/mcpv2/mcpv2/node/localapi"
 )
 
 // keyCommand is `mcpv2 key`: add, list and revoke the API keys of the node
-// of --data-dir, in <data-dir>/keys.json. It works while the node runs: the
-// node holds state.db, not keys.json, and reads keys.json again when it
-// changes.
+// of --data-dir, in <data-dir>/keys.json: through the running node's local
+// API when one runs (its edge's ring makes the change), else on the file
+// (see keyService); the node reads keys.json again when it changes.
 //
 // The flags of the subcommands are flags of `mcpv2 key` itself:
 // interspersed moves the flags that follow the positional arguments (`mcpv2
@@ -45,7 +48,8 @@ func keyCommand() *cli.Command {
 		Description: "An API key is sent as the header Authorization: Bearer <key> to the node's HTTP edge (its MCP and\n" +
 			"A2A faces too). The keys live in <data-dir>/keys.json, which keeps only each secret's SHA-256; the\n" +
 			"running node reads it again when it changes, so a new key works and a revoked one is refused from\n" +
-			"the next request on, without a restart. The policy grants a key skills as \"key:NAME\".",
+			"the next request on, without a restart. While a node runs in --data-dir, the command asks it (over\n" +
+			"<data-dir>/control.sock); else it edits the file. The policy grants a key skills as \"key:NAME\".",
 		Flags: flags,
 		Subcommands: []*cli.Command{
 			{
@@ -78,12 +82,54 @@ var keySubFlags = map[string][]string{
 	"revoke": nil,
 }
 
-// keyRing checks c's arguments (want of them) and flags for its
-// subcommand, and opens the key ring of --data-dir.
-func keyRing(c *cli.Context, want int) (*keys.Ring, error) {
+// keyService is where `mcpv2 key` adds, lists and revokes keys, with the
+// same answers either way: the running node of --data-dir over its local
+// API (whose /v1/keys routes run localapi.Keys on the ring its edge
+// verifies with, so a change holds from the edge's next request), or,
+// when no node runs there, localapi.Keys on keys.json itself.
+type keyService interface {
+	List() (localapi.KeysResponse, error)
+	Add(localapi.AddKeyRequest) (localapi.AddKeyResponse, error)
+	Revoke(name string) (localapi.RevokeKeyResponse, error)
+}
+
+// nodeKeys is keyService through the running node's local API.
+type nodeKeys struct {
+	ctx context.Context
+	cl  *localapi.Client
+}
+
+func (k nodeKeys) List() (localapi.KeysResponse, error) {
+	r, err := k.cl.Keys(k.ctx)
+	if err != nil {
+		return localapi.KeysResponse{}, err
+	}
+	return *r, nil
+}
+
+func (k nodeKeys) Add(req localapi.AddKeyRequest) (localapi.AddKeyResponse, error) {
+	r, err := k.cl.AddKey(k.ctx, req)
+	if err != nil {
+		return localapi.AddKeyResponse{}, err
+	}
+	return *r, nil
+}
+
+func (k nodeKeys) Revoke(name string) (localapi.RevokeKeyResponse, error) {
+	r, err := k.cl.RevokeKey(k.ctx, name)
+	if err != nil {
+		return localapi.RevokeKeyResponse{}, err
+	}
+	return *r, nil
+}
+
+// openKeys checks c's arguments (want of them) and flags for its
+// subcommand, and returns the keys of --data-dir: through its running
+// node, or in its keys file when none runs. done ends the use.
+func openKeys(c *cli.Context, want int) (svc keyService, done func(), err error) {
 	sub := c.Command.Name
 	if c.NArg() != want {
-		return nil, fmt.Errorf("key %s: takes %d argument(s), got %d (%q): usage: %s", sub, want, c.NArg(), c.Args().Slice(), c.Command.UsageText)
+		return nil, nil, fmt.Errorf("key %s: takes %d argument(s), got %d (%q): usage: %s", sub, want, c.NArg(), c.Args().Slice(), c.Command.UsageText)
 	}
 	for other, names := range keySubFlags {
 		if other == sub {
@@ -93,15 +139,28 @@ func keyRing(c *cli.Context, want int) (*keys.Ring, error) {
 			// A flag set by its MCPV2_* twin is not an error: the
 			// environment is shared by every subcommand.
 			if c.IsSet(name) && os.Getenv(keyFlagEnv(name)) == "" {
-				return nil, fmt.Errorf("key %s: --%s is a flag of `mcpv2 key %s`", sub, name, other)
+				return nil, nil, fmt.Errorf("key %s: --%s is a flag of `mcpv2 key %s`", sub, name, other)
 			}
 		}
 	}
 	dir, err := dataDir(c)
 	if err != nil {
-		return nil, fmt.Errorf("key %s: %w", sub, err)
+		return nil, nil, fmt.Errorf("key %s: %w", sub, err)
 	}
-	return keys.Open(filepath.Join(dir, keys.FileName))
+	ctx, cancel := context.WithTimeout(c.Context, localTimeout)
+	cl, err := localapi.Dial(ctx, dir)
+	if err == nil {
+		return nodeKeys{ctx: ctx, cl: cl}, func() { cl.Close(); cancel() }, nil
+	}
+	cancel()
+	if !errors.Is(err, localapi.ErrNoNode) {
+		return nil, nil, fmt.Errorf("key %s: %w", sub, err)
+	}
+	ring, err := keys.Open(filepath.Join(dir, keys.FileName))
+	if err != nil {
+		return nil, nil, err
+	}
+	return localapi.NewKeys(ring, nil), func() {}, nil
 }
 
 // keyFlagEnv is the MCPV2_* twin of a subcommand flag of `mcpv2 key`.
@@ -110,24 +169,25 @@ func keyFlagEnv(name string) string { return "MCPV2_KEY_" + strings.ToUpper(name
 // keyAdd is `mcpv2 key add NAME`: the secret alone on stdout (KEY=$(mcpv2
 // key add ci) works), and how to use it on stderr.
 func keyAdd(c *cli.Context) error {
-	ring, err := keyRing(c, 1)
+	svc, done, err := openKeys(c, 1)
 	if err != nil {
 		return err
 	}
-	expires, err := keys.ParseExpires(c.String("expires"))
-	if err != nil {
+	defer done()
+	if _, err := keys.ParseExpires(c.String("expires")); err != nil {
 		return fmt.Errorf("key add: --expires: %w", err)
 	}
 	name := c.Args().First()
-	secret, k, err := ring.Add(name, splitList(c.StringSlice("grant")), expires)
+	added, err := svc.Add(localapi.AddKeyRequest{Name: name, Grants: splitList(c.StringSlice("grant")), Expires: c.String("expires")})
 	if err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintln(c.App.Writer, secret); err != nil {
+	k := added.Key
+	if _, err := fmt.Fprintln(c.App.Writer, added.Secret); err != nil {
 		return fmt.Errorf("key add: the key %q was added, but its secret could not be printed (revoke it): %w", name, err)
 	}
 	w := c.App.ErrWriter
-	fmt.Fprintf(w, "mcpv2: added the API key %q to %s.\n", k.Name, ring.Path())
+	fmt.Fprintf(w, "mcpv2: added the API key %q to %s.\n", k.Name, added.File)
 	fmt.Fprintln(w, "  It is shown this once: the node keeps only its SHA-256.")
 	switch {
 	case len(k.Grants) == 0:
@@ -139,7 +199,7 @@ func keyAdd(c *cli.Context) error {
 		fmt.Fprintf(w, "  It grants %s, on top of what the node's policy grants \"key:%s\" and \"*\".\n",
 			printableLine(strings.Join(k.Grants, ", ")), k.Name)
 	}
-	if !k.Expires.IsZero() {
+	if k.Expires != nil {
 		fmt.Fprintf(w, "  It expires at %s.\n", k.Expires.Local().Format(time.RFC3339))
 	}
 	fmt.Fprintln(w, "  Send it as the header  Authorization: Bearer <key>  (MCP clients, A2A agents, curl);")
@@ -147,45 +207,36 @@ func keyAdd(c *cli.Context) error {
 	return nil
 }
 
-// keyJSON is one key as `mcpv2 key list --json` prints it.
-type keyJSON struct {
-	Name    string     `json:"name"`
-	Status  string     `json:"status"`
-	Grants  []string   `json:"grants"`
-	Created time.Time  `json:"created"`
-	Expires *time.Time `json:"expires,omitempty"`
-	Revoked *time.Time `json:"revoked,omitempty"`
-}
-
 // keyList is `mcpv2 key list`: a table and the number of active keys, or
 // a JSON array. The file may have been edited by hand: every name and grant
 // reaches the terminal escaped (printableLine, printableJSON).
 func keyList(c *cli.Context) error {
-	ring, err := keyRing(c, 0)
+	svc, done, err := openKeys(c, 0)
 	if err != nil {
 		return err
 	}
-	list, err := ring.List()
+	defer done()
+	got, err := svc.List()
 	if err != nil {
 		return err
 	}
-	now := time.Now()
+	list := got.Keys
 	if c.Bool("json") {
-		return printKeysJSON(c.App.Writer, list, now)
+		return printKeysJSON(c.App.Writer, list)
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSTATUS\tGRANTS\tCREATED\tEXPIRES")
 	active := 0
 	for _, k := range list {
-		st := k.Status(now)
+		st := k.Status
 		if st == keys.StatusActive {
 			active++
 		}
 		expires := "never"
-		if !k.Expires.IsZero() {
+		if k.Expires != nil {
 			expires = k.Expires.Local().Format("2006-01-02 15:04")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", oneLine(k.Name, 80), st, dash(oneLine(strings.Join(k.Grants, ","), 200)),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", oneLine(k.Name, 80), oneLine(st, 20), dash(oneLine(strings.Join(k.Grants, ","), 200)),
 			k.Created.Local().Format("2006-01-02 15:04"), expires)
 	}
 	if err := tw.Flush(); err != nil {
@@ -195,23 +246,12 @@ func keyList(c *cli.Context) error {
 	return err
 }
 
-// printKeysJSON writes list as a JSON array, with its statuses at now.
-func printKeysJSON(w io.Writer, list []keys.Key, now time.Time) error {
-	out := make([]keyJSON, 0, len(list))
-	for _, k := range list {
-		kj := keyJSON{Name: k.Name, Status: k.Status(now), Grants: k.Grants, Created: k.Created}
-		if kj.Grants == nil {
-			kj.Grants = []string{}
-		}
-		if !k.Expires.IsZero() {
-			kj.Expires = &k.Expires
-		}
-		if !k.Revoked.IsZero() {
-			kj.Revoked = &k.Revoked
-		}
-		out = append(out, kj)
+// printKeysJSON writes list as a JSON array.
+func printKeysJSON(w io.Writer, list []localapi.KeyInfo) error {
+	if list == nil {
+		list = []localapi.KeyInfo{}
 	}
-	b, err := json.MarshalIndent(out, "", "  ")
+	b, err := json.MarshalIndent(list, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -221,15 +261,17 @@ func printKeysJSON(w io.Writer, list []keys.Key, now time.Time) error {
 
 // keyRevoke is `mcpv2 key revoke NAME`.
 func keyRevoke(c *cli.Context) error {
-	ring, err := keyRing(c, 1)
+	svc, done, err := openKeys(c, 1)
 	if err != nil {
 		return err
 	}
+	defer done()
 	name := c.Args().First()
-	if err := ring.Revoke(name); err != nil {
+	got, err := svc.Revoke(name)
+	if err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(c.App.Writer, "revoked the API key %q in %s; a running node refuses it from its next request on\n",
-		name, ring.Path())
+		name, got.File)
 	return err
 }

@@ -71,6 +71,7 @@ func newApp() *cli.App {
 			toolsCommand(),
 			cardCommand(),
 			idCommand(),
+			statusCommand(),
 			findCommand(),
 			sendCommand(),
 			shellCommand(),

@@ -23,6 +23,7 @@ import (
 	"github.com/mcpv2/mcpv2/node/guard"
 	"github.com/mcpv2/mcpv2/node/keys"
 	"github.com/mcpv2/mcpv2/node/llm"
+	"github.com/mcpv2/mcpv2/node/localapi"
 	"github.com/mcpv2/mcpv2/node/skills/custom"
 	"github.com/mcpv2/mcpv2/node/store"
 	"github.com/mcpv2/mcpv2/transport"
@@ -148,6 +149,7 @@ type runningNode struct {
 	srv  *edge.Server
 	face *mcp.Face
 	a2a  *a2a.Face
+	api  *localapi.API // the control socket (mcpv2 status, id, key)
 	log  *slog.Logger
 }
 
@@ -155,6 +157,9 @@ type runningNode struct {
 // node.
 func (r *runningNode) Close() error {
 	var errs []error
+	if r.api != nil {
+		errs = append(errs, r.api.Close())
+	}
 	if r.srv != nil {
 		errs = append(errs, r.srv.Close())
 	}
@@ -289,12 +294,14 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 		return nil, err
 	}
 	n.SetA2ACard(r.a2a.CardFor)
+	var ring *keys.Ring // the edge's key ring, which the local API changes too
 	if ecfg != nil {
 		// API keys (mcpv2 key): the ring re-reads keys.json when the
 		// command changes it, so a revocation is seen by the next request.
-		if ecfg.Keys, err = keys.Open(filepath.Join(n.DataDir(), keys.FileName), keys.WithLogger(log)); err != nil {
+		if ring, err = keys.Open(filepath.Join(n.DataDir(), keys.FileName), keys.WithLogger(log)); err != nil {
 			return nil, err
 		}
+		ecfg.Keys = ring
 		ecfg.AnonymousGrants = n.AnonymousGrants()
 		if r.srv, err = edge.New(n, *ecfg); err != nil {
 			return nil, err
@@ -307,6 +314,15 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 		n.SetHTTPEndpoint(r.srv.PeerAddress())
 		n.SetMTLS(r.srv.MTLS())
 	}
+	// The local node API on <data-dir>/control.sock (mcpv2 status, id and
+	// key ask it), once the node and its edge are up.
+	apiOpts := []localapi.Option{localapi.WithLogger(log), localapi.WithVersion(node.Version)}
+	if r.srv != nil {
+		apiOpts = append(apiOpts, localapi.WithEdgeURLs(r.srv.URLs()...), localapi.WithKeys(ring))
+	}
+	if r.api, err = localapi.New(n, apiOpts...); err != nil {
+		return nil, err
+	}
 	srv := r.srv
 	fmt.Fprintf(banner, "MCPV2_PEER_ID=%s\n", n.ID())
 	for _, a := range n.P2PAddrs() {
@@ -317,6 +333,7 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 			fmt.Fprintln(banner, l)
 		}
 	}
+	fmt.Fprintf(banner, "MCPV2_CONTROL=%s\n", r.api.Socket())
 	fmt.Fprintf(banner, "MCPV2_DATA_DIR=%s\n", n.DataDir())
 	if f, ok := banner.(*os.File); ok {
 		_ = f.Sync()

@@ -1,0 +1,185 @@
+package localapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"sync"
+	"syscall"
+
+	"github.com/mcpv2/mcpv2/node/keys"
+)
+
+// ErrNoNode is the error of Dial and of a Client's calls when no node
+// serves the data dir's control socket.
+var ErrNoNode = errors.New("no node running")
+
+// maxAnswer caps an answer's body.
+const maxAnswer = 16 << 20
+
+// Client calls the local API of the node of a data dir over its control
+// socket. Its methods are safe for concurrent use.
+type Client struct {
+	dataDir, socket string
+	hc              *http.Client
+	tr              *http.Transport
+
+	closeMu sync.Mutex
+	closed  bool
+}
+
+// NewClient returns a client of the node of dataDir (its socket
+// SocketPath(dataDir)); it connects at the first call.
+func NewClient(dataDir string) *Client {
+	socket := SocketPath(dataDir)
+	tr := &http.Transport{
+		DialContext:  func(ctx context.Context, _, _ string) (net.Conn, error) { return dialSocket(ctx, socket) },
+		MaxIdleConns: 2, DisableCompression: true,
+	}
+	return &Client{dataDir: dataDir, socket: socket, tr: tr, hc: &http.Client{Transport: tr}}
+}
+
+// Dial returns a client of the node of dataDir once a connection to its
+// control socket succeeded: an error wrapping ErrNoNode, which says how to
+// start one, when no node runs there.
+func Dial(ctx context.Context, dataDir string) (*Client, error) {
+	c := NewClient(dataDir)
+	conn, err := dialSocket(ctx, c.socket)
+	if err != nil {
+		return nil, c.dialError(err)
+	}
+	conn.Close()
+	return c, nil
+}
+
+// dialError is err of a dial to the socket, as ErrNoNode when no node
+// listens there.
+func (c *Client) dialError(err error) error {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
+		return fmt.Errorf("%w in %s (start one with mcpv2 node --data-dir %s)", ErrNoNode, c.dataDir, c.dataDir)
+	}
+	return fmt.Errorf("local API %s: %w", c.socket, err)
+}
+
+// Close closes the client's idle connections. A second call returns
+// net.ErrClosed.
+func (c *Client) Close() error {
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	if c.closed {
+		return net.ErrClosed
+	}
+	c.closed = true
+	c.tr.CloseIdleConnections()
+	return nil
+}
+
+// Status is GET /v1/status.
+func (c *Client) Status(ctx context.Context) (*StatusResponse, error) {
+	var out StatusResponse
+	return &out, c.do(ctx, http.MethodGet, "/v1/status", nil, &out)
+}
+
+// Peers is GET /v1/peers.
+func (c *Client) Peers(ctx context.Context) (*PeersResponse, error) {
+	var out PeersResponse
+	return &out, c.do(ctx, http.MethodGet, "/v1/peers", nil, &out)
+}
+
+// ID is GET /v1/id.
+func (c *Client) ID(ctx context.Context) (*IDResponse, error) {
+	var out IDResponse
+	return &out, c.do(ctx, http.MethodGet, "/v1/id", nil, &out)
+}
+
+// Keys is GET /v1/keys.
+func (c *Client) Keys(ctx context.Context) (*KeysResponse, error) {
+	var out KeysResponse
+	return &out, c.do(ctx, http.MethodGet, "/v1/keys", nil, &out)
+}
+
+// AddKey is POST /v1/keys. The node's key ring refusals come back
+// wrapping the keys package's errors (keys.ErrNameInUse…).
+func (c *Client) AddKey(ctx context.Context, req AddKeyRequest) (*AddKeyResponse, error) {
+	var out AddKeyResponse
+	return &out, c.do(ctx, http.MethodPost, "/v1/keys", req, &out)
+}
+
+// RevokeKey is DELETE /v1/keys/{name}.
+func (c *Client) RevokeKey(ctx context.Context, name string) (*RevokeKeyResponse, error) {
+	var out RevokeKeyResponse
+	return &out, c.do(ctx, http.MethodDelete, "/v1/keys/"+url.PathEscape(name), nil, &out)
+}
+
+// do sends a request with body in (nil: none) and decodes the answer
+// into out, or its error.
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://mcpv2-local"+path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return c.dialError(err)
+		}
+		return fmt.Errorf("local API %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	if err != nil {
+		return fmt.Errorf("local API %s %s: read the answer: %w", method, path, err)
+	}
+	if len(b) > maxAnswer {
+		return fmt.Errorf("local API %s %s: the answer is over %d bytes", method, path, maxAnswer)
+	}
+	if resp.StatusCode >= 300 {
+		var e ErrorResponse
+		if err := json.Unmarshal(b, &e); err != nil || e.Error == "" {
+			return fmt.Errorf("local API %s %s: %s", method, path, resp.Status)
+		}
+		if sentinel := codeErrors[e.Code]; sentinel != nil {
+			return &apiError{msg: e.Error, is: sentinel}
+		}
+		return errors.New(e.Error)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("local API %s %s: the answer is not what was asked for: %w", method, path, err)
+	}
+	return nil
+}
+
+// codeErrors are the error values behind an ErrorResponse's code.
+var codeErrors = map[string]error{
+	CodeNameInUse: keys.ErrNameInUse, CodeNoKey: keys.ErrNoKey,
+	CodeAlreadyRevoked: keys.ErrAlreadyRevoked, CodeLocked: keys.ErrLocked,
+}
+
+// apiError is an error of the server, with its text as the server wrote
+// it, that errors.Is matches to its sentinel.
+type apiError struct {
+	msg string
+	is  error
+}
+
+func (e *apiError) Error() string        { return e.msg }
+func (e *apiError) Is(target error) bool { return target == e.is }
