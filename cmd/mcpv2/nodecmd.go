@@ -316,7 +316,7 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 	}
 	// The local node API on <data-dir>/control.sock (mcpv2 status, id and
 	// key ask it), once the node and its edge are up.
-	apiOpts := []localapi.Option{localapi.WithLogger(log), localapi.WithVersion(node.Version)}
+	apiOpts := []localapi.Option{localapi.WithLogger(log), localapi.WithVersion(c.App.Version)}
 	if r.srv != nil {
 		apiOpts = append(apiOpts, localapi.WithEdgeURLs(r.srv.URLs()...), localapi.WithKeys(ring))
 	}
