@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"github.com/mcpv2/mcpv2/internal/testenv"
+	"github.com/mcpv2/mcpv2/node"
 )
 
 // binary builds mcpv2 once for the tests that need it.
@@ -278,5 +279,86 @@ func TestImage(t *testing.T) {
 	<-p.Exited
 	if !strings.Contains(p.Log.String(), "shutting down") || p.ExitErr != nil {
 		t.Errorf("the node in the image did not stop cleanly on SIGTERM: %v\n%s", p.ExitErr, p.Log.String())
+	}
+}
+
+// TestCompose checks deploy/compose.yml's commands against the real
+// binary: each service's command (its ${RELAY_ID} set to a PeerID made as
+// the file's first lines say) is a `mcpv2 node` whose every flag `mcpv2
+// config show` takes as given, and whose --bootstrap parses. No container
+// engine runs here, so the services are not started.
+func TestCompose(t *testing.T) {
+	bin, err := binary()
+	if err != nil {
+		t.Fatalf("go build: %v", err)
+	}
+	src, err := os.ReadFile("compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	out, err := exec.Command(bin, "id", "--data-dir", filepath.Join(dir, "relay")).Output()
+	if err != nil {
+		t.Fatalf("mcpv2 id: %v", err)
+	}
+	m := regexp.MustCompile(`(?m)^MCPV2_PEER_ID=(\S+)$`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("mcpv2 id printed no MCPV2_PEER_ID:\n%s", out)
+	}
+	relayID := string(m[1])
+	cmds := regexp.MustCompile(`(?m)^\s+command: (\[.*\])$`).FindAllSubmatch(src, -1)
+	if len(cmds) != 3 {
+		t.Fatalf("compose.yml has %d services with a command, want 3 (relay, agent-a, agent-b)", len(cmds))
+	}
+	for _, c := range cmds {
+		text := regexp.MustCompile(`\$\{RELAY_ID:\?[^}]*\}`).ReplaceAllString(string(c[1]), relayID)
+		var argv []string
+		if err := json.Unmarshal([]byte(text), &argv); err != nil {
+			t.Fatalf("command %s: %v", c[1], err)
+		}
+		if len(argv) == 0 || argv[0] != "node" {
+			t.Fatalf("command %q is not `mcpv2 node …`", argv)
+		}
+		args := append([]string{"config", "show", "--json", "--data-dir", filepath.Join(dir, "show")}, argv[1:]...)
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("mcpv2 %q: %v\n%s", args, err, out)
+		}
+		var show struct {
+			Settings []struct {
+				Name   string `json:"name"`
+				Value  any    `json:"value"`
+				Source string `json:"source"`
+			} `json:"settings"`
+		}
+		if err := json.Unmarshal(out, &show); err != nil {
+			t.Fatalf("config show --json: %v\n%s", err, out)
+		}
+		given := map[string]bool{}
+		for _, a := range argv[1:] {
+			if strings.HasPrefix(a, "--") {
+				given[strings.TrimPrefix(a, "--")] = true
+			}
+		}
+		for _, st := range show.Settings {
+			if given[st.Name] {
+				if st.Source != "flag" {
+					t.Errorf("%q: %s came from %q, want flag", argv, st.Name, st.Source)
+				}
+				delete(given, st.Name)
+			}
+			if st.Name == "bootstrap" && st.Source == "flag" {
+				var addrs []string
+				if b, err := json.Marshal(st.Value); err == nil {
+					_ = json.Unmarshal(b, &addrs)
+				}
+				if _, err := node.ParseBootstrap(addrs); err != nil || len(addrs) != 1 {
+					t.Errorf("%q: --bootstrap %q: %v", argv, addrs, err)
+				}
+			}
+		}
+		if len(given) > 0 {
+			t.Errorf("%q: config show does not list %v", argv, given)
+		}
 	}
 }
