@@ -24,6 +24,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	libp2pproto "github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpv2/mcpv2/discovery"
 	"github.com/mcpv2/mcpv2/node/guard"
@@ -144,6 +145,11 @@ type Config struct {
 	HostOptions []transport.Option
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Metrics, when set, receives the node's collectors (calls, refusals,
+	// latency, bytes, blobs, connections, store sizes; node/metrics.go)
+	// and go-libp2p's own (transport.WithMetrics); the node takes its
+	// collectors off it again in Close. Nil: no metrics, at no cost.
+	Metrics prometheus.Registerer
 }
 
 // Node is a running mcpv2 peer. Its methods are safe for concurrent use.
@@ -180,6 +186,8 @@ type Node struct {
 	cardSeq   uint64
 
 	client *Client // calls to other peers, over this node's host
+
+	metrics *metrics // nil without Config.Metrics
 
 	// blobIdleTest, when positive, replaces blobIdle (nanoseconds) for the
 	// blob streams this node serves; only tests set it, atomically, while
@@ -302,8 +310,15 @@ func New(cfg Config) (_ *Node, err error) {
 	n.limits = newLimiters(cfg.RateLimit, burst)
 	n.finds = newFindLimiters(cfg.FindRate)
 
+	if cfg.Metrics != nil {
+		if n.metrics, err = newMetrics(cfg.Metrics, n); err != nil {
+			return nil, fmt.Errorf("node: metrics: %w", err)
+		}
+	}
+
 	hopts := []transport.Option{
 		transport.WithIdentity(key),
+		transport.WithMetrics(cfg.Metrics),
 		transport.WithLogger(n.log),
 		transport.WithProtocolLimit(libp2pproto.ID(protocol.RPCProtocolID), 256, 256, int64(4*cfg.MaxMessage)),
 		transport.WithProtocolPeerLimit(libp2pproto.ID(protocol.RPCProtocolID), 64, 64, int64(2*cfg.MaxMessage+streamReserve)),
@@ -343,6 +358,10 @@ func New(cfg Config) (_ *Node, err error) {
 	}
 	if n.client, err = NewClient(n.host, WithSecret(cfg.Secret), WithMaxMessage(cfg.MaxMessage), WithClock(cfg.Now), WithWaitDirect(cfg.Mesh.waitDirect())); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
+	}
+	if n.metrics != nil {
+		n.host.Network().Notify(connNotifiee{n.metrics})
+		n.client.onDirectWait = n.metrics.directWait
 	}
 	n.host.SetStreamHandler(libp2pproto.ID(protocol.RPCProtocolID), n.handleRPC)
 	n.host.SetStreamHandler(libp2pproto.ID(protocol.BlobProtocolID), n.handleBlob)
@@ -396,6 +415,7 @@ func (n *Node) Close() error {
 	if n.store != nil {
 		errs = append(errs, n.store.Close())
 	}
+	n.metrics.unregister()
 	return errors.Join(errs...)
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	ma "github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/urfave/cli/v2"
 
 	"github.com/mcpv2/mcpv2/discovery"
@@ -120,7 +121,7 @@ func nodeFlags() []cli.Flag {
 			Usage: "accept OpenID Connect access tokens (JWTs) of this issuer URL as Authorization: Bearer (repeatable); the edge serves /.well-known/oauth-protected-resource naming it"},
 		&cli.StringFlag{Name: "oidc-audience", EnvVars: []string{"MCPV2_OIDC_AUDIENCE"},
 			Usage: "the audience an access token must name (default: the URL of the face it is sent to, e.g. https://host:port/mcp)"},
-	}, slices.Concat(llmFlags, tlsFlags)...)
+	}, slices.Concat(llmFlags, tlsFlags, metricsFlags)...)
 }
 
 func runNode(c *cli.Context) error {
@@ -146,6 +147,8 @@ type runningNode struct {
 	face *mcp.Face
 	a2a  *a2a.Face
 	log  *slog.Logger
+	// metrics serves --metrics (nil without it).
+	metrics *metricsServer
 }
 
 // Close stops the edge first (no new requests), then the face, then the
@@ -161,7 +164,11 @@ func (r *runningNode) Close() error {
 	if r.face != nil {
 		errs = append(errs, r.face.Close())
 	}
-	return errors.Join(append(errs, r.n.Close())...)
+	errs = append(errs, r.n.Close())
+	if r.metrics != nil {
+		errs = append(errs, r.metrics.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // launchNode builds and starts the node of the node flags, its edge with
@@ -235,8 +242,19 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 			return nil, err
 		}
 	}
+	ms, err := newMetricsServer(c, log)
+	if err != nil {
+		return nil, err
+	}
+	var reg prometheus.Registerer // nil without --metrics
+	if ms != nil {
+		reg = ms.reg
+		if ecfg != nil {
+			ecfg.Metrics = reg
+		}
+	}
 	n, err := node.New(node.Config{
-		Mesh:    mesh,
+		Mesh: mesh, Metrics: reg,
 		DataDir: dir, ListenAddrs: listen,
 		Name: c.String("name"), Description: c.String("description"),
 		MaxMessage: c.Int("max-message"), MaxFile: c.Int64("max-file"), FilesDir: c.String("file-store"),
@@ -252,9 +270,12 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 		Logger: log,
 	})
 	if err != nil {
+		if ms != nil {
+			err = errors.Join(err, ms.Close())
+		}
 		return nil, portHint(c, err)
 	}
-	r := &runningNode{n: n, log: log}
+	r := &runningNode{n: n, log: log, metrics: ms}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, r.Close())
@@ -299,6 +320,9 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 		for _, l := range srv.Banner() {
 			fmt.Fprintln(banner, l)
 		}
+	}
+	if ms != nil {
+		fmt.Fprintf(banner, "MCPV2_METRICS=%s\n", ms.URL())
 	}
 	fmt.Fprintf(banner, "MCPV2_DATA_DIR=%s\n", n.DataDir())
 	if f, ok := banner.(*os.File); ok {
