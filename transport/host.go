@@ -479,12 +479,59 @@ func NewHost(opts ...Option) (host.Host, error) {
 }
 
 // metricsOption is go-libp2p's metrics on WithMetrics's registerer, or
-// none at all.
+// none at all. go-libp2p registers its event bus's collectors even with
+// its metrics disabled, on the process-wide default registry unless told
+// another: a registry of the host's own, which nothing reads, takes them.
+// With the resource manager's metrics off, its collectors (which go-libp2p
+// registers whenever metrics are on) are kept off the registry too: they
+// would only show zeros.
 func (c *hostConfig) metricsOption() libp2p.Option {
 	if c.metrics == nil {
-		return libp2p.DisableMetrics()
+		return libp2p.ChainOptions(libp2p.PrometheusRegisterer(prometheus.NewRegistry()), libp2p.DisableMetrics())
 	}
-	return libp2p.PrometheusRegisterer(c.metrics)
+	if c.rcmgrMetrics {
+		return libp2p.PrometheusRegisterer(c.metrics)
+	}
+	return libp2p.PrometheusRegisterer(withoutRcmgr{c.metrics})
+}
+
+// withoutRcmgr is a Registerer that drops the resource manager's
+// collectors (libp2p_rcmgr_*) and passes on the rest.
+type withoutRcmgr struct{ prometheus.Registerer }
+
+// Register registers c unless it describes a libp2p_rcmgr_ metric.
+func (w withoutRcmgr) Register(c prometheus.Collector) error {
+	if isRcmgr(c) {
+		return nil
+	}
+	return w.Registerer.Register(c)
+}
+
+// MustRegister registers cs but the resource manager's.
+func (w withoutRcmgr) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := w.Register(c); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// Unregister unregisters c.
+func (w withoutRcmgr) Unregister(c prometheus.Collector) bool {
+	if isRcmgr(c) {
+		return false
+	}
+	return w.Registerer.Unregister(c)
+}
+
+func isRcmgr(c prometheus.Collector) bool {
+	ch := make(chan *prometheus.Desc, 16)
+	go func() { c.Describe(ch); close(ch) }()
+	rc := false
+	for d := range ch {
+		rc = rc || strings.Contains(d.String(), `fqName: "libp2p_rcmgr_`)
+	}
+	return rc
 }
 
 // ErrPortInUse is matched (errors.Is) by the error of [NewHost] and
