@@ -22,6 +22,8 @@ var metricsFlags = []cli.Flag{
 		Usage: "serve Prometheus metrics at http://ADDR/metrics (host:port, port 0: any free one; a loopback host unless --metrics-public); off by default"},
 	&cli.BoolFlag{Name: "metrics-public", EnvVars: []string{"MCPV2_METRICS_PUBLIC"},
 		Usage: "let --metrics listen on an address other than loopback (the metrics are served without authentication or TLS)"},
+	&cli.BoolFlag{Name: "metrics-rcmgr", EnvVars: []string{"MCPV2_METRICS_RCMGR"},
+		Usage: "add go-libp2p's resource manager metrics to --metrics (off by default: they cost CPU on every stream, see the bench's metrics row)"},
 }
 
 // metricsServer serves one registry's metrics over HTTP: the node's, the
@@ -41,8 +43,8 @@ type metricsServer struct {
 func newMetricsServer(c *cli.Context, log *slog.Logger) (*metricsServer, error) {
 	addr := c.String("metrics")
 	if addr == "" {
-		if c.Bool("metrics-public") {
-			return nil, errors.New("--metrics-public needs --metrics ADDR")
+		if c.Bool("metrics-public") || c.Bool("metrics-rcmgr") {
+			return nil, errors.New("--metrics-public and --metrics-rcmgr need --metrics ADDR")
 		}
 		return nil, nil
 	}

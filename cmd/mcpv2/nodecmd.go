@@ -247,14 +247,18 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 		return nil, err
 	}
 	var reg prometheus.Registerer // nil without --metrics
+	var hostOpts []transport.Option
 	if ms != nil {
 		reg = ms.reg
+		if c.Bool("metrics-rcmgr") {
+			hostOpts = append(hostOpts, transport.WithResourceManagerMetrics())
+		}
 		if ecfg != nil {
 			ecfg.Metrics = reg
 		}
 	}
 	n, err := node.New(node.Config{
-		Mesh: mesh, Metrics: reg,
+		Mesh: mesh, Metrics: reg, HostOptions: hostOpts,
 		DataDir: dir, ListenAddrs: listen,
 		Name: c.String("name"), Description: c.String("description"),
 		MaxMessage: c.Int("max-message"), MaxFile: c.Int64("max-file"), FilesDir: c.String("file-store"),
