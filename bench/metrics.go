@@ -17,9 +17,9 @@ import (
 // Row 13: what --metrics costs. Three `mcpv2 node`s side by side in one
 // run, the same flags but for the metrics: off, on (the node's, the
 // edge's and go-libp2p's collectors), and on with the resource manager's
-// (--metrics-rcmgr). Warm calls at one in flight (latency) and at 64 in
-// flight (calls/s and the node's CPU per call), the three alternated
-// round by round, then each node's RSS.
+// (--metrics-rcmgr). Warm calls at one in flight (latency; the three take
+// turns call by call) and at 64 in flight (calls/s and the node's CPU per
+// call; alternated round by round), then each node's RSS.
 
 // metricsVariant is one node of row 13.
 type metricsVariant struct {
@@ -77,20 +77,20 @@ func runMetricsCost(ctx context.Context, e *env, p plan) (_ []line, err error) {
 		}
 	}
 
-	// Latency, one call in flight.
+	// Latency, one call in flight: the variants take turns call by call
+	// (the first of each turn rotating), so that the load of the machine,
+	// which changes by the second, falls on all of them alike.
 	lat := make([][]time.Duration, len(vs))
-	var sides []func(int) error
+	calls := make([]callFunc, len(vs))
 	for i, v := range vs {
-		call := meshCall(v.mc.Client, v.addr, judgedPayload)
-		sides = append(sides, func(int) error {
-			l, err := latencyRound(ctx, p, call)
-			lat[i] = append(lat[i], l...)
-			return err
-		})
+		calls[i] = meshCall(v.mc.Client, v.addr, judgedPayload)
 	}
-	if err := alternate(ctx, p.rounds, sides...); err != nil {
-		return nil, fmt.Errorf("latency: %w", err)
+	for r := range p.rounds {
+		if err := interleavedLatency(ctx, p, r, calls, lat); err != nil {
+			return nil, fmt.Errorf("latency: %w", err)
+		}
 	}
+	var sides []func(int) error
 	// Calls/s and the node's CPU per call, 64 in flight.
 	rate, cpu := make([][]float64, len(vs)), make([][]float64, len(vs))
 	sides = sides[:0]
@@ -170,6 +170,31 @@ func runMetricsCost(ctx context.Context, e *env, p plan) (_ []line, err error) {
 			"cpu/call", fmtMicros(median(cpu[i]), false), "off cpu/call", fmtMicros(median(cpu[off]), false))
 	}
 	return lines, nil
+}
+
+// interleavedLatency is one latency round of calls taken in turns: each
+// warms up, then turn after turn each makes one timed call, for about
+// p.latDur (and at least p.latMin calls each).
+func interleavedLatency(ctx context.Context, p plan, round int, calls []callFunc, lat [][]time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, sideTimeout)
+	defer cancel()
+	for _, call := range calls {
+		if err := warmUp(ctx, 1, p.warm, call); err != nil {
+			return err
+		}
+	}
+	end := time.Now().Add(time.Duration(len(calls)) * p.latDur)
+	for k := 0; k < p.latMin || time.Now().Before(end); k++ {
+		for j := range calls {
+			i := (j + k + round) % len(calls)
+			t := time.Now()
+			if err := calls[i](ctx, 0); err != nil {
+				return err
+			}
+			lat[i] = append(lat[i], time.Since(t))
+		}
+	}
+	return nil
 }
 
 // checkScrape reads url (a node's /metrics) and fails unless it counts

@@ -287,13 +287,13 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 	}()
 	if ecfg != nil || face {
 		prompts, must := promptsFile(c, dir)
-		if r.face, err = mcp.New(n, mcp.WithLogger(log), mcp.WithVersion(node.Version), mcp.WithPromptsFile(prompts, must)); err != nil {
+		if r.face, err = mcp.New(n, mcp.WithLogger(log), mcp.WithVersion(node.Version), mcp.WithPromptsFile(prompts, must), mcp.WithMetrics(reg)); err != nil {
 			return nil, err
 		}
 	}
 	// The A2A face: on the edge, and for any edge that serves this node's
 	// card for it (agent/a2a-card over the mesh) even without one.
-	if r.a2a, err = a2a.New(n, a2a.WithLogger(log)); err != nil {
+	if r.a2a, err = a2a.New(n, a2a.WithLogger(log), a2a.WithMetrics(reg)); err != nil {
 		return nil, err
 	}
 	n.SetA2ACard(r.a2a.CardFor)
