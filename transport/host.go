@@ -265,10 +265,11 @@ func WithLibp2pOptions(opts ...libp2p.Option) Option {
 	}
 }
 
-// WithMetrics turns on go-libp2p's own metrics (swarm, identify, hole
+// WithMetrics registers go-libp2p's own metrics (swarm, identify, hole
 // punching, the relay service and client, AutoNAT, the event bus) on reg;
-// nil, the default, turns them off: no collector, and nothing registered
-// on any process-wide registry. The resource manager's metrics stay off
+// nil, the default, keeps them on a registry of the host's own that
+// nothing reads (go-libp2p's set-up is the same either way), never on the
+// process-wide default registry. The resource manager's metrics stay off
 // unless [WithResourceManagerMetrics] is given too: their stats reporter
 // costs CPU on every reservation.
 func WithMetrics(reg prometheus.Registerer) Option {
@@ -326,8 +327,10 @@ func (c *hostConfig) validate() error {
 // connection manager of [WithConnManager], and a connection gater that
 // dials an address only within the host's scope (see [WithDialScope] and
 // the dialling rule in scope.go). Everything else is libp2p's
-// default (in-memory peerstore, identify, ping, the relay client transport)
-// except metrics, which are off unless [WithMetrics] names a registerer.
+// default (in-memory peerstore, identify, ping, the relay client transport,
+// go-libp2p's metrics, on [WithMetrics]'s registerer or else on one of the
+// host's own) except the resource manager's metrics, which are off unless
+// [WithResourceManagerMetrics] is given.
 // The default listen addresses
 // are [DefaultListenAddrs]([DefaultPort]). NewHost may be called
 // concurrently.
@@ -478,18 +481,20 @@ func NewHost(opts ...Option) (host.Host, error) {
 	return h, nil
 }
 
-// metricsOption is go-libp2p's metrics on WithMetrics's registerer, or
-// none at all. go-libp2p registers its event bus's collectors even with
-// its metrics disabled, on the process-wide default registry unless told
-// another: a registry of the host's own, which nothing reads, takes them.
-// With the resource manager's metrics off, its collectors (which go-libp2p
-// registers whenever metrics are on) are kept off the registry too: they
-// would only show zeros.
+// metricsOption is go-libp2p's metrics on WithMetrics's registerer, or,
+// without it, on a registry of the host's own that nothing reads: they are
+// not turned off (libp2p.DisableMetrics), which also changes how the QUIC
+// transport and hole punching are set up (docs/benchmarks.md: the NAT
+// lab's QUIC calls went direct less often under load), and nothing lands
+// on the process-wide default registry, where go-libp2p puts them unless
+// told another. With the resource manager's metrics off, its collectors
+// (which go-libp2p registers whenever metrics are on) are kept off the
+// registry too: they would only show zeros.
 func (c *hostConfig) metricsOption() libp2p.Option {
-	if c.metrics == nil {
-		return libp2p.ChainOptions(libp2p.PrometheusRegisterer(prometheus.NewRegistry()), libp2p.DisableMetrics())
-	}
-	if c.rcmgrMetrics {
+	switch {
+	case c.metrics == nil:
+		return libp2p.PrometheusRegisterer(withoutRcmgr{prometheus.NewRegistry()})
+	case c.rcmgrMetrics:
 		return libp2p.PrometheusRegisterer(c.metrics)
 	}
 	return libp2p.PrometheusRegisterer(withoutRcmgr{c.metrics})

@@ -25,8 +25,8 @@ func gatheredNames(t *testing.T, g prometheus.Gatherer, prefix string) []string 
 
 // TestWithMetrics: go-libp2p's metrics go on the registerer of
 // WithMetrics, the swarm's counting the connection a dial makes, and on
-// no process-wide registry; without it, on none. The resource manager's
-// join them only with WithResourceManagerMetrics.
+// no process-wide registry; without it, on none that anyone reads. The
+// resource manager's join them only with WithResourceManagerMetrics.
 func TestWithMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	server := newTestHost(t, "/ip4/127.0.0.1/tcp/0", WithMetrics(reg))
@@ -44,7 +44,7 @@ func TestWithMetrics(t *testing.T) {
 	if got := gatheredNames(t, prometheus.DefaultGatherer, "libp2p_"); len(got) > 0 {
 		t.Errorf("go-libp2p registered on the default registry: %v", got)
 	}
-	// Without WithMetrics: nothing anywhere.
+	// Without WithMetrics: nothing on the default registry, nor on reg.
 	plain := newTestHost(t, "/ip4/127.0.0.1/tcp/0")
 	connect(t, plain, server)
 	if got := gatheredNames(t, prometheus.DefaultGatherer, "libp2p_"); len(got) > 0 {

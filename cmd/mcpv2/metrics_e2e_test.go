@@ -111,6 +111,11 @@ func TestMetricsPrometheusE2E(t *testing.T) {
 			t.Errorf("%s = %v (found %v), want %v", c.query, got, found, c.want)
 		}
 	}
+	// Every query of the Grafana dashboard in examples/ is valid PromQL
+	// over these metrics.
+	for _, q := range dashboardQueries(t) {
+		prom.querySamples(t, q)
+	}
 	for _, q := range []string{`sum(mcpv2_message_bytes_total{face="http",direction="in"})`, `go_goroutines{job="mcpv2"}`,
 		`process_resident_memory_bytes{job="mcpv2"}`, `mcpv2_store_files_quota_bytes{job="mcpv2"}`} {
 		if got, found := prom.query(t, q); !found || got <= 0 {
@@ -130,7 +135,8 @@ func TestMetricsFlags(t *testing.T) {
 		{[]string{"--metrics", "0.0.0.0:0"}, "--metrics-public"},
 		{[]string{"--metrics", ":9464"}, "loopback"},
 		{[]string{"--metrics", "9464"}, "host:port"},
-		{[]string{"--metrics-public"}, "needs --metrics"},
+		{[]string{"--metrics-public"}, "need --metrics ADDR"},
+		{[]string{"--metrics-rcmgr"}, "need --metrics ADDR"},
 	} {
 		_, stderr, code := run(t, append([]string{"node", "--data-dir", t.TempDir(), "--no-mesh", "--listen", "/ip4/127.0.0.1/tcp/0"}, c.args...)...)
 		if code == 0 || !strings.Contains(stderr, c.want) {
@@ -199,9 +205,67 @@ func startPrometheus(t *testing.T, bin, target string) *prometheusServer {
 	}
 }
 
+// dashboardQueries are the PromQL expressions of the Grafana dashboard in
+// examples/grafana, with its variables set to match every series.
+func dashboardQueries(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "grafana", "mcpv2-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatalf("the dashboard: %v", err)
+	}
+	r := strings.NewReplacer("$__rate_interval", "1m", "$job", ".*", "$instance", ".*")
+	var out []string
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			out = append(out, r.Replace(tg.Expr))
+		}
+	}
+	if len(out) < 20 {
+		t.Fatalf("the dashboard has %d queries, want its panels' (20 or more)", len(out))
+	}
+	return out
+}
+
 // query runs an instant PromQL query and returns the value of its one
 // sample; found is false when the answer holds no sample.
 func (p *prometheusServer) query(t *testing.T, q string) (v float64, found bool) {
+	t.Helper()
+	res := p.querySamples(t, q)
+	switch len(res) {
+	case 0:
+		return 0, false
+	case 1:
+	default:
+		t.Fatalf("query %s: %d samples, want one: %+v", q, len(res), res)
+	}
+	s, _ := res[0].Value[1].(string)
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("query %s: value %v: %v", q, res[0].Value, err)
+	}
+	return v, true
+}
+
+// promSample is a sample of an instant query's vector.
+type promSample struct {
+	Metric map[string]string `json:"metric"`
+	Value  [2]any            `json:"value"`
+}
+
+// querySamples runs an instant PromQL query, which must succeed, and
+// returns its samples.
+func (p *prometheusServer) querySamples(t *testing.T, q string) []promSample {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -218,29 +282,17 @@ func (p *prometheusServer) query(t *testing.T, q string) (v float64, found bool)
 		Status string `json:"status"`
 		Error  string `json:"error"`
 		Data   struct {
-			ResultType string `json:"resultType"`
-			Result     []struct {
-				Metric map[string]string `json:"metric"`
-				Value  [2]any            `json:"value"`
-			} `json:"result"`
+			ResultType string       `json:"resultType"`
+			Result     []promSample `json:"result"`
 		} `json:"data"`
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&ans); err != nil || ans.Status != "success" {
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&ans); err != nil || ans.Status != "success" {
 		t.Fatalf("query %s: status %s %q (%v)", q, ans.Status, ans.Error, err)
 	}
-	switch len(ans.Data.Result) {
-	case 0:
-		return 0, false
-	case 1:
-	default:
-		t.Fatalf("query %s: %d samples, want one: %+v", q, len(ans.Data.Result), ans.Data.Result)
+	if ans.Data.ResultType != "vector" {
+		t.Fatalf("query %s: result type %q, want vector", q, ans.Data.ResultType)
 	}
-	s, _ := ans.Data.Result[0].Value[1].(string)
-	v, err = strconv.ParseFloat(s, 64)
-	if err != nil {
-		t.Fatalf("query %s: value %v: %v", q, ans.Data.Result[0].Value, err)
-	}
-	return v, true
+	return ans.Data.Result
 }
 
 // waitScrapedAfter waits (at most a minute) until Prometheus holds a
