@@ -10,6 +10,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mcpv2/mcpv2/node/store"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -191,8 +192,20 @@ func storeCollectors(n *Node) []prometheus.Collector {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcpv2_store_tasks_bytes",
 			Help: "Bytes the faces' tasks (A2A) hold in state.db."}, tasks),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcpv2_store_tasks_quota_bytes",
-			Help: "The tasks' quota (--max-tasks-bytes; 0: none)."}, func() float64 { return float64(max(n.cfg.MaxTasksBytes, 0)) }),
+			Help: "The tasks' quota (--max-tasks-bytes; 0: none)."}, func() float64 { return float64(tasksQuota(n.cfg.MaxTasksBytes)) }),
 	}
+}
+
+// tasksQuota is the tasks' quota of Config.MaxTasksBytes v (0: the
+// default), 0 for none.
+func tasksQuota(v int64) int64 {
+	switch {
+	case v == 0:
+		return store.DefaultMaxTasksBytes
+	case v < 0:
+		return 0
+	}
+	return v
 }
 
 // faceOf is the face a request is counted under.
@@ -275,6 +288,12 @@ func (m *metrics) series(n *Node, skill string) *skillSeries {
 	if skill != skillNone {
 		if _, ok := n.reg.Lookup(skill); !ok {
 			skill = skillUnknown
+			m.mu.RLock()
+			s = m.skills[skill]
+			m.mu.RUnlock()
+			if s != nil {
+				return s
+			}
 		}
 	}
 	m.mu.Lock()

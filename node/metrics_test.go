@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/mcpv2/mcpv2/node/skills"
+	"github.com/mcpv2/mcpv2/node/store"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -130,8 +131,37 @@ func TestMetricsCountEveryOutcome(t *testing.T) {
 	if in, _ := metricValue(t, reg, "mcpv2_message_bytes_total", map[string]string{"face": "http", "direction": "in"}); in <= 0 {
 		t.Errorf("http bytes in = %v, want > 0", in)
 	}
-	if q, ok := metricValue(t, reg, "mcpv2_store_files_quota_bytes", nil); !ok || q <= 0 {
-		t.Errorf("files quota = %v (%v), want the default quota", q, ok)
+	if q, _ := metricValue(t, reg, "mcpv2_store_files_quota_bytes", nil); q != store.DefaultMaxStore {
+		t.Errorf("files quota = %v, want the default %d", q, store.DefaultMaxStore)
+	}
+	if q, _ := metricValue(t, reg, "mcpv2_store_tasks_quota_bytes", nil); q != store.DefaultMaxTasksBytes {
+		t.Errorf("tasks quota = %v, want the default %d", q, store.DefaultMaxTasksBytes)
+	}
+}
+
+// TestMetricsQuotaRefusal: a write over the store's quota is counted as a
+// refusal for quota, and the store gauges show the quota and what is used.
+func TestMetricsQuotaRefusal(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	n := newTestNode(t, func(c *Config) { c.Metrics = reg; c.MaxStore = 1000 })
+	secret := Caller{ID: "local:test", Via: "mcp", Kind: protocol.CallerSecretHolder}
+	for i, size := range []int{600, 600} {
+		msg := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"upload_file","arguments":{"filename":"f%d.txt","content":%q}}}`, i, strings.Repeat("x", size))
+		if out, _ := n.Handle(ctxT(t), secret, []byte(msg)); out == nil {
+			t.Fatal("no answer")
+		}
+	}
+	if v, _ := metricValue(t, reg, "mcpv2_refusals_total", map[string]string{"face": "mcp", "reason": "quota"}); v != 1 {
+		t.Errorf("quota refusals = %v, want 1 (the second 600-byte file over a 1000-byte store)", v)
+	}
+	if v, _ := metricValue(t, reg, "mcpv2_calls_total", map[string]string{"skill": "upload_file", "outcome": "ok", "caller": "secret"}); v != 1 {
+		t.Errorf("upload_file ok = %v, want 1", v)
+	}
+	if q, _ := metricValue(t, reg, "mcpv2_store_files_quota_bytes", nil); q != 1000 {
+		t.Errorf("files quota = %v, want 1000", q)
+	}
+	if u, _ := metricValue(t, reg, "mcpv2_store_files_bytes", nil); u != 600 {
+		t.Errorf("files used = %v, want 600", u)
 	}
 }
 

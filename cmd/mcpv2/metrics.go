@@ -38,9 +38,9 @@ type metricsServer struct {
 	closed bool
 }
 
-// newMetricsServer starts serving /metrics on --metrics; nil, nil without
+// metricsFromFlags starts serving /metrics on --metrics; nil, nil without
 // it. A host that is not loopback needs --metrics-public.
-func newMetricsServer(c *cli.Context, log *slog.Logger) (*metricsServer, error) {
+func metricsFromFlags(c *cli.Context, log *slog.Logger) (*metricsServer, error) {
 	addr := c.String("metrics")
 	if addr == "" {
 		if c.Bool("metrics-public") || c.Bool("metrics-rcmgr") {
@@ -48,7 +48,14 @@ func newMetricsServer(c *cli.Context, log *slog.Logger) (*metricsServer, error) 
 		}
 		return nil, nil
 	}
-	if err := checkMetricsAddr(addr, c.Bool("metrics-public")); err != nil {
+	return newMetricsServer(addr, c.Bool("metrics-public"), log)
+}
+
+// newMetricsServer serves a new registry, with the Go runtime's and the
+// process's collectors, at http://addr/metrics; addr must be loopback
+// unless public.
+func newMetricsServer(addr string, public bool, log *slog.Logger) (*metricsServer, error) {
+	if err := checkMetricsAddr(addr, public); err != nil {
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()

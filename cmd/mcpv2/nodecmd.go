@@ -242,7 +242,7 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 			return nil, err
 		}
 	}
-	ms, err := newMetricsServer(c, log)
+	ms, err := metricsFromFlags(c, log)
 	if err != nil {
 		return nil, err
 	}
