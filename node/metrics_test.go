@@ -2,7 +2,11 @@ package node
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +19,7 @@ import (
 	"github.com/mcpv2/mcpv2/node/skills"
 	"github.com/mcpv2/mcpv2/node/store"
 	"github.com/mcpv2/mcpv2/protocol"
+	"github.com/mcpv2/mcpv2/transport"
 )
 
 // metricValue is the value of the series of name whose labels include
@@ -293,5 +298,53 @@ func BenchmarkMetricsCount(b *testing.B) {
 	for b.Loop() {
 		n.metrics.count(n, &c, protocol.MethodToolsCall, "ping", nil, false, 50*time.Microsecond)
 		n.metrics.messageBytes(&c, 1100, 1200)
+	}
+}
+
+// TestMetricsBlobResume: an upload broken midway is one failed transfer
+// with the bytes that arrived; the resumed one is stored, counted as a
+// resume, with the rest of the bytes.
+func TestMetricsBlobResume(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	a, b := pair(t, func(c *Config) { c.Metrics = reg })
+	const size, have = 256 << 10, 100 << 10
+	off := interruptUpload(t, a, b, "m.bin", size, have, 7)
+	if off.Error != nil || *off.Offset != 0 {
+		t.Fatalf("first attempt: %+v", off)
+	}
+	data := make([]byte, size)
+	r := rand.NewChaCha8([32]byte{7})
+	_, _ = r.Read(data)
+	sum := sha256.Sum256(data)
+	s, fr := rawBlob(t, a, b)
+	if err := transport.WriteFrame(s, headerJSON("m.bin", size, hex.EncodeToString(sum[:]))); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := fr.ReadFrame()
+	if err != nil || json.Unmarshal(raw, &off) != nil || off.Offset == nil || *off.Offset != have {
+		t.Fatalf("resume offer %q (%v): want offset %d", raw, err, have)
+	}
+	if _, err := s.Write(data[have:]); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.CloseWrite()
+	if raw, err = fr.ReadFrame(); err != nil || !strings.Contains(string(raw), hex.EncodeToString(sum[:])) {
+		t.Fatalf("answer to the resumed upload: %q, %v", raw, err)
+	}
+	waitBlobAudits(t, b, 2)
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"mcpv2_blob_transfers_total", map[string]string{"outcome": "error"}, 1},
+		{"mcpv2_blob_transfers_total", map[string]string{"outcome": "ok"}, 1},
+		{"mcpv2_blob_resumes_total", nil, 1},
+		{"mcpv2_blob_received_bytes_total", nil, size},
+		{"mcpv2_calls_total", map[string]string{"face": "mesh", "skill": "upload_file", "caller": "peer"}, 2},
+	} {
+		if got, _ := metricValue(t, reg, c.name, c.labels); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
 	}
 }
