@@ -152,6 +152,7 @@ var groups = []group{
 	{rows: []int{10}, run: runSend},
 	{rows: []int{11}, run: runRSS},
 	{rows: []int{12}, run: runHeap},
+	{rows: []int{13}, run: runMetricsCost},
 }
 
 // rowNames are the issue table's rows, by number.
@@ -168,6 +169,7 @@ var rowNames = map[int]string{
 	10: "mcpv2 send, whole process",
 	11: "idle RSS",
 	12: "heap and allocations, warm calls",
+	13: "--metrics on vs off, warm calls",
 }
 
 // selected reports whether the row matches --rows.

@@ -136,6 +136,9 @@ func notes(p plan, lines []line) string {
 	if rows[12] {
 		fmt.Fprintf(&b, "- heap: `node.New` server (RateLimit -1) and a `node.Dialer`'s client in this one process, %d warm 1 KiB ping calls with 4 in flight; HeapInuse after runtime.GC() at 10%% and 100%% of the calls; allocations = MemStats.Mallocs between the two, over the calls between them (client and server together). Growth meets at ≤ 1 MiB.\n", p.heapCalls)
 	}
+	if rows[13] {
+		b.WriteString("- metrics: three `mcpv2 node`s with the bench's node flags (mesh on, no edge), started together: no --metrics (go-libp2p's metrics on a registry of the host's own that nothing reads, as before --metrics existed), `--metrics 127.0.0.1:0` (the node's counters and histograms, go-libp2p's swarm, identify, hole punching, relay, AutoNAT and event bus metrics) and the same with `--metrics-rcmgr` (the resource manager's too); a fresh mesh client each, 1 KiB pings; latency at 1 in flight with the three taking turns call by call (the first of a turn rotating), calls/s and the node's CPU per call at 64 in flight with the three alternated round by round, then VmRSS; a scrape of each /metrics must show the pings counted. Only \"on\" is judged (within 3% of off).\n")
+	}
 	return b.String()
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	p2pprotocol "github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpv2/mcpv2/protocol"
 )
@@ -135,6 +136,7 @@ type config struct {
 	republish time.Duration
 	ttl       time.Duration
 	logger    *slog.Logger
+	metrics   prometheus.Registerer // WithMetrics
 
 	// Test knobs, set by unexported options.
 	dhtOpts        []dht.Option
@@ -266,8 +268,9 @@ func withMDNSService(name string) Option {
 // republish loop and the peer cache writer. Its methods may be called
 // concurrently. Close stops everything it started, but not the host.
 type Discovery struct {
-	h   host.Host
-	kad *dht.IpfsDHT
+	h       host.Host
+	kad     *dht.IpfsDHT
+	metrics *metrics // nil without WithMetrics
 	// pm sends single DHT requests through the DHT's own message sender.
 	pm     *kadpb.ProtocolMessenger
 	dstore ds.Batching
@@ -390,6 +393,11 @@ func New(h host.Host, opts ...Option) (_ *Discovery, err error) {
 		return nil, errors.Join(fmt.Errorf("discovery: new: %w", err), d.kad.Close())
 	}
 	d.values = records.NewValueStore(d.dstore, record.NamespacedValidator{CardNamespace: CardValidator{}}, cfg.ttl)
+	if cfg.metrics != nil {
+		if d.metrics, err = newMetrics(cfg.metrics, d); err != nil {
+			return nil, errors.Join(fmt.Errorf("discovery: new: metrics: %w", err), d.kad.Close())
+		}
+	}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 
 	d.wg.Add(2)
@@ -438,6 +446,7 @@ func (d *Discovery) Close() error {
 	if err := d.kad.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("dht: %w", err))
 	}
+	d.metrics.unregister()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("discovery: close: %w", err)
 	}

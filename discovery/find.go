@@ -120,9 +120,13 @@ func (d *Discovery) Find(ctx context.Context, query string, limit int) ([]protoc
 }
 
 // FindWithStats is Find, and also says how far the find got.
-func (d *Discovery) FindWithStats(ctx context.Context, query string, limit int) (_ []protocol.FindResult, st FindStats, _ error) {
+func (d *Discovery) FindWithStats(ctx context.Context, query string, limit int) (res []protocol.FindResult, st FindStats, err error) {
 	start := time.Now()
-	defer func() { st.TookMS = time.Since(start).Milliseconds() }()
+	defer func() {
+		took := time.Since(start)
+		st.TookMS = took.Milliseconds()
+		d.metrics.found(len(res), err, took)
+	}()
 	if d.isClosed() {
 		return nil, st, fmt.Errorf("discovery: find: %w", net.ErrClosed)
 	}

@@ -122,6 +122,7 @@ func (d *Discovery) announce(ctx context.Context, card protocol.AgentCard, env [
 	rtSize := d.kad.RoutingTable().Size()
 	pending := false
 	defer func() {
+		d.metrics.announced(err, pending, time.Since(start))
 		if !full && !pending {
 			return
 		}

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpv2/mcpv2/protocol"
@@ -192,6 +193,10 @@ type Config struct {
 	// trace and span ids only, for the audit lines and the calls out. The
 	// edge does not shut it down (its owner does: the node's Close).
 	TracerProvider trace.TracerProvider
+	// Metrics, when set, receives the edge's gauges (requests in flight,
+	// event streams; edge/metrics.go), taken off again by Close. The
+	// requests themselves are counted by the node. Nil: no metrics.
+	Metrics prometheus.Registerer
 }
 
 // KeyVerifier checks API keys (node/keys implements it; the edge imports
@@ -239,6 +244,8 @@ type Server struct {
 	srv       *http.Server
 	tls       *tls.Config // nil: plain HTTP
 	started   time.Time
+	// collectors are registered on cfg.Metrics (registerMetrics).
+	collectors []prometheus.Collector
 
 	sessLimits *limiterSet     // per session nonce
 	ipLimits   *limiterSet     // session issues per client IP
@@ -336,6 +343,9 @@ func New(b Backend, cfg Config) (*Server, error) {
 	s.streams = &Slots{What: "event streams", Total: cfg.MaxInFlight, Reserved: max(1, cfg.MaxInFlight/4),
 		PerOwner: max(1, cfg.MaxInFlight/8), PerIP: max(1, cfg.MaxInFlight/4)}
 	s.anonKey = anonymousKey(s.secret)
+	if err := s.registerMetrics(); err != nil {
+		return nil, errors.Join(fmt.Errorf("edge: metrics: %w", err), s.closeListeners(), s.oidc.Close())
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mux = http.NewServeMux()
 	s.routes()
@@ -541,6 +551,7 @@ func (s *Server) Close() error {
 		}
 	}
 	s.wg.Wait()
+	s.unregisterMetrics()
 	if cerr := s.oidc.Close(); cerr != nil && err == nil {
 		err = cerr
 	}

@@ -96,6 +96,7 @@ func (n *Node) handleBlob(s network.Stream) {
 	start := time.Now()
 	c := meshPeer(s.Conn())
 	perr := n.serveBlob(s, c, s.Protocol() == protocol.BlobProtocolID11)
+	n.metrics.blobDone(perr)
 	n.audit(n.ctx, c, blobAudit, blobSkill, perr, start)
 }
 
@@ -206,6 +207,7 @@ func (n *Node) serveBlob(s network.Stream, c Caller, v11 bool) *protocol.Error {
 	}
 
 	got, rerr := receiveInto(p, br, h.Size-off)
+	n.metrics.blobReceived(got, off > 0)
 	if rerr != nil {
 		// Keep what arrived: the sender resumes from it.
 		if err := p.Close(); err != nil {

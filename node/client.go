@@ -136,6 +136,9 @@ type Client struct {
 	// again for punchRetry, so a relayed peer costs the wait once, not on
 	// every call or every relay circuit of a long transfer.
 	noDirect map[peer.ID]time.Time
+	// onDirectWait, when set (by the node, before its first call), is
+	// told the result of each wait for a peer's hole punch (upgrade).
+	onDirectWait func(direct bool)
 }
 
 // clientConfig is what ClientOptions set; NewClient fills in the defaults

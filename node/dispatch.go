@@ -49,6 +49,9 @@ func (n *Node) AppendHandle(ctx context.Context, c Caller, msg, dst []byte) (out
 	if perr != nil {
 		n.audit(ctx, c, "", "", perr, start)
 		b, _ := protocol.AppendResponses(dst, false, []protocol.Response{protocol.ErrorResponse(nil, perr)})
+		if n.metrics != nil {
+			n.metrics.messageBytes(&c, len(msg), len(b)-len(dst))
+		}
 		return b, perr
 	}
 
@@ -62,6 +65,9 @@ func (n *Node) AppendHandle(ctx context.Context, c Caller, msg, dst []byte) (out
 		list = n.runBatch(ctx, c, req.Slots)
 	}
 	if len(list) == 0 {
+		if n.metrics != nil {
+			n.metrics.messageBytes(&c, len(msg), 0)
+		}
 		return nil, nil
 	}
 	b, err := protocol.AppendResponses(dst, req.IsBatch, list)
@@ -70,6 +76,9 @@ func (n *Node) AppendHandle(ctx context.Context, c Caller, msg, dst []byte) (out
 		perr := protocol.Errorf(protocol.CodeInternal, "internal error")
 		b, _ = protocol.AppendResponses(dst, false, []protocol.Response{protocol.ErrorResponse(nil, perr)})
 		return b, perr
+	}
+	if n.metrics != nil {
+		n.metrics.messageBytes(&c, len(msg), len(b)-len(dst))
 	}
 	return b, nil
 }
@@ -282,11 +291,17 @@ func (n *Node) audit(ctx context.Context, c Caller, method, skill string, perr *
 	n.auditVerdict(ctx, c, method, skill, perr, start, nil)
 }
 
-// auditVerdict is audit with what the guard found (v may be nil).
+// auditVerdict is audit with what the guard found (v may be nil). Every
+// request's outcome passes here once, whatever its face: the metrics
+// count it here too.
 func (n *Node) auditVerdict(ctx context.Context, c Caller, method, skill string, perr *protocol.Error, start time.Time, v *verdict) {
+	took := time.Since(start)
+	if n.metrics != nil {
+		n.metrics.count(n, &c, method, skill, perr, v != nil && v.blocked, took)
+	}
 	rec := store.AuditRecord{
 		Time: start.UTC(), Caller: c.ID, Via: c.Via, Auth: c.Kind.String(), Method: method, Skill: skill,
-		Outcome: "ok", DurationMS: float64(time.Since(start).Microseconds()) / 1000, Remote: c.Remote,
+		Outcome: "ok", DurationMS: float64(took.Microseconds()) / 1000, Remote: c.Remote,
 	}
 	if perr != nil {
 		rec.Outcome, rec.Code = "error", perr.Code

@@ -172,6 +172,9 @@ func (n *Node) startMesh(m *MeshConfig, boot []peer.AddrInfo) error {
 	for _, ai := range boot {
 		n.host.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.PermanentAddrTTL)
 	}
+	if n.cfg.Metrics != nil {
+		opts = append(opts, discovery.WithMetrics(n.cfg.Metrics))
+	}
 	d, err := discovery.New(n.host, opts...)
 	if err != nil {
 		return err

@@ -24,6 +24,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	libp2pproto "github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpv2/mcpv2/discovery"
@@ -151,6 +152,11 @@ type Config struct {
 	// TracerProvider), Close calls it, bounded by tracerShutdown, to
 	// flush the spans.
 	TracerProvider trace.TracerProvider
+	// Metrics, when set, receives the node's collectors (calls, refusals,
+	// latency, bytes, blobs, connections, store sizes; node/metrics.go)
+	// and go-libp2p's own (transport.WithMetrics); the node takes its
+	// collectors off it again in Close. Nil: no metrics, at no cost.
+	Metrics prometheus.Registerer
 }
 
 // tracerShutdown bounds how long Close waits for the TracerProvider to
@@ -194,6 +200,8 @@ type Node struct {
 	tracer tracer  // the spans of the calls it runs
 
 	status *statusWatch // the events Status reports (status.go)
+
+	metrics *metrics // nil without Config.Metrics
 
 	// blobIdleTest, when positive, replaces blobIdle (nanoseconds) for the
 	// blob streams this node serves; only tests set it, atomically, while
@@ -316,8 +324,15 @@ func New(cfg Config) (_ *Node, err error) {
 	n.limits = newLimiters(cfg.RateLimit, burst)
 	n.finds = newFindLimiters(cfg.FindRate)
 
+	if cfg.Metrics != nil {
+		if n.metrics, err = newMetrics(cfg.Metrics, n); err != nil {
+			return nil, fmt.Errorf("node: metrics: %w", err)
+		}
+	}
+
 	hopts := []transport.Option{
 		transport.WithIdentity(key),
+		transport.WithMetrics(cfg.Metrics),
 		transport.WithLogger(n.log),
 		transport.WithProtocolLimit(libp2pproto.ID(protocol.RPCProtocolID), 256, 256, int64(4*cfg.MaxMessage)),
 		transport.WithProtocolPeerLimit(libp2pproto.ID(protocol.RPCProtocolID), 64, 64, int64(2*cfg.MaxMessage+streamReserve)),
@@ -360,6 +375,10 @@ func New(cfg Config) (_ *Node, err error) {
 	}
 	if err = n.watchStatus(); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
+	}
+	if n.metrics != nil {
+		n.host.Network().Notify(connNotifiee{n.metrics})
+		n.client.onDirectWait = n.metrics.directWait
 	}
 	n.host.SetStreamHandler(libp2pproto.ID(protocol.RPCProtocolID), n.handleRPC)
 	n.host.SetStreamHandler(libp2pproto.ID(protocol.BlobProtocolID), n.handleBlob)
@@ -420,6 +439,7 @@ func (n *Node) Close() error {
 		}
 		cancel()
 	}
+	n.metrics.unregister()
 	return errors.Join(errs...)
 }
 

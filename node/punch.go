@@ -102,6 +102,9 @@ func (n *Client) upgrade(ctx context.Context, pid peer.ID, wait time.Duration) {
 	if !direct && ctx.Err() != nil {
 		return // the call ended, not the wait: nothing learnt
 	}
+	if n.onDirectWait != nil {
+		n.onDirectWait(direct)
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	switch {

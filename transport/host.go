@@ -26,6 +26,7 @@ import (
 	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	ma "github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 )
 
@@ -70,6 +71,10 @@ type hostConfig struct {
 	natConfig    // what the NAT options (nat.go) add
 	// publicScope is WithDialScope("public"): dial public addresses only.
 	publicScope bool
+	// metrics is WithMetrics's registerer (nil: go-libp2p's metrics off);
+	// rcmgrMetrics is WithResourceManagerMetrics.
+	metrics      prometheus.Registerer
+	rcmgrMetrics bool
 }
 
 // DefaultListenAddrs returns the addresses a host listens on by default, for
@@ -260,6 +265,29 @@ func WithLibp2pOptions(opts ...libp2p.Option) Option {
 	}
 }
 
+// WithMetrics registers go-libp2p's own metrics (swarm, identify, hole
+// punching, the relay service and client, AutoNAT, the event bus) on reg;
+// nil, the default, keeps them on a registry of the host's own that
+// nothing reads (go-libp2p's set-up is the same either way), never on the
+// process-wide default registry. The resource manager's metrics stay off
+// unless [WithResourceManagerMetrics] is given too: their stats reporter
+// costs CPU on every reservation.
+func WithMetrics(reg prometheus.Registerer) Option {
+	return func(c *hostConfig) error {
+		c.metrics = reg
+		return nil
+	}
+}
+
+// WithResourceManagerMetrics adds the resource manager's metrics to those
+// of [WithMetrics] (which it needs; without it, it does nothing).
+func WithResourceManagerMetrics() Option {
+	return func(c *hostConfig) error {
+		c.rcmgrMetrics = true
+		return nil
+	}
+}
+
 // CheckOptions applies opts to a fresh configuration, as NewHost does
 // first, and returns the error of the first option that refuses its
 // arguments (a bad reachability, a negative limit); it starts nothing. A
@@ -300,8 +328,10 @@ func (c *hostConfig) validate() error {
 // dials an address only within the host's scope (see [WithDialScope] and
 // the dialling rule in scope.go). Everything else is libp2p's
 // default (in-memory peerstore, identify, ping, the relay client transport,
-// metrics on the default Prometheus registry) except the resource manager's
-// metrics, which are off. The default listen addresses
+// go-libp2p's metrics, on [WithMetrics]'s registerer or else on one of the
+// host's own) except the resource manager's metrics, which are off unless
+// [WithResourceManagerMetrics] is given.
+// The default listen addresses
 // are [DefaultListenAddrs]([DefaultPort]). NewHost may be called
 // concurrently.
 //
@@ -371,7 +401,13 @@ func NewHost(opts ...Option) (host.Host, error) {
 	// The resource manager's metrics are off: nothing serves them, and its
 	// stats reporter turned every memory reservation into a formatted
 	// event, a fifth of a mesh call's CPU (docs/benchmarks.md).
-	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(limits.AutoScale()), append(c.rcmgrOptions(), rcmgr.WithMetricsDisabled())...)
+	// WithResourceManagerMetrics turns them on (measured in the bench's
+	// metrics row).
+	ropts := c.rcmgrOptions()
+	if c.metrics == nil || !c.rcmgrMetrics {
+		ropts = append(ropts, rcmgr.WithMetricsDisabled())
+	}
+	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(limits.AutoScale()), ropts...)
 	if err != nil {
 		return nil, fmt.Errorf("transport: new host: resource manager: %w", err)
 	}
@@ -415,6 +451,7 @@ func NewHost(opts ...Option) (host.Host, error) {
 		libp2p.ConnectionManager(cm),
 		libp2p.ConnectionGater(gater),
 		libp2p.WithFxOption(fx.Invoke(func(s *swarm.Swarm) { sw = s })),
+		c.metricsOption(),
 	}, c.extra...)
 
 	h, err := libp2p.New(lopts...)
@@ -442,6 +479,64 @@ func NewHost(opts ...Option) (host.Host, error) {
 	}
 	c.logger.Debug("transport: host started", "peer", h.ID(), "addrs", h.Addrs())
 	return h, nil
+}
+
+// metricsOption is go-libp2p's metrics on WithMetrics's registerer, or,
+// without it, on a registry of the host's own that nothing reads: they are
+// not turned off (libp2p.DisableMetrics), which also changes how the QUIC
+// transport and hole punching are set up (docs/benchmarks.md: the NAT
+// lab's QUIC calls went direct less often under load), and nothing lands
+// on the process-wide default registry, where go-libp2p puts them unless
+// told another. With the resource manager's metrics off, its collectors
+// (which go-libp2p registers whenever metrics are on) are kept off the
+// registry too: they would only show zeros.
+func (c *hostConfig) metricsOption() libp2p.Option {
+	switch {
+	case c.metrics == nil:
+		return libp2p.PrometheusRegisterer(withoutRcmgr{prometheus.NewRegistry()})
+	case c.rcmgrMetrics:
+		return libp2p.PrometheusRegisterer(c.metrics)
+	}
+	return libp2p.PrometheusRegisterer(withoutRcmgr{c.metrics})
+}
+
+// withoutRcmgr is a Registerer that drops the resource manager's
+// collectors (libp2p_rcmgr_*) and passes on the rest.
+type withoutRcmgr struct{ prometheus.Registerer }
+
+// Register registers c unless it describes a libp2p_rcmgr_ metric.
+func (w withoutRcmgr) Register(c prometheus.Collector) error {
+	if isRcmgr(c) {
+		return nil
+	}
+	return w.Registerer.Register(c)
+}
+
+// MustRegister registers cs but the resource manager's.
+func (w withoutRcmgr) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := w.Register(c); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// Unregister unregisters c.
+func (w withoutRcmgr) Unregister(c prometheus.Collector) bool {
+	if isRcmgr(c) {
+		return false
+	}
+	return w.Registerer.Unregister(c)
+}
+
+func isRcmgr(c prometheus.Collector) bool {
+	ch := make(chan *prometheus.Desc, 16)
+	go func() { c.Describe(ch); close(ch) }()
+	rc := false
+	for d := range ch {
+		rc = rc || strings.Contains(d.String(), `fqName: "libp2p_rcmgr_`)
+	}
+	return rc
 }
 
 // ErrPortInUse is matched (errors.Is) by the error of [NewHost] and

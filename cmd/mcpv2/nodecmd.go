@@ -12,6 +12,7 @@ import (
 	"time"
 
 	ma "github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/urfave/cli/v2"
 	"go.opentelemetry.io/otel/trace"
 
@@ -124,7 +125,7 @@ func nodeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "oidc-audience", EnvVars: []string{"MCPV2_OIDC_AUDIENCE"},
 			Usage: "the audience an access token must name (default: the URL of the face it is sent to, e.g. https://host:port/mcp)"},
 		&cli.StringFlag{Name: "otlp-endpoint", EnvVars: []string{"MCPV2_OTLP_ENDPOINT"}, Usage: otlpEndpointUsage},
-	}, slices.Concat(llmFlags, tlsFlags)...)
+	}, slices.Concat(llmFlags, tlsFlags, metricsFlags)...)
 }
 
 func runNode(c *cli.Context) error {
@@ -151,6 +152,8 @@ type runningNode struct {
 	a2a  *a2a.Face
 	api  *localapi.API // the control socket (mcpv2 status, id, key)
 	log  *slog.Logger
+	// metrics serves --metrics (nil without it).
+	metrics *metricsServer
 }
 
 // Close stops the edge first (no new requests), then the face, then the
@@ -169,7 +172,11 @@ func (r *runningNode) Close() error {
 	if r.face != nil {
 		errs = append(errs, r.face.Close())
 	}
-	return errors.Join(append(errs, r.n.Close())...)
+	errs = append(errs, r.n.Close())
+	if r.metrics != nil {
+		errs = append(errs, r.metrics.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // launchNode builds and starts the node of the node flags, its edge with
@@ -254,8 +261,26 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 	if ecfg != nil {
 		ecfg.TracerProvider = tpi
 	}
+	ms, err := metricsFromFlags(c, log)
+	if err != nil {
+		if tp != nil {
+			_ = tp.Shutdown(context.Background())
+		}
+		return nil, err
+	}
+	var reg prometheus.Registerer // nil without --metrics
+	var hostOpts []transport.Option
+	if ms != nil {
+		reg = ms.reg
+		if c.Bool("metrics-rcmgr") {
+			hostOpts = append(hostOpts, transport.WithResourceManagerMetrics())
+		}
+		if ecfg != nil {
+			ecfg.Metrics = reg
+		}
+	}
 	n, err := node.New(node.Config{
-		Mesh:    mesh,
+		Mesh: mesh, Metrics: reg, HostOptions: hostOpts,
 		DataDir: dir, ListenAddrs: listen,
 		Name: c.String("name"), Description: c.String("description"),
 		MaxMessage: c.Int("max-message"), MaxFile: c.Int64("max-file"), FilesDir: c.String("file-store"),
@@ -274,9 +299,12 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 		if tp != nil {
 			_ = tp.Shutdown(context.Background()) // nil, or already shut down by node.New
 		}
+		if ms != nil {
+			err = errors.Join(err, ms.Close())
+		}
 		return nil, portHint(c, err)
 	}
-	r := &runningNode{n: n, log: log}
+	r := &runningNode{n: n, log: log, metrics: ms}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, r.Close())
@@ -284,13 +312,13 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 	}()
 	if ecfg != nil || face {
 		prompts, must := promptsFile(c, dir)
-		if r.face, err = mcp.New(n, mcp.WithLogger(log), mcp.WithVersion(node.Version), mcp.WithPromptsFile(prompts, must)); err != nil {
+		if r.face, err = mcp.New(n, mcp.WithLogger(log), mcp.WithVersion(node.Version), mcp.WithPromptsFile(prompts, must), mcp.WithMetrics(reg)); err != nil {
 			return nil, err
 		}
 	}
 	// The A2A face: on the edge, and for any edge that serves this node's
 	// card for it (agent/a2a-card over the mesh) even without one.
-	if r.a2a, err = a2a.New(n, a2a.WithLogger(log)); err != nil {
+	if r.a2a, err = a2a.New(n, a2a.WithLogger(log), a2a.WithMetrics(reg)); err != nil {
 		return nil, err
 	}
 	n.SetA2ACard(r.a2a.CardFor)
@@ -334,6 +362,9 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 		}
 	}
 	fmt.Fprintf(banner, "MCPV2_CONTROL=%s\n", r.api.Socket())
+	if ms != nil {
+		fmt.Fprintf(banner, "MCPV2_METRICS=%s\n", ms.URL())
+	}
 	fmt.Fprintf(banner, "MCPV2_DATA_DIR=%s\n", n.DataDir())
 	if f, ok := banner.(*os.File); ok {
 		_ = f.Sync()

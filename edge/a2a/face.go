@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/protocol"
 )
@@ -97,12 +99,14 @@ type Face struct {
 	// other peers' (the store's owner key); "" for the node's face.
 	ownerPrefix string
 	peers       *edge.Cache[*Face] // the faces of mesh peers; set by Mount
+	metrics     *metrics           // nil without WithMetrics; shared with the peers' faces
 }
 
 // config is what the options set; New copies it into the Face.
 type config struct {
 	log        *slog.Logger
 	maxRunning int
+	metrics    prometheus.Registerer
 }
 
 // Option configures New. An option returns an error for a value it cannot
@@ -146,9 +150,16 @@ func New(b Backend, opts ...Option) (*Face, error) {
 		}
 	}
 	f := &Face{b: b, log: cfg.log, maxRunning: cfg.maxRunning, runs: map[string]*run{}}
+	if cfg.metrics != nil {
+		var err error
+		if f.metrics, err = newMetrics(cfg.metrics, f); err != nil {
+			return nil, fmt.Errorf("a2a: WithMetrics: %w", err)
+		}
+	}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	if err := f.failInterrupted(); err != nil {
 		f.cancel()
+		f.metrics.unregister(f)
 		return nil, err
 	}
 	return f, nil
@@ -170,6 +181,7 @@ func (f *Face) Close() error {
 	}
 	f.cancel()
 	f.wg.Wait()
+	f.metrics.unregister(f)
 	return err
 }
 

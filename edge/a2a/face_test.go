@@ -56,6 +56,12 @@ func newRig(t *testing.T, dataDir string) *rig {
 // waits for release: a task that runs while the test looks.
 func newRigWith(t *testing.T, mod func(*node.Config), b func(*node.Node) a2a.Backend) *rig {
 	t.Helper()
+	return newRigOpts(t, mod, b)
+}
+
+// newRigOpts is newRigWith with options for a2a.New.
+func newRigOpts(t *testing.T, mod func(*node.Config), b func(*node.Node) a2a.Backend, opts ...a2a.Option) *rig {
+	t.Helper()
 	cfg := node.Config{DataDir: t.TempDir(), ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, Secret: []byte(secret), Name: "alice"}
 	if mod != nil {
 		mod(&cfg)
@@ -84,7 +90,7 @@ func newRigWith(t *testing.T, mod func(*node.Config), b func(*node.Node) a2a.Bac
 	if b != nil {
 		back = b(n)
 	}
-	f, err := a2a.New(back)
+	f, err := a2a.New(back, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

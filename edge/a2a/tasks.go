@@ -412,6 +412,9 @@ func (f *Face) save(t *Task, owner string, ev Event) (Event, *rpcError) {
 		f.log.Error("a2a: save task", "id", t.ID, "err", err)
 		return ev, rpcErrf(protocol.CodeInternal, "internal error: the task could not be saved")
 	}
+	if ev.Task != nil || ev.Status != nil { // a new task, or a change of state
+		f.metrics.entered(t.Status.State)
+	}
 	ev.Seq = seq
 	return ev, nil
 }

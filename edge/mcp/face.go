@@ -11,6 +11,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/protocol"
@@ -91,6 +92,7 @@ type Face struct {
 	promptsF   string             // the prompts file read, for logs; "" when none
 	http       *httpFace          // set by Mount (or, for a peer's face, peerFaces.get)
 	peers      *edge.Cache[*Face] // the faces of mesh peers; set by Mount
+	metrics    *metrics           // nil without WithMetrics; shared with the peers' faces
 }
 
 // config is what the options set; New copies it into the Face.
@@ -100,6 +102,7 @@ type config struct {
 	prompts  []Prompt
 	promptsF string // the prompts file read, for logs; "" when none
 	maxRes   int64
+	metrics  prometheus.Registerer
 }
 
 // Option configures New. An option returns an error for a value it cannot
@@ -178,6 +181,12 @@ func New(b Backend, opts ...Option) (*Face, error) {
 		seen[p.Name] = true
 	}
 	f := &Face{b: b, log: cfg.log, version: cfg.version, prompts: cfg.prompts, promptsF: cfg.promptsF, maxRes: cfg.maxRes}
+	if cfg.metrics != nil {
+		var err error
+		if f.metrics, err = newMetrics(cfg.metrics, f); err != nil {
+			return nil, fmt.Errorf("mcp: WithMetrics: %w", err)
+		}
+	}
 	f.srv = f.newServer()
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	if w, ok := b.(FilesWatcher); ok {
@@ -189,7 +198,7 @@ func New(b Backend, opts ...Option) (*Face, error) {
 
 // child is a face over b with f's settings (a mesh peer's face).
 func (f *Face) child(b Backend) *Face {
-	c := &Face{b: b, log: f.log, version: f.version, prompts: f.prompts, maxRes: f.maxRes, limiter: f.limiter}
+	c := &Face{b: b, log: f.log, version: f.version, prompts: f.prompts, maxRes: f.maxRes, limiter: f.limiter, metrics: f.metrics}
 	c.srv = c.newServer()
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c
@@ -218,6 +227,7 @@ func (f *Face) Close() error {
 		_ = ss.Close()
 	}
 	f.wg.Wait()
+	f.metrics.unregister(f)
 	return err
 }
 
@@ -237,6 +247,7 @@ func (f *Face) newServer() *sdk.Server {
 		Logger:             clipLogger(f.log),
 		SubscribeHandler:   f.subscribe,
 		UnsubscribeHandler: f.unsubscribe,
+		InitializedHandler: f.metrics.initialized,
 		Capabilities: &sdk.ServerCapabilities{
 			//lint:ignore SA1019 the 2025 protocol eras this face serves still use logging (notifications/message); dropped only with them
 			Logging:   &sdk.LoggingCapabilities{},

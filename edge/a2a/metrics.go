@@ -1,0 +1,72 @@
+package a2a
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// WithMetrics registers the face's collectors on reg (nil: none, the
+// default): the tasks entering each state (mesh peers' faces counted with
+// the node's own) and the tasks running now. Close takes them off reg.
+func WithMetrics(reg prometheus.Registerer) Option {
+	return func(c *config) error {
+		c.metrics = reg
+		return nil
+	}
+}
+
+// taskStates are the states counted, in model.go's order.
+var taskStates = []State{StateSubmitted, StateWorking, StateInputRequired, StateCompleted, StateCanceled, StateFailed, StateRejected}
+
+// metrics are a face's collectors; a nil *metrics counts nothing.
+type metrics struct {
+	reg        prometheus.Registerer
+	collectors []prometheus.Collector
+	owner      *Face                        // the face whose Close unregisters them (not a peer's)
+	states     map[State]prometheus.Counter // fixed at New: read without a lock
+}
+
+func newMetrics(reg prometheus.Registerer, f *Face) (*metrics, error) {
+	states := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpv2_a2a_tasks_total",
+		Help: "A2A tasks entering each state (submitted, working, input-required, completed, canceled, failed, rejected)."}, []string{"state"})
+	running := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcpv2_a2a_tasks_running",
+		Help: "A2A tasks of the node's own face running now."}, func() float64 {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return float64(len(f.runs))
+	})
+	m := &metrics{reg: reg, owner: f, states: map[State]prometheus.Counter{}}
+	for _, s := range taskStates {
+		m.states[s] = states.WithLabelValues(string(s))
+	}
+	cs := []prometheus.Collector{states, running}
+	for i, c := range cs {
+		if err := reg.Register(c); err != nil {
+			for _, d := range cs[:i] {
+				reg.Unregister(d)
+			}
+			return nil, err
+		}
+	}
+	m.collectors = cs
+	return m, nil
+}
+
+// entered counts a task entering state s.
+func (m *metrics) entered(s State) {
+	if m == nil {
+		return
+	}
+	if c := m.states[s]; c != nil {
+		c.Inc()
+	}
+}
+
+// unregister takes the collectors off the registry when f owns them.
+func (m *metrics) unregister(f *Face) {
+	if m == nil || m.owner != f {
+		return
+	}
+	for _, c := range m.collectors {
+		m.reg.Unregister(c)
+	}
+}

@@ -1,0 +1,410 @@
+package node
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	ma "github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mcpv2/mcpv2/node/store"
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// Metrics (Config.Metrics). Every label value is one of a small set the
+// node fixes, never a string a caller chose: a skill is named only when it
+// is registered here ("unknown" otherwise, "none" for a request that names
+// no skill), a caller only by its kind, never its identity.
+
+// The faces a call is counted under: Caller.Via, and "gateway" for what
+// the edge's gateway forwards or refuses.
+const (
+	faceMesh = iota
+	faceHTTP
+	faceMCP
+	faceA2A
+	faceGateway
+	faceOther
+	numFaces
+)
+
+var faceNames = [numFaces]string{"mesh", "http", "mcp", "a2a", "gateway", "other"}
+
+// numKinds is the caller kinds counted by name (protocol.CallerKind up to
+// CallerOIDC), and one more, "other", for any kind added later.
+const numKinds = int(protocol.CallerOIDC) + 2
+
+// Outcomes of a call.
+const (
+	outcomeOK      = iota
+	outcomeError   // the skill ran and failed, or the node did
+	outcomeRefused // refused before it ran: see the reasons
+	numOutcomes
+)
+
+var outcomeNames = [numOutcomes]string{"ok", "error", "refused"}
+
+// Refusal reasons (mcpv2_refusals_total{reason}).
+const (
+	reasonPolicy    = iota // -32009: not granted
+	reasonAuth             // -32001: a session or credential that does not hold
+	reasonRateLimit        // -32005: a rate limit or a cap on calls at once
+	reasonGuard            // the prompt-injection guard blocked it
+	reasonQuota            // a store quota (max-store, max-partial, tasks)
+	reasonInvalid          // -32700, -32600, -32602, -32010: a malformed request
+	reasonNotFound         // -32601, -32002: no such method or skill
+	reasonVersion          // -32006: no common protocol version
+	numReasons
+)
+
+var reasonNames = [numReasons]string{"policy", "auth", "rate_limit", "guard", "quota", "invalid", "not_found", "version"}
+
+// Skill label values that are not skill names.
+const (
+	skillNone    = "none"    // a request that names no skill (tools/list, an edge request)
+	skillUnknown = "unknown" // a tools/call of a skill not registered here
+)
+
+// maxSkillLabels bounds the skills with series of their own; past it
+// (custom skills reloaded many times over) further ones count as
+// "unknown".
+const maxSkillLabels = 1024
+
+// latencyBuckets are the call latency histogram's buckets in seconds:
+// 100 µs to 60 s.
+var latencyBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
+// metrics are the node's collectors; a nil *metrics counts nothing, so
+// that a node without Config.Metrics pays one nil check per call.
+type metrics struct {
+	calls    *prometheus.CounterVec   // face, skill, outcome, caller
+	latency  *prometheus.HistogramVec // face, skill
+	refusals [numFaces][numReasons]prometheus.Counter
+	bytesIn  [numFaces]prometheus.Counter
+	bytesOut [numFaces]prometheus.Counter
+
+	blobs       [2]prometheus.Counter // stored, failed
+	blobResumes prometheus.Counter
+	blobBytes   prometheus.Counter
+
+	conns      [2]prometheus.Gauge // direct, relayed
+	punchWaits [2]prometheus.Counter
+
+	reg        prometheus.Registerer
+	collectors []prometheus.Collector // registered on reg, unregistered by Close
+
+	mu     sync.RWMutex
+	skills map[string]*skillSeries // by label value
+}
+
+// skillSeries are one skill's series, made on their first use and kept:
+// the hot path resolves no label values.
+type skillSeries struct {
+	name    string
+	calls   [numFaces][numKinds][numOutcomes]atomic.Pointer[prometheus.Counter]
+	latency [numFaces]atomic.Pointer[prometheus.Observer]
+}
+
+func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
+	m := &metrics{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpv2_calls_total",
+			Help: "Requests the node answered, by face (mesh, http, mcp, a2a, gateway), skill (a registered skill, unknown, or none), outcome (ok, error, refused) and caller kind."},
+			[]string{"face", "skill", "outcome", "caller"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "mcpv2_call_duration_seconds",
+			Help: "Time from a request's arrival to its answer, by face and skill.", Buckets: latencyBuckets},
+			[]string{"face", "skill"}),
+		blobResumes: prometheus.NewCounter(prometheus.CounterOpts{Name: "mcpv2_blob_resumes_total",
+			Help: "Blob uploads to this node that resumed a kept unfinished upload instead of starting over."}),
+		blobBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "mcpv2_blob_received_bytes_total",
+			Help: "Bytes of blob uploads this node received."}),
+		skills: make(map[string]*skillSeries),
+		reg:    reg,
+	}
+	refusals := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpv2_refusals_total",
+		Help: "Requests refused before they ran, by face and reason (policy, auth, rate_limit, guard, quota, invalid, not_found, version)."},
+		[]string{"face", "reason"})
+	bytes := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpv2_message_bytes_total",
+		Help: "Bytes of the JSON-RPC messages the node handled, by face and direction (in: requests, out: answers)."},
+		[]string{"face", "direction"})
+	blobs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpv2_blob_transfers_total",
+		Help: "Blob uploads (/mcpv2/blob) this node served, by outcome (ok: stored; error: refused or broken, kept to resume)."},
+		[]string{"outcome"})
+	conns := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "mcpv2_connections",
+		Help: "Open libp2p connections, by path (direct, or relayed through a circuit relay)."}, []string{"path"})
+	punchWaits := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpv2_direct_waits_total",
+		Help: "Calls to a peer reached only through a relay that waited for its hole punch, by result (direct: a direct connection came; relayed: the call went through the relay)."},
+		[]string{"result"})
+	for f := range numFaces {
+		for r := range numReasons {
+			m.refusals[f][r] = refusals.WithLabelValues(faceNames[f], reasonNames[r])
+		}
+		m.bytesIn[f] = bytes.WithLabelValues(faceNames[f], "in")
+		m.bytesOut[f] = bytes.WithLabelValues(faceNames[f], "out")
+	}
+	m.blobs[0], m.blobs[1] = blobs.WithLabelValues("ok"), blobs.WithLabelValues("error")
+	m.conns[0], m.conns[1] = conns.WithLabelValues("direct"), conns.WithLabelValues("relayed")
+	m.punchWaits[0], m.punchWaits[1] = punchWaits.WithLabelValues("direct"), punchWaits.WithLabelValues("relayed")
+	cs := []prometheus.Collector{m.calls, m.latency, refusals, bytes, blobs, m.blobResumes, m.blobBytes, conns, punchWaits}
+	cs = append(cs, storeCollectors(n)...)
+	for i, c := range cs {
+		if err := reg.Register(c); err != nil {
+			for _, d := range cs[:i] {
+				reg.Unregister(d)
+			}
+			return nil, err
+		}
+	}
+	m.collectors = cs
+	return m, nil
+}
+
+// unregister takes the node's collectors off the registry, so that a
+// registry may outlive the node (and serve another).
+func (m *metrics) unregister() {
+	if m == nil {
+		return
+	}
+	for _, c := range m.collectors {
+		m.reg.Unregister(c)
+	}
+}
+
+// storeCollectors report the store's sizes against their quotas when
+// scraped, so that a write costs nothing more.
+func storeCollectors(n *Node) []prometheus.Collector {
+	used := func() float64 { u, _ := n.store.Files().Usage(); return float64(u) }
+	quota := func() float64 { _, q := n.store.Files().Usage(); return float64(q) }
+	tasks := func() float64 {
+		_, total, err := n.store.TaskBytes("")
+		if err != nil {
+			return 0
+		}
+		return float64(total)
+	}
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcpv2_store_files_bytes",
+			Help: "Bytes the files directory holds (committed files, unfinished uploads, writes in progress)."}, used),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcpv2_store_files_quota_bytes",
+			Help: "The files directory's quota (--max-store; 0: none)."}, quota),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcpv2_store_tasks_bytes",
+			Help: "Bytes the faces' tasks (A2A) hold in state.db."}, tasks),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcpv2_store_tasks_quota_bytes",
+			Help: "The tasks' quota (--max-tasks-bytes; 0: none)."}, func() float64 { return float64(tasksQuota(n.cfg.MaxTasksBytes)) }),
+	}
+}
+
+// tasksQuota is the tasks' quota of Config.MaxTasksBytes v (0: the
+// default), 0 for none.
+func tasksQuota(v int64) int64 {
+	switch {
+	case v == 0:
+		return store.DefaultMaxTasksBytes
+	case v < 0:
+		return 0
+	}
+	return v
+}
+
+// faceOf is the face a request is counted under.
+func faceOf(c *Caller, method string) int {
+	if strings.HasPrefix(method, "gateway ") || strings.HasPrefix(method, "http POST /mcpv2/peers/") {
+		return faceGateway
+	}
+	switch c.Via {
+	case "mesh":
+		return faceMesh
+	case "http":
+		return faceHTTP
+	case "mcp":
+		return faceMCP
+	case "a2a":
+		return faceA2A
+	}
+	return faceOther
+}
+
+// kindOf is the caller kind's index.
+func kindOf(k protocol.CallerKind) int {
+	if k < 0 || int(k) >= numKinds-1 {
+		return numKinds - 1
+	}
+	return int(k)
+}
+
+func kindName(i int) string {
+	if i == numKinds-1 {
+		return "other"
+	}
+	return protocol.CallerKind(i).String()
+}
+
+// classify is the outcome of a request answered perr, and the reason when
+// it was refused. blocked: the guard refused it.
+func classify(perr *protocol.Error, blocked bool) (outcome, reason int) {
+	if perr == nil {
+		return outcomeOK, 0
+	}
+	if blocked {
+		return outcomeRefused, reasonGuard
+	}
+	switch perr.Code {
+	case protocol.CodeNotPermitted:
+		return outcomeRefused, reasonPolicy
+	case protocol.CodeInvalidSession:
+		return outcomeRefused, reasonAuth
+	case protocol.CodeRateLimited:
+		return outcomeRefused, reasonRateLimit
+	case protocol.CodeParseError, protocol.CodeInvalidRequest, protocol.CodeInvalidParams, protocol.CodeUnsupportedProvider:
+		return outcomeRefused, reasonInvalid
+	case protocol.CodeMethodNotFound, protocol.CodeSkillNotFound:
+		return outcomeRefused, reasonNotFound
+	case protocol.CodeVersionMismatch:
+		return outcomeRefused, reasonVersion
+	case protocol.CodeToolExecution:
+		if d, ok := perr.Data.(map[string]any); ok {
+			if _, ok := d["quota"]; ok {
+				return outcomeRefused, reasonQuota
+			}
+		}
+	}
+	return outcomeError, 0
+}
+
+// series returns the series of skill, made on first use: a registered
+// skill's own, else "unknown" ("none" for no skill).
+func (m *metrics) series(n *Node, skill string) *skillSeries {
+	if skill == "" {
+		skill = skillNone
+	}
+	m.mu.RLock()
+	s := m.skills[skill]
+	m.mu.RUnlock()
+	if s != nil {
+		return s
+	}
+	if skill != skillNone {
+		if _, ok := n.reg.Lookup(skill); !ok {
+			skill = skillUnknown
+			m.mu.RLock()
+			s = m.skills[skill]
+			m.mu.RUnlock()
+			if s != nil {
+				return s
+			}
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s = m.skills[skill]; s != nil {
+		return s
+	}
+	if len(m.skills) >= maxSkillLabels {
+		if s = m.skills[skillUnknown]; s != nil {
+			return s
+		}
+		skill = skillUnknown
+	}
+	s = &skillSeries{name: skill}
+	m.skills[skill] = s
+	return s
+}
+
+// count records one answered request: its call, latency and refusal.
+func (m *metrics) count(n *Node, c *Caller, method, skill string, perr *protocol.Error, blocked bool, took time.Duration) {
+	face := faceOf(c, method)
+	kind := kindOf(c.Kind)
+	outcome, reason := classify(perr, blocked)
+	s := m.series(n, skill)
+	ctr := s.calls[face][kind][outcome].Load()
+	if ctr == nil {
+		c := m.calls.WithLabelValues(faceNames[face], s.name, outcomeNames[outcome], kindName(kind))
+		s.calls[face][kind][outcome].CompareAndSwap(nil, &c)
+		ctr = s.calls[face][kind][outcome].Load()
+	}
+	(*ctr).Inc()
+	obs := s.latency[face].Load()
+	if obs == nil {
+		o := m.latency.WithLabelValues(faceNames[face], s.name)
+		s.latency[face].CompareAndSwap(nil, &o)
+		obs = s.latency[face].Load()
+	}
+	(*obs).Observe(took.Seconds())
+	if outcome == outcomeRefused {
+		m.refusals[face][reason].Inc()
+	}
+}
+
+// messageBytes counts a request of in bytes and its answer of out bytes.
+func (m *metrics) messageBytes(c *Caller, in, out int) {
+	face := faceOf(c, "")
+	m.bytesIn[face].Add(float64(in))
+	m.bytesOut[face].Add(float64(out))
+}
+
+// blobDone counts one blob upload this node served, stored or not.
+func (m *metrics) blobDone(perr *protocol.Error) {
+	if m == nil {
+		return
+	}
+	if perr == nil {
+		m.blobs[0].Inc()
+	} else {
+		m.blobs[1].Inc()
+	}
+}
+
+// blobReceived counts the bytes of an upload that arrived, and whether it
+// resumed from a kept partial upload.
+func (m *metrics) blobReceived(got int64, resumed bool) {
+	if m == nil {
+		return
+	}
+	m.blobBytes.Add(float64(got))
+	if resumed {
+		m.blobResumes.Inc()
+	}
+}
+
+// directWait counts a wait for a peer's hole punch (Client.upgrade).
+func (m *metrics) directWait(direct bool) {
+	if m == nil {
+		return
+	}
+	if direct {
+		m.punchWaits[0].Inc()
+	} else {
+		m.punchWaits[1].Inc()
+	}
+}
+
+// isRelayed says whether c runs through a circuit relay.
+func isRelayed(c network.Conn) bool {
+	if c.Stat().Limited {
+		return true
+	}
+	_, err := c.RemoteMultiaddr().ValueForProtocol(ma.P_CIRCUIT)
+	return err == nil
+}
+
+// connNotifiee keeps the connections gauge from the network's
+// notifications.
+type connNotifiee struct{ m *metrics }
+
+func (cn connNotifiee) Listen(network.Network, ma.Multiaddr)      {}
+func (cn connNotifiee) ListenClose(network.Network, ma.Multiaddr) {}
+func (cn connNotifiee) Connected(_ network.Network, c network.Conn) {
+	cn.m.conns[pathOf(c)].Inc()
+}
+func (cn connNotifiee) Disconnected(_ network.Network, c network.Conn) {
+	cn.m.conns[pathOf(c)].Dec()
+}
+
+func pathOf(c network.Conn) int {
+	if isRelayed(c) {
+		return 1
+	}
+	return 0
+}
