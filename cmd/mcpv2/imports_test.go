@@ -44,6 +44,10 @@ var importRules = []importRule{
 	// bench is a program like cmd (go run ./bench) that wires a node and
 	// its client together to measure them; nothing imports it.
 	{prefix: "bench", allowed: []string{"node", "protocol", "transport", "discovery", "edge"}},
+	// deploy holds the packaging (unit, image, compose) and only the tests
+	// that check it: they run the mcpv2 binary and parse bootstrap
+	// addresses as the node does.
+	{prefix: "deploy", allowed: []string{"node", "internal/testenv"}},
 	// internal/testenv is shared by the tests (_test.go files only): the
 	// standard library alone, so that any package's tests may use it.
 	{prefix: "internal/testenv", allowed: nil, stdOnly: true},

@@ -1,19 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,10 +21,6 @@ import (
 // by face, skill, outcome, caller kind and reason.
 func TestMetricsPrometheusE2E(t *testing.T) {
 	t.Parallel()
-	promBin, err := exec.LookPath("prometheus")
-	if err != nil {
-		testenv.SkipEnv(t, "prometheus is not installed (apt-get install prometheus): %v", err)
-	}
 	policy := writeFile(t, filepath.Join(t.TempDir(), "policy.json"),
 		`{"grants": {"http": ["ping", "ask", "read_file"]}, "limits": {"ping": "6/m"}}`)
 	port := edgeFreePort(t, "127.0.0.1")
@@ -44,7 +33,7 @@ func TestMetricsPrometheusE2E(t *testing.T) {
 	}
 	n := newEdgePeer(t, "N", np)
 	n.client = edgeHTTPClient(t, "", nil)
-	prom := startPrometheus(t, promBin, u.Host)
+	prom := testenv.StartPrometheus(t, u.Host)
 
 	// The load, each answer checked, so the counts below are what the node
 	// answered, not what the test hoped.
@@ -83,7 +72,7 @@ func TestMetricsPrometheusE2E(t *testing.T) {
 	n.wantCallError(t, anon, "no_such_skill", map[string]any{}, -32002)
 	loadEnd := time.Now()
 
-	prom.waitScrapedAfter(t, "mcpv2", loadEnd)
+	prom.WaitScrapedAfter(t, loadEnd)
 	for _, c := range []struct {
 		query string
 		want  float64
@@ -103,7 +92,7 @@ func TestMetricsPrometheusE2E(t *testing.T) {
 		{`sum(mcpv2_call_duration_seconds_count{face="http",skill="ping"})`, pings},
 		{`count(mcpv2_calls_total{face!="http"})`, 0},
 	} {
-		got, found := prom.query(t, c.query)
+		got, found := prom.Query(t, c.query)
 		if c.want == 0 && !found {
 			continue // count() of nothing is an empty vector
 		}
@@ -114,11 +103,11 @@ func TestMetricsPrometheusE2E(t *testing.T) {
 	// Every query of the Grafana dashboard in examples/ is valid PromQL
 	// over these metrics.
 	for _, q := range dashboardQueries(t) {
-		prom.querySamples(t, q)
+		prom.QuerySamples(t, q)
 	}
 	for _, q := range []string{`sum(mcpv2_message_bytes_total{face="http",direction="in"})`, `go_goroutines{job="mcpv2"}`,
 		`process_resident_memory_bytes{job="mcpv2"}`, `mcpv2_store_files_quota_bytes{job="mcpv2"}`} {
-		if got, found := prom.query(t, q); !found || got <= 0 {
+		if got, found := prom.Query(t, q); !found || got <= 0 {
 			t.Errorf("%s = %v (found %v), want > 0", q, got, found)
 		}
 	}
@@ -142,66 +131,6 @@ func TestMetricsFlags(t *testing.T) {
 		if code == 0 || !strings.Contains(stderr, c.want) {
 			t.Errorf("node %v: exit %d, stderr %q; want a refusal naming %q", c.args, code, stderr, c.want)
 		}
-	}
-}
-
-// prometheusServer is a real Prometheus server the test runs.
-type prometheusServer struct {
-	base   string
-	client *http.Client
-}
-
-// startPrometheus runs prometheus scraping target (host:port, /metrics)
-// every second, with its storage in a temporary directory, and waits until
-// it is ready; the process is killed when the test ends.
-func startPrometheus(t *testing.T, bin, target string) *prometheusServer {
-	t.Helper()
-	dir := t.TempDir()
-	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n"+
-		"  - job_name: mcpv2\n    scrape_interval: 1s\n    scrape_timeout: 1s\n    static_configs:\n      - targets: [%q]\n", target)
-	cfgFile := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
-	cmd := exec.Command(bin, "--config.file="+cfgFile, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr)
-	cmd.Dir = dir
-	var log lockedBuffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start prometheus: %v", err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("prometheus log:\n%s", edgeLastLines(log.String(), 30))
-		}
-	})
-	p := &prometheusServer{base: "http://" + addr, client: &http.Client{Timeout: 5 * time.Second}}
-	t.Cleanup(p.client.CloseIdleConnections)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		select {
-		case <-exited:
-			t.Fatalf("prometheus exited at start:\n%s", log.String())
-		default:
-		}
-		resp, err := p.client.Get(p.base + "/-/ready")
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("prometheus at %s not ready within a minute (%v):\n%s", addr, err, log.String())
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -235,98 +164,4 @@ func dashboardQueries(t *testing.T) []string {
 		t.Fatalf("the dashboard has %d queries, want its panels' (20 or more)", len(out))
 	}
 	return out
-}
-
-// query runs an instant PromQL query and returns the value of its one
-// sample; found is false when the answer holds no sample.
-func (p *prometheusServer) query(t *testing.T, q string) (v float64, found bool) {
-	t.Helper()
-	res := p.querySamples(t, q)
-	switch len(res) {
-	case 0:
-		return 0, false
-	case 1:
-	default:
-		t.Fatalf("query %s: %d samples, want one: %+v", q, len(res), res)
-	}
-	s, _ := res[0].Value[1].(string)
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		t.Fatalf("query %s: value %v: %v", q, res[0].Value, err)
-	}
-	return v, true
-}
-
-// promSample is a sample of an instant query's vector.
-type promSample struct {
-	Metric map[string]string `json:"metric"`
-	Value  [2]any            `json:"value"`
-}
-
-// querySamples runs an instant PromQL query, which must succeed, and
-// returns its samples.
-func (p *prometheusServer) querySamples(t *testing.T, q string) []promSample {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base+"/api/v1/query?query="+url.QueryEscape(q), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := p.client.Do(req)
-	if err != nil {
-		t.Fatalf("query %s: %v", q, err)
-	}
-	defer resp.Body.Close()
-	var ans struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			ResultType string       `json:"resultType"`
-			Result     []promSample `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&ans); err != nil || ans.Status != "success" {
-		t.Fatalf("query %s: status %s %q (%v)", q, ans.Status, ans.Error, err)
-	}
-	if ans.Data.ResultType != "vector" {
-		t.Fatalf("query %s: result type %q, want vector", q, ans.Data.ResultType)
-	}
-	return ans.Data.Result
-}
-
-// waitScrapedAfter waits (at most a minute) until Prometheus holds a
-// successful scrape of job that started after t0.
-func (p *prometheusServer) waitScrapedAfter(t *testing.T, job string, t0 time.Time) {
-	t.Helper()
-	q := fmt.Sprintf(`timestamp(up{job=%q} == 1)`, job)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		ts, found := p.query(t, q)
-		if found && ts > float64(t0.UnixMilli())/1000 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("prometheus did not scrape job %s after %s within a minute (last scrape at %v, found %v)", job, t0.Format(time.RFC3339Nano), ts, found)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// lockedBuffer is a bytes buffer safe for concurrent writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
