@@ -297,7 +297,9 @@ func TestCompose(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	out, err := exec.Command(bin, "id", "--data-dir", filepath.Join(dir, "relay")).Output()
+	id := exec.Command(bin, "id", "--data-dir", filepath.Join(dir, "relay"))
+	id.Env = testenv.CleanEnv()
+	out, err := id.Output()
 	if err != nil {
 		t.Fatalf("mcpv2 id: %v", err)
 	}
@@ -320,9 +322,15 @@ func TestCompose(t *testing.T) {
 			t.Fatalf("command %q is not `mcpv2 node …`", argv)
 		}
 		args := append([]string{"config", "show", "--json", "--data-dir", filepath.Join(dir, "show")}, argv[1:]...)
-		out, err := exec.Command(bin, args...).CombinedOutput()
+		// The user's view: no MCPV2_* of the test's environment (CI sets
+		// MCPV2_REQUIRE_ALL, which mcpv2 warns about on stderr).
+		cmd := exec.Command(bin, args...)
+		cmd.Env = testenv.CleanEnv()
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
 		if err != nil {
-			t.Fatalf("mcpv2 %q: %v\n%s", args, err, out)
+			t.Fatalf("mcpv2 %q: %v\n%s", args, err, stderr.String())
 		}
 		var show struct {
 			Settings []struct {
