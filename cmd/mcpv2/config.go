@@ -23,6 +23,7 @@ import (
 	"github.com/agnivade/levenshtein"
 	"github.com/urfave/cli/v2"
 
+	"github.com/mcpv2/mcpv2/node/localapi"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -126,7 +127,8 @@ type configFile struct {
 
 // loadConfig reads and parses the config file at path with the settings
 // known. A missing file is no error unless explicit (--config,
-// MCPV2_CONFIG), and gives a nil *configFile.
+// MCPV2_CONFIG), and gives a nil *configFile. A file, or a directory of
+// it, that another user could change is refused (checkConfigPrivate).
 func loadConfig(path string, explicit bool, known map[string]cli.Flag) (*configFile, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) && !explicit {
@@ -146,6 +148,9 @@ func loadConfig(path string, explicit bool, known map[string]cli.Flag) (*configF
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("config file %s: not a regular file", path)
 	}
+	if err := checkConfigPrivate(path, st); err != nil {
+		return nil, err
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxConfigFile+1))
 	if err != nil {
 		return nil, fmt.Errorf("config file: %w", err)
@@ -159,6 +164,23 @@ func loadConfig(path string, explicit bool, known map[string]cli.Flag) (*configF
 	}
 	cf.mode = st.Mode()
 	return cf, nil
+}
+
+// checkConfigPrivate refuses a config file that another user could
+// change, since its settings (secret, bind-host, metrics-public, run-as,
+// skills…) control the node: st, the opened file's, and its directory
+// must pass localapi.CheckPrivate, the rule of the control socket's
+// directory too.
+func checkConfigPrivate(path string, st fs.FileInfo) error {
+	if err := localapi.CheckPrivate("config file", path, st); err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	dst, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	return localapi.CheckPrivate("the config file's directory", dir, dst)
 }
 
 // errProbe is what positionProbe returns, so that the TOML decoder stops

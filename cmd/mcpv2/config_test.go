@@ -205,6 +205,41 @@ func TestConfigLoad(t *testing.T) {
 	if err != nil || cf.values["port"] == nil || cf.mode.Perm() != 0o640 {
 		t.Errorf("a good file: %+v, %v", cf, err)
 	}
+
+	// A file, or a directory, that another user could change is refused
+	// (localapi.CheckPrivate, the control socket's rule): its settings
+	// control the node. A sticky directory (as /tmp) is fine.
+	if err := os.Chmod(ok, 0o664); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadConfig(ok, false, known); err == nil || !strings.Contains(err.Error(), "config file "+ok+" is writable by others (mode 0664), who could change it: chmod go-w "+ok) {
+		t.Errorf("a group-writable file: %v", err)
+	}
+	open := filepath.Join(dir, "open")
+	if err := os.Mkdir(open, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	inOpen := writeFile(t, filepath.Join(open, "config.toml"), "port = 1\n")
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadConfig(inOpen, true, known); err == nil || !strings.Contains(err.Error(), "the config file's directory "+open+" is writable by others (mode 0777), who could change it: chmod go-w "+open) {
+		t.Errorf("a file in a 0777 directory: %v", err)
+	}
+	if err := os.Chmod(open, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadConfig(inOpen, true, known); err != nil {
+		t.Errorf("a file in a sticky directory: %v", err)
+	}
+	if os.Geteuid() == 0 { // only root can give a file away
+		if err := os.Chown(inOpen, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loadConfig(inOpen, true, known); err == nil || !strings.Contains(err.Error(), "config file "+inOpen+" belongs to uid 65534, not to this user (uid 0) or root, and its owner could change it: chown 0 "+inOpen) {
+			t.Errorf("nobody's file: %v", err)
+		}
+	}
 }
 
 // TestConfigCmdlineFlags: the flags that a command line gives, as
@@ -478,6 +513,15 @@ func TestConfigBadFilesFailNode(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want exit 1 and %q", code, errs, cfg+c.want)
 			}
 		})
+	}
+	// A file that others may write is refused before anything of it is
+	// applied, with the fix.
+	open := writeFile(t, filepath.Join(dir, "open.toml"), "port = 0\n")
+	if err := os.Chmod(open, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := run(t, "node", "--config", open, "--data-dir", filepath.Join(dir, "data")); code != 1 || !strings.Contains(errs, "mcpv2: config file "+open+" is writable by others (mode 0666), who could change it: chmod go-w "+open) {
+		t.Errorf("a 0666 config file: exit %d, %q", code, errs)
 	}
 	// --config names a file that must exist; the default place need not.
 	missing := filepath.Join(dir, "missing.toml")
