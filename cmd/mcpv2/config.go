@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"math"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -856,6 +857,7 @@ func configShow(c *cli.Context) error {
 		if secretSettings[name] && s.Value != "" {
 			s.Value = maskedSecret
 		}
+		s.Value = redactURLs(s.Value)
 		settings = append(settings, s)
 	}
 	if c.Bool("json") {
@@ -897,6 +899,40 @@ func configShow(c *cli.Context) error {
 
 // maskedSecret is what config show prints for a secret that is set.
 const maskedSecret = "********"
+
+// redactURLs returns v (a flagValue) with the password of every URL in it
+// replaced by xxxxx (url.URL.Redacted), as config show prints it:
+// llm-url = "https://user:pass@host/v1", an oidc-issuer or otlp-endpoint
+// with credentials in it, and any URL-valued setting to come.
+func redactURLs(v any) any {
+	switch x := v.(type) {
+	case string:
+		return redactURL(x)
+	case []string:
+		out := make([]string, len(x))
+		for i, s := range x {
+			out[i] = redactURL(s)
+		}
+		return out
+	}
+	return v
+}
+
+// redactURL is s with its URL's password redacted; a URL with user info
+// that does not parse is masked whole.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		if scheme, rest, ok := strings.Cut(s, "://"); ok && strings.Contains(strings.SplitN(rest, "/", 2)[0], "@") {
+			return scheme + "://" + maskedSecret
+		}
+		return s
+	}
+	if u.User == nil {
+		return s
+	}
+	return u.Redacted()
+}
 
 // flagValue returns the effective value of flag f in c as config show
 // prints it: strings, booleans, integers, floats, lists of strings, and

@@ -732,3 +732,43 @@ func TestConfigSharedByCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigShowRedactsURLs: config show prints no password of a URL
+// setting (llm-url from the file, oidc-issuer and otlp-endpoint from the
+// command line), in text and JSON; a URL with user info that does not
+// parse is masked whole.
+func TestConfigShowRedactsURLs(t *testing.T) {
+	cfg := writeFile(t, filepath.Join(t.TempDir(), "config.toml"), "llm-url = \"https://llm-user:llm-pass@llm.example/v1\"\n")
+	args := []string{"--config", cfg, "--oidc-issuer", "https://idp-user:idp-pass@idp.example", "--oidc-issuer", "https://plain.example", "--otlp-endpoint", "http://otlp-user:otlp-pass%zz@otlp.example:4318"}
+	want := map[string]string{
+		"llm-url":       `"https://llm-user:xxxxx@llm.example/v1"`,
+		"oidc-issuer":   `["https://idp-user:xxxxx@idp.example","https://plain.example"]`,
+		"otlp-endpoint": `"http://` + maskedSecret + `"`,
+	}
+	shown := configShowJSON(t, nil, args...)
+	for _, s := range shown.Settings {
+		w, ok := want[s.Name]
+		if !ok {
+			continue
+		}
+		delete(want, s.Name)
+		if !jsonEqual(s.Value, json.RawMessage(w)) {
+			t.Errorf("config show --json: %s = %s, want %s", s.Name, s.Value, w)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("config show --json did not show %v", want)
+	}
+	out, errs, code := run(t, append([]string{"config", "show"}, args...)...)
+	if code != 0 {
+		t.Fatalf("config show: exit %d: %s", code, errs)
+	}
+	for _, pass := range []string{"llm-pass", "idp-pass", "otlp-pass"} {
+		if strings.Contains(out, pass) {
+			t.Errorf("config show printed the password %q:\n%s", pass, out)
+		}
+	}
+	if !strings.Contains(out, `llm-url`) || !strings.Contains(out, `"https://llm-user:xxxxx@llm.example/v1"`) {
+		t.Errorf("config show: no redacted llm-url:\n%s", out)
+	}
+}
