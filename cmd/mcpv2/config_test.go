@@ -714,6 +714,18 @@ func TestConfigSharedByCommands(t *testing.T) {
 	if _, errs, code := run(t, "mcp", "--data-dir", dir, "--key", "k"); code != 1 || !strings.Contains(errs, "--key is the credential of --connect ADDR") {
 		t.Errorf("mcpv2 mcp --key without --connect: exit %d: %s", code, errs)
 	}
+	// mcp --connect fronts a running node and so refuses a node's flags
+	// given for it, but not the node's settings in the shared file.
+	edge := startNode(t, "", "--port", "0", "--no-mdns", "--no-nat")
+	connect := "mcpv2://127.0.0.1:" + edge.First("MCPV2_BOUND_PORT") + "/mcpv2"
+	shared := t.TempDir()
+	writeFile(t, filepath.Join(shared, "config.toml"), "port = 8000\nname = \"a-node\"\nbootstrap = [\"/ip4/127.0.0.1/tcp/1/p2p/12D3KooWGzBLCFZzDSyEGjmNgDMNEdqkq7UBKSvN5Lhd4cxjoTDc\"]\n")
+	if _, errs, code := run(t, "mcp", "--data-dir", shared, "--connect", connect); code != 0 {
+		t.Errorf("mcpv2 mcp --connect with port, name and bootstrap in the file: exit %d: %s", code, errs)
+	}
+	if _, errs, code := run(t, "mcp", "--data-dir", shared, "--connect", connect, "--port", "8000"); code != 1 || !strings.Contains(errs, "--port configures a node, but --connect fronts a running one") {
+		t.Errorf("mcpv2 mcp --connect --port: exit %d: %s", code, errs)
+	}
 	// id takes p2p-port from the file; the client's listen is its own.
 	out, errs, code := run(t, "id", "--data-dir", dir)
 	if code != 0 || !strings.Contains(out, "/tcp/4555/p2p/") {
