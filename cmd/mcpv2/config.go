@@ -128,8 +128,8 @@ type configFile struct {
 
 // loadConfig reads and parses the config file at path with the settings
 // known. A missing file is no error unless explicit (--config,
-// MCPV2_CONFIG), and gives a nil *configFile. A file, or a directory of
-// it, that another user could change is refused (checkConfigPrivate).
+// MCPV2_CONFIG), and gives a nil *configFile. A file that another user
+// could change is refused (checkConfigPrivate).
 func loadConfig(path string, explicit bool, known map[string]cli.Flag) (*configFile, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) && !explicit {
@@ -169,19 +169,14 @@ func loadConfig(path string, explicit bool, known map[string]cli.Flag) (*configF
 
 // checkConfigPrivate refuses a config file that another user could
 // change, since its settings (secret, bind-host, metrics-public, run-as,
-// skills…) control the node: st, the opened file's, and its directory
-// must pass localapi.CheckPrivate, the rule of the control socket's
-// directory too.
+// skills…) control the node: st, the opened file's, must pass
+// localapi.CheckPrivate, the rule of the control socket's directory too.
+// Its directory is not held to it: a file that another user swapped in is
+// that user's and refused here, and the data dir of a systemd node (where
+// its config.toml is) belongs to the node's DynamicUser, whose file root's
+// mcpv2 status refuses but whose root-owned file it takes.
 func checkConfigPrivate(path string, st fs.FileInfo) error {
-	if err := localapi.CheckPrivate("config file", path, st); err != nil {
-		return err
-	}
-	dir := filepath.Dir(path)
-	dst, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("config file %s: %w", path, err)
-	}
-	return localapi.CheckPrivate("the config file's directory", dir, dst)
+	return localapi.CheckPrivate("config file", path, st)
 }
 
 // errProbe is what positionProbe returns, so that the TOML decoder stops

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 
@@ -23,16 +24,17 @@ var ErrNoNode = errors.New("no node running")
 
 // ErrUntrusted is the error of Dial and of a Client's calls when the
 // control socket, or the process that serves it, belongs to another user
-// than this process's and root: its answers (a key's secret, a revoke's
-// success) could be anyone's, so the client does not read them.
-var ErrUntrusted = errors.New("the control socket is not this user's node")
+// than this process's, root and the data dir's owner: its answers (a
+// key's secret, a revoke's success) could be anyone's, so the client does
+// not read them.
+var ErrUntrusted = errors.New("the control socket is another user's")
 
 // maxAnswer caps an answer's body.
 const maxAnswer = 16 << 20
 
 // Client calls the local API of the node of a data dir over its control
-// socket. It trusts only a socket of this user's or root's node (see
-// ErrUntrusted). Its methods are safe for concurrent use.
+// socket. It trusts only a node of this user, root or the data dir's
+// owner (see ErrUntrusted). Its methods are safe for concurrent use.
 type Client struct {
 	dataDir, socket string
 	hc              *http.Client
@@ -67,21 +69,32 @@ func Dial(ctx context.Context, dataDir string) (*Client, error) {
 }
 
 // dialNode connects to the control socket at path and returns the
-// connection once it is this user's (or root's) node at the other end:
-// the socket file must belong to this user or root, and (on Linux) so must
-// the process that listens on it (SO_PEERCRED). Else the error wraps
+// connection once a trusted user's node is at the other end: the socket
+// file must belong to a trusted user, and (on Linux) so must the process
+// that listens on it (SO_PEERCRED). Trusted are this user, root, and the
+// owner of the socket's directory (the data dir) when no one else may
+// write there: the node of a data dir is its owner's, as root's mcpv2
+// status reaches a systemd DynamicUser's node. Else the error wraps
 // ErrUntrusted.
 func dialNode(ctx context.Context, path string) (net.Conn, error) {
 	fi, err := os.Lstat(path)
 	if err != nil {
 		return nil, &net.OpError{Op: "dial", Net: "unix", Err: err}
 	}
-	euid := os.Geteuid()
 	if fi.Mode().Type() != os.ModeSocket {
 		return nil, fmt.Errorf("%w: it is not a socket (%v)", ErrUntrusted, fi.Mode().Type())
 	}
-	if uid, ok := owner(fi); ok && uid != euid && uid != 0 {
-		return nil, fmt.Errorf("%w: it belongs to uid %d, not to this user (uid %d) or root: run this command as the node's user", ErrUntrusted, uid, euid)
+	euid, dirOwner := os.Geteuid(), -1
+	if dfi, err := os.Stat(filepath.Dir(path)); err == nil && dfi.Mode().Perm()&0o022 == 0 {
+		dirOwner, _ = owner(dfi)
+	}
+	trusted := func(uid int) bool { return uid == euid || uid == 0 || uid == dirOwner }
+	who := fmt.Sprintf("this user (uid %d) or root", euid)
+	if dirOwner >= 0 && dirOwner != euid && dirOwner != 0 {
+		who = fmt.Sprintf("this user (uid %d), root or the data dir's owner (uid %d)", euid, dirOwner)
+	}
+	if uid, ok := owner(fi); ok && !trusted(uid) {
+		return nil, fmt.Errorf("%w: it belongs to uid %d, not to %s", ErrUntrusted, uid, who)
 	}
 	conn, err := dialSocket(ctx, path)
 	if err != nil {
@@ -97,9 +110,9 @@ func dialNode(ctx context.Context, path string) (net.Conn, error) {
 		conn.Close()
 		return nil, fmt.Errorf("%w: the user of the process that serves it is unknown: %v", ErrUntrusted, err)
 	}
-	if uid >= 0 && uid != euid && uid != 0 {
+	if uid >= 0 && !trusted(uid) {
 		conn.Close()
-		return nil, fmt.Errorf("%w: a process of uid %d serves it, not one of this user (uid %d) or root", ErrUntrusted, uid, euid)
+		return nil, fmt.Errorf("%w: a process of uid %d serves it, not one of %s", ErrUntrusted, uid, who)
 	}
 	return conn, nil
 }

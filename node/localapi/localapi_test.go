@@ -641,8 +641,9 @@ http.createServer((req, res) => {
 // A control socket that another user serves is not trusted: the client
 // refuses it before it reads an answer, when the socket file is that
 // user's, and when it is root's but that user's process listens on it
-// (SO_PEERCRED). The rogue server is Node.js (Debian's), run as nobody,
-// which needs root.
+// (SO_PEERCRED). The data dir's owner is trusted (root's mcpv2 status of
+// a systemd DynamicUser's node). The rogue server is Node.js (Debian's),
+// run as nobody, which needs root.
 func TestUntrustedSocket(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testenv.SkipEnv(t, "running a server as another user needs root")
@@ -651,12 +652,13 @@ func TestUntrustedSocket(t *testing.T) {
 	if err != nil {
 		testenv.SkipEnv(t, "no node (Node.js): %v", err)
 	}
+	// root's data dir, sticky and open to all (as /tmp), where nobody can
+	// make the socket before the node does.
 	dir := t.TempDir()
-	// nobody's data dir, which nobody can reach.
 	if err := os.Chmod(filepath.Dir(dir), 0o711); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chown(dir, 65534, 65534); err != nil {
+	if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
 		t.Fatal(err)
 	}
 	sock := SocketPath(dir)
@@ -711,10 +713,35 @@ func TestUntrustedSocket(t *testing.T) {
 			t.Errorf("%s: ID = %+v, %v; want ErrUntrusted and %q", what, got, err, want)
 		}
 	}
-	refused("nobody's socket", "the control socket is not this user's node: it belongs to uid 65534, not to this user (uid 0) or root")
+	refused("nobody's socket", "the control socket is another user's: it belongs to uid 65534, not to this user (uid 0) or root")
 	// root's socket file, nobody's server behind it.
 	if err := os.Lchown(sock, 0, 0); err != nil {
 		t.Fatal(err)
 	}
-	refused("root's socket, nobody's server", "the control socket is not this user's node: a process of uid 65534 serves it, not one of this user (uid 0) or root")
+	refused("root's socket, nobody's server", "the control socket is another user's: a process of uid 65534 serves it, not one of this user (uid 0) or root")
+
+	// The data dir is nobody's, and only nobody's to write: its node is
+	// nobody's, which root may ask.
+	if err := os.Lchown(sock, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Dial(ctxT(t), dir)
+	if err != nil {
+		t.Fatalf("Dial to the node of the data dir's owner: %v", err)
+	}
+	defer c.Close()
+	if got, err := c.ID(ctxT(t)); err != nil || got.PeerID != "rogue" {
+		t.Fatalf("ID of the node of the data dir's owner: %+v, %v", got, err)
+	}
+	// Not when others may write there too.
+	if err := os.Chmod(dir, 0o770); err != nil {
+		t.Fatal(err)
+	}
+	refused("nobody's group-writable data dir", "it belongs to uid 65534, not to this user (uid 0) or root")
 }

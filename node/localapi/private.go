@@ -15,7 +15,7 @@ import (
 // ("the config file"), which says how to fix it.
 //
 // It is the one rule for what mcpv2 trusts on disk: the control socket's
-// directory (Listen) and the config file with its directory (cmd/mcpv2).
+// directory (Listen) and the config file (cmd/mcpv2).
 func CheckPrivate(what, path string, fi fs.FileInfo) error {
 	euid := os.Geteuid()
 	if uid, ok := owner(fi); ok && uid != euid && uid != 0 {
