@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcpv2/mcpv2/edge"
+	"github.com/mcpv2/mcpv2/internal/testenv"
 	"github.com/mcpv2/mcpv2/node"
 )
 
@@ -47,7 +48,7 @@ func BenchmarkEdgeCall(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer n.Close()
-	srv, err := edge.New(n, edge.Config{Port: freePortTB(b), PublicIP: "127.0.0.1", RateLimit: -1})
+	srv, err := edge.New(n, edge.Config{Port: testenv.FreePort(b), PublicIP: "127.0.0.1", RateLimit: -1})
 	if err != nil {
 		b.Fatal(err)
 	}

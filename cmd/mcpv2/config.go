@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"math"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,6 +24,7 @@ import (
 	"github.com/agnivade/levenshtein"
 	"github.com/urfave/cli/v2"
 
+	"github.com/mcpv2/mcpv2/node/localapi"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -126,7 +128,8 @@ type configFile struct {
 
 // loadConfig reads and parses the config file at path with the settings
 // known. A missing file is no error unless explicit (--config,
-// MCPV2_CONFIG), and gives a nil *configFile.
+// MCPV2_CONFIG), and gives a nil *configFile. A file that another user
+// could change is refused (checkConfigPrivate).
 func loadConfig(path string, explicit bool, known map[string]cli.Flag) (*configFile, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) && !explicit {
@@ -146,6 +149,9 @@ func loadConfig(path string, explicit bool, known map[string]cli.Flag) (*configF
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("config file %s: not a regular file", path)
 	}
+	if err := checkConfigPrivate(path, st); err != nil {
+		return nil, err
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxConfigFile+1))
 	if err != nil {
 		return nil, fmt.Errorf("config file: %w", err)
@@ -159,6 +165,18 @@ func loadConfig(path string, explicit bool, known map[string]cli.Flag) (*configF
 	}
 	cf.mode = st.Mode()
 	return cf, nil
+}
+
+// checkConfigPrivate refuses a config file that another user could
+// change, since its settings (secret, bind-host, metrics-public, run-as,
+// skills…) control the node: st, the opened file's, must pass
+// localapi.CheckPrivate, the rule of the control socket's directory too.
+// Its directory is not held to it: a file that another user swapped in is
+// that user's and refused here, and the data dir of a systemd node (where
+// its config.toml is) belongs to the node's DynamicUser, whose file root's
+// mcpv2 status refuses but whose root-owned file it takes.
+func checkConfigPrivate(path string, st fs.FileInfo) error {
+	return localapi.CheckPrivate("config file", path, st)
 }
 
 // errProbe is what positionProbe returns, so that the TOML decoder stops
@@ -834,6 +852,7 @@ func configShow(c *cli.Context) error {
 		if secretSettings[name] && s.Value != "" {
 			s.Value = maskedSecret
 		}
+		s.Value = redactURLs(s.Value)
 		settings = append(settings, s)
 	}
 	if c.Bool("json") {
@@ -875,6 +894,40 @@ func configShow(c *cli.Context) error {
 
 // maskedSecret is what config show prints for a secret that is set.
 const maskedSecret = "********"
+
+// redactURLs returns v (a flagValue) with the password of every URL in it
+// replaced by xxxxx (url.URL.Redacted), as config show prints it:
+// llm-url = "https://user:pass@host/v1", an oidc-issuer or otlp-endpoint
+// with credentials in it, and any URL-valued setting to come.
+func redactURLs(v any) any {
+	switch x := v.(type) {
+	case string:
+		return redactURL(x)
+	case []string:
+		out := make([]string, len(x))
+		for i, s := range x {
+			out[i] = redactURL(s)
+		}
+		return out
+	}
+	return v
+}
+
+// redactURL is s with its URL's password redacted; a URL with user info
+// that does not parse is masked whole.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		if scheme, rest, ok := strings.Cut(s, "://"); ok && strings.Contains(strings.SplitN(rest, "/", 2)[0], "@") {
+			return scheme + "://" + maskedSecret
+		}
+		return s
+	}
+	if u.User == nil {
+		return s
+	}
+	return u.Redacted()
+}
 
 // flagValue returns the effective value of flag f in c as config show
 // prints it: strings, booleans, integers, floats, lists of strings, and

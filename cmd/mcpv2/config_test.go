@@ -205,6 +205,50 @@ func TestConfigLoad(t *testing.T) {
 	if err != nil || cf.values["port"] == nil || cf.mode.Perm() != 0o640 {
 		t.Errorf("a good file: %+v, %v", cf, err)
 	}
+
+	// A file that another user could change is refused
+	// (localapi.CheckPrivate, the control socket's rule): its settings
+	// control the node. Its directory may be anyone's: a file swapped in
+	// there is the swapper's, and refused.
+	if err := os.Chmod(ok, 0o664); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadConfig(ok, false, known); err == nil || !strings.Contains(err.Error(), "config file "+ok+" is writable by others (mode 0664), who could change it: chmod go-w "+ok) {
+		t.Errorf("a group-writable file: %v", err)
+	}
+	open := filepath.Join(dir, "open")
+	if err := os.Mkdir(open, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	inOpen := writeFile(t, filepath.Join(open, "config.toml"), "port = 1\n")
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadConfig(inOpen, true, known); err != nil {
+		t.Errorf("this user's file in a 0777 directory: %v", err)
+	}
+	if os.Geteuid() == 0 { // only root can give a file away
+		if err := os.Chown(inOpen, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loadConfig(inOpen, true, known); err == nil || !strings.Contains(err.Error(), "config file "+inOpen+" belongs to uid 65534, not to this user (uid 0) or root, and its owner could change it: chown 0 "+inOpen) {
+			t.Errorf("nobody's file: %v", err)
+		}
+		// root's file in the data dir of another user (a systemd
+		// DynamicUser's node, asked by root's mcpv2 status) is taken.
+		if err := os.Chown(inOpen, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(open, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(open, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loadConfig(inOpen, true, known); err != nil {
+			t.Errorf("root's file in nobody's directory: %v", err)
+		}
+	}
 }
 
 // TestConfigCmdlineFlags: the flags that a command line gives, as
@@ -479,6 +523,15 @@ func TestConfigBadFilesFailNode(t *testing.T) {
 			}
 		})
 	}
+	// A file that others may write is refused before anything of it is
+	// applied, with the fix.
+	open := writeFile(t, filepath.Join(dir, "open.toml"), "port = 0\n")
+	if err := os.Chmod(open, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := run(t, "node", "--config", open, "--data-dir", filepath.Join(dir, "data")); code != 1 || !strings.Contains(errs, "mcpv2: config file "+open+" is writable by others (mode 0666), who could change it: chmod go-w "+open) {
+		t.Errorf("a 0666 config file: exit %d, %q", code, errs)
+	}
 	// --config names a file that must exist; the default place need not.
 	missing := filepath.Join(dir, "missing.toml")
 	if _, errs, code := run(t, "node", "--config", missing, "--data-dir", filepath.Join(dir, "data")); code != 1 || !strings.Contains(errs, "open "+missing+": no such file or directory") {
@@ -670,6 +723,18 @@ func TestConfigSharedByCommands(t *testing.T) {
 	if _, errs, code := run(t, "mcp", "--data-dir", dir, "--key", "k"); code != 1 || !strings.Contains(errs, "--key is the credential of --connect ADDR") {
 		t.Errorf("mcpv2 mcp --key without --connect: exit %d: %s", code, errs)
 	}
+	// mcp --connect fronts a running node and so refuses a node's flags
+	// given for it, but not the node's settings in the shared file.
+	edge := startNode(t, "", "--port", "0", "--no-mdns", "--no-nat")
+	connect := "mcpv2://127.0.0.1:" + edge.First("MCPV2_BOUND_PORT") + "/mcpv2"
+	shared := t.TempDir()
+	writeFile(t, filepath.Join(shared, "config.toml"), "port = 8000\nname = \"a-node\"\nbootstrap = [\"/ip4/127.0.0.1/tcp/1/p2p/12D3KooWGzBLCFZzDSyEGjmNgDMNEdqkq7UBKSvN5Lhd4cxjoTDc\"]\n")
+	if _, errs, code := run(t, "mcp", "--data-dir", shared, "--connect", connect); code != 0 {
+		t.Errorf("mcpv2 mcp --connect with port, name and bootstrap in the file: exit %d: %s", code, errs)
+	}
+	if _, errs, code := run(t, "mcp", "--data-dir", shared, "--connect", connect, "--port", "8000"); code != 1 || !strings.Contains(errs, "--port configures a node, but --connect fronts a running one") {
+		t.Errorf("mcpv2 mcp --connect --port: exit %d: %s", code, errs)
+	}
 	// id takes p2p-port from the file; the client's listen is its own.
 	out, errs, code := run(t, "id", "--data-dir", dir)
 	if code != 0 || !strings.Contains(out, "/tcp/4555/p2p/") {
@@ -686,5 +751,45 @@ func TestConfigSharedByCommands(t *testing.T) {
 		if f.Names()[0] == "listen" && isSetting(f) {
 			t.Error("the client's --listen is a setting of the config file: a node's listen there would reach it")
 		}
+	}
+}
+
+// TestConfigShowRedactsURLs: config show prints no password of a URL
+// setting (llm-url from the file, oidc-issuer and otlp-endpoint from the
+// command line), in text and JSON; a URL with user info that does not
+// parse is masked whole.
+func TestConfigShowRedactsURLs(t *testing.T) {
+	cfg := writeFile(t, filepath.Join(t.TempDir(), "config.toml"), "llm-url = \"https://llm-user:llm-pass@llm.example/v1\"\n")
+	args := []string{"--config", cfg, "--oidc-issuer", "https://idp-user:idp-pass@idp.example", "--oidc-issuer", "https://plain.example", "--otlp-endpoint", "http://otlp-user:otlp-pass%zz@otlp.example:4318"}
+	want := map[string]string{
+		"llm-url":       `"https://llm-user:xxxxx@llm.example/v1"`,
+		"oidc-issuer":   `["https://idp-user:xxxxx@idp.example","https://plain.example"]`,
+		"otlp-endpoint": `"http://` + maskedSecret + `"`,
+	}
+	shown := configShowJSON(t, nil, args...)
+	for _, s := range shown.Settings {
+		w, ok := want[s.Name]
+		if !ok {
+			continue
+		}
+		delete(want, s.Name)
+		if !jsonEqual(s.Value, json.RawMessage(w)) {
+			t.Errorf("config show --json: %s = %s, want %s", s.Name, s.Value, w)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("config show --json did not show %v", want)
+	}
+	out, errs, code := run(t, append([]string{"config", "show"}, args...)...)
+	if code != 0 {
+		t.Fatalf("config show: exit %d: %s", code, errs)
+	}
+	for _, pass := range []string{"llm-pass", "idp-pass", "otlp-pass"} {
+		if strings.Contains(out, pass) {
+			t.Errorf("config show printed the password %q:\n%s", pass, out)
+		}
+	}
+	if !strings.Contains(out, `llm-url`) || !strings.Contains(out, `"https://llm-user:xxxxx@llm.example/v1"`) {
+		t.Errorf("config show: no redacted llm-url:\n%s", out)
 	}
 }

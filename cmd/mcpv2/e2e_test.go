@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -269,23 +268,10 @@ func TestKillMidUploadLeavesNoPartialFile(t *testing.T) {
 	}
 }
 
-// freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
-func freePort(t *testing.T) int { return freePortTB(t) }
-
-func freePortTB(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // TestSendViaEdge: `mcpv2 send` to an HTTP edge address uploads with
 // upload_file; a file too large for one request is refused with advice.
 func TestSendViaEdge(t *testing.T) {
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	b := startNode(t, "", "--port", fmt.Sprint(port), "--public-ip", "127.0.0.1", "--port-fallback", "--no-mesh", "--secret", "edge-s")
 	data := bytes.Repeat([]byte("edge upload\n"), 10000)
 	file := writeFile(t, filepath.Join(t.TempDir(), "notes.txt"), string(data))

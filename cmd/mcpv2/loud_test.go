@@ -110,7 +110,7 @@ func TestNodeFlagsRefusedBeforeStart(t *testing.T) {
 	}
 	defer busy.Close()
 	busyPort := strconv.Itoa(busy.Addr().(*net.TCPAddr).Port)
-	free := strconv.Itoa(freePort(t))
+	free := strconv.Itoa(testenv.FreePort(t))
 	missing := filepath.Join(t.TempDir(), "missing.pem")
 	for _, tc := range []struct {
 		args []string

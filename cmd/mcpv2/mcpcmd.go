@@ -93,8 +93,10 @@ var nodeOnlyFlags = []string{"port", "p2p-port", "listen", "bootstrap", "relay-s
 
 // runMCPConnect serves MCP on stdio for the node at the HTTP edge addr.
 func runMCPConnect(c *cli.Context, addr string, in io.ReadCloser, out io.WriteCloser) error {
+	// As for key (runMCP): the config file that the node commands share
+	// may hold node settings; only one given for this run is refused.
 	for _, f := range nodeOnlyFlags {
-		if c.IsSet(f) {
+		if c.IsSet(f) && !fromConfigFile(c, f) {
 			return fmt.Errorf("--%s configures a node, but --connect fronts a running one: drop one of them", f)
 		}
 	}

@@ -67,7 +67,7 @@ func TestMemoryAttack(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// A fresh node each time: a heap grown by one attack would
 			// hide the next one's cost.
-			port := freePort(t)
+			port := testenv.FreePort(t)
 			p := memAttackStartNode(t, bin, "--port", strconv.Itoa(port), "--bind-host", "127.0.0.1", "--no-mesh", "--secret", memAttackSecret)
 			base := fmt.Sprintf("http://127.0.0.1:%d", port)
 			send := memAttackClients(t, tc.face, tc.clients, base, p)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpv2/mcpv2/internal/testenv"
 )
 
 // readmeServer is an MCP server entry of a host's configuration, as the
@@ -87,7 +89,7 @@ func TestREADMEMCPServers(t *testing.T) {
 	if len(servers) < 3 {
 		t.Fatalf("README.md shows %d remote MCP server entries, want the key ones (Cursor/Claude Code, VS Code) and the OAuth one", len(servers))
 	}
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	dir := t.TempDir()
 	startNode(t, dir, "--port", fmt.Sprint(port), "--public-ip", "127.0.0.1", "--no-mesh",
 		"--oidc-issuer", "http://127.0.0.1:1/unused") // an issuer, and no "http" grants: tokenless is 401

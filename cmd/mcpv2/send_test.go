@@ -207,7 +207,7 @@ func TestSendFailsClearly(t *testing.T) {
 		want string
 	}{
 		{[]string{"send", path}, "usage: mcpv2 send FILE ADDR"},
-		{[]string{"send", path, "http://127.0.0.1:" + fmt.Sprint(freePort(t))}, "unreachable"},
+		{[]string{"send", path, "http://127.0.0.1:" + fmt.Sprint(testenv.FreePort(t))}, "unreachable"},
 		{[]string{"send", path, "not-an-address"}, "malformed address"},
 		{[]string{"send", filepath.Join(t.TempDir(), "missing"), b.tcpAddr(t)}, "no such file"},
 		{[]string{"send", path, b.tcpAddr(t), "--name", "../escape"}, "invalid file name"},

@@ -304,7 +304,7 @@ func TestShellDrivenLikeAPerson(t *testing.T) {
 	if a.port <= busyPort || a.port > busyPort+100 {
 		t.Fatalf("peer A took port %d; the default %d was busy", a.port, busyPort)
 	}
-	explicit := freePort(t)
+	explicit := testenv.FreePort(t)
 	b := sp.readyTo(fmt.Sprintf("readyto --port %d --public-ip 127.0.0.1 --llm-mode --secret other-secret", explicit))
 	if b.port != explicit {
 		t.Fatalf("peer B took port %d, asked for %d", b.port, explicit)
@@ -367,7 +367,7 @@ func TestShellDrivenLikeAPerson(t *testing.T) {
 	sp.expect(fmt.Sprintf("PingTo mcpv2://127.0.0.1:%d/mcpv2?sessionId=%s", b.port, demoA.SessionID), "note: the peer refused the session", "pong from "+b.peerID)
 
 	// ConnectTo failures, each with its own message.
-	nothing := freePort(t)
+	nothing := testenv.FreePort(t)
 	start := time.Now()
 	sp.expect(fmt.Sprintf("ConnectTo mcpv2://127.0.0.1:%d/mcpv2", nothing), fmt.Sprintf("unreachable: nothing answers at 127.0.0.1:%d: connection refused", nothing))
 	if d := time.Since(start); d > 5*time.Second {
@@ -436,7 +436,7 @@ func TestShellDrivenLikeAPerson(t *testing.T) {
 func TestShellEndOfInputAndSignalsStopPeers(t *testing.T) {
 	for _, how := range []string{"eof", "sigterm"} {
 		t.Run(how, func(t *testing.T) {
-			sp := startShell(t, shellEnv(), "--data-dir", t.TempDir(), "--default-port", strconv.Itoa(freePort(t)))
+			sp := startShell(t, shellEnv(), "--data-dir", t.TempDir(), "--default-port", strconv.Itoa(testenv.FreePort(t)))
 			p := sp.readyTo("ReadyTo --public-ip 127.0.0.1")
 			var rest string
 			if how == "eof" {

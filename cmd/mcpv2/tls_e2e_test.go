@@ -102,7 +102,7 @@ func TestTLSEdgeCurl(t *testing.T) {
 	goodCert, goodKey := clientCA.issue(t, dir, "alice", false)
 	wrongCert, wrongKey := otherCA.issue(t, dir, "mallory", false)
 
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	startNode(t, "", "--port", strconv.Itoa(port), "--bind-host", "127.0.0.1", "--no-mesh", "--secret", tlsE2ESecret,
 		"--tls-cert", srvCert, "--tls-key", srvKey, "--tls-client-ca", clientCA.file, "--enable-mtls")
 	base := fmt.Sprintf("https://127.0.0.1:%d", port)
@@ -209,7 +209,7 @@ func TestTLSFlagErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"node", "--data-dir", t.TempDir(), "--no-mesh", "--listen", "/ip4/127.0.0.1/tcp/0", "--bind-host", "127.0.0.1"}
 			if tc.name != "TLS without --port" {
-				args = append(args, "--port", strconv.Itoa(freePort(t)))
+				args = append(args, "--port", strconv.Itoa(testenv.FreePort(t)))
 			}
 			out, errs, code := run(t, append(args, tc.args...)...)
 			if code == 0 || strings.Contains(out, "MCPV2_PEER_ID=") {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpv2/mcpv2/internal/otlptest"
+	"github.com/mcpv2/mcpv2/internal/testenv"
 )
 
 // TestTraceAcrossGateway follows one request that a client sends with a
@@ -29,7 +30,7 @@ func TestTraceAcrossGateway(t *testing.T) {
 	t.Cleanup(func() { rcv.Close() })
 	common := []string{"--no-mdns", "--no-nat", "--otlp-endpoint", rcv.Endpoint()}
 	b := startNode(t, "", common...)
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	a := startNode(t, "", append([]string{"--port", strconv.Itoa(port), "--public-ip", "127.0.0.1", "--bootstrap", b.tcpAddr(t)}, common...)...)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	c := &http.Client{Timeout: 30 * time.Second}

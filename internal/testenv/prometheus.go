@@ -65,7 +65,7 @@ func StartPrometheus(t testing.TB, target string, prefix ...string) *Prometheus 
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freeLoopbackPort(t)))
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
 	p.base = "http://" + addr
 	argv := append(append([]string{}, prefix...), bin, "--config.file="+cfgFile,
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)
@@ -209,17 +209,6 @@ func (p *Prometheus) WaitScrapedAfter(t testing.TB, t0 time.Time) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-// freeLoopbackPort returns a TCP port free on 127.0.0.1 just now.
-func freeLoopbackPort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // lastLines returns the last n lines of s.

@@ -241,3 +241,15 @@ func CloseTwice(t testing.TB, c io.Closer) {
 		t.Fatalf("second Close = %v, want net.ErrClosed", err)
 	}
 }
+
+// FreePort returns a TCP port of 127.0.0.1 that was free a moment ago (for
+// a server that must be told its port before it starts).
+func FreePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}

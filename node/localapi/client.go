@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 
@@ -21,11 +22,19 @@ import (
 // serves the data dir's control socket.
 var ErrNoNode = errors.New("no node running")
 
+// ErrUntrusted is the error of Dial and of a Client's calls when the
+// control socket, or the process that serves it, belongs to another user
+// than this process's, root and the data dir's owner: its answers (a
+// key's secret, a revoke's success) could be anyone's, so the client does
+// not read them.
+var ErrUntrusted = errors.New("the control socket is another user's")
+
 // maxAnswer caps an answer's body.
 const maxAnswer = 16 << 20
 
 // Client calls the local API of the node of a data dir over its control
-// socket. Its methods are safe for concurrent use.
+// socket. It trusts only a node of this user, root or the data dir's
+// owner (see ErrUntrusted). Its methods are safe for concurrent use.
 type Client struct {
 	dataDir, socket string
 	hc              *http.Client
@@ -40,7 +49,7 @@ type Client struct {
 func NewClient(dataDir string) *Client {
 	socket := SocketPath(dataDir)
 	tr := &http.Transport{
-		DialContext:  func(ctx context.Context, _, _ string) (net.Conn, error) { return dialSocket(ctx, socket) },
+		DialContext:  func(ctx context.Context, _, _ string) (net.Conn, error) { return dialNode(ctx, socket) },
 		MaxIdleConns: 2, DisableCompression: true,
 	}
 	return &Client{dataDir: dataDir, socket: socket, tr: tr, hc: &http.Client{Transport: tr}}
@@ -51,12 +60,61 @@ func NewClient(dataDir string) *Client {
 // start one, when no node runs there.
 func Dial(ctx context.Context, dataDir string) (*Client, error) {
 	c := NewClient(dataDir)
-	conn, err := dialSocket(ctx, c.socket)
+	conn, err := dialNode(ctx, c.socket)
 	if err != nil {
 		return nil, c.dialError(err)
 	}
 	conn.Close()
 	return c, nil
+}
+
+// dialNode connects to the control socket at path and returns the
+// connection once a trusted user's node is at the other end: the socket
+// file must belong to a trusted user, and (on Linux) so must the process
+// that listens on it (SO_PEERCRED). Trusted are this user, root, and the
+// owner of the socket's directory (the data dir) when no one else may
+// write there: the node of a data dir is its owner's, as root's mcpv2
+// status reaches a systemd DynamicUser's node. Else the error wraps
+// ErrUntrusted.
+func dialNode(ctx context.Context, path string) (net.Conn, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, &net.OpError{Op: "dial", Net: "unix", Err: err}
+	}
+	if fi.Mode().Type() != os.ModeSocket {
+		return nil, fmt.Errorf("%w: it is not a socket (%v)", ErrUntrusted, fi.Mode().Type())
+	}
+	euid, dirOwner := os.Geteuid(), -1
+	if dfi, err := os.Stat(filepath.Dir(path)); err == nil && dfi.Mode().Perm()&0o022 == 0 {
+		dirOwner, _ = owner(dfi)
+	}
+	trusted := func(uid int) bool { return uid == euid || uid == 0 || uid == dirOwner }
+	who := fmt.Sprintf("this user (uid %d) or root", euid)
+	if dirOwner >= 0 && dirOwner != euid && dirOwner != 0 {
+		who = fmt.Sprintf("this user (uid %d), root or the data dir's owner (uid %d)", euid, dirOwner)
+	}
+	if uid, ok := owner(fi); ok && !trusted(uid) {
+		return nil, fmt.Errorf("%w: it belongs to uid %d, not to %s", ErrUntrusted, uid, who)
+	}
+	conn, err := dialSocket(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		conn.Close()
+		return nil, fmt.Errorf("%w: a %T, not a unix connection", ErrUntrusted, conn)
+	}
+	uid, err := peerUID(uc)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("%w: the user of the process that serves it is unknown: %v", ErrUntrusted, err)
+	}
+	if uid >= 0 && !trusted(uid) {
+		conn.Close()
+		return nil, fmt.Errorf("%w: a process of uid %d serves it, not one of %s", ErrUntrusted, uid, who)
+	}
+	return conn, nil
 }
 
 // dialError is err of a dial to the socket, as ErrNoNode when no node
@@ -138,6 +196,13 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		if errors.Is(err, ErrUntrusted) {
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err
+			}
+			return fmt.Errorf("local API %s: %w", c.socket, err)
+		}
 		var op *net.OpError
 		if errors.As(err, &op) && op.Op == "dial" {
 			return c.dialError(err)

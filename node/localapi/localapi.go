@@ -2,7 +2,8 @@
 // about a running node (its status, connections, addresses) and its API
 // keys, and the client of it. `mcpv2 status`, `mcpv2 id` and `mcpv2 key`
 // use it over a unix socket in the node's data dir (control.sock, mode
-// 0600, peers of other users refused); the dashboard mounts the same
+// 0600, peers of other users refused, and a client trusts only a node of
+// its own user or root behind it); the dashboard mounts the same
 // Handler behind its own authentication.
 //
 // The routes (all JSON; a wrong method is 405):

@@ -1,6 +1,7 @@
 package localapi
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -249,6 +250,7 @@ func TestSocket(t *testing.T) {
 	if _, err := c.Status(ctxT(t)); err != nil {
 		t.Fatalf("the first API after the second's attempt: %v", err)
 	}
+	testenv.CloseTwice(t, c)
 	testenv.CloseTwice(t, a)
 	if _, err := os.Lstat(a.Socket()); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("socket after Close: %v", err)
@@ -284,8 +286,69 @@ func TestSocket(t *testing.T) {
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Listen(filepath.Join(dir, "x.sock"), slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "writable by others") {
+	if _, err := Listen(filepath.Join(dir, "x.sock"), slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "writable by others") || !strings.Contains(err.Error(), "chmod go-w "+dir) {
 		t.Fatalf("Listen in a 0777 directory: %v", err)
+	}
+	// A sticky one (as /tmp) is not: others cannot replace what is ours.
+	if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := Listen(filepath.Join(dir, "x.sock"), nil)
+	if err != nil {
+		t.Fatalf("Listen in a sticky 0777 directory: %v", err)
+	}
+	ln.Close()
+}
+
+// CheckPrivate, the rule for what mcpv2 trusts on disk: this user's (or
+// root's), writable by no one else, a sticky directory excepted.
+func TestCheckPrivate(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check := func(path string) error {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return CheckPrivate("the thing", path, fi)
+	}
+	for _, tc := range []struct {
+		path string
+		mode os.FileMode
+		want string // "" accepted
+	}{
+		{file, 0o644, ""},
+		{file, 0o600, ""},
+		{file, 0o664, "the thing " + file + " is writable by others (mode 0664), who could change it: chmod go-w " + file},
+		{file, 0o646, "writable by others (mode 0646)"},
+		{file, 0o666 | os.ModeSticky, "writable by others"},
+		{dir, 0o755, ""},
+		{dir, 0o775, "the thing " + dir + " is writable by others (mode 0775)"},
+		{dir, 0o777 | os.ModeSticky, ""},
+	} {
+		if err := os.Chmod(tc.path, tc.mode); err != nil {
+			t.Fatal(err)
+		}
+		err := check(tc.path)
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s mode %v: %v, want %q", tc.path, tc.mode, err, tc.want)
+		}
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() != 0 {
+		return // only root can give a file away
+	}
+	if err := os.Chown(file, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	want := "the thing " + file + " belongs to uid 65534, not to this user (uid 0) or root, and its owner could change it: chown 0 " + file
+	if err := check(file); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a file of nobody's: %v, want %q", err, want)
 	}
 }
 
@@ -562,4 +625,123 @@ func TestStatusEvents(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// rogueServer is a Node.js HTTP server on the unix socket argv[1] that
+// answers every request as the node's /v1/id would, with a PeerID of its
+// own; it prints "ready" once it listens.
+const rogueServer = `
+const http = require('http');
+http.createServer((req, res) => {
+	res.setHeader('Content-Type', 'application/json');
+	res.end(JSON.stringify({peer_id: 'rogue', addrs: []}));
+}).listen(process.argv[1], () => console.log('ready'));
+`
+
+// A control socket that another user serves is not trusted: the client
+// refuses it before it reads an answer, when the socket file is that
+// user's, and when it is root's but that user's process listens on it
+// (SO_PEERCRED). The data dir's owner is trusted (root's mcpv2 status of
+// a systemd DynamicUser's node). The rogue server is Node.js (Debian's),
+// run as nobody, which needs root.
+func TestUntrustedSocket(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testenv.SkipEnv(t, "running a server as another user needs root")
+	}
+	nodejs, err := exec.LookPath("node")
+	if err != nil {
+		testenv.SkipEnv(t, "no node (Node.js): %v", err)
+	}
+	// root's data dir, sticky and open to all (as /tmp), where nobody can
+	// make the socket before the node does.
+	dir := t.TempDir()
+	if err := os.Chmod(filepath.Dir(dir), 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	sock := SocketPath(dir)
+	cmd := exec.Command(nodejs, "-e", rogueServer, sock)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	stderr := &testenv.Buffer{}
+	cmd.Stderr = stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("node as nobody: %q %v\n%s", line, err, stderr.String())
+	}
+	fi, err := os.Lstat(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid, _ := owner(fi); uid != 65534 || fi.Mode().Type() != os.ModeSocket {
+		t.Fatalf("the rogue socket: uid %d, %v", uid, fi.Mode())
+	}
+	// It answers as a node would (to a client that checks nothing).
+	raw := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return dialSocket(ctx, sock) }}}
+	defer raw.CloseIdleConnections()
+	resp, err := raw.Get("http://local/v1/id")
+	if err != nil {
+		t.Fatalf("the rogue server does not answer: %v", err)
+	}
+	var id IDResponse
+	err = json.NewDecoder(resp.Body).Decode(&id)
+	resp.Body.Close()
+	if err != nil || id.PeerID != "rogue" {
+		t.Fatalf("the rogue server's answer: %+v %v", id, err)
+	}
+
+	refused := func(what, want string) {
+		t.Helper()
+		if _, err := Dial(ctxT(t), dir); !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: Dial = %v, want ErrUntrusted and %q", what, err, want)
+		}
+		c := NewClient(dir)
+		defer c.Close()
+		got, err := c.ID(ctxT(t))
+		if !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "local API "+sock+": ") {
+			t.Errorf("%s: ID = %+v, %v; want ErrUntrusted and %q", what, got, err, want)
+		}
+	}
+	refused("nobody's socket", "the control socket is another user's: it belongs to uid 65534, not to this user (uid 0) or root")
+	// root's socket file, nobody's server behind it.
+	if err := os.Lchown(sock, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	refused("root's socket, nobody's server", "the control socket is another user's: a process of uid 65534 serves it, not one of this user (uid 0) or root")
+
+	// The data dir is nobody's, and only nobody's to write: its node is
+	// nobody's, which root may ask.
+	if err := os.Lchown(sock, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Dial(ctxT(t), dir)
+	if err != nil {
+		t.Fatalf("Dial to the node of the data dir's owner: %v", err)
+	}
+	defer c.Close()
+	if got, err := c.ID(ctxT(t)); err != nil || got.PeerID != "rogue" {
+		t.Fatalf("ID of the node of the data dir's owner: %+v, %v", got, err)
+	}
+	// Not when others may write there too.
+	if err := os.Chmod(dir, 0o770); err != nil {
+		t.Fatal(err)
+	}
+	refused("nobody's group-writable data dir", "it belongs to uid 65534, not to this user (uid 0) or root")
 }

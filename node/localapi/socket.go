@@ -25,7 +25,8 @@ var ErrNodeRunning = errors.New("a node already serves the control socket")
 // this process's user (and root) only:
 //
 //   - path's directory must belong to this user (or root) and be writable
-//     by no one else (else another user could swap the socket);
+//     by no one else, or be sticky (CheckPrivate): else another user could
+//     swap the socket;
 //   - the socket is bound in a new 0700 directory beside it, set to 0600
 //     and renamed into place, so it is never reachable by others whatever
 //     the umask;
@@ -91,7 +92,8 @@ func Listen(path string, log *slog.Logger) (net.Listener, error) {
 	return &credListener{UnixListener: ln, uid: os.Geteuid(), log: log}, nil
 }
 
-// checkDir refuses a directory that another user could change.
+// checkDir refuses a directory that another user could change
+// (CheckPrivate): they could replace the socket.
 func checkDir(dir string) error {
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -100,11 +102,8 @@ func checkDir(dir string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("control socket: %s is not a directory", dir)
 	}
-	if uid, ok := owner(fi); ok && uid != os.Geteuid() && uid != 0 {
-		return fmt.Errorf("control socket: the directory %s belongs to uid %d, not to this user (uid %d) or root: run the node as its owner", dir, uid, os.Geteuid())
-	}
-	if fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("control socket: the directory %s is writable by others (mode %v): another user could replace the socket; chmod go-w %s", dir, fi.Mode().Perm(), dir)
+	if err := CheckPrivate("the directory", dir, fi); err != nil {
+		return fmt.Errorf("control socket (another user could replace it): %w", err)
 	}
 	return nil
 }
