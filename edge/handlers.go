@@ -65,8 +65,8 @@ func (s *Server) routes() {
 	s.mux.Handle("/mcpv2/peers/{peer}", s.Authenticated(http.MethodPost, s.forward))
 	s.mux.Handle("/mcpv2/find", s.Authenticated(http.MethodGet, s.find))
 	s.mux.Handle("/mcpv2/audit", s.Authenticated(http.MethodGet, s.audit))
-	s.mux.HandleFunc(wellKnownResource, s.protectedResource)
-	s.mux.HandleFunc(wellKnownResource+"/", s.protectedResource)
+	s.mux.Handle(wellKnownResource, s.Traced(http.HandlerFunc(s.protectedResource)))
+	s.mux.Handle(wellKnownResource+"/", s.Traced(http.HandlerFunc(s.protectedResource)))
 	s.mux.Handle("/", s.open("", s.notFound))
 }
 

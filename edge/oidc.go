@@ -955,7 +955,10 @@ type protectedResourceMetadata struct {
 // it answers 404, as for any unknown path. Mount it on both the bare path
 // and the path with a trailing slash.
 func (s *Server) protectedResource(w http.ResponseWriter, r *http.Request) {
-	q := s.newRequest(r)
+	q := requestFrom(r.Context()) // Traced's
+	if q == nil {
+		q = s.newRequest(r)
+	}
 	suffix, ok := strings.CutPrefix(r.URL.EscapedPath(), wellKnownResource)
 	if !ok || (suffix != "" && suffix[0] != '/') || len(suffix) > maxResourcePath || len(s.cfg.OIDCIssuers) == 0 {
 		s.notFound(w, r, q)

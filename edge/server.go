@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/mcpv2/mcpv2/protocol"
 )
@@ -188,10 +189,13 @@ type Config struct {
 	// issuer and without it, a face answers a request with no credential
 	// 401, sending an OAuth client to log in.
 	AnonymousGrants bool
-	// TracerProvider, when set, receives a span for every HTTP request
-	// (--otlp-endpoint), the child of its traceparent header; nil makes
-	// trace and span ids only, for the audit lines and the calls out. The
-	// edge does not shut it down (its owner does: the node's Close).
+	// TracerProvider starts a span for every HTTP request, the child of its
+	// traceparent header: the SDK's with --otlp-endpoint, else the node's
+	// ids-only one (node.NewIDsTracerProvider; cmd passes the same to the
+	// node). Nil is OpenTelemetry's noop provider: the edge then makes no
+	// span of its own, its ctx carries only the caller's traceparent, and
+	// the node gives each audit line a span id of its own in that trace
+	// (or a new one). The edge never shuts it down: its owner does.
 	TracerProvider trace.TracerProvider
 	// Metrics, when set, receives the edge's gauges (requests in flight,
 	// event streams; edge/metrics.go), taken off again by Close. The
@@ -239,7 +243,7 @@ type Server struct {
 	advertise string       // the host of PeerAddress
 	port      int
 	mux       *http.ServeMux
-	tracer    trace.Tracer // nil: span ids only (startSpan)
+	tracer    trace.Tracer // of Config.TracerProvider (startSpan)
 	handler   http.Handler
 	srv       *http.Server
 	tls       *tls.Config // nil: plain HTTP
@@ -279,9 +283,11 @@ func New(b Backend, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{b: b, cfg: cfg, log: cfg.Logger.With("component", "edge")}
-	if cfg.TracerProvider != nil {
-		s.tracer = cfg.TracerProvider.Tracer("github.com/mcpv2/mcpv2/edge")
+	tp := cfg.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
 	}
+	s.tracer = tp.Tracer("github.com/mcpv2/mcpv2/edge")
 	tc, err := loadTLS(cfg, cfg.Now(), s.log)
 	if err != nil {
 		return nil, err

@@ -2,8 +2,6 @@ package edge
 
 import (
 	"context"
-	"encoding/binary"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 
@@ -16,28 +14,23 @@ import (
 )
 
 // traceContext is the one parser and formatter of traceparent headers, the
-// W3C Trace Context propagator of OpenTelemetry (the node parses a slot's
-// context.traceparent with it too).
+// W3C Trace Context propagator of OpenTelemetry, always through a
+// protocol.TraceparentCarrier: a caller's tracestate is neither taken nor
+// passed on.
 var traceContext propagation.TraceContext
 
-// startSpan begins the edge's span of the HTTP request r (Config.TracerProvider:
-// an OpenTelemetry span; nil: its ids only): the child of the request's
-// traceparent header when that is valid, else the root of a new trace (an
-// invalid or oversized header is ignored, never an error). r's context then
-// carries it, for the node's audit lines and spans and the calls out; end
-// ends it with the request's outcome.
+// startSpan begins the edge's span of the HTTP request r with s.tracer
+// (Config.TracerProvider): the child of the request's traceparent header
+// when that is valid, else the root of a new trace (an invalid, repeated or
+// oversized header is ignored, never an error). r's context then carries
+// it, for the node's audit lines and spans and the calls out; end ends it
+// with the request's outcome.
 func (s *Server) startSpan(r *http.Request, q *request) (*http.Request, func()) {
 	ctx := r.Context()
 	if v := r.Header.Values("traceparent"); len(v) == 1 && len(v[0]) <= protocol.MaxTraceparent {
-		ctx = traceContext.Extract(ctx, propagation.HeaderCarrier(r.Header))
+		ctx = traceContext.Extract(ctx, &protocol.TraceparentCarrier{Value: v[0]})
 	}
-	var span trace.Span
-	if s.tracer != nil {
-		ctx, span = s.tracer.Start(ctx, spanName(r), trace.WithSpanKind(trace.SpanKindServer))
-	} else {
-		ctx = trace.ContextWithSpanContext(ctx, childSpanContext(trace.SpanContextFromContext(ctx)))
-		span = trace.SpanFromContext(ctx)
-	}
+	ctx, span := s.tracer.Start(ctx, spanName(r), trace.WithSpanKind(trace.SpanKindServer))
 	return r.WithContext(ctx), func() {
 		if span.IsRecording() {
 			outcome := "ok"
@@ -56,8 +49,30 @@ func (s *Server) startSpan(r *http.Request, q *request) (*http.Request, func()) 
 	}
 }
 
-// spanName names the edge's span of r after its route: "POST /mcpv2/peers/{peer}".
+// Traced wraps an open route of the edge's or a face's that needs no
+// credential (a card, the OAuth resource metadata) so that it has the
+// edge's span as every other route does: its audit lines and the mesh
+// calls it makes are in the caller's trace, and Refuse marks the span.
+func (s *Server) Traced(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := s.newRequest(r)
+		r, end := s.startSpan(r, q)
+		defer end()
+		h.ServeHTTP(w, r.WithContext(withRequest(r.Context(), q)))
+	})
+}
+
+// spanName names the edge's span of r after its method, one of HTTP's
+// (else "_OTHER": a caller does not name spans), and its route pattern
+// (not the path): "POST /mcpv2/peers/{peer}".
 func spanName(r *http.Request) string {
+	m := r.Method
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+	default:
+		m = "_OTHER"
+	}
 	p := r.Pattern
 	if i := strings.IndexByte(p, ' '); i >= 0 {
 		p = p[i+1:]
@@ -65,7 +80,7 @@ func spanName(r *http.Request) string {
 	if p == "" {
 		p = "/"
 	}
-	return protocol.Clip(r.Method, 20) + " " + p
+	return m + " " + p
 }
 
 // faceOf names the face a request path is for.
@@ -84,28 +99,12 @@ func faceOf(path string) string {
 	}
 }
 
-// childSpanContext returns a new span context in parent's trace, or in a
-// new (sampled) trace when parent is not valid: the span ids of an edge
-// without a TracerProvider.
-func childSpanContext(parent trace.SpanContext) trace.SpanContext {
-	cfg := trace.SpanContextConfig{TraceID: parent.TraceID(), TraceFlags: parent.TraceFlags(), TraceState: parent.TraceState()}
-	if !parent.IsValid() {
-		cfg = trace.SpanContextConfig{TraceFlags: trace.FlagsSampled}
-		for !cfg.TraceID.IsValid() {
-			binary.BigEndian.PutUint64(cfg.TraceID[:8], rand.Uint64())
-			binary.BigEndian.PutUint64(cfg.TraceID[8:], rand.Uint64())
-		}
-	}
-	for !cfg.SpanID.IsValid() {
-		binary.BigEndian.PutUint64(cfg.SpanID[:], rand.Uint64())
-	}
-	return trace.NewSpanContext(cfg)
-}
-
 // injectTraceparent sets the traceparent header of an outgoing request to
 // ctx's span, when it has one.
 func injectTraceparent(ctx context.Context, h http.Header) {
 	if trace.SpanContextFromContext(ctx).IsValid() {
-		traceContext.Inject(ctx, propagation.HeaderCarrier(h))
+		var c protocol.TraceparentCarrier
+		traceContext.Inject(ctx, &c)
+		h.Set("traceparent", c.Value)
 	}
 }

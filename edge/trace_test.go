@@ -2,6 +2,8 @@ package edge
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -38,19 +40,22 @@ func (f *fakeBackend) lastSpan(t *testing.T) trace.SpanContext {
 // its trace id and a new span id. A header that is missing, invalid or
 // oversized is ignored: a new trace, never a refusal.
 func TestTraceparentHeader(t *testing.T) {
-	e := startEdge(t, Config{})
+	tp := sdktrace.NewTracerProvider() // ids, nothing exported
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	e := startEdge(t, Config{TracerProvider: tp})
 	for _, tc := range []struct {
 		name, tp string
 		same     bool
 	}{
 		{"valid", testTP, true},
+		{"valid, not sampled", strings.TrimSuffix(testTP, "01") + "00", true},
 		{"none", "", false},
 		{"garbage", "garbage", false},
 		{"zero trace", "00-00000000000000000000000000000000-" + testSpanID + "-01", false},
 		{"oversized", testTP + "-" + strings.Repeat("x", protocol.MaxTraceparent), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hdr := map[string]string{SessionHeader: e.token}
+			hdr := map[string]string{SessionHeader: e.token, "tracestate": "vendor=secret"}
 			if tc.tp != "" {
 				hdr["traceparent"] = tc.tp
 			}
@@ -69,8 +74,32 @@ func TestTraceparentHeader(t *testing.T) {
 				if (sc.TraceID().String() == testTraceID) != tc.same || sc.SpanID().String() == testSpanID {
 					t.Fatalf("%s %s with traceparent %q: audited in trace %s span %s", req.method, req.path, tc.tp, sc.TraceID(), sc.SpanID())
 				}
+				if sc.TraceState().Len() != 0 {
+					t.Fatalf("%s %s: the caller's tracestate %q was taken", req.method, req.path, sc.TraceState())
+				}
 			}
 		})
+	}
+}
+
+// Without a TracerProvider (a library user's edge) the edge makes no span
+// of its own: the backend gets the caller's traceparent as a remote span
+// (the node gives its lines span ids of their own in that trace), or none.
+func TestNoTracerProvider(t *testing.T) {
+	e := startEdge(t, Config{})
+	for _, tp := range []string{testTP, ""} {
+		hdr := map[string]string{SessionHeader: e.token}
+		if tp != "" {
+			hdr["traceparent"] = tp
+		}
+		if status, _, b := e.do(t, "GET", "/mcpv2/health", nil, hdr); status != 200 {
+			t.Fatalf("health: %d %s", status, b)
+		}
+		lines := e.b.auditLines()
+		sc := lines[len(lines)-1].span
+		if tp == "" && sc.IsValid() || tp != "" && (sc.TraceID().String() != testTraceID || sc.SpanID().String() != testSpanID || !sc.IsRemote()) {
+			t.Fatalf("traceparent %q: the backend got span %v", tp, sc)
+		}
 	}
 }
 
@@ -90,8 +119,11 @@ func TestEdgeSpanExported(t *testing.T) {
 	if status, _, _ := e.do(t, "PUT", "/mcpv2", nil, hdr); status != 405 {
 		t.Fatalf("PUT /mcpv2: %d", status)
 	}
+	if status, _, _ := e.do(t, "MADE-UP-METHOD", "/mcpv2", nil, hdr); status != 405 {
+		t.Fatalf("MADE-UP-METHOD /mcpv2: %d", status)
+	}
 	spans := exp.GetSpans()
-	if len(spans) != 2 {
+	if len(spans) != 3 {
 		t.Fatalf("%d spans exported, want 2: %+v", len(spans), spans)
 	}
 	attrs := func(s tracetest.SpanStub) map[string]string {
@@ -109,14 +141,19 @@ func TestEdgeSpanExported(t *testing.T) {
 	if a := attrs(gw); a["mcpv2.face"] != "gateway" || a["mcpv2.outcome"] != "ok" || a["mcpv2.caller_kind"] != "secret" {
 		t.Fatalf("gateway span attributes %v", a)
 	}
-	if a := attrs(refused); a["mcpv2.outcome"] != "error" || a["mcpv2.code"] != "-32600" {
-		t.Fatalf("refused span attributes %v", a)
+	if a := attrs(refused); a["mcpv2.outcome"] != "error" || a["mcpv2.code"] != "-32600" || refused.Name != "PUT /mcpv2" {
+		t.Fatalf("refused span %s attributes %v", refused.Name, a)
+	}
+	if name := spans[2].Name; name != "_OTHER /mcpv2" {
+		t.Fatalf("the span of a made-up HTTP method is named %q, want _OTHER /mcpv2", name)
 	}
 }
 
 // edge.Client sends its ctx's span as the traceparent header.
 func TestClientSendsTraceparent(t *testing.T) {
-	e := startEdge(t, Config{})
+	tp := sdktrace.NewTracerProvider()
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	e := startEdge(t, Config{TracerProvider: tp})
 	c := newClient(t)
 	addr, err := protocol.ParseAddress(e.base)
 	if err != nil {
@@ -130,5 +167,50 @@ func TestClientSendsTraceparent(t *testing.T) {
 	}
 	if got := e.b.lastSpan(t); got.TraceID() != sc.TraceID() || got.SpanID() == sc.SpanID() {
 		t.Fatalf("the edge audited trace %s span %s, want trace %s", got.TraceID(), got.SpanID(), sc.TraceID())
+	}
+}
+
+// edge.Client sends traceparent only: a tracestate in its ctx's span (a
+// caller's, taken by a library user's own propagator) is not passed on.
+func TestClientSendsNoTracestate(t *testing.T) {
+	got := make(chan http.Header, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case got <- r.Header.Clone():
+		default:
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	}))
+	t.Cleanup(srv.Close)
+	addr, err := protocol.ParseAddress(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := trace.ParseTraceState("vendor=secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled, TraceState: ts})
+	_, _ = newClient(t).Call(trace.ContextWithSpanContext(t.Context(), sc), addr, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	h := <-got
+	if h.Get("traceparent") != "00-01000000000000000000000000000000-0200000000000000-01" || h.Values("tracestate") != nil {
+		t.Fatalf("sent traceparent %q tracestate %q", h.Get("traceparent"), h.Values("tracestate"))
+	}
+}
+
+// The OAuth resource metadata, an open route outside open() and the faces,
+// has the edge's span too, the child of the caller's traceparent.
+func TestProtectedResourceSpan(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	e := startEdge(t, Config{TracerProvider: tp, OIDCIssuers: []string{"http://127.0.0.1:1"}})
+	if status, _, b := e.do(t, "GET", wellKnownResource, nil, map[string]string{"traceparent": testTP}); status != 200 {
+		t.Fatalf("GET %s: %d %s", wellKnownResource, status, b)
+	}
+	spans := exp.GetSpans()
+	if len(spans) != 1 || spans[0].Name != "GET "+wellKnownResource || spans[0].Parent.SpanID().String() != testSpanID {
+		t.Fatalf("spans %+v, want one GET %s, the child of the traceparent", spans, wellKnownResource)
 	}
 }

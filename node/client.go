@@ -544,8 +544,9 @@ func ctxErr(ctx context.Context, err error) error {
 // true) and returns the responses in order, with the ids the slots had.
 // Slots without a JSON-RPC version get "2.0"; when the node has a secret
 // each slot carries a mesh session; when ctx carries a span (the span of
-// the call that makes this one) each slot carries its traceparent, unless
-// it has one. On the wire each slot with an id gets one unique to this
+// the call that makes this one) each slot carries its traceparent, in
+// place of any the slot had (as Forward does: the sending node's span is
+// the parent of what it sends). On the wire each slot with an id gets one unique to this
 // call. Call does not keep slots.
 func (n *Client) Call(ctx context.Context, addr protocol.Address, slots []protocol.Slot, batch bool, o protocol.CallOptions) ([]protocol.Response, error) {
 	for i := range slots {
@@ -596,7 +597,7 @@ func (n *Client) call(ctx context.Context, addr protocol.Address, slots []protoc
 			if slots[i].Context.Session == "" {
 				slots[i].Context.Session = o.Session
 			}
-			if slots[i].Context.Traceparent == "" {
+			if traceparent != "" { // ctx's span replaces the slot's own: it is the parent
 				slots[i].Context.Traceparent = traceparent
 			}
 		}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpv2/mcpv2/node/skills"
 	"github.com/mcpv2/mcpv2/node/store"
@@ -111,11 +110,7 @@ func (n *Node) runBatch(ctx context.Context, c Caller, slots []protocol.Slot) []
 // A panic in a skill becomes CodeInternal for that slot alone.
 func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot) (resp *protocol.Response) {
 	start := time.Now()
-	var parent trace.SpanContext
-	if s.Context != nil {
-		parent = ParseTraceparent(s.Context.Traceparent)
-	}
-	ctx, span := n.tracer.start(ctx, s.Method, parent)
+	ctx, span := n.startSpan(ctx, s)
 	var skill string
 	var result json.RawMessage
 	var perr *protocol.Error
@@ -126,7 +121,7 @@ func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot) (resp *p
 			result, perr = nil, protocol.Errorf(protocol.CodeInternal, "internal error")
 		}
 		n.auditVerdict(ctx, c, s.Method, skill, perr, start, v)
-		endSpan(span, c, skill, perr)
+		n.endSpan(span, c, skill, perr)
 		if s.IsNotification() { // ParseRequest gives every invalid slot id null
 			resp = nil
 			return

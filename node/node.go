@@ -146,11 +146,10 @@ type Config struct {
 	HostOptions []transport.Option
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// TracerProvider, when set, receives a span for every call the node
-	// runs (--otlp-endpoint); nil makes trace and span ids only, for the
-	// audit log and the calls out. When it has a Shutdown method (the SDK's
-	// TracerProvider), Close calls it, bounded by tracerShutdown, to
-	// flush the spans.
+	// TracerProvider receives a span for every call the node runs
+	// (--otlp-endpoint: the SDK's); nil is NewIDsTracerProvider, trace and
+	// span ids only, for the audit log and the calls out. The node never
+	// shuts it down: whoever made it does, after Close.
 	TracerProvider trace.TracerProvider
 	// Metrics, when set, receives the node's collectors (calls, refusals,
 	// latency, bytes, blobs, connections, store sizes; node/metrics.go)
@@ -158,10 +157,6 @@ type Config struct {
 	// collectors off it again in Close. Nil: no metrics, at no cost.
 	Metrics prometheus.Registerer
 }
-
-// tracerShutdown bounds how long Close waits for the TracerProvider to
-// flush its spans.
-const tracerShutdown = 5 * time.Second
 
 // Node is a running mcpv2 peer. Its methods are safe for concurrent use.
 type Node struct {
@@ -196,8 +191,8 @@ type Node struct {
 	a2aCardFn func(base, version, edge string, cred *protocol.EdgeCredentials) (json.RawMessage, error) // agent/a2a-card; nil: none
 	cardSeq   uint64
 
-	client *Client // calls to other peers, over this node's host
-	tracer tracer  // the spans of the calls it runs
+	client *Client      // calls to other peers, over this node's host
+	tracer trace.Tracer // the spans of the calls it runs
 
 	status *statusWatch // the events Status reports (status.go)
 
@@ -262,7 +257,7 @@ func New(cfg Config) (_ *Node, err error) {
 
 	n := &Node{cfg: cfg, log: cfg.Logger, guardMode: cfg.Guard, guardMin: cfg.GuardThreshold,
 		scanSlots: make(chan struct{}, scanSlotsFor(runtime.GOMAXPROCS(0))), secret: cfg.Secret, clockSkew: cfg.ClockSkew, now: cfg.Now, maxMsg: cfg.MaxMessage,
-		republish: make(chan struct{}, 1), tracer: newTracer(cfg.TracerProvider)}
+		republish: make(chan struct{}, 1), tracer: tracerOf(cfg.TracerProvider)}
 	// DHT queries and card fetches may ride a relayed (limited) connection:
 	// a peer behind NAT is reached through its relay before any hole punch.
 	n.ctx, n.cancel = context.WithCancel(network.WithAllowLimitedConn(context.Background(), "mcpv2 mesh"))
@@ -431,13 +426,6 @@ func (n *Node) Close() error {
 	}
 	if n.store != nil {
 		errs = append(errs, n.store.Close())
-	}
-	if tp, ok := n.cfg.TracerProvider.(interface{ Shutdown(context.Context) error }); ok {
-		ctx, cancel := context.WithTimeout(context.Background(), tracerShutdown)
-		if err := tp.Shutdown(ctx); err != nil {
-			n.log.Warn("trace export: spans not flushed", "err", err)
-		}
-		cancel()
 	}
 	n.metrics.unregister()
 	return errors.Join(errs...)

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
 
 	"github.com/mcpv2/mcpv2/node/store"
 	"github.com/mcpv2/mcpv2/protocol"
@@ -18,33 +19,16 @@ import (
 
 // Traces across hops (docs/spec.md, slot context traceparent): every call a
 // node runs has a span — an OpenTelemetry span when Config.TracerProvider
-// is set, else only its ids — that is the child of the caller's span (the
-// slot's context.traceparent, or the edge's span of the HTTP request), or
-// the root of a new trace. Its trace and span ids go in the call's audit
+// is the SDK's, else only its ids (NewIDsTracerProvider) — that is the
+// child of the caller's span (the edge's span of the HTTP request, else
+// the slot's context.traceparent), or the root of a new trace. Its trace and span ids go in the call's audit
 // line, and every call the node makes for it (gateway forward, orchestrate
 // subtask, Client call) carries its traceparent.
 
 // traceContext is the one parser and formatter of traceparent values, the
-// W3C Trace Context propagator of OpenTelemetry.
+// W3C Trace Context propagator of OpenTelemetry, always through a
+// protocol.TraceparentCarrier (no tracestate is taken or passed on).
 var traceContext propagation.TraceContext
-
-// traceparentCarrier carries one traceparent value for traceContext.
-type traceparentCarrier struct{ value string }
-
-func (c *traceparentCarrier) Get(key string) string {
-	if key == "traceparent" {
-		return c.value
-	}
-	return ""
-}
-
-func (c *traceparentCarrier) Set(key, value string) {
-	if key == "traceparent" {
-		c.value = value
-	}
-}
-
-func (c *traceparentCarrier) Keys() []string { return []string{"traceparent"} }
 
 // ParseTraceparent returns the span context a traceparent value names, as
 // a remote parent; an empty, invalid or oversized (over
@@ -54,7 +38,7 @@ func ParseTraceparent(v string) trace.SpanContext {
 	if v == "" || len(v) > protocol.MaxTraceparent {
 		return trace.SpanContext{}
 	}
-	ctx := traceContext.Extract(context.Background(), &traceparentCarrier{value: v})
+	ctx := traceContext.Extract(context.Background(), &protocol.TraceparentCarrier{Value: v})
 	return trace.SpanContextFromContext(ctx)
 }
 
@@ -64,50 +48,46 @@ func Traceparent(ctx context.Context) string {
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		return ""
 	}
-	var c traceparentCarrier
+	var c protocol.TraceparentCarrier
 	traceContext.Inject(ctx, &c)
-	return c.value
+	return c.Value
 }
 
-// tracer starts the spans of a node's calls; its zero value (no
-// TracerProvider) makes span contexts only, at the cost of two random
-// numbers, so that audit lines and the calls out carry trace ids without
-// the SDK.
-type tracer struct {
-	t trace.Tracer // nil: ids only
-}
+// NewIDsTracerProvider returns the TracerProvider of a node without
+// --otlp-endpoint: its spans record nothing and are exported nowhere, they
+// are only ids — a new span id in the parent's trace (ctx's span), or in a
+// new trace — so that audit lines and the calls out carry trace ids at the
+// cost of two random numbers, without the SDK. Every span it makes is
+// marked sampled, whatever the parent says (the caller does not decide
+// whether this node's calls are exported further on). It holds nothing: no
+// Shutdown. cmd passes one to both node.Config.TracerProvider (New's
+// default) and edge.Config.TracerProvider.
+func NewIDsTracerProvider() trace.TracerProvider { return idsProvider{} }
 
-func newTracer(tp trace.TracerProvider) tracer {
-	if tp == nil {
-		return tracer{}
-	}
-	return tracer{t: tp.Tracer("github.com/mcpv2/mcpv2/node")}
-}
+type idsProvider struct{ embedded.TracerProvider }
 
-// start begins the span of a call named name: the child of parent when it
-// is valid, else of ctx's span, else the root of a new trace. The returned
-// context carries it; End it when the call is done.
-func (t tracer) start(ctx context.Context, name string, parent trace.SpanContext) (context.Context, trace.Span) {
-	if parent.IsValid() {
-		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
+func (idsProvider) Tracer(string, ...trace.TracerOption) trace.Tracer { return idsTracer{} }
+
+type idsTracer struct{ embedded.Tracer }
+
+// Start returns a context with a new span (not recording): the child of
+// ctx's span, or the root of a new trace (with trace.WithNewRoot too).
+func (idsTracer) Start(ctx context.Context, _ string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	parent := trace.SpanContextFromContext(ctx)
+	if cfg := trace.NewSpanStartConfig(opts...); cfg.NewRoot() {
+		parent = trace.SpanContext{}
 	}
-	if t.t != nil {
-		return t.t.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer))
-	}
-	ctx = trace.ContextWithSpanContext(ctx, childSpanContext(trace.SpanContextFromContext(ctx)))
+	ctx = trace.ContextWithSpanContext(ctx, childSpanContext(parent))
 	return ctx, trace.SpanFromContext(ctx)
 }
 
-// childSpanContext returns a new span context in parent's trace, or in a
-// new (sampled) trace when parent is not valid.
+// childSpanContext returns a new sampled span context in parent's trace,
+// or in a new trace when parent is not valid; never with a tracestate.
 func childSpanContext(parent trace.SpanContext) trace.SpanContext {
-	cfg := trace.SpanContextConfig{TraceID: parent.TraceID(), TraceFlags: parent.TraceFlags(), TraceState: parent.TraceState()}
-	if !parent.IsValid() {
-		cfg = trace.SpanContextConfig{TraceFlags: trace.FlagsSampled}
-		for !cfg.TraceID.IsValid() {
-			binary.BigEndian.PutUint64(cfg.TraceID[:8], rand.Uint64())
-			binary.BigEndian.PutUint64(cfg.TraceID[8:], rand.Uint64())
-		}
+	cfg := trace.SpanContextConfig{TraceID: parent.TraceID(), TraceFlags: trace.FlagsSampled}
+	for !cfg.TraceID.IsValid() {
+		binary.BigEndian.PutUint64(cfg.TraceID[:8], rand.Uint64())
+		binary.BigEndian.PutUint64(cfg.TraceID[8:], rand.Uint64())
 	}
 	for !cfg.SpanID.IsValid() {
 		binary.BigEndian.PutUint64(cfg.SpanID[:], rand.Uint64())
@@ -115,10 +95,56 @@ func childSpanContext(parent trace.SpanContext) trace.SpanContext {
 	return trace.NewSpanContext(cfg)
 }
 
+// tracerOf is the node's tracer from tp (nil: NewIDsTracerProvider).
+func tracerOf(tp trace.TracerProvider) trace.Tracer {
+	if tp == nil {
+		tp = NewIDsTracerProvider()
+	}
+	return tp.Tracer("github.com/mcpv2/mcpv2/node")
+}
+
+// startSpan begins the node's span of slot s (SpanKindServer), named after
+// its method when it is one of the protocol's, else "unknown" (a caller
+// does not name spans). Its parent is ctx's span when ctx has one (an
+// edge's span of the HTTP request: the span of the node that received the
+// request is the parent of what it runs), else the slot's
+// context.traceparent (a mesh caller's span), else none: a new trace.
+func (n *Node) startSpan(ctx context.Context, s *protocol.Slot) (context.Context, trace.Span) {
+	if !trace.SpanContextFromContext(ctx).IsValid() && s.Context != nil {
+		if parent := ParseTraceparent(s.Context.Traceparent); parent.IsValid() {
+			ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
+		}
+	}
+	return n.tracer.Start(ctx, spanMethod(s.Method), trace.WithSpanKind(trace.SpanKindServer))
+}
+
+// spanMethod is the name of a slot's span: its method when it is one of
+// the protocol's, else "unknown".
+func spanMethod(method string) string {
+	switch method {
+	case protocol.MethodToolsList, protocol.MethodToolsCall, protocol.MethodAgentCard, protocol.MethodA2ACard:
+		return method
+	}
+	return "unknown"
+}
+
+// skillLabel is how a skill is named outside the audit log (span names
+// and attributes): its name when it is registered on this node, "" for
+// none, else "unknown" — a caller's made-up name never leaves the node.
+func (n *Node) skillLabel(skill string) string {
+	if skill == "" {
+		return ""
+	}
+	if _, ok := n.reg.Lookup(skill); ok {
+		return skill
+	}
+	return skillUnknown
+}
+
 // endSpan ends the span of a call with what it is safe to export about it:
-// the skill, the face it came through, its outcome and the caller's kind
-// (never its arguments, result or credentials).
-func endSpan(span trace.Span, c Caller, skill string, perr *protocol.Error) {
+// the skill (skillLabel), the face it came through, its outcome and the
+// caller's kind (never its arguments, result or credentials).
+func (n *Node) endSpan(span trace.Span, c Caller, skill string, perr *protocol.Error) {
 	if !span.IsRecording() {
 		span.End()
 		return
@@ -129,7 +155,7 @@ func endSpan(span trace.Span, c Caller, skill string, perr *protocol.Error) {
 		span.SetStatus(codes.Error, "JSON-RPC error "+strconv.Itoa(perr.Code))
 		span.SetAttributes(attribute.Int("mcpv2.code", perr.Code))
 	}
-	if skill != "" {
+	if skill = n.skillLabel(skill); skill != "" {
 		span.SetName(skill)
 	}
 	span.SetAttributes(
@@ -142,12 +168,13 @@ func endSpan(span trace.Span, c Caller, skill string, perr *protocol.Error) {
 }
 
 // traceFields puts the trace and span ids of ctx's span in rec; without
-// one (a message refused before any slot ran, on a stream that carried
-// no trace) the line gets ids of its own, in a new trace, so that every
-// audit line has a trace id.
+// one of this node's (a message refused before any slot ran, on a stream
+// that carried no trace; an edge without a TracerProvider, whose ctx holds
+// at most the caller's remote span) the line gets a span id of its own, in
+// the caller's trace or a new one, so that every audit line has a trace id.
 func traceFields(ctx context.Context, rec *store.AuditRecord) {
 	sc := trace.SpanContextFromContext(ctx)
-	if !sc.IsValid() {
+	if !sc.IsValid() || sc.IsRemote() { // none, or the caller's: not this node's span
 		sc = childSpanContext(sc)
 	}
 	tid, sid := sc.TraceID(), sc.SpanID()

@@ -103,6 +103,13 @@ func TestContextSpanInAuditLine(t *testing.T) {
 			t.Fatalf("%s: trace %s span %s, want trace %s and a span of the node's", msg, tr, span, testTraceID)
 		}
 	}
+	// The span in ctx (the edge's: this node's) is the parent, not the
+	// slot's own traceparent.
+	msg := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ping"},"context":{"traceparent":"00-11111111111111111111111111111111-2222222222222222-01"}}`
+	n.Handle(ctx, anon, []byte(msg))
+	if tr, _ := lastTrace(t, n); tr != testTraceID {
+		t.Fatalf("a slot's traceparent won over ctx's span: trace %s, want %s", tr, testTraceID)
+	}
 	// Without a span anywhere, every line still has a trace of its own.
 	n.Handle(context.Background(), anon, []byte("[]"))
 	if tr, _ := lastTrace(t, n); tr == testTraceID {
@@ -121,6 +128,15 @@ func TestCallsOutCarryTraceparent(t *testing.T) {
 	}
 	if tr, span := lastTrace(t, b); tr != testTraceID || span == testSpanID {
 		t.Fatalf("Client call: B's line has trace %s span %s, want trace %s and a span of B's", tr, span, testTraceID)
+	}
+	// ctx's span replaces a slot's own traceparent, as in Forward below.
+	slot := protocol.Slot{Method: protocol.MethodToolsCall, ID: json.RawMessage("1"), Params: json.RawMessage(`{"name":"ping"}`),
+		Context: &protocol.SlotContext{Traceparent: "00-11111111111111111111111111111111-2222222222222222-01"}}
+	if _, err := a.Client().Call(ctx, addrOf(t, b), []protocol.Slot{slot}, false, protocol.CallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if tr, _ := lastTrace(t, b); tr != testTraceID {
+		t.Fatalf("Client call with the slot's own traceparent: B's line has trace %s, want ctx's %s", tr, testTraceID)
 	}
 	// Without a span in ctx the call carries none: B starts a trace.
 	if _, err := a.Client().CallSkill(ctxT(t), addrOf(t, b), "ping", nil, protocol.CallOptions{}); err != nil {
@@ -180,10 +196,12 @@ func FuzzParseTraceparent(f *testing.F) {
 }
 
 // With a TracerProvider the node exports a server span per slot, named
-// after the skill, the child of the slot's traceparent, with the skill,
-// face, outcome and caller kind; Close shuts the provider down, which
-// flushes the batch still held.
-func TestNodeSpansFlushedOnClose(t *testing.T) {
+// after the skill when it is registered here, else "unknown" (a made-up
+// skill or method does not name spans), the child of the slot's
+// traceparent, with the skill, face, outcome and caller kind. Close does
+// not shut the provider down: it is the caller's, and still works after;
+// its own Shutdown flushes the batch still held.
+func TestNodeSpansExported(t *testing.T) {
 	exp := &keptSpans{}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(time.Hour)))
 	n, err := New(Config{DataDir: t.TempDir(), ListenAddrs: loopback, TracerProvider: tp})
@@ -191,26 +209,38 @@ func TestNodeSpansFlushedOnClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	anon := Caller{ID: "ip:10.0.0.1", Via: "http", Kind: protocol.CallerAnonymous}
+	long := strings.Repeat("x", 4000)
 	msg := `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ping"},"context":{"traceparent":"00-` + testTraceID + `-` + testSpanID + `-01"}},` +
-		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_files"}}]`
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_files"}},` +
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"made_up_` + long + `"}},` +
+		`{"jsonrpc":"2.0","id":4,"method":"made/up/` + long + `"}]`
 	n.Handle(ctxT(t), anon, []byte(msg))
 	lineSpan := map[string]any{} // skill → its audit line's span
 	for _, l := range readAudit(t, n) {
-		lineSpan[l["skill"].(string)] = l["span"]
-	}
-	if got := exp.get(); len(got) != 0 {
-		t.Fatalf("%d spans exported before the batch is due", len(got))
+		skill, _ := l["skill"].(string)
+		lineSpan[skill] = l["span"]
 	}
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}
-	spans := exp.get()
-	if len(spans) != 2 {
-		t.Fatalf("%d spans exported on Close, want 2", len(spans))
+	if got := exp.get(); len(got) != 0 {
+		t.Fatalf("%d spans exported by the node's Close: it shut down a provider it does not own", len(got))
 	}
-	byName := map[string]tracetest.SpanStub{}
+	if _, s := tp.Tracer("t").Start(ctxT(t), "after"); !s.IsRecording() {
+		t.Fatal("the provider was shut down by the node's Close")
+	} else {
+		s.End()
+	}
+	if err := tp.Shutdown(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	spans := exp.get()
+	if len(spans) != 5 {
+		t.Fatalf("%d spans exported on Shutdown, want 5 (4 slots and one of the test's)", len(spans))
+	}
+	byName := map[string][]tracetest.SpanStub{}
 	for _, s := range spans {
-		byName[s.Name] = s
+		byName[s.Name] = append(byName[s.Name], s)
 	}
 	attrs := func(s tracetest.SpanStub) map[string]string {
 		m := map[string]string{}
@@ -219,7 +249,10 @@ func TestNodeSpansFlushedOnClose(t *testing.T) {
 		}
 		return m
 	}
-	ping, refused := byName["ping"], byName["list_files"]
+	if len(byName["ping"]) != 1 || len(byName["list_files"]) != 1 || len(byName["unknown"]) != 2 {
+		t.Fatalf("span names %v, want ping, list_files and unknown twice", byName)
+	}
+	ping, refused := byName["ping"][0], byName["list_files"][0]
 	if ping.Parent.SpanID().String() != testSpanID || ping.SpanContext.TraceID().String() != testTraceID || ping.SpanKind != trace.SpanKindServer {
 		t.Fatalf("ping's span: parent %v, context %v, kind %v", ping.Parent, ping.SpanContext, ping.SpanKind)
 	}
@@ -229,10 +262,53 @@ func TestNodeSpansFlushedOnClose(t *testing.T) {
 	if a := attrs(refused); a["mcpv2.outcome"] != "error" || a["mcpv2.code"] != "-32009" || refused.Parent.IsValid() {
 		t.Fatalf("list_files's span (refused, no traceparent: a root): attributes %v, parent %v", a, refused.Parent)
 	}
+	for _, s := range byName["unknown"] {
+		for k, v := range attrs(s) {
+			if strings.Contains(v, "made") {
+				t.Fatalf("the span of a made-up skill or method has %s=%q", k, protocol.Clip(v, 40))
+			}
+		}
+	}
 	for skill, s := range map[string]tracetest.SpanStub{"ping": ping, "list_files": refused} {
 		if lineSpan[skill] != s.SpanContext.SpanID().String() {
 			t.Fatalf("the audit line of %s names span %v, its span is %s", skill, lineSpan[skill], s.SpanContext.SpanID())
 		}
+	}
+}
+
+// The ids-only provider makes a new span id in the parent's trace (ctx's
+// span, remote or not) or a new trace, always sampled (a caller's flags do
+// not travel on) and never with the parent's tracestate; it records
+// nothing.
+func TestIDsTracerProviderSpans(t *testing.T) {
+	tr := NewIDsTracerProvider().Tracer("t")
+	ts, err := trace.ParseTraceState("vendor=secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := testSpanContext(t).WithTraceFlags(0).WithTraceState(ts)
+	for name, ctx := range map[string]context.Context{
+		"remote": trace.ContextWithRemoteSpanContext(ctxT(t), parent),
+		"local":  trace.ContextWithSpanContext(ctxT(t), parent),
+	} {
+		ctx2, span := tr.Start(ctx, "x")
+		sc := span.SpanContext()
+		if sc.TraceID() != parent.TraceID() || sc.SpanID() == parent.SpanID() || !sc.SpanID().IsValid() || !sc.IsSampled() || sc.TraceState().Len() != 0 || sc.IsRemote() || span.IsRecording() {
+			t.Fatalf("%s parent: child %v (recording %v)", name, sc, span.IsRecording())
+		}
+		if !trace.SpanContextFromContext(ctx2).Equal(sc) {
+			t.Fatalf("%s parent: the context does not carry the new span", name)
+		}
+		if _, again := tr.Start(ctx, "x"); again.SpanContext().SpanID() == sc.SpanID() {
+			t.Fatalf("%s parent: two spans with one id", name)
+		}
+		if _, root := tr.Start(ctx, "x", trace.WithNewRoot()); root.SpanContext().TraceID() == parent.TraceID() {
+			t.Fatalf("%s parent: WithNewRoot kept the trace", name)
+		}
+	}
+	_, span := tr.Start(ctxT(t), "x")
+	if sc := span.SpanContext(); !sc.IsValid() || !sc.IsSampled() {
+		t.Fatalf("without a parent: %v, want a new sampled trace", sc)
 	}
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +13,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/urfave/cli/v2"
-	"go.opentelemetry.io/otel/trace"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/mcpv2/mcpv2/discovery"
 	"github.com/mcpv2/mcpv2/edge"
@@ -154,6 +153,10 @@ type runningNode struct {
 	log  *slog.Logger
 	// metrics serves --metrics (nil without it).
 	metrics *metricsServer
+	// tp exports the spans of --otlp-endpoint (nil without it): made by
+	// launchNode, shut down (flushing) by Close after the node and the
+	// edge, which only use it.
+	tp *sdktrace.TracerProvider
 }
 
 // Close stops the edge first (no new requests), then the face, then the
@@ -176,6 +179,7 @@ func (r *runningNode) Close() error {
 	if r.metrics != nil {
 		errs = append(errs, r.metrics.Close())
 	}
+	shutdownTracer(r.tp, r.log)
 	return errors.Join(errs...)
 }
 
@@ -254,7 +258,9 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 	if err != nil {
 		return nil, err
 	}
-	var tpi trace.TracerProvider // nil unless --otlp-endpoint: a nil *TracerProvider is not a nil interface
+	// One provider for the node and the edge: the SDK's, or ids only.
+	// (A nil *TracerProvider is not a nil interface.)
+	tpi := node.NewIDsTracerProvider()
 	if tp != nil {
 		tpi = tp
 	}
@@ -263,9 +269,7 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 	}
 	ms, err := metricsFromFlags(c, log)
 	if err != nil {
-		if tp != nil {
-			_ = tp.Shutdown(context.Background())
-		}
+		shutdownTracer(tp, log)
 		return nil, err
 	}
 	var reg prometheus.Registerer // nil without --metrics
@@ -296,15 +300,13 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 		Logger: log, TracerProvider: tpi,
 	})
 	if err != nil {
-		if tp != nil {
-			_ = tp.Shutdown(context.Background()) // nil, or already shut down by node.New
-		}
+		shutdownTracer(tp, log)
 		if ms != nil {
 			err = errors.Join(err, ms.Close())
 		}
 		return nil, portHint(c, err)
 	}
-	r := &runningNode{n: n, log: log, metrics: ms}
+	r := &runningNode{n: n, log: log, metrics: ms, tp: tp} // from here r.Close shuts tp down
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, r.Close())

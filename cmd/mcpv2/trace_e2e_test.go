@@ -20,7 +20,8 @@ import (
 // mesh: `mcpv2 audit --trace ID` finds its line on each node, and the two
 // nodes' spans, exported with --otlp-endpoint to a real OTLP/gRPC
 // receiver, are one trace, B's span the child of A's and A's the child of
-// the client's.
+// the client's. The client's traceparent says "not sampled": the nodes
+// export their spans all the same (a caller does not decide that).
 func TestTraceAcrossGateway(t *testing.T) {
 	t.Parallel()
 	rcv, err := otlptest.New("127.0.0.1:0")
@@ -47,7 +48,7 @@ func TestTraceAcrossGateway(t *testing.T) {
 
 	const traceID, clientSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	ans = edgeDo(t, c, http.MethodPost, base+"/mcpv2/peers/"+b.peerID,
-		map[string]string{"X-MCPV2-Session": s.SessionID, "traceparent": "00-" + traceID + "-" + clientSpan + "-01"},
+		map[string]string{"X-MCPV2-Session": s.SessionID, "traceparent": "00-" + traceID + "-" + clientSpan + "-00", "tracestate": "vendor=secret"},
 		edgeSlot(1, "ping", map[string]string{"payload": "traced"}))
 	if ans.status != http.StatusOK || !bytes.Contains(ans.body, []byte(b.peerID)) {
 		t.Fatalf("gateway call: %s", ans)

@@ -221,7 +221,7 @@ func (f *Face) cardJSON(base, version, edgeID string, acc *edge.Accepts) (json.R
 // before the edge serves.
 func (f *Face) Mount(e *edge.Server) {
 	f.e = e
-	card := http.HandlerFunc(f.serveCard)
+	card := e.Traced(http.HandlerFunc(f.serveCard))
 	e.Mux().Handle(CardPath, card)
 	e.Mux().Handle(CardAlias, card)
 	standing := func(r *http.Request) bool { return strings.Contains(r.Header.Get("Accept"), "text/event-stream") }
@@ -230,7 +230,7 @@ func (f *Face) Mount(e *edge.Server) {
 	// error -32000 here.
 	e.Mux().Handle(Path, e.AuthenticatedFace([]string{http.MethodPost}, standing, f.serveRPC, edge.WithRefusalCode(codeEdgeRefusal)))
 	f.peers = f.newPeerFaces()
-	peerCard := http.HandlerFunc(f.servePeerCard)
+	peerCard := e.Traced(http.HandlerFunc(f.servePeerCard))
 	e.Mux().Handle(PeerPath+CardPath, peerCard)
 	e.Mux().Handle(PeerPath+CardAlias, peerCard)
 	e.Mux().Handle(PeerPath+Path, e.AuthenticatedFace([]string{http.MethodPost}, standing, e.PeerFace(f.serveRPC,
