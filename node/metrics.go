@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -66,6 +67,7 @@ var reasonNames = [numReasons]string{"policy", "auth", "rate_limit", "guard", "q
 const (
 	skillNone    = "none"    // a request that names no skill (tools/list, an edge request)
 	skillUnknown = "unknown" // a tools/call of a skill not registered here
+	skillRemote  = "remote"  // a skill of a peer, called through the gateway
 )
 
 // maxSkillLabels bounds the skills with series of their own; past it
@@ -208,12 +210,34 @@ func tasksQuota(v int64) int64 {
 	return v
 }
 
-// faceOf is the face a request is counted under.
-func faceOf(c *Caller, method string) int {
-	if strings.HasPrefix(method, "gateway ") || strings.HasPrefix(method, "http POST /mcpv2/peers/") {
-		return faceGateway
+// callFace is the one rule of mcpv2_calls_total: each request is counted
+// once, at the face it entered, with the outcome its caller got. It
+// returns the face an audit line is counted under, and false for a line
+// that is not counted:
+//   - a line written under protocol.Uncounted: an inner line of a request
+//     its face counts by a line of its own (an A2A task's skill calls, the
+//     forward of MCP's mesh_call, an orchestration's subtasks and finds,
+//     the gateway's answered HTTP request);
+//   - the gateway (face "gateway"): each slot of a request to
+//     /mcpv2/peers/{id} (or of a face of a peer) counts once, a slot the
+//     node refuses by its line ("gateway METHOD"), a forwarded one by its
+//     peer's answer (Forward); the HTTP request itself counts only when
+//     the edge refused it before any slot went;
+//   - everything else (a slot at the mesh or /mcpv2, an MCP request, an
+//     A2A JSON-RPC request, any other request of the edge) under c.Via.
+func callFace(ctx context.Context, c *Caller, method string) (int, bool) {
+	if protocol.IsUncounted(ctx) {
+		return 0, false
 	}
-	switch c.Via {
+	if strings.HasPrefix(method, "gateway ") || strings.HasPrefix(method, "http POST /mcpv2/peers/") {
+		return faceGateway, true
+	}
+	return viaFace(c.Via), true
+}
+
+// viaFace is the face of a Caller.Via.
+func viaFace(via string) int {
+	switch via {
 	case "mesh":
 		return faceMesh
 	case "http":
@@ -274,10 +298,14 @@ func classify(perr *protocol.Error, blocked bool) (outcome, reason int) {
 }
 
 // series returns the series of skill, made on first use: a registered
-// skill's own, else "unknown" ("none" for no skill).
-func (m *metrics) series(n *Node, skill string) *skillSeries {
-	if skill == "" {
+// skill's own, else "unknown" ("none" for no skill). At the gateway a
+// skill is a peer's: "remote", whatever skills of that name run here.
+func (m *metrics) series(n *Node, face int, skill string) *skillSeries {
+	switch {
+	case skill == "":
 		skill = skillNone
+	case face == faceGateway:
+		skill = skillRemote
 	}
 	m.mu.RLock()
 	s := m.skills[skill]
@@ -285,7 +313,7 @@ func (m *metrics) series(n *Node, skill string) *skillSeries {
 	if s != nil {
 		return s
 	}
-	if skill != skillNone {
+	if skill != skillNone && skill != skillRemote {
 		if _, ok := n.reg.Lookup(skill); !ok {
 			skill = skillUnknown
 			m.mu.RLock()
@@ -312,12 +340,25 @@ func (m *metrics) series(n *Node, skill string) *skillSeries {
 	return s
 }
 
+// countLine counts the request of an audit line when callFace says it is
+// counted.
+func (m *metrics) countLine(ctx context.Context, n *Node, c *Caller, method, skill string, perr *protocol.Error, blocked bool, took time.Duration) {
+	if m == nil {
+		return
+	}
+	if face, ok := callFace(ctx, c, method); ok {
+		m.count(n, face, c, skill, perr, blocked, took)
+	}
+}
+
 // count records one answered request: its call, latency and refusal.
-func (m *metrics) count(n *Node, c *Caller, method, skill string, perr *protocol.Error, blocked bool, took time.Duration) {
-	face := faceOf(c, method)
+func (m *metrics) count(n *Node, face int, c *Caller, skill string, perr *protocol.Error, blocked bool, took time.Duration) {
+	if m == nil {
+		return
+	}
 	kind := kindOf(c.Kind)
 	outcome, reason := classify(perr, blocked)
-	s := m.series(n, skill)
+	s := m.series(n, face, skill)
 	ctr := s.calls[face][kind][outcome].Load()
 	if ctr == nil {
 		c := m.calls.WithLabelValues(faceNames[face], s.name, outcomeNames[outcome], kindName(kind))
@@ -339,7 +380,10 @@ func (m *metrics) count(n *Node, c *Caller, method, skill string, perr *protocol
 
 // messageBytes counts a request of in bytes and its answer of out bytes.
 func (m *metrics) messageBytes(c *Caller, in, out int) {
-	face := faceOf(c, "")
+	if m == nil {
+		return
+	}
+	face := viaFace(c.Via)
 	m.bytesIn[face].Add(float64(in))
 	m.bytesOut[face].Add(float64(out))
 }

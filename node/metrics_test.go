@@ -205,9 +205,10 @@ func TestClassify(t *testing.T) {
 func TestMetricsCountAllocatesNothing(t *testing.T) {
 	n := newTestNode(t, func(c *Config) { c.Metrics = prometheus.NewRegistry() })
 	c := Caller{ID: "12D3KooW", Via: "mesh", Kind: protocol.CallerPeer}
-	n.metrics.count(n, &c, protocol.MethodToolsCall, "ping", nil, false, time.Millisecond)
+	ctx := context.Background()
+	n.metrics.countLine(ctx, n, &c, protocol.MethodToolsCall, "ping", nil, false, time.Millisecond)
 	if a := testing.AllocsPerRun(100, func() {
-		n.metrics.count(n, &c, protocol.MethodToolsCall, "ping", nil, false, time.Millisecond)
+		n.metrics.countLine(ctx, n, &c, protocol.MethodToolsCall, "ping", nil, false, time.Millisecond)
 		n.metrics.messageBytes(&c, 100, 200)
 	}); a != 0 {
 		t.Fatalf("counting a call allocates %v times, want 0", a)
@@ -296,7 +297,7 @@ func BenchmarkMetricsCount(b *testing.B) {
 	c := Caller{ID: "12D3KooWbench", Via: "mesh", Kind: protocol.CallerPeer}
 	b.ReportAllocs()
 	for b.Loop() {
-		n.metrics.count(n, &c, protocol.MethodToolsCall, "ping", nil, false, 50*time.Microsecond)
+		n.metrics.countLine(context.Background(), n, &c, protocol.MethodToolsCall, "ping", nil, false, 50*time.Microsecond)
 		n.metrics.messageBytes(&c, 1100, 1200)
 	}
 }
