@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/network"
-	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpv2/mcpv2/node/store"
@@ -92,7 +90,6 @@ type metrics struct {
 	blobResumes prometheus.Counter
 	blobBytes   prometheus.Counter
 
-	conns      [2]prometheus.Gauge // direct, relayed
 	punchWaits [2]prometheus.Counter
 
 	reg        prometheus.Registerer
@@ -134,8 +131,6 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 	blobs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpv2_blob_transfers_total",
 		Help: "Blob uploads (/mcpv2/blob) this node served, by outcome (ok: stored; error: refused or broken, kept to resume)."},
 		[]string{"outcome"})
-	conns := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "mcpv2_connections",
-		Help: "Open libp2p connections, by path (direct, or relayed through a circuit relay)."}, []string{"path"})
 	punchWaits := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpv2_direct_waits_total",
 		Help: "Calls to a peer reached only through a relay that waited for its hole punch, by result (direct: a direct connection came; relayed: the call went through the relay)."},
 		[]string{"result"})
@@ -147,9 +142,8 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 		m.bytesOut[f] = bytes.WithLabelValues(faceNames[f], "out")
 	}
 	m.blobs[0], m.blobs[1] = blobs.WithLabelValues("ok"), blobs.WithLabelValues("error")
-	m.conns[0], m.conns[1] = conns.WithLabelValues("direct"), conns.WithLabelValues("relayed")
 	m.punchWaits[0], m.punchWaits[1] = punchWaits.WithLabelValues("direct"), punchWaits.WithLabelValues("relayed")
-	cs := []prometheus.Collector{m.calls, m.latency, refusals, bytes, blobs, m.blobResumes, m.blobBytes, conns, punchWaits}
+	cs := []prometheus.Collector{m.calls, m.latency, refusals, bytes, blobs, m.blobResumes, m.blobBytes, newConnsCollector(n), punchWaits}
 	cs = append(cs, storeCollectors(n)...)
 	for i, c := range cs {
 		if err := reg.Register(c); err != nil {
@@ -424,31 +418,33 @@ func (m *metrics) directWait(direct bool) {
 	}
 }
 
-// isRelayed says whether c runs through a circuit relay.
-func isRelayed(c network.Conn) bool {
-	if c.Stat().Limited {
-		return true
+// connsCollector reports the node's open connections by path when
+// scraped, from the host's list and with Conns' definition of relayed
+// (isCircuit), so that the gauge is never off by the connections made
+// before it was registered.
+type connsCollector struct {
+	n    *Node
+	desc *prometheus.Desc
+}
+
+func newConnsCollector(n *Node) connsCollector {
+	return connsCollector{n: n, desc: prometheus.NewDesc("mcpv2_connections",
+		"Open libp2p connections, by path (direct, or relayed through a circuit relay), read on scrape.", []string{"path"}, nil)}
+}
+
+// Describe implements prometheus.Collector.
+func (cc connsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- cc.desc }
+
+// Collect implements prometheus.Collector.
+func (cc connsCollector) Collect(ch chan<- prometheus.Metric) {
+	var direct, relayed float64
+	for _, c := range cc.n.host.Network().Conns() {
+		if isCircuit(c.RemoteMultiaddr()) {
+			relayed++
+		} else {
+			direct++
+		}
 	}
-	_, err := c.RemoteMultiaddr().ValueForProtocol(ma.P_CIRCUIT)
-	return err == nil
-}
-
-// connNotifiee keeps the connections gauge from the network's
-// notifications.
-type connNotifiee struct{ m *metrics }
-
-func (cn connNotifiee) Listen(network.Network, ma.Multiaddr)      {}
-func (cn connNotifiee) ListenClose(network.Network, ma.Multiaddr) {}
-func (cn connNotifiee) Connected(_ network.Network, c network.Conn) {
-	cn.m.conns[pathOf(c)].Inc()
-}
-func (cn connNotifiee) Disconnected(_ network.Network, c network.Conn) {
-	cn.m.conns[pathOf(c)].Dec()
-}
-
-func pathOf(c network.Conn) int {
-	if isRelayed(c) {
-		return 1
-	}
-	return 0
+	ch <- prometheus.MustNewConstMetric(cc.desc, prometheus.GaugeValue, direct, "direct")
+	ch <- prometheus.MustNewConstMetric(cc.desc, prometheus.GaugeValue, relayed, "relayed")
 }

@@ -215,8 +215,9 @@ func TestMetricsCountAllocatesNothing(t *testing.T) {
 	}
 }
 
-// TestMetricsConnectionsAndClose: the connections gauge follows the
-// network's notifications, a node's collectors leave the registry with
+// TestMetricsConnectionsAndClose: the connections gauge is the node's
+// connection list, read on scrape with its definition of relayed (Conns,
+// CountConns), a node's collectors leave the registry with
 // Close, and another node may then register on it.
 func TestMetricsConnectionsAndClose(t *testing.T) {
 	reg := prometheus.NewRegistry()
@@ -228,8 +229,11 @@ func TestMetricsConnectionsAndClose(t *testing.T) {
 	if _, err := a.Client().CallSkill(ctxT(t), addrOf(t, b), "ping", nil, protocol.CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := metricValue(t, reg, "mcpv2_connections", map[string]string{"path": "direct"}); v < 1 {
-		t.Fatalf("direct connections after a call = %v, want at least 1", v)
+	pc := CountConns(b.Conns())
+	direct, _ := metricValue(t, reg, "mcpv2_connections", map[string]string{"path": "direct"})
+	relayed, _ := metricValue(t, reg, "mcpv2_connections", map[string]string{"path": "relayed"})
+	if direct < 1 || direct != float64(pc.Direct) || relayed != float64(pc.Relayed) {
+		t.Fatalf("connections after a call: %v direct, %v relayed; want at least 1, and as Conns counts them: %+v", direct, relayed, pc)
 	}
 	if v, _ := metricValue(t, reg, "mcpv2_calls_total", map[string]string{"face": "mesh", "skill": "ping", "outcome": "ok", "caller": "peer"}); v != 1 {
 		t.Fatalf("mesh ping calls = %v, want 1", v)

@@ -156,10 +156,13 @@ type runningNode struct {
 	metrics *metricsServer
 }
 
-// Close stops the edge first (no new requests), then the face, then the
-// node.
+// Close stops the metrics server first (no scrape reads a closed part),
+// then the edge (no new requests), then the face, then the node.
 func (r *runningNode) Close() error {
 	var errs []error
+	if r.metrics != nil {
+		errs = append(errs, r.metrics.Close())
+	}
 	if r.api != nil {
 		errs = append(errs, r.api.Close())
 	}
@@ -173,9 +176,6 @@ func (r *runningNode) Close() error {
 		errs = append(errs, r.face.Close())
 	}
 	errs = append(errs, r.n.Close())
-	if r.metrics != nil {
-		errs = append(errs, r.metrics.Close())
-	}
 	return errors.Join(errs...)
 }
 
