@@ -177,4 +177,3 @@ func scrapeCalls(t *testing.T, u string) map[string]float64 {
 	}
 	return out
 }
-
