@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpv2/mcpv2/node/store"
 	"github.com/mcpv2/mcpv2/protocol"
+	"github.com/mcpv2/mcpv2/transport"
 )
 
 // Metrics (Config.Metrics). Every label value is one of a small set the
@@ -92,8 +93,7 @@ type metrics struct {
 
 	punchWaits [2]prometheus.Counter
 
-	reg        prometheus.Registerer
-	collectors []prometheus.Collector // registered on reg, unregistered by Close
+	unreg func() // takes the collectors off the registry (Close)
 
 	mu     sync.RWMutex
 	skills map[string]*skillSeries // by label value
@@ -120,7 +120,6 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 		blobBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "mcpv2_blob_received_bytes_total",
 			Help: "Bytes of blob uploads this node received."}),
 		skills: make(map[string]*skillSeries),
-		reg:    reg,
 	}
 	refusals := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpv2_refusals_total",
 		Help: "Requests refused before they ran, by face and reason (policy, auth, rate_limit, guard, quota, invalid, not_found, version)."},
@@ -145,15 +144,10 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 	m.punchWaits[0], m.punchWaits[1] = punchWaits.WithLabelValues("direct"), punchWaits.WithLabelValues("relayed")
 	cs := []prometheus.Collector{m.calls, m.latency, refusals, bytes, blobs, m.blobResumes, m.blobBytes, newConnsCollector(n), punchWaits}
 	cs = append(cs, storeCollectors(n)...)
-	for i, c := range cs {
-		if err := reg.Register(c); err != nil {
-			for _, d := range cs[:i] {
-				reg.Unregister(d)
-			}
-			return nil, err
-		}
+	var err error
+	if m.unreg, err = transport.RegisterCollectors(reg, cs...); err != nil {
+		return nil, err
 	}
-	m.collectors = cs
 	return m, nil
 }
 
@@ -163,9 +157,7 @@ func (m *metrics) unregister() {
 	if m == nil {
 		return
 	}
-	for _, c := range m.collectors {
-		m.reg.Unregister(c)
-	}
+	m.unreg()
 }
 
 // storeCollectors report the store's sizes against their quotas when
