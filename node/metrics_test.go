@@ -14,57 +14,16 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
+	"github.com/mcpv2/mcpv2/internal/promtest"
 	"github.com/mcpv2/mcpv2/node/skills"
 	"github.com/mcpv2/mcpv2/node/store"
 	"github.com/mcpv2/mcpv2/protocol"
 	"github.com/mcpv2/mcpv2/transport"
 )
 
-// metricValue is the value of the series of name whose labels include
-// want (a counter's, a gauge's, or a histogram's sample count); found is
-// false when there is none.
-func metricValue(t testing.TB, g prometheus.Gatherer, name string, want map[string]string) (v float64, found bool) {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatalf("gather: %v", err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if !hasLabels(m, want) {
-				continue
-			}
-			found = true
-			switch {
-			case m.Counter != nil:
-				v += m.Counter.GetValue()
-			case m.Gauge != nil:
-				v += m.Gauge.GetValue()
-			case m.Histogram != nil:
-				v += float64(m.Histogram.GetSampleCount())
-			}
-		}
-	}
-	return v, found
-}
-
-func hasLabels(m *dto.Metric, want map[string]string) bool {
-	n := 0
-	for _, l := range m.GetLabel() {
-		if w, ok := want[l.GetName()]; ok {
-			if w != l.GetValue() {
-				return false
-			}
-			n++
-		}
-	}
-	return n == len(want)
-}
+// metricValue is promtest.Value.
+var metricValue = promtest.Value
 
 // TestMetricsCountEveryOutcome: each request a face hands to Handle (and
 // each edge refusal handed to Audit) moves exactly the counters of its
