@@ -116,7 +116,7 @@ func (n *Node) Forward(ctx context.Context, c Caller, peerID string, msg []byte)
 		}
 	}
 	// Each forwarded slot counts once, by its peer's answer (callFace).
-	_, count := callFace(ctx, &c, "gateway")
+	face, _, count := callFace(ctx, &c, "gateway ")
 	took := time.Since(start)
 	list := make([]protocol.Response, 0, len(req.Slots))
 	k := 0
@@ -127,7 +127,7 @@ func (n *Node) Forward(ctx context.Context, c Caller, peerID string, msg []byte)
 		case remote[i]:
 			r := resps[k]
 			if count {
-				n.metrics.count(n, faceGateway, &c, callName(&req.Slots[i]), r.Error, false, took)
+				n.metrics.count(n, face, &c, callName(&req.Slots[i]), true, r.Error, false, took)
 			}
 			if !isNull(r.ID) {
 				r.ID = orig[k]
@@ -135,7 +135,7 @@ func (n *Node) Forward(ctx context.Context, c Caller, peerID string, msg []byte)
 			list = append(list, r)
 			k++
 		case count && !refused[i]: // a notification that went on
-			n.metrics.count(n, faceGateway, &c, callName(&req.Slots[i]), nil, false, took)
+			n.metrics.count(n, face, &c, callName(&req.Slots[i]), true, nil, false, took)
 		}
 	}
 	out, err := protocol.EncodeResponses(req.IsBatch, list)

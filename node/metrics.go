@@ -205,20 +205,26 @@ func tasksQuota(v int64) int64 {
 //     forward of MCP's mesh_call, an orchestration's subtasks and finds,
 //     the gateway's answered HTTP request);
 //   - the gateway (face "gateway"): each slot of a request to
-//     /mcpv2/peers/{id} (or of a face of a peer) counts once, a slot the
-//     node refuses by its line ("gateway METHOD"), a forwarded one by its
-//     peer's answer (Forward); the HTTP request itself counts only when
-//     the edge refused it before any slot went;
+//     /mcpv2/peers/{id} counts once, skill "remote" (remote is true), a
+//     slot the node refuses by its line ("gateway METHOD"), a forwarded
+//     one by its peer's answer (Forward); the HTTP request itself counts
+//     only when the edge refused it before any slot went. The MCP face of
+//     a peer counts its forwarded slots so too, under face "mcp";
 //   - everything else (a slot at the mesh or /mcpv2, an MCP request, an
 //     A2A JSON-RPC request, any other request of the edge) under c.Via.
-func callFace(ctx context.Context, c *Caller, method string) (int, bool) {
-	if protocol.IsUncounted(ctx) {
-		return 0, false
+func callFace(ctx context.Context, c *Caller, method string) (face int, remote, ok bool) {
+	switch {
+	case protocol.IsUncounted(ctx):
+		return 0, false, false
+	case strings.HasPrefix(method, "gateway "): // Forward's
+		if c.Via == "http" {
+			return faceGateway, true, true
+		}
+		return viaFace(c.Via), true, true
+	case strings.HasPrefix(method, "http POST /mcpv2/peers/"):
+		return faceGateway, false, true
 	}
-	if strings.HasPrefix(method, "gateway ") || strings.HasPrefix(method, "http POST /mcpv2/peers/") {
-		return faceGateway, true
-	}
-	return viaFace(c.Via), true
+	return viaFace(c.Via), false, true
 }
 
 // viaFace is the face of a Caller.Via.
@@ -284,13 +290,14 @@ func classify(perr *protocol.Error, blocked bool) (outcome, reason int) {
 }
 
 // series returns the series of skill, made on first use: a registered
-// skill's own, else "unknown" ("none" for no skill). At the gateway a
-// skill is a peer's: "remote", whatever skills of that name run here.
-func (m *metrics) series(n *Node, face int, skill string) *skillSeries {
+// skill's own, else "unknown" ("none" for no skill). A remote skill (one
+// a peer runs, forwarded) is "remote", whatever skills of that name run
+// here.
+func (m *metrics) series(n *Node, skill string, remote bool) *skillSeries {
 	switch {
 	case skill == "":
 		skill = skillNone
-	case face == faceGateway:
+	case remote:
 		skill = skillRemote
 	}
 	m.mu.RLock()
@@ -332,19 +339,20 @@ func (m *metrics) countLine(ctx context.Context, n *Node, c *Caller, method, ski
 	if m == nil {
 		return
 	}
-	if face, ok := callFace(ctx, c, method); ok {
-		m.count(n, face, c, skill, perr, blocked, took)
+	if face, remote, ok := callFace(ctx, c, method); ok {
+		m.count(n, face, c, skill, remote, perr, blocked, took)
 	}
 }
 
 // count records one answered request: its call, latency and refusal.
-func (m *metrics) count(n *Node, face int, c *Caller, skill string, perr *protocol.Error, blocked bool, took time.Duration) {
+// remote: skill is a peer's (series).
+func (m *metrics) count(n *Node, face int, c *Caller, skill string, remote bool, perr *protocol.Error, blocked bool, took time.Duration) {
 	if m == nil {
 		return
 	}
 	kind := kindOf(c.Kind)
 	outcome, reason := classify(perr, blocked)
-	s := m.series(n, face, skill)
+	s := m.series(n, skill, remote)
 	ctr := s.calls[face][kind][outcome].Load()
 	if ctr == nil {
 		c := m.calls.WithLabelValues(faceNames[face], s.name, outcomeNames[outcome], kindName(kind))
