@@ -97,6 +97,25 @@ func TestMetricsCountFacesE2E(t *testing.T) {
 		mcpCall("mesh_call", map[string]any{"peer": bID, "skill": "delete_file", "arguments": map[string]any{"filename": "x"}}, true)
 	})
 
+	// A peer's MCP face: its check that the peer answers is not counted,
+	// its forwarded call is, under mcp with skill remote.
+	var ps *sdk.ClientSession
+	step("mcp of a peer: initialize", map[string]float64{"mcp none ok": 1}, func() {
+		var err error
+		ps, err = mcpc.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: a.base + "/peers/" + bID + "/mcp",
+			HTTPClient: &http.Client{Transport: bearer{tok: tok, base: a.client.Transport}}}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatalf("mcp connect to the peer face: %v", err)
+		}
+	})
+	t.Cleanup(func() { _ = ps.Close() })
+	step("mcp of a peer: tools/call", map[string]float64{"mcp remote ok": 1}, func() {
+		res, err := ps.CallTool(ctx, &sdk.CallToolParams{Name: "ping", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			t.Fatalf("peer face tools/call ping: %v %+v", err, res)
+		}
+	})
+
 	step("a2a: message/send running one skill", map[string]float64{"a2a none ok": 1}, func() {
 		body := map[string]any{"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": map[string]any{"message": map[string]any{
 			"kind": "message", "role": "user", "messageId": "metrics-test-1",
