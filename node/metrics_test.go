@@ -312,3 +312,37 @@ func TestMetricsBlobResume(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsCallFace: the one rule of what is counted, and under which
+// face (callFace): inner lines (protocol.Uncounted) never; the gateway's
+// slots under gateway as a peer's skill, a peer face's under its own face;
+// the gateway's HTTP line (a refusal by the edge) under gateway.
+func TestMetricsCallFace(t *testing.T) {
+	bg := context.Background()
+	for _, c := range []struct {
+		ctx     context.Context
+		via     string
+		method  string
+		face    int
+		remote  bool
+		counted bool
+	}{
+		{bg, "mesh", protocol.MethodToolsCall, faceMesh, false, true},
+		{bg, "http", protocol.MethodToolsCall, faceHTTP, false, true},
+		{bg, "mcp", "mcp initialize", faceMCP, false, true},
+		{bg, "a2a", "a2a message/send", faceA2A, false, true},
+		{bg, "http", "gateway tools/call", faceGateway, true, true},
+		{bg, "mcp", "gateway tools/call", faceMCP, true, true},
+		{bg, "http", "http POST /mcpv2/peers/12D3KooW", faceGateway, false, true},
+		{bg, "http", "http GET /mcpv2/health", faceHTTP, false, true},
+		{bg, "carrier-pigeon", protocol.MethodToolsCall, faceOther, false, true},
+		{protocol.Uncounted(bg), "a2a", protocol.MethodToolsCall, 0, false, false},
+		{protocol.Uncounted(bg), "http", "orchestrate tools/call 12D3KooW", 0, false, false},
+	} {
+		face, remote, ok := callFace(c.ctx, &Caller{Via: c.via}, c.method)
+		if ok != c.counted || (ok && (face != c.face || remote != c.remote)) {
+			t.Errorf("callFace(via %s, %q) = %s remote %v counted %v, want %s remote %v counted %v",
+				c.via, c.method, faceNames[face], remote, ok, faceNames[c.face], c.remote, c.counted)
+		}
+	}
+}
