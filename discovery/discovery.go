@@ -429,6 +429,7 @@ func (d *Discovery) Close() error {
 	}
 	d.closed = true
 	d.closeMu.Unlock()
+	d.metrics.unregister() // first: a scrape reads the DHT
 
 	var errs []error
 	if d.mdns != nil {
@@ -446,7 +447,6 @@ func (d *Discovery) Close() error {
 	if err := d.kad.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("dht: %w", err))
 	}
-	d.metrics.unregister()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("discovery: close: %w", err)
 	}

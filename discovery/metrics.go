@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mcpv2/mcpv2/transport"
 )
 
 // WithMetrics registers the discovery's collectors on reg (nil: none, the
@@ -45,12 +47,11 @@ var dhtBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 
 
 // metrics are a Discovery's collectors; a nil *metrics counts nothing.
 type metrics struct {
-	reg        prometheus.Registerer
-	collectors []prometheus.Collector
-	finds      [numFindResults]prometheus.Counter
-	findTime   [numFindResults]prometheus.Observer
-	pubs       [numPubResults]prometheus.Counter
-	pubTime    [numPubResults]prometheus.Observer
+	unreg    func() // takes the collectors off the registry (Close)
+	finds    [numFindResults]prometheus.Counter
+	findTime [numFindResults]prometheus.Observer
+	pubs     [numPubResults]prometheus.Counter
+	pubTime  [numPubResults]prometheus.Observer
 }
 
 // newMetrics registers d's collectors on reg.
@@ -65,23 +66,17 @@ func newMetrics(reg prometheus.Registerer, d *Discovery) (*metrics, error) {
 		Help: "Time an announcement took, by result.", Buckets: dhtBuckets}, []string{"result"})
 	rt := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcpv2_dht_routing_table_peers",
 		Help: "Peers in the DHT routing table."}, func() float64 { return float64(d.kad.RoutingTable().Size()) })
-	m := &metrics{reg: reg}
+	m := &metrics{}
 	for i, r := range findResults {
 		m.finds[i], m.findTime[i] = finds.WithLabelValues(r), findTime.WithLabelValues(r)
 	}
 	for i, r := range pubResults {
 		m.pubs[i], m.pubTime[i] = pubs.WithLabelValues(r), pubTime.WithLabelValues(r)
 	}
-	cs := []prometheus.Collector{finds, findTime, pubs, pubTime, rt}
-	for i, c := range cs {
-		if err := reg.Register(c); err != nil {
-			for _, done := range cs[:i] {
-				reg.Unregister(done)
-			}
-			return nil, err
-		}
+	var err error
+	if m.unreg, err = transport.RegisterCollectors(reg, finds, findTime, pubs, pubTime, rt); err != nil {
+		return nil, err
 	}
-	m.collectors = cs
 	return m, nil
 }
 
@@ -90,9 +85,7 @@ func (m *metrics) unregister() {
 	if m == nil {
 		return
 	}
-	for _, c := range m.collectors {
-		m.reg.Unregister(c)
-	}
+	m.unreg()
 }
 
 // found counts a find that returned n results, or err.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mcpv2/mcpv2/internal/promtest"
 )
 
 // TestMetrics: finds are counted by result, each once, announcements
@@ -72,35 +74,13 @@ func TestMetrics(t *testing.T) {
 }
 
 // gathered is the value of name's series with label result (any series
-// when result is ""): a counter's or gauge's value, a histogram's count.
+// when result is ""): promtest.Value.
 func gathered(t *testing.T, g prometheus.Gatherer, name, result string) float64 {
 	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
+	var want map[string]string
+	if result != "" {
+		want = map[string]string{"result": result}
 	}
-	v := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			match := result == ""
-			for _, l := range m.GetLabel() {
-				match = match || l.GetName() == "result" && l.GetValue() == result
-			}
-			if !match {
-				continue
-			}
-			switch {
-			case m.Counter != nil:
-				v += m.Counter.GetValue()
-			case m.Gauge != nil:
-				v += m.Gauge.GetValue()
-			case m.Histogram != nil:
-				v += float64(m.Histogram.GetSampleCount())
-			}
-		}
-	}
+	v, _ := promtest.Value(t, g, name, want)
 	return v
 }

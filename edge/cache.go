@@ -296,7 +296,7 @@ func (u *unreachable) Unwrap() error { return u.err }
 func (s *Server) reachPeer(ctx context.Context, c protocol.Caller, peer string) error {
 	ctx, cancel := context.WithTimeout(ctx, peerReachTimeout)
 	defer cancel()
-	out, err := s.b.Forward(ctx, c, peer, []byte(`{"jsonrpc":"2.0","id":1,"method":"`+protocol.MethodAgentCard+`"}`))
+	out, err := s.b.Forward(protocol.Uncounted(ctx), c, peer, []byte(`{"jsonrpc":"2.0","id":1,"method":"`+protocol.MethodAgentCard+`"}`))
 	if err == nil && len(out) > 0 {
 		return nil
 	}

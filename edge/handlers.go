@@ -659,7 +659,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, c protocol.Call
 		}
 		return
 	}
-	s.b.Audit(r.Context(), c, auditMethod(r), nil, q.start)
+	// The node counted the request's slots (face gateway): its line is
+	// not counted again.
+	s.b.Audit(protocol.Uncounted(r.Context()), c, auditMethod(r), nil, q.start)
 	if len(out) == 0 {
 		w.WriteHeader(http.StatusNoContent)
 		return

@@ -24,21 +24,38 @@ func (s *Server) registerMetrics() error {
 			Help: "Event streams (SSE) the HTTP edge holds open now."},
 			func() float64 { return float64(s.streams.Held()) }),
 	}
-	for i, c := range cs {
-		if err := reg.Register(c); err != nil {
-			for _, d := range cs[:i] {
-				reg.Unregister(d)
-			}
-			return err
-		}
+	unreg, err := RegisterCollectors(reg, cs...)
+	if err != nil {
+		return err
 	}
-	s.collectors = cs
+	s.unregMetrics = unreg
 	return nil
 }
 
 // unregisterMetrics takes the edge's gauges off cfg.Metrics (Close).
 func (s *Server) unregisterMetrics() {
-	for _, c := range s.collectors {
-		s.cfg.Metrics.Unregister(c)
+	if s.unregMetrics != nil {
+		s.unregMetrics()
 	}
+}
+
+// RegisterCollectors registers cs on reg, all or none: when one fails, the
+// ones before it are taken off again and its error returned; unregister
+// takes them all off (Close). It is transport.RegisterCollectors for the
+// edge and its faces, which may import only protocol (the import rule of
+// cmd/mcpv2/imports_test.go): the one other copy.
+func RegisterCollectors(reg prometheus.Registerer, cs ...prometheus.Collector) (unregister func(), err error) {
+	for i, c := range cs {
+		if err := reg.Register(c); err != nil {
+			for _, d := range cs[:i] {
+				reg.Unregister(d)
+			}
+			return nil, err
+		}
+	}
+	return func() {
+		for _, c := range cs {
+			reg.Unregister(c)
+		}
+	}, nil
 }

@@ -248,8 +248,9 @@ type Server struct {
 	srv       *http.Server
 	tls       *tls.Config // nil: plain HTTP
 	started   time.Time
-	// collectors are registered on cfg.Metrics (registerMetrics).
-	collectors []prometheus.Collector
+	// unregMetrics takes the gauges registerMetrics put on cfg.Metrics
+	// off it again (nil without them).
+	unregMetrics func()
 
 	sessLimits *limiterSet     // per session nonce
 	ipLimits   *limiterSet     // session issues per client IP

@@ -83,7 +83,9 @@ func spanName(r *http.Request) string {
 	return m + " " + p
 }
 
-// faceOf names the face a request path is for.
+// faceOf names the face a request path is for, with the names of the
+// node's metrics (the face label of mcpv2_calls_total): a face of a mesh
+// peer is its kind's.
 func faceOf(path string) string {
 	switch {
 	case strings.HasPrefix(path, "/mcpv2/peers/"):
@@ -92,8 +94,10 @@ func faceOf(path string) string {
 		return "mcp"
 	case path == "/a2a" || strings.HasPrefix(path, "/a2a/"):
 		return "a2a"
+	case strings.HasPrefix(path, "/peers/") && strings.HasSuffix(path, "/mcp"):
+		return "mcp"
 	case strings.HasPrefix(path, "/peers/"):
-		return "peer-face"
+		return "a2a"
 	default:
 		return "http"
 	}

@@ -48,9 +48,7 @@ func (n *Node) AppendHandle(ctx context.Context, c Caller, msg, dst []byte) (out
 	if perr != nil {
 		n.audit(ctx, c, "", "", perr, start)
 		b, _ := protocol.AppendResponses(dst, false, []protocol.Response{protocol.ErrorResponse(nil, perr)})
-		if n.metrics != nil {
-			n.metrics.messageBytes(&c, len(msg), len(b)-len(dst))
-		}
+		n.metrics.messageBytes(&c, len(msg), len(b)-len(dst))
 		return b, perr
 	}
 
@@ -64,9 +62,7 @@ func (n *Node) AppendHandle(ctx context.Context, c Caller, msg, dst []byte) (out
 		list = n.runBatch(ctx, c, req.Slots)
 	}
 	if len(list) == 0 {
-		if n.metrics != nil {
-			n.metrics.messageBytes(&c, len(msg), 0)
-		}
+		n.metrics.messageBytes(&c, len(msg), 0)
 		return nil, nil
 	}
 	b, err := protocol.AppendResponses(dst, req.IsBatch, list)
@@ -76,9 +72,7 @@ func (n *Node) AppendHandle(ctx context.Context, c Caller, msg, dst []byte) (out
 		b, _ = protocol.AppendResponses(dst, false, []protocol.Response{protocol.ErrorResponse(nil, perr)})
 		return b, perr
 	}
-	if n.metrics != nil {
-		n.metrics.messageBytes(&c, len(msg), len(b)-len(dst))
-	}
+	n.metrics.messageBytes(&c, len(msg), len(b)-len(dst))
 	return b, nil
 }
 
@@ -287,13 +281,11 @@ func (n *Node) audit(ctx context.Context, c Caller, method, skill string, perr *
 }
 
 // auditVerdict is audit with what the guard found (v may be nil). Every
-// request's outcome passes here once, whatever its face: the metrics
-// count it here too.
+// request's outcome passes here, whatever its face, with its inner lines:
+// the metrics count the request here once (callFace says which line).
 func (n *Node) auditVerdict(ctx context.Context, c Caller, method, skill string, perr *protocol.Error, start time.Time, v *verdict) {
 	took := time.Since(start)
-	if n.metrics != nil {
-		n.metrics.count(n, &c, method, skill, perr, v != nil && v.blocked, took)
-	}
+	n.metrics.countLine(ctx, n, &c, method, skill, perr, v != nil && v.blocked, took)
 	rec := store.AuditRecord{
 		Time: start.UTC(), Caller: c.ID, Via: c.Via, Auth: c.Kind.String(), Method: method, Skill: skill,
 		Outcome: "ok", DurationMS: float64(took.Microseconds()) / 1000, Remote: c.Remote,

@@ -63,11 +63,13 @@ func (n *Node) Forward(ctx context.Context, c Caller, peerID string, msg []byte)
 	}
 	local := make([]*protocol.Response, len(req.Slots)) // answered here
 	remote := make([]bool, len(req.Slots))              // forwarded, an answer expected
+	refused := make([]bool, len(req.Slots))             // refused here (its audit line counts it)
 	var fwd, orig, want []json.RawMessage
 	for i := range req.Slots {
 		s := &req.Slots[i]
 		if perr := n.gatewayGrant(c, s); perr != nil {
 			n.audit(ctx, c, "gateway "+s.Method, callName(s), perr, start)
+			refused[i] = true
 			if !s.IsNotification() {
 				r := protocol.ErrorResponse(s.ID, perr)
 				local[i] = &r
@@ -113,6 +115,9 @@ func (n *Node) Forward(ctx context.Context, c Caller, peerID string, msg []byte)
 			}
 		}
 	}
+	// Each forwarded slot counts once, by its peer's answer (callFace).
+	face, _, count := callFace(ctx, &c, "gateway ")
+	took := time.Since(start)
 	list := make([]protocol.Response, 0, len(req.Slots))
 	k := 0
 	for i := range req.Slots {
@@ -121,11 +126,16 @@ func (n *Node) Forward(ctx context.Context, c Caller, peerID string, msg []byte)
 			list = append(list, *local[i])
 		case remote[i]:
 			r := resps[k]
+			if count {
+				n.metrics.count(n, face, &c, callName(&req.Slots[i]), true, r.Error, false, took)
+			}
 			if !isNull(r.ID) {
 				r.ID = orig[k]
 			}
 			list = append(list, r)
 			k++
+		case count && !refused[i]: // a notification that went on
+			n.metrics.count(n, face, &c, callName(&req.Slots[i]), true, nil, false, took)
 		}
 	}
 	out, err := protocol.EncodeResponses(req.IsBatch, list)

@@ -1,17 +1,17 @@
 package node
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/network"
-	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpv2/mcpv2/node/store"
 	"github.com/mcpv2/mcpv2/protocol"
+	"github.com/mcpv2/mcpv2/transport"
 )
 
 // Metrics (Config.Metrics). Every label value is one of a small set the
@@ -66,6 +66,7 @@ var reasonNames = [numReasons]string{"policy", "auth", "rate_limit", "guard", "q
 const (
 	skillNone    = "none"    // a request that names no skill (tools/list, an edge request)
 	skillUnknown = "unknown" // a tools/call of a skill not registered here
+	skillRemote  = "remote"  // a skill of a peer, called through the gateway
 )
 
 // maxSkillLabels bounds the skills with series of their own; past it
@@ -90,11 +91,9 @@ type metrics struct {
 	blobResumes prometheus.Counter
 	blobBytes   prometheus.Counter
 
-	conns      [2]prometheus.Gauge // direct, relayed
 	punchWaits [2]prometheus.Counter
 
-	reg        prometheus.Registerer
-	collectors []prometheus.Collector // registered on reg, unregistered by Close
+	unreg func() // takes the collectors off the registry (Close)
 
 	mu     sync.RWMutex
 	skills map[string]*skillSeries // by label value
@@ -121,7 +120,6 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 		blobBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "mcpv2_blob_received_bytes_total",
 			Help: "Bytes of blob uploads this node received."}),
 		skills: make(map[string]*skillSeries),
-		reg:    reg,
 	}
 	refusals := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpv2_refusals_total",
 		Help: "Requests refused before they ran, by face and reason (policy, auth, rate_limit, guard, quota, invalid, not_found, version)."},
@@ -132,8 +130,6 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 	blobs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpv2_blob_transfers_total",
 		Help: "Blob uploads (/mcpv2/blob) this node served, by outcome (ok: stored; error: refused or broken, kept to resume)."},
 		[]string{"outcome"})
-	conns := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "mcpv2_connections",
-		Help: "Open libp2p connections, by path (direct, or relayed through a circuit relay)."}, []string{"path"})
 	punchWaits := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcpv2_direct_waits_total",
 		Help: "Calls to a peer reached only through a relay that waited for its hole punch, by result (direct: a direct connection came; relayed: the call went through the relay)."},
 		[]string{"result"})
@@ -145,19 +141,13 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 		m.bytesOut[f] = bytes.WithLabelValues(faceNames[f], "out")
 	}
 	m.blobs[0], m.blobs[1] = blobs.WithLabelValues("ok"), blobs.WithLabelValues("error")
-	m.conns[0], m.conns[1] = conns.WithLabelValues("direct"), conns.WithLabelValues("relayed")
 	m.punchWaits[0], m.punchWaits[1] = punchWaits.WithLabelValues("direct"), punchWaits.WithLabelValues("relayed")
-	cs := []prometheus.Collector{m.calls, m.latency, refusals, bytes, blobs, m.blobResumes, m.blobBytes, conns, punchWaits}
+	cs := []prometheus.Collector{m.calls, m.latency, refusals, bytes, blobs, m.blobResumes, m.blobBytes, newConnsCollector(n), punchWaits}
 	cs = append(cs, storeCollectors(n)...)
-	for i, c := range cs {
-		if err := reg.Register(c); err != nil {
-			for _, d := range cs[:i] {
-				reg.Unregister(d)
-			}
-			return nil, err
-		}
+	var err error
+	if m.unreg, err = transport.RegisterCollectors(reg, cs...); err != nil {
+		return nil, err
 	}
-	m.collectors = cs
 	return m, nil
 }
 
@@ -167,9 +157,7 @@ func (m *metrics) unregister() {
 	if m == nil {
 		return
 	}
-	for _, c := range m.collectors {
-		m.reg.Unregister(c)
-	}
+	m.unreg()
 }
 
 // storeCollectors report the store's sizes against their quotas when
@@ -208,12 +196,40 @@ func tasksQuota(v int64) int64 {
 	return v
 }
 
-// faceOf is the face a request is counted under.
-func faceOf(c *Caller, method string) int {
-	if strings.HasPrefix(method, "gateway ") || strings.HasPrefix(method, "http POST /mcpv2/peers/") {
-		return faceGateway
+// callFace is the one rule of mcpv2_calls_total: each request is counted
+// once, at the face it entered, with the outcome its caller got. It
+// returns the face an audit line is counted under, and false for a line
+// that is not counted:
+//   - a line written under protocol.Uncounted: an inner line of a request
+//     its face counts by a line of its own (an A2A task's skill calls, the
+//     forward of MCP's mesh_call, an orchestration's subtasks and finds,
+//     the gateway's answered HTTP request);
+//   - the gateway (face "gateway"): each slot of a request to
+//     /mcpv2/peers/{id} counts once, skill "remote" (remote is true), a
+//     slot the node refuses by its line ("gateway METHOD"), a forwarded
+//     one by its peer's answer (Forward); the HTTP request itself counts
+//     only when the edge refused it before any slot went. The MCP face of
+//     a peer counts its forwarded slots so too, under face "mcp";
+//   - everything else (a slot at the mesh or /mcpv2, an MCP request, an
+//     A2A JSON-RPC request, any other request of the edge) under c.Via.
+func callFace(ctx context.Context, c *Caller, method string) (face int, remote, ok bool) {
+	switch {
+	case protocol.IsUncounted(ctx):
+		return 0, false, false
+	case strings.HasPrefix(method, "gateway "): // Forward's
+		if c.Via == "http" {
+			return faceGateway, true, true
+		}
+		return viaFace(c.Via), true, true
+	case strings.HasPrefix(method, "http POST /mcpv2/peers/"):
+		return faceGateway, false, true
 	}
-	switch c.Via {
+	return viaFace(c.Via), false, true
+}
+
+// viaFace is the face of a Caller.Via.
+func viaFace(via string) int {
+	switch via {
 	case "mesh":
 		return faceMesh
 	case "http":
@@ -274,10 +290,15 @@ func classify(perr *protocol.Error, blocked bool) (outcome, reason int) {
 }
 
 // series returns the series of skill, made on first use: a registered
-// skill's own, else "unknown" ("none" for no skill).
-func (m *metrics) series(n *Node, skill string) *skillSeries {
-	if skill == "" {
+// skill's own, else "unknown" ("none" for no skill). A remote skill (one
+// a peer runs, forwarded) is "remote", whatever skills of that name run
+// here.
+func (m *metrics) series(n *Node, skill string, remote bool) *skillSeries {
+	switch {
+	case skill == "":
 		skill = skillNone
+	case remote:
+		skill = skillRemote
 	}
 	m.mu.RLock()
 	s := m.skills[skill]
@@ -285,7 +306,7 @@ func (m *metrics) series(n *Node, skill string) *skillSeries {
 	if s != nil {
 		return s
 	}
-	if skill != skillNone {
+	if skill != skillNone && skill != skillRemote {
 		if _, ok := n.reg.Lookup(skill); !ok {
 			skill = skillUnknown
 			m.mu.RLock()
@@ -312,12 +333,26 @@ func (m *metrics) series(n *Node, skill string) *skillSeries {
 	return s
 }
 
+// countLine counts the request of an audit line when callFace says it is
+// counted.
+func (m *metrics) countLine(ctx context.Context, n *Node, c *Caller, method, skill string, perr *protocol.Error, blocked bool, took time.Duration) {
+	if m == nil {
+		return
+	}
+	if face, remote, ok := callFace(ctx, c, method); ok {
+		m.count(n, face, c, skill, remote, perr, blocked, took)
+	}
+}
+
 // count records one answered request: its call, latency and refusal.
-func (m *metrics) count(n *Node, c *Caller, method, skill string, perr *protocol.Error, blocked bool, took time.Duration) {
-	face := faceOf(c, method)
+// remote: skill is a peer's (series).
+func (m *metrics) count(n *Node, face int, c *Caller, skill string, remote bool, perr *protocol.Error, blocked bool, took time.Duration) {
+	if m == nil {
+		return
+	}
 	kind := kindOf(c.Kind)
 	outcome, reason := classify(perr, blocked)
-	s := m.series(n, skill)
+	s := m.series(n, skill, remote)
 	ctr := s.calls[face][kind][outcome].Load()
 	if ctr == nil {
 		c := m.calls.WithLabelValues(faceNames[face], s.name, outcomeNames[outcome], kindName(kind))
@@ -339,7 +374,10 @@ func (m *metrics) count(n *Node, c *Caller, method, skill string, perr *protocol
 
 // messageBytes counts a request of in bytes and its answer of out bytes.
 func (m *metrics) messageBytes(c *Caller, in, out int) {
-	face := faceOf(c, "")
+	if m == nil {
+		return
+	}
+	face := viaFace(c.Via)
 	m.bytesIn[face].Add(float64(in))
 	m.bytesOut[face].Add(float64(out))
 }
@@ -380,31 +418,33 @@ func (m *metrics) directWait(direct bool) {
 	}
 }
 
-// isRelayed says whether c runs through a circuit relay.
-func isRelayed(c network.Conn) bool {
-	if c.Stat().Limited {
-		return true
+// connsCollector reports the node's open connections by path when
+// scraped, from the host's list and with Conns' definition of relayed
+// (isCircuit), so that the gauge is never off by the connections made
+// before it was registered.
+type connsCollector struct {
+	n    *Node
+	desc *prometheus.Desc
+}
+
+func newConnsCollector(n *Node) connsCollector {
+	return connsCollector{n: n, desc: prometheus.NewDesc("mcpv2_connections",
+		"Open libp2p connections, by path (direct, or relayed through a circuit relay), read on scrape.", []string{"path"}, nil)}
+}
+
+// Describe implements prometheus.Collector.
+func (cc connsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- cc.desc }
+
+// Collect implements prometheus.Collector.
+func (cc connsCollector) Collect(ch chan<- prometheus.Metric) {
+	var direct, relayed float64
+	for _, c := range cc.n.host.Network().Conns() {
+		if isCircuit(c.RemoteMultiaddr()) {
+			relayed++
+		} else {
+			direct++
+		}
 	}
-	_, err := c.RemoteMultiaddr().ValueForProtocol(ma.P_CIRCUIT)
-	return err == nil
-}
-
-// connNotifiee keeps the connections gauge from the network's
-// notifications.
-type connNotifiee struct{ m *metrics }
-
-func (cn connNotifiee) Listen(network.Network, ma.Multiaddr)      {}
-func (cn connNotifiee) ListenClose(network.Network, ma.Multiaddr) {}
-func (cn connNotifiee) Connected(_ network.Network, c network.Conn) {
-	cn.m.conns[pathOf(c)].Inc()
-}
-func (cn connNotifiee) Disconnected(_ network.Network, c network.Conn) {
-	cn.m.conns[pathOf(c)].Dec()
-}
-
-func pathOf(c network.Conn) int {
-	if isRelayed(c) {
-		return 1
-	}
-	return 0
+	ch <- prometheus.MustNewConstMetric(cc.desc, prometheus.GaugeValue, direct, "direct")
+	ch <- prometheus.MustNewConstMetric(cc.desc, prometheus.GaugeValue, relayed, "relayed")
 }

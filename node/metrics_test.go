@@ -14,57 +14,16 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
+	"github.com/mcpv2/mcpv2/internal/promtest"
 	"github.com/mcpv2/mcpv2/node/skills"
 	"github.com/mcpv2/mcpv2/node/store"
 	"github.com/mcpv2/mcpv2/protocol"
 	"github.com/mcpv2/mcpv2/transport"
 )
 
-// metricValue is the value of the series of name whose labels include
-// want (a counter's, a gauge's, or a histogram's sample count); found is
-// false when there is none.
-func metricValue(t testing.TB, g prometheus.Gatherer, name string, want map[string]string) (v float64, found bool) {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatalf("gather: %v", err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if !hasLabels(m, want) {
-				continue
-			}
-			found = true
-			switch {
-			case m.Counter != nil:
-				v += m.Counter.GetValue()
-			case m.Gauge != nil:
-				v += m.Gauge.GetValue()
-			case m.Histogram != nil:
-				v += float64(m.Histogram.GetSampleCount())
-			}
-		}
-	}
-	return v, found
-}
-
-func hasLabels(m *dto.Metric, want map[string]string) bool {
-	n := 0
-	for _, l := range m.GetLabel() {
-		if w, ok := want[l.GetName()]; ok {
-			if w != l.GetValue() {
-				return false
-			}
-			n++
-		}
-	}
-	return n == len(want)
-}
+// metricValue is promtest.Value.
+var metricValue = promtest.Value
 
 // TestMetricsCountEveryOutcome: each request a face hands to Handle (and
 // each edge refusal handed to Audit) moves exactly the counters of its
@@ -205,17 +164,19 @@ func TestClassify(t *testing.T) {
 func TestMetricsCountAllocatesNothing(t *testing.T) {
 	n := newTestNode(t, func(c *Config) { c.Metrics = prometheus.NewRegistry() })
 	c := Caller{ID: "12D3KooW", Via: "mesh", Kind: protocol.CallerPeer}
-	n.metrics.count(n, &c, protocol.MethodToolsCall, "ping", nil, false, time.Millisecond)
+	ctx := context.Background()
+	n.metrics.countLine(ctx, n, &c, protocol.MethodToolsCall, "ping", nil, false, time.Millisecond)
 	if a := testing.AllocsPerRun(100, func() {
-		n.metrics.count(n, &c, protocol.MethodToolsCall, "ping", nil, false, time.Millisecond)
+		n.metrics.countLine(ctx, n, &c, protocol.MethodToolsCall, "ping", nil, false, time.Millisecond)
 		n.metrics.messageBytes(&c, 100, 200)
 	}); a != 0 {
 		t.Fatalf("counting a call allocates %v times, want 0", a)
 	}
 }
 
-// TestMetricsConnectionsAndClose: the connections gauge follows the
-// network's notifications, a node's collectors leave the registry with
+// TestMetricsConnectionsAndClose: the connections gauge is the node's
+// connection list, read on scrape with its definition of relayed (Conns,
+// CountConns), a node's collectors leave the registry with
 // Close, and another node may then register on it.
 func TestMetricsConnectionsAndClose(t *testing.T) {
 	reg := prometheus.NewRegistry()
@@ -227,8 +188,11 @@ func TestMetricsConnectionsAndClose(t *testing.T) {
 	if _, err := a.Client().CallSkill(ctxT(t), addrOf(t, b), "ping", nil, protocol.CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := metricValue(t, reg, "mcpv2_connections", map[string]string{"path": "direct"}); v < 1 {
-		t.Fatalf("direct connections after a call = %v, want at least 1", v)
+	pc := CountConns(b.Conns())
+	direct, _ := metricValue(t, reg, "mcpv2_connections", map[string]string{"path": "direct"})
+	relayed, _ := metricValue(t, reg, "mcpv2_connections", map[string]string{"path": "relayed"})
+	if direct < 1 || direct != float64(pc.Direct) || relayed != float64(pc.Relayed) {
+		t.Fatalf("connections after a call: %v direct, %v relayed; want at least 1, and as Conns counts them: %+v", direct, relayed, pc)
 	}
 	if v, _ := metricValue(t, reg, "mcpv2_calls_total", map[string]string{"face": "mesh", "skill": "ping", "outcome": "ok", "caller": "peer"}); v != 1 {
 		t.Fatalf("mesh ping calls = %v, want 1", v)
@@ -296,7 +260,7 @@ func BenchmarkMetricsCount(b *testing.B) {
 	c := Caller{ID: "12D3KooWbench", Via: "mesh", Kind: protocol.CallerPeer}
 	b.ReportAllocs()
 	for b.Loop() {
-		n.metrics.count(n, &c, protocol.MethodToolsCall, "ping", nil, false, 50*time.Microsecond)
+		n.metrics.countLine(context.Background(), n, &c, protocol.MethodToolsCall, "ping", nil, false, 50*time.Microsecond)
 		n.metrics.messageBytes(&c, 1100, 1200)
 	}
 }
@@ -345,6 +309,40 @@ func TestMetricsBlobResume(t *testing.T) {
 	} {
 		if got, _ := metricValue(t, reg, c.name, c.labels); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+}
+
+// TestMetricsCallFace: the one rule of what is counted, and under which
+// face (callFace): inner lines (protocol.Uncounted) never; the gateway's
+// slots under gateway as a peer's skill, a peer face's under its own face;
+// the gateway's HTTP line (a refusal by the edge) under gateway.
+func TestMetricsCallFace(t *testing.T) {
+	bg := context.Background()
+	for _, c := range []struct {
+		ctx     context.Context
+		via     string
+		method  string
+		face    int
+		remote  bool
+		counted bool
+	}{
+		{bg, "mesh", protocol.MethodToolsCall, faceMesh, false, true},
+		{bg, "http", protocol.MethodToolsCall, faceHTTP, false, true},
+		{bg, "mcp", "mcp initialize", faceMCP, false, true},
+		{bg, "a2a", "a2a message/send", faceA2A, false, true},
+		{bg, "http", "gateway tools/call", faceGateway, true, true},
+		{bg, "mcp", "gateway tools/call", faceMCP, true, true},
+		{bg, "http", "http POST /mcpv2/peers/12D3KooW", faceGateway, false, true},
+		{bg, "http", "http GET /mcpv2/health", faceHTTP, false, true},
+		{bg, "carrier-pigeon", protocol.MethodToolsCall, faceOther, false, true},
+		{protocol.Uncounted(bg), "a2a", protocol.MethodToolsCall, 0, false, false},
+		{protocol.Uncounted(bg), "http", "orchestrate tools/call 12D3KooW", 0, false, false},
+	} {
+		face, remote, ok := callFace(c.ctx, &Caller{Via: c.via}, c.method)
+		if ok != c.counted || (ok && (face != c.face || remote != c.remote)) {
+			t.Errorf("callFace(via %s, %q) = %s remote %v counted %v, want %s remote %v counted %v",
+				c.via, c.method, faceNames[face], remote, ok, faceNames[c.face], c.remote, c.counted)
 		}
 	}
 }

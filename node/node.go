@@ -319,12 +319,6 @@ func New(cfg Config) (_ *Node, err error) {
 	n.limits = newLimiters(cfg.RateLimit, burst)
 	n.finds = newFindLimiters(cfg.FindRate)
 
-	if cfg.Metrics != nil {
-		if n.metrics, err = newMetrics(cfg.Metrics, n); err != nil {
-			return nil, fmt.Errorf("node: metrics: %w", err)
-		}
-	}
-
 	hopts := []transport.Option{
 		transport.WithIdentity(key),
 		transport.WithMetrics(cfg.Metrics),
@@ -371,8 +365,10 @@ func New(cfg Config) (_ *Node, err error) {
 	if err = n.watchStatus(); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	if n.metrics != nil {
-		n.host.Network().Notify(connNotifiee{n.metrics})
+	if cfg.Metrics != nil { // after the host: the collectors read it on scrape
+		if n.metrics, err = newMetrics(cfg.Metrics, n); err != nil {
+			return nil, fmt.Errorf("node: metrics: %w", err)
+		}
 		n.client.onDirectWait = n.metrics.directWait
 	}
 	n.host.SetStreamHandler(libp2pproto.ID(protocol.RPCProtocolID), n.handleRPC)
@@ -405,6 +401,7 @@ func (n *Node) Close() error {
 	}
 	n.closed = true
 	n.closeMu.Unlock()
+	n.metrics.unregister() // first: a scrape reads the host and store
 	n.cancel()
 	n.bg.Wait()
 	var errs []error
@@ -427,7 +424,6 @@ func (n *Node) Close() error {
 	if n.store != nil {
 		errs = append(errs, n.store.Close())
 	}
-	n.metrics.unregister()
 	return errors.Join(errs...)
 }
 

@@ -132,6 +132,7 @@ func (m meshCaller) authorize(ctx context.Context, skill string) error {
 	if skill == OrchestrateSkill {
 		return protocol.Errorf(protocol.CodeInvalidParams, "invalid params: an orchestration's subtask may not be another orchestration")
 	}
+	ctx = protocol.Uncounted(ctx) // the orchestrate call is counted, not its parts
 	start := time.Now()
 	slot := protocol.Slot{JSONRPC: "2.0", ID: json.RawMessage("1"), Method: protocol.MethodToolsCall,
 		Params: protocol.AppendCallParams(nil, skill, nil)}
@@ -147,6 +148,7 @@ func (m meshCaller) authorize(ctx context.Context, skill string) error {
 // for its turn at most maxFindWait; past that it is refused -32005. Each
 // find is audited ("orchestrate find", the skill or tag as the skill).
 func (m meshCaller) Find(ctx context.Context, skillOrTag string, limit int) ([]protocol.FindResult, error) {
+	ctx = protocol.Uncounted(ctx) // the orchestrate call is counted, not its parts
 	start := time.Now()
 	ok, wait, err := m.n.finds.wait(ctx, m.c.ID, maxFindWait, start)
 	if err != nil {
@@ -178,6 +180,7 @@ func (m meshCaller) CallSkill(ctx context.Context, agent protocol.Address, skill
 	if skill == OrchestrateSkill {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: an orchestration's subtask may not be another orchestration")
 	}
+	ctx = protocol.Uncounted(ctx) // the orchestrate call is counted, not its subtasks
 	slot := protocol.Slot{JSONRPC: "2.0", ID: json.RawMessage("1"), Method: protocol.MethodToolsCall,
 		Params: protocol.AppendCallParams(nil, skill, args)}
 	msg := protocol.AppendSlot(nil, &slot)

@@ -267,9 +267,12 @@ func WithLibp2pOptions(opts ...libp2p.Option) Option {
 
 // WithMetrics registers go-libp2p's own metrics (swarm, identify, hole
 // punching, the relay service and client, AutoNAT, the event bus) on reg;
-// nil, the default, keeps them on a registry of the host's own that
-// nothing reads (go-libp2p's set-up is the same either way), never on the
-// process-wide default registry. The resource manager's metrics stay off
+// nil, the default, registers them on a fresh registry that nothing reads
+// (go-libp2p's set-up is the same either way), never on the process-wide
+// default registry. go-libp2p's collectors are package globals: every host
+// of the process adds to the same series, whichever registry shows them,
+// and nothing takes them off reg when the host closes (a registry that
+// outlives a host keeps showing them). The resource manager's metrics stay off
 // unless [WithResourceManagerMetrics] is given too: their stats reporter
 // costs CPU on every reservation.
 func WithMetrics(reg prometheus.Registerer) Option {
@@ -482,7 +485,9 @@ func NewHost(opts ...Option) (host.Host, error) {
 }
 
 // metricsOption is go-libp2p's metrics on WithMetrics's registerer, or,
-// without it, on a registry of the host's own that nothing reads: they are
+// without it, on a fresh registry that nothing reads (the collectors
+// themselves are go-libp2p's package globals, shared by every host of the
+// process): they are
 // not turned off (libp2p.DisableMetrics), which also changes how the QUIC
 // transport and hole punching are set up (docs/benchmarks.md: the NAT
 // lab's QUIC calls went direct less often under load), and nothing lands

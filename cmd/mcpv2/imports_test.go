@@ -62,6 +62,9 @@ var importRules = []importRule{
 	// (_test.go files only): any third-party module, no package of the
 	// project.
 	{prefix: "internal/otlptest", allowed: nil},
+	// internal/promtest sums gathered metrics for the tests (_test.go
+	// files only).
+	{prefix: "internal/promtest", allowed: nil},
 }
 
 // thirdPartyOK lists what protocol may use beside the standard library:

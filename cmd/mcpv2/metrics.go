@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,10 +69,18 @@ func newMetricsServer(addr string, public bool, log *slog.Logger) (*metricsServe
 	if err != nil {
 		return nil, fmt.Errorf("--metrics %s: %w", addr, err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+	if err := checkBound(addr, ln.Addr(), public); err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	var h http.Handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		Registry: reg, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError), MaxRequestsInFlight: 4, Timeout: 30 * time.Second,
-	}))
+	})
+	if !public {
+		h = loopbackHostOnly(h)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
 	m := &metricsServer{reg: reg, ln: ln, done: make(chan struct{}),
 		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}}
@@ -100,6 +110,38 @@ func checkMetricsAddr(addr string, public bool) error {
 		return nil
 	}
 	return fmt.Errorf("--metrics %q: the metrics are served without authentication: listen on a loopback address (127.0.0.1:PORT), or add --metrics-public to serve them on %q", addr, host)
+}
+
+// checkBound refuses a listener that bound an address off loopback unless
+// public: a name such as "localhost" is trusted only as far as the address
+// it resolved to (/etc/hosts or DNS may map it elsewhere).
+func checkBound(addr string, bound net.Addr, public bool) error {
+	if public {
+		return nil
+	}
+	if ta, ok := bound.(*net.TCPAddr); ok && ta.IP.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("--metrics %q: it listens on %s, which is not loopback: the metrics are served without authentication; listen on a loopback address (127.0.0.1:PORT), or add --metrics-public", addr, bound)
+}
+
+// loopbackHostOnly serves only requests whose Host header names a loopback
+// IP or localhost: a web page whose DNS name an attacker rebinds to
+// 127.0.0.1 names its own host there, and may not read the metrics (DNS
+// rebinding). A scraper of a loopback --metrics names its address.
+func loopbackHostOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+		if ip, err := netip.ParseAddr(host); (err != nil || !ip.IsLoopback()) && host != "localhost" {
+			http.Error(w, "forbidden: the Host header must name a loopback address or localhost (DNS rebinding protection); --metrics-public serves any", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // URL is where the metrics are served.

@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -35,8 +36,52 @@ func TestMetricsServer(t *testing.T) {
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST /metrics: %d, want 405", resp.StatusCode)
 	}
+	// DNS rebinding: a Host that is not loopback is refused.
+	for host, want := range map[string]int{"evil.example": http.StatusForbidden, "evil.example:80": http.StatusForbidden,
+		"192.0.2.1": http.StatusForbidden, "localhost": http.StatusOK, "LOCALHOST.:9464": http.StatusOK, "127.0.0.1": http.StatusOK, "[::1]:1": http.StatusOK} {
+		req, err := http.NewRequest(http.MethodGet, m.URL(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET /metrics with Host %q: %d, want %d", host, resp.StatusCode, want)
+		}
+	}
 	http.DefaultClient.CloseIdleConnections()
 	testenv.CloseTwice(t, m)
+	// --metrics-public serves any Host.
+	pub, err := newMetricsServer("127.0.0.1:0", true, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, pub.URL(), nil)
+	req.Host = "metrics.example"
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("public server, Host metrics.example: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	http.DefaultClient.CloseIdleConnections()
+	testenv.CloseTwice(t, pub)
+
+	// What a listener bound decides, whatever name it was given.
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if err := checkBound("localhost:0", ln.Addr(), false); err == nil || !strings.Contains(err.Error(), "not loopback") {
+		t.Errorf("checkBound of %s: %v, want a refusal", ln.Addr(), err)
+	}
+	if err := checkBound("localhost:0", ln.Addr(), true); err != nil {
+		t.Errorf("checkBound of %s, public: %v", ln.Addr(), err)
+	}
 
 	for _, c := range []struct {
 		addr   string

@@ -159,10 +159,13 @@ type runningNode struct {
 	tp *sdktrace.TracerProvider
 }
 
-// Close stops the edge first (no new requests), then the face, then the
-// node.
+// Close stops the metrics server first (no scrape reads a closed part),
+// then the edge (no new requests), then the face, then the node.
 func (r *runningNode) Close() error {
 	var errs []error
+	if r.metrics != nil {
+		errs = append(errs, r.metrics.Close())
+	}
 	if r.api != nil {
 		errs = append(errs, r.api.Close())
 	}
@@ -176,9 +179,6 @@ func (r *runningNode) Close() error {
 		errs = append(errs, r.face.Close())
 	}
 	errs = append(errs, r.n.Close())
-	if r.metrics != nil {
-		errs = append(errs, r.metrics.Close())
-	}
 	shutdownTracer(r.tp, r.log)
 	return errors.Join(errs...)
 }

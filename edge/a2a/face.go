@@ -296,7 +296,7 @@ func (f *Face) servePeerCard(w http.ResponseWriter, r *http.Request) {
 		}
 		return protocol.EncodeResponses(false, []protocol.Response{{JSONRPC: "2.0", ID: json.RawMessage("1"), Result: card}})
 	}
-	card, perr := protocol.OneResult(edge.HandleByForward(r.Context(), fetch, c, peer, nil))
+	card, perr := protocol.OneResult(edge.HandleByForward(protocol.Uncounted(r.Context()), fetch, c, peer, nil))
 	if perr != nil {
 		refuse(http.StatusBadGateway, perr)
 		return

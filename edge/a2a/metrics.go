@@ -2,6 +2,8 @@ package a2a
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mcpv2/mcpv2/edge"
 )
 
 // WithMetrics registers the face's collectors on reg (nil: none, the
@@ -19,10 +21,9 @@ var taskStates = []State{StateSubmitted, StateWorking, StateInputRequired, State
 
 // metrics are a face's collectors; a nil *metrics counts nothing.
 type metrics struct {
-	reg        prometheus.Registerer
-	collectors []prometheus.Collector
-	owner      *Face                        // the face whose Close unregisters them (not a peer's)
-	states     map[State]prometheus.Counter // fixed at New: read without a lock
+	unreg  func()                       // takes the collectors off the registry
+	owner  *Face                        // the face whose Close unregisters them (not a peer's)
+	states map[State]prometheus.Counter // fixed at New: read without a lock
 }
 
 func newMetrics(reg prometheus.Registerer, f *Face) (*metrics, error) {
@@ -34,20 +35,15 @@ func newMetrics(reg prometheus.Registerer, f *Face) (*metrics, error) {
 		defer f.mu.Unlock()
 		return float64(len(f.runs))
 	})
-	m := &metrics{reg: reg, owner: f, states: map[State]prometheus.Counter{}}
+	m := &metrics{owner: f, states: map[State]prometheus.Counter{}}
 	for _, s := range taskStates {
 		m.states[s] = states.WithLabelValues(string(s))
 	}
 	cs := []prometheus.Collector{states, running}
-	for i, c := range cs {
-		if err := reg.Register(c); err != nil {
-			for _, d := range cs[:i] {
-				reg.Unregister(d)
-			}
-			return nil, err
-		}
+	var err error
+	if m.unreg, err = edge.RegisterCollectors(reg, cs...); err != nil {
+		return nil, err
 	}
-	m.collectors = cs
 	return m, nil
 }
 
@@ -66,7 +62,5 @@ func (m *metrics) unregister(f *Face) {
 	if m == nil || m.owner != f {
 		return
 	}
-	for _, c := range m.collectors {
-		m.reg.Unregister(c)
-	}
+	m.unreg()
 }

@@ -554,9 +554,10 @@ func resultParts(res json.RawMessage) []Part {
 	return parts
 }
 
-// call runs one skill as c through the node's dispatch.
+// call runs one skill as c through the node's dispatch. It is not counted
+// as a call in the node's metrics: the A2A request is.
 func (f *Face) call(ctx context.Context, c protocol.Caller, cl call) (json.RawMessage, *protocol.Error) {
-	return protocol.OneResult(f.b.Handle(ctx, c, protocol.CallMessage(cl.Skill, cl.Args)))
+	return protocol.OneResult(f.b.Handle(protocol.Uncounted(ctx), c, protocol.CallMessage(cl.Skill, cl.Args)))
 }
 
 // cancelRun cancels a running task and waits (bounded by ctx) until it

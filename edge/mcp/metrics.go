@@ -5,6 +5,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mcpv2/mcpv2/edge"
 )
 
 // WithMetrics registers the face's collectors on reg (nil: none, the
@@ -21,27 +23,21 @@ func WithMetrics(reg prometheus.Registerer) Option {
 
 // metrics are a face's collectors; a nil *metrics counts nothing.
 type metrics struct {
-	reg        prometheus.Registerer
-	collectors []prometheus.Collector
-	owner      *Face // the face whose Close unregisters them (not a peer's)
-	opened     prometheus.Counter
+	unreg  func() // takes the collectors off the registry
+	owner  *Face  // the face whose Close unregisters them (not a peer's)
+	opened prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, f *Face) (*metrics, error) {
-	m := &metrics{reg: reg, owner: f, opened: prometheus.NewCounter(prometheus.CounterOpts{Name: "mcpv2_mcp_sessions_opened_total",
+	m := &metrics{owner: f, opened: prometheus.NewCounter(prometheus.CounterOpts{Name: "mcpv2_mcp_sessions_opened_total",
 		Help: "MCP sessions initialized (the client's notifications/initialized), on the node's face and its mesh peers' faces."})}
 	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcpv2_mcp_sessions",
 		Help: "MCP sessions the node's own face holds now."}, func() float64 { return float64(f.sessions()) })
 	cs := []prometheus.Collector{m.opened, open}
-	for i, c := range cs {
-		if err := reg.Register(c); err != nil {
-			for _, d := range cs[:i] {
-				reg.Unregister(d)
-			}
-			return nil, err
-		}
+	var err error
+	if m.unreg, err = edge.RegisterCollectors(reg, cs...); err != nil {
+		return nil, err
 	}
-	m.collectors = cs
 	return m, nil
 }
 
@@ -57,7 +53,5 @@ func (m *metrics) unregister(f *Face) {
 	if m == nil || m.owner != f {
 		return
 	}
-	for _, c := range m.collectors {
-		m.reg.Unregister(c)
-	}
+	m.unreg()
 }

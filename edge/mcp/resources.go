@@ -175,7 +175,7 @@ func (f *Face) readAgent(ctx context.Context, req *sdk.ReadResourceRequest) (*sd
 		}
 	}
 	start := time.Now()
-	res, perr := protocol.OneResult(edge.HandleByForward(ctx, f.b.Forward, c, peer, []byte(`{"jsonrpc":"2.0","id":1,"method":"agent/card"}`)))
+	res, perr := protocol.OneResult(edge.HandleByForward(protocol.Uncounted(ctx), f.b.Forward, c, peer, []byte(`{"jsonrpc":"2.0","id":1,"method":"agent/card"}`)))
 	f.b.Audit(ctx, c, "mcp resources/read agent", perr, start)
 	if perr != nil {
 		return nil, protocolToWire(perr)

@@ -234,7 +234,8 @@ func (f *Face) meshCall(ctx context.Context, c protocol.Caller, raw json.RawMess
 			return toolResult(nil, perr)
 		}
 	}
-	return toolResult(protocol.OneResult(edge.HandleByForward(ctx, f.b.Forward, c, a.Peer, protocol.CallMessage(a.Skill, args))))
+	// The tools/call is counted once, by auditTool's line, not its forward.
+	return toolResult(protocol.OneResult(edge.HandleByForward(protocol.Uncounted(ctx), f.b.Forward, c, a.Peer, protocol.CallMessage(a.Skill, args))))
 }
 
 // auditTool writes the one audit line of a mesh tool's call (the node
