@@ -299,23 +299,14 @@ func (m *metrics) series(n *Node, skill string, remote bool) *skillSeries {
 		skill = skillNone
 	case remote:
 		skill = skillRemote
+	default:
+		skill = n.skillLabel(skill) // the spans' rule: registered here, else "unknown"
 	}
 	m.mu.RLock()
 	s := m.skills[skill]
 	m.mu.RUnlock()
 	if s != nil {
 		return s
-	}
-	if skill != skillNone && skill != skillRemote {
-		if _, ok := n.reg.Lookup(skill); !ok {
-			skill = skillUnknown
-			m.mu.RLock()
-			s = m.skills[skill]
-			m.mu.RUnlock()
-			if s != nil {
-				return s
-			}
-		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
