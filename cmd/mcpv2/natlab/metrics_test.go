@@ -21,8 +21,8 @@ const natlabMetricsAddr = "127.0.0.1:9464"
 // by a real Prometheus server run in B's namespace; once B is reachable,
 // fresh clients in A's network call it, each call's relayed connection
 // making B punch a hole (DCUtR). PromQL over that Prometheus's HTTP API
-// then counts exactly those punches, all successes (go-libp2p's hole
-// punching tracer on the node's registry), exactly those calls, a direct
+// then counts exactly those punches (go-libp2p's hole punching tracer on
+// the node's registry; their outcomes are logged), exactly those calls, a direct
 // connection and B's relay reservation.
 func TestNATLabMetrics(t *testing.T) {
 	ipBin, nftBin := natlabTools(t)
@@ -105,8 +105,13 @@ func TestNATLabMetrics(t *testing.T) {
 	}
 	t.Logf("B's hole punches (initiator): %v before the test's calls, %v after; successes %v → %v",
 		before.punches, after.punches, before.punched, after.punched)
-	if after.punches-before.punches != calls || after.punched-before.punched != calls {
-		t.Errorf("hole punches counted by B for the test's %d calls: %v, %v of them successes; want exactly %d, all successes\n%+v",
+	// Exactly one punch per call. Its outcome is go-libp2p's view from B's
+	// side and races A's own dial of the punched path: a call that went
+	// direct (checked above, from both ends) was seen recorded as a
+	// "failed" punch of B's once in a few runs, so the outcomes are
+	// reported, not judged.
+	if after.punches-before.punches != calls {
+		t.Errorf("hole punches counted by B for the test's %d calls: %v (%v of them successes); want exactly %d\n%+v",
 			calls, after.punches-before.punches, after.punched-before.punched, calls, prom.QuerySamples(t, `libp2p_holepunch_outcomes_total`))
 	}
 	if d := after.chess - before.chess; d != calls {
