@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/mcpv2/mcpv2/node/store"
 	"github.com/mcpv2/mcpv2/protocol"
 	"github.com/mcpv2/mcpv2/transport"
 )
@@ -180,20 +179,8 @@ func storeCollectors(n *Node) []prometheus.Collector {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcpv2_store_tasks_bytes",
 			Help: "Bytes the faces' tasks (A2A) hold in state.db."}, tasks),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcpv2_store_tasks_quota_bytes",
-			Help: "The tasks' quota (--max-tasks-bytes; 0: none)."}, func() float64 { return float64(tasksQuota(n.cfg.MaxTasksBytes)) }),
+			Help: "The tasks' quota (--max-tasks-bytes; 0: none)."}, func() float64 { return float64(n.store.TaskQuota()) }),
 	}
-}
-
-// tasksQuota is the tasks' quota of Config.MaxTasksBytes v (0: the
-// default), 0 for none.
-func tasksQuota(v int64) int64 {
-	switch {
-	case v == 0:
-		return store.DefaultMaxTasksBytes
-	case v < 0:
-		return 0
-	}
-	return v
 }
 
 // callFace is the one rule of mcpv2_calls_total: each request is counted

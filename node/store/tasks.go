@@ -394,6 +394,10 @@ func deleteTask(tx *bolt.Tx, t protocol.StoredTask) error {
 	return err
 }
 
+// TaskQuota returns the cap WithMaxTasksBytes set on every task's bytes
+// (0: none).
+func (s *Store) TaskQuota() int64 { return s.maxTasksBytes }
+
 // TaskBytes returns the bytes owner's tasks hold and those of every task,
 // as the caps of WithMaxTasksBytes count them.
 func (s *Store) TaskBytes(owner string) (mine, total int64, err error) {
