@@ -371,14 +371,7 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 	if f, ok := banner.(*os.File); ok {
 		_ = f.Sync()
 	}
-	var listening []string
-	for _, a := range n.Host().Network().ListenAddresses() {
-		if _, err := a.ValueForProtocol(ma.P_CIRCUIT); err != nil { // the relay transport's pseudo-listener
-			listening = append(listening, a.String())
-		}
-	}
-	slices.Sort(listening)
-	ready := []any{"peer_id", n.ID().String(), "listen", listening}
+	ready := []any{"peer_id", n.ID().String(), "listen", n.Status().Listen}
 	if srv != nil {
 		ready = append(ready, "edge", srv.URLs())
 	}
