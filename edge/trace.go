@@ -3,6 +3,7 @@ package edge
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -36,7 +37,7 @@ func (s *Server) startSpan(r *http.Request, q *request) (*http.Request, func()) 
 			outcome := "ok"
 			if q.refused != nil {
 				outcome = "error"
-				span.SetStatus(codes.Error, q.refused.Message)
+				span.SetStatus(codes.Error, "JSON-RPC error "+strconv.Itoa(q.refused.Code)) // as the node: a message may quote the caller
 				span.SetAttributes(attribute.Int("mcpv2.code", q.refused.Code))
 			}
 			span.SetAttributes(
