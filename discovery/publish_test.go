@@ -675,8 +675,8 @@ func ackNode(t *testing.T, mesh []node, want int) (node, *pubLog) {
 }
 
 // TestPublishAcksGone: a server gone (host closed) while A's routing table
-// still holds it is not among the closest peers of the announcement (the
-// lookup did not reach it) and does not make it short; Publish succeeds.
+// still holds it does not make the announcement short: the three live
+// servers ack, and Publish succeeds.
 func TestPublishAcksGone(t *testing.T) {
 	mesh := newMesh(t, 4)
 	a, logs := ackNode(t, mesh, 4)
@@ -708,8 +708,13 @@ func TestPublishAcksGone(t *testing.T) {
 	}
 	t.Logf("publish with a gone server took %s", time.Since(start).Round(time.Millisecond))
 	r = announcementOf(t, a.d, logs)
-	if r.int("closest") != 3 || r.int("card_acks") != 3 || r.int("least_acks") != 3 || r.int("under_replicated") != 0 {
-		t.Fatalf("announcement with one server gone: %v; want closest=3 (the lookup does not return a peer it could not reach), card_acks=3, under_replicated=0", r)
+	// The lookup leaves the gone server out of the closest peers when it
+	// fails to reach it, but lists it (and the put to it goes unacked)
+	// when A has not yet seen its connection close: both were seen here,
+	// on this tree and on the one before issue 22. Either way exactly the
+	// three live servers ack, and one missing ack of four is not short.
+	if c := r.int("closest"); (c != 3 && c != 4) || r.int("card_acks") != 3 || r.int("least_acks") != 3 || r.int("under_replicated") != 0 {
+		t.Fatalf("announcement with one server gone: %v; want closest=3 (or 4, the gone one unacked), card_acks=3, least_acks=3, under_replicated=0", r)
 	}
 	if r.level != slog.LevelDebug {
 		t.Errorf("a second complete announcement logged at %s; want Debug", r.level)
