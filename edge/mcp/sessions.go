@@ -58,11 +58,15 @@ func (b *sessionBook) admit(f *Face, c protocol.Caller) (func(), string) {
 	return release, msg
 }
 
-// add records the new session id held by c, with the slot release.
-func (b *sessionBook) add(id string, c protocol.Caller, release func()) {
+// add records the new session id held by c, with the slot release; began
+// is when its initialize started. (The answer to an initialize reaches the
+// client before the handler returns and add runs, so the client may already
+// be using the session: time.Now() here could rank it newer than the
+// caller's next session.)
+func (b *sessionBook) add(id string, c protocol.Caller, release func(), began time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.m[id] = &heldSession{owner: c.Owner, priv: edge.Privileged(c), release: release, last: time.Now()}
+	b.m[id] = &heldSession{owner: c.Owner, priv: edge.Privileged(c), release: release, last: began}
 }
 
 // begin marks a request of session id in use; end (the result) marks it
@@ -151,9 +155,10 @@ func (f *Face) serveStateful(w *statusWriter, r *http.Request, c protocol.Caller
 			"%s (or speak MCP 2026-07-28, which needs no session)", msg))
 		return
 	}
+	began := time.Now()
 	h.stateful.ServeHTTP(w, withHTTPCaller(r, c))
 	if nid := w.Header().Get("Mcp-Session-Id"); nid != "" && w.status < 400 {
-		h.book.add(nid, c, release)
+		h.book.add(nid, c, release, began)
 		h.book.prune(f) // an initialize that failed has closed its session
 		return
 	}
