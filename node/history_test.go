@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/mcpv2/mcpv2/protocol"
 	"github.com/mcpv2/mcpv2/transport"
 )
 
@@ -221,4 +222,38 @@ func tcpListenAddr(t *testing.T, n *Node) ma.Multiaddr {
 	}
 	t.Fatalf("no tcp listen address: %v", n.Host().Network().ListenAddresses())
 	return nil
+}
+
+// TestNodeSubscribeAudit: a call's audit record reaches a subscriber; a
+// subscriber whose buffer is full does not hold up the next call, and
+// counts the record it lost.
+func TestNodeSubscribeAudit(t *testing.T) {
+	a, b := pair(t, nil)
+	recs, dropped, cancel, err := b.SubscribeAudit(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	addr := addrOf(t, b)
+	if _, err := a.Client().CallSkill(ctxT(t), addr, "ping", nil, protocol.CallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := waitFor(t, recs, "the audit record of the call")
+	if r.Caller != a.ID().String() || r.Skill != "ping" || r.Outcome != "ok" || r.Via != "mesh" {
+		t.Fatalf("record %+v", r)
+	}
+	// Fill the one slot, then call again: the call completes, a record is lost.
+	for range 2 {
+		if _, err := a.Client().CallSkill(ctxT(t), addr, "ping", nil, protocol.CallOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); dropped() == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	}
+	if d := dropped(); d != 1 {
+		t.Fatalf("dropped %d, want 1", d)
+	}
+	if r := <-recs; r.Skill != "ping" {
+		t.Fatalf("buffered record %+v", r)
+	}
 }
