@@ -2,6 +2,8 @@ package node
 
 import (
 	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -255,5 +257,45 @@ func TestNodeSubscribeAudit(t *testing.T) {
 	}
 	if r := <-recs; r.Skill != "ping" {
 		t.Fatalf("buffered record %+v", r)
+	}
+}
+
+// punchTracerGoroutines counts the gc goroutines of go-libp2p's hole-punch
+// tracers that carry an event tracer: one per host whose hole punching
+// reports to a PeerHistory.
+func punchTracerGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), "holepunch.(*tracer).gc(")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// TestPeerHistoryTracerInstalled: a node with hole punching on gives it the
+// history's tracer (its goroutine runs while the node does, and ends with
+// it); a node without hole punching has none. (transport.WithHolePunching
+// turns on what WithNATTraversal does for hole punching, without the port
+// mapping, whose UPnP search outlives the host by seconds.)
+func TestPeerHistoryTracerInstalled(t *testing.T) {
+	before := punchTracerGoroutines()
+	newTestNode(t, func(c *Config) { c.Mesh = &MeshConfig{NoMDNS: true, NoNAT: true} })
+	if got := punchTracerGoroutines(); got != before {
+		t.Fatalf("without hole punching: %d tracers, want %d", got, before)
+	}
+	n := newTestNode(t, func(c *Config) {
+		c.Mesh = &MeshConfig{NoMDNS: true, NoNAT: true}
+		c.HostOptions = append(c.HostOptions, transport.WithHolePunching(nil))
+	})
+	if got := punchTracerGoroutines(); got != before+1 {
+		t.Fatalf("with hole punching: %d tracers, want %d", got, before+1)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := punchTracerGoroutines(); got != before {
+		t.Fatalf("after Close: %d tracers, want %d", got, before)
 	}
 }
