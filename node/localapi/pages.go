@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
+
 	"github.com/mcpv2/mcpv2/node"
 	"github.com/mcpv2/mcpv2/node/store"
 	"github.com/mcpv2/mcpv2/protocol"
@@ -32,12 +34,16 @@ type SkillsResponse struct {
 }
 
 // FindResponse is GET /v1/find?q=…: the agents of the mesh that offer a
-// skill or tag, or whose card matches the words, best first. A card the
-// DHT gave is verified (its signed envelope checked against the PeerID);
-// this node's own card is listed as it is, unsigned.
+// skill or tag, or whose card matches the words, best first. Each card is
+// verified: discovery checks its signed envelope against the PeerID and
+// leaves out one that does not verify or cannot be fetched; Dropped
+// counts those.
 type FindResponse struct {
 	Query   string       `json:"query"`
 	Results []FoundAgent `json:"results"`
+	// Dropped counts the providers whose card could not be fetched or did
+	// not verify.
+	Dropped int `json:"dropped"`
 	// Error says why the search failed ("": it did not).
 	Error string `json:"error,omitempty"`
 }
@@ -130,13 +136,18 @@ func (a *API) find(ctx context.Context, q string) FindResponse {
 	if strings.TrimSpace(q) == "" {
 		return out
 	}
-	res, err := a.n.Find(ctx, q, findLimit)
+	d := a.n.Discovery()
+	if d == nil {
+		out.Error = protocol.ErrNoDiscovery.Error() + " (the node runs with --no-mesh)"
+		return out
+	}
+	res, st, err := d.FindWithStats(network.WithAllowLimitedConn(ctx, "mcpv2 dashboard find"), q, findLimit)
 	if err != nil {
 		out.Error = err.Error()
 	}
-	self := a.n.ID().String()
+	out.Dropped = st.CardFailures
 	for _, r := range res {
-		out.Results = append(out.Results, FoundAgent{FindResult: r, Verified: r.Card.PeerID != self})
+		out.Results = append(out.Results, FoundAgent{FindResult: r, Verified: true})
 	}
 	return out
 }
