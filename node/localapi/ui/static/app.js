@@ -135,23 +135,20 @@ async function skillsPage() {
   }
 }
 
-async function meshPage() {
-  const q = new URLSearchParams(location.search).get('q');
+function meshPage() {
   const form = document.getElementById('call');
   const peer = document.getElementById('call-peer'), skill = document.getElementById('call-skill');
   const fields = document.getElementById('call-fields'), raw = document.getElementById('call-args');
   const pre = document.getElementById('call-result'), errEl = document.getElementById('call-error');
-  let cards = [];
-  if (q) {
-    try { cards = (await getJSON('/v1/find?q=' + encodeURIComponent(q))).results.map(r => r.card); }
-    catch (e) { showResult(pre, errEl, null, e); }
+  // The input schema of each skill of the agents found, from their buttons
+  // (the page carries them: no second search).
+  const schemas = new Map();
+  for (const b of document.querySelectorAll('button.use-skill')) {
+    let schema = null;
+    try { schema = JSON.parse(b.dataset.schema || 'null'); } catch { /* no form: raw JSON */ }
+    schemas.set(b.closest('li').dataset.peer + ' ' + b.dataset.skill, schema);
   }
-  const schemaOf = (pid, name) => {
-    const c = cards.find(c => c.peer_id === pid);
-    const s = c && (c.skills || []).find(s => s.name === name);
-    return s && s.inputSchema;
-  };
-  const fill = () => schemaFields(fields, schemaOf(peer.value.trim(), skill.value.trim()));
+  const fill = () => schemaFields(fields, schemas.get(peer.value.trim() + ' ' + skill.value.trim()));
   peer.addEventListener('change', fill);
   skill.addEventListener('change', fill);
   for (const b of document.querySelectorAll('button.use-skill')) {
