@@ -68,8 +68,12 @@ func TestHarness(t *testing.T) {
 
 	b.open(t, srv.URL+"/err")
 	p := b.takeProblems(t)
-	if !slices.ContainsFunc(p, func(s string) bool { return strings.Contains(s, "console.error") && strings.Contains(s, "from the page") }) ||
-		!slices.ContainsFunc(p, func(s string) bool { return strings.Contains(s, "uncaught") && strings.Contains(s, "thrown by the page") }) {
+	if !slices.ContainsFunc(p, func(s string) bool {
+		return strings.Contains(s, "console.error") && strings.Contains(s, "from the page")
+	}) ||
+		!slices.ContainsFunc(p, func(s string) bool {
+			return strings.Contains(s, "uncaught") && strings.Contains(s, "thrown by the page")
+		}) {
 		t.Errorf("console.error and an uncaught exception: reported %q", p)
 	}
 
