@@ -283,13 +283,20 @@ func text(t *testing.T, b *browser, sel string) string {
 
 // waitDOM polls the page every 50 ms, at most d, until the JavaScript
 // expression cond is true; then t fails with what. The page stays as it
-// is: no reload.
+// is: no reload. An evaluation that fails while a form's navigation
+// replaces the document is tried again.
 func waitDOM(t *testing.T, b *browser, d time.Duration, what, cond string) {
 	t.Helper()
 	deadline := time.Now().Add(d)
-	for !eval[bool](t, b, "!!("+cond+")") {
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, actionWait)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+cond+")"))
+		cancel()
+		if err == nil && ok {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s (%s)", d, what, cond)
+			t.Fatalf("timed out after %s waiting for %s (%s; last error %v)", d, what, cond, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
