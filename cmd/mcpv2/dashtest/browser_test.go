@@ -49,8 +49,8 @@ type viewport struct {
 // browser is a headless chromium with a fresh profile and one tab, which
 // records what the pages it shows report: console errors, uncaught
 // exceptions and error entries of the browser log (failed loads, CSP
-// violations), JavaScript dialogs (answered at once, so that none blocks
-// the page), and the HTTP responses of the tab.
+// violations), JavaScript dialogs (answered OK at once, so that none
+// blocks the page), and the HTTP responses of the tab.
 type browser struct {
 	ctx context.Context // the tab
 
@@ -59,6 +59,18 @@ type browser struct {
 	dialogs   []string // every dialog that opened, "type: message"
 	responses []*network.Response
 	onResp    func(*network.Response) // called under mu, in Listen's goroutine: must not block
+	wire      map[network.RequestID]*wireReq
+}
+
+// wireReq is one request of the tab as it went over the wire: its URL and
+// method, whether it carried the dashboard's session cookie, and the
+// status of the answer (0: none seen). Unlike a response event, it is
+// there for a response the page may not read (a no-cors fetch of another
+// origin blocked by Cross-Origin-Resource-Policy).
+type wireReq struct {
+	url, method string
+	cookie      bool
+	status      int64
 }
 
 // newBrowser starts chromium for t (skipped, or failed under
@@ -88,7 +100,7 @@ func newBrowser(t *testing.T) *browser {
 	life, cancelLife := context.WithTimeout(context.Background(), browserLife)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(life, opts...)
 	ctx, cancelTab := chromedp.NewContext(alloc)
-	b := &browser{ctx: ctx}
+	b := &browser{ctx: ctx, wire: map[network.RequestID]*wireReq{}}
 	var wg sync.WaitGroup
 	t.Cleanup(func() {
 		_ = chromedp.Cancel(ctx) // closes the browser and waits for it
@@ -116,8 +128,10 @@ func newBrowser(t *testing.T) *browser {
 			b.mu.Lock()
 			b.dialogs = append(b.dialogs, fmt.Sprintf("%s: %s", ev.Type, ev.Message))
 			b.mu.Unlock()
-			// Dismiss it: an alert blocks the page until it is answered.
-			_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false})
+			// Answer it (OK), as the owner would: an alert blocks the
+			// page until it is answered, and the Access page asks to
+			// confirm a revoke.
+			_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
 		}
 	}()
 	return b
@@ -152,6 +166,19 @@ func (b *browser) event(ev any) {
 		if e := ev.Entry; e != nil && e.Level == cdplog.EntryLevelError {
 			b.problems = append(b.problems, fmt.Sprintf("log %s error: %s (%s)", e.Source, e.Text, e.URL))
 		}
+	case *network.EventRequestWillBeSent:
+		if ev.Request != nil {
+			w := b.wireOf(ev.RequestID)
+			w.url, w.method = ev.Request.URL, ev.Request.Method
+		}
+	case *network.EventRequestWillBeSentExtraInfo:
+		for _, c := range ev.AssociatedCookies {
+			if c.Cookie != nil && c.Cookie.Name == cookieName && len(c.BlockedReasons) == 0 {
+				b.wireOf(ev.RequestID).cookie = true
+			}
+		}
+	case *network.EventResponseReceivedExtraInfo:
+		b.wireOf(ev.RequestID).status = ev.StatusCode
 	case *network.EventResponseReceived:
 		if ev.Response != nil {
 			b.responses = append(b.responses, ev.Response)
@@ -160,6 +187,29 @@ func (b *browser) event(ev any) {
 			}
 		}
 	}
+}
+
+// wireOf returns the record of request id, made when new; b.mu is held.
+func (b *browser) wireOf(id network.RequestID) *wireReq {
+	w := b.wire[id]
+	if w == nil {
+		w = &wireReq{}
+		b.wire[id] = w
+	}
+	return w
+}
+
+// wireTo returns the requests of the tab so far whose URL is u.
+func (b *browser) wireTo(u string) []wireReq {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []wireReq
+	for _, w := range b.wire {
+		if w.url == u {
+			out = append(out, *w)
+		}
+	}
+	return out
 }
 
 // run runs one action on b's tab, bounded by actionWait; an error fails t.
@@ -255,20 +305,6 @@ func (b *browser) waitResponse(match func(*network.Response) bool) <-chan *netwo
 	return ch
 }
 
-// responsesTo returns the statuses of the tab's responses so far whose URL
-// has the prefix.
-func (b *browser) responsesTo(prefix string) []int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []int64
-	for _, r := range b.responses {
-		if strings.HasPrefix(r.URL, prefix) {
-			out = append(out, r.Status)
-		}
-	}
-	return out
-}
-
 // exists reports whether the CSS selector sel matches an element now.
 func exists(t *testing.T, b *browser, sel string) bool {
 	t.Helper()
@@ -296,10 +332,22 @@ func waitDOM(t *testing.T, b *browser, d time.Duration, what, cond string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s (%s; last error %v)", d, what, cond, err)
+			t.Fatalf("timed out after %s waiting for %s (%s; last error %v)\n%s", d, what, cond, err, b.describe())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// describe tells where the tab is and what its <main> says, for a
+// failure's message.
+func (b *browser) describe() string {
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + "\n" + ((document.querySelector("main") || document.body || {}).innerText || "").slice(0, 2000)`))
+	if err != nil {
+		return fmt.Sprintf("(the page cannot be read: %v)", err)
+	}
+	return "the page: " + s
 }
 
 // jsString is s as a JavaScript string literal.

@@ -3,6 +3,7 @@ package dashtest
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -26,11 +27,15 @@ func TestHarness(t *testing.T) {
 		"/csp":    head + `<script>window.inlineRan = true</script></main></body></html>`,
 		"/err":    head + `<script src="/err.js"></script></main></body></html>`,
 		"/dialog": head + `<script src="/dialog.js"></script></main></body></html>`,
+		"/xss":    head + `<script src="/xss.js"></script></main></body></html>`,
 		"/axe":    head + `<img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=" width="10" height="10"></main></body></html>`,
 	}
 	scripts := map[string]string{
 		"/err.js":    `console.error("from the page"); throw new Error("thrown by the page");`,
 		"/dialog.js": `alert("hello");`,
+		// A page that puts the payload in as markup: the CSP stops its
+		// handlers, but its elements are there, and inert must see them.
+		"/xss.js": `document.querySelector("main").insertAdjacentHTML("beforeend", "<p>" + new URLSearchParams(location.search).get("q") + "</p>");`,
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Security-Policy", dashCSP)
@@ -82,6 +87,13 @@ func TestHarness(t *testing.T) {
 	if d := b.dialogsSoFar(); len(d) != 1 || d[0] != "alert: hello" {
 		t.Errorf("dialogs %q, want [alert: hello]", d)
 	}
+
+	b.open(t, srv.URL+"/xss?q="+url.QueryEscape(xss))
+	if p := inertProblems(t, b, true); !slices.ContainsFunc(p, func(s string) bool { return strings.HasPrefix(s, "the payload made elements") }) ||
+		!slices.Contains(p, "the payload is not shown as text") {
+		t.Errorf("inert on a page that makes markup of xss: %q, want its elements and the missing text reported", p)
+	}
+	b.takeProblems(t) // the CSP reports of the blocked handlers
 
 	b.open(t, srv.URL+"/axe")
 	v := axeViolations(t, b)

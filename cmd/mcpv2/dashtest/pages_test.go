@@ -215,8 +215,7 @@ func TestPages(t *testing.T) {
 		fill(t, b, sec+` form.run [name="from"]`, "openai")
 		fill(t, b, sec+` form.run [name="to"]`, "claude")
 		run(t, b, "run translate_history", chromedp.Click(chromedp.CSS(sec+` form.run button[type="submit"]`)))
-		waitDOM(t, b, 15*time.Second, "the answer of translate_history",
-			fmt.Sprintf(`(document.querySelector(%s) || {}).textContent`, jsString(sec+" output.result")))
+		waitDOM(t, b, 15*time.Second, "the answer of translate_history", answered(sec+" output.result", sec+" .error"))
 		if got := text(t, b, sec+" output.result"); !strings.Contains(got, "claude") || !strings.Contains(got, "hello from the dashboard") {
 			t.Errorf("translate_history's answer on the Skills page: %q", got)
 		}
@@ -251,7 +250,7 @@ func TestPages(t *testing.T) {
 		}
 		fill(t, b, "#call-args", translateArgs)
 		run(t, b, "call B", chromedp.Click(chromedp.CSS("#call-run")))
-		waitDOM(t, b, 30*time.Second, "the answer of B", `document.querySelector("#call-result").textContent || document.querySelector("#call-error").textContent`)
+		waitDOM(t, b, 30*time.Second, "the answer of B", answered("#call-result", "#call-error"))
 		if e := strings.TrimSpace(text(t, b, "#call-error")); e != "" {
 			t.Fatalf("the call of B's translate_history failed: %s", e)
 		}
@@ -332,7 +331,8 @@ func TestPages(t *testing.T) {
 		row := `#transfers tr[data-name="big.bin"]`
 		prog := fmt.Sprintf(`(() => { const p = document.querySelector(%s); return p && p.value > 0 ? {value: p.value, max: p.max} : null })()`,
 			jsString(row+" progress"))
-		reloadUntil(t, b, ui+"/activity", 20*time.Second, "the send's progress bar", prog)
+		b.open(t, ui+"/activity")
+		waitDOM(t, b, 20*time.Second, "the send's progress bar", prog)
 		p := eval[struct {
 			Value float64 `json:"value"`
 			Max   float64 `json:"max"`
@@ -418,6 +418,14 @@ func reloadUntil(t *testing.T, b *browser, u string, d time.Duration, what, cond
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// answered is a JavaScript condition: the element result holds a JSON
+// answer, or the element errSel an error.
+func answered(result, errSel string) string {
+	return fmt.Sprintf(`(() => { const r = document.querySelector(%s), e = document.querySelector(%s);
+		if (e && e.textContent.trim()) return true;
+		try { JSON.parse(r.textContent); return true } catch { return false } })()`, jsString(result), jsString(errSel))
 }
 
 // bannerValue is the first value of key in KEY=VALUE lines.
