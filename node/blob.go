@@ -194,6 +194,9 @@ func (n *Client) SendFile(ctx context.Context, addr protocol.Address, path strin
 		}
 	}
 
+	tr := n.transfers.add(pid.String(), h.Name, h.Size) // Transfers; nil past its bound
+	defer n.transfers.remove(tr)
+
 	var lim *rate.Limiter
 	if o.RateLimit > 0 {
 		burst := int(min(max(o.RateLimit/8, 4<<10), blobBuffer))
@@ -206,7 +209,7 @@ func (n *Client) SendFile(ctx context.Context, addr protocol.Address, path strin
 		if hdr.Session == "" { // a current token for each attempt, however late
 			hdr.Session = n.meshSession(pid, protocol.PurposeBlob)
 		}
-		info, off, err := n.sendAttempt(ctx, pid, f, hdr, attempt, &o, lim)
+		info, off, err := n.sendAttempt(ctx, pid, f, hdr, attempt, &o, lim, tr)
 		if err == nil {
 			return info, nil
 		}
@@ -264,10 +267,11 @@ func knownOnly10(ps peerstore.Peerstore, pid peer.ID) bool {
 // sendAttempt runs one stream of a transfer, over 1.1.0 or, when the peer
 // serves only that, 1.0.0 (whose header needs h.SHA256: without it the
 // stream is reset and errNeedHash returned). off is the receiver's offset at
-// its start, -1 when it did not get that far. errRestart means the
+// its start, -1 when it did not get that far; tr (when set) is told the
+// attempt and its progress. errRestart means the
 // receiver's kept bytes are not the start of f: the stream was reset before
 // any byte, and the next one must say "restart".
-func (n *Client) sendAttempt(ctx context.Context, pid peer.ID, f *os.File, h BlobHeader, attempt int, o *SendOptions, lim *rate.Limiter) (_ store.FileInfo, off int64, err error) {
+func (n *Client) sendAttempt(ctx context.Context, pid peer.ID, f *os.File, h BlobHeader, attempt int, o *SendOptions, lim *rate.Limiter, tr *transfer) (_ store.FileInfo, off int64, err error) {
 	off = -1
 	octx, cancel := context.WithTimeout(network.WithAllowLimitedConn(ctx, "mcpv2 blob"), blobOpenTimeout)
 	s, err := n.host.NewStream(octx, pid, blobProtocols...)
@@ -344,7 +348,9 @@ func (n *Client) sendAttempt(ctx context.Context, pid peer.ID, f *os.File, h Blo
 			}
 		}
 	}
+	tr.attemptAt(attempt, off)
 	report := func(sent int64) {
+		tr.progress(sent)
 		if o.Progress != nil {
 			o.Progress(SendProgress{Attempt: attempt, Offset: off, Sent: sent, Size: h.Size})
 		}

@@ -206,7 +206,10 @@ func (n *Node) serveBlob(s network.Stream, c Caller, v11 bool) *protocol.Error {
 		return protocol.Errorf(protocol.CodeInvalidRequest, "blob: the sender went away")
 	}
 
-	got, rerr := receiveInto(p, br, h.Size-off)
+	tr := n.inTransfers.add(c.ID, h.Name, h.Size) // Node.Transfers; nil past its bound
+	defer n.inTransfers.remove(tr)
+	tr.attemptAt(0, off)
+	got, rerr := receiveInto(p, br, h.Size-off, tr)
 	n.metrics.blobReceived(got, off > 0)
 	if rerr != nil {
 		// Keep what arrived: the sender resumes from it.
@@ -253,10 +256,11 @@ type writeError struct{ err error }
 func (e *writeError) Error() string { return e.err.Error() }
 
 // receiveInto copies exactly want bytes from r into p through a pooled
-// buffer. Bytes read before an error are written too, so nothing received is
-// lost. It returns how many bytes it wrote; a stream ending early gives
+// buffer, telling tr (when set) the bytes p holds after each chunk. Bytes
+// read before an error are written too, so nothing received is lost. It
+// returns how many bytes it wrote; a stream ending early gives
 // io.ErrUnexpectedEOF, a store failure a *writeError.
-func receiveInto(p *store.Partial, r io.Reader, want int64) (int64, error) {
+func receiveInto(p *store.Partial, r io.Reader, want int64, tr *transfer) (int64, error) {
 	buf := pool.Get(blobBuffer)
 	defer pool.Put(buf)
 	var got int64
@@ -267,6 +271,7 @@ func receiveInto(p *store.Partial, r io.Reader, want int64) (int64, error) {
 				return got, &writeError{werr}
 			}
 			got += int64(m)
+			tr.progress(p.Offset())
 		}
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF

@@ -139,6 +139,8 @@ type Client struct {
 	// onDirectWait, when set (by the node, before its first call), is
 	// told the result of each wait for a peer's hole punch (upgrade).
 	onDirectWait func(direct bool)
+	// transfers are SendFile's transfers in progress (Transfers).
+	transfers *transfers
 }
 
 // clientConfig is what ClientOptions set; NewClient fills in the defaults
@@ -234,7 +236,7 @@ func NewClient(h host.Host, opts ...ClientOption) (*Client, error) {
 		return nil, errors.New("node: new client: nil host")
 	}
 	return &Client{host: h, pool: newStreamPool(h, cfg.now), secret: cfg.secret, now: cfg.now, maxMsg: cfg.maxMsg,
-		waitDirect: cfg.waitDirect, router: cfg.router}, nil
+		waitDirect: cfg.waitDirect, router: cfg.router, transfers: newTransfers("out")}, nil
 }
 
 // Mesh sessions a Client mints for its calls (SPEC §6).

@@ -354,3 +354,14 @@ func (n *Node) a2aCard(c Caller, params json.RawMessage) (json.RawMessage, *prot
 	}
 	return card, nil
 }
+
+// SubscribeAudit returns the audit records the node writes from now on
+// (every call, from every face, in the order of audit.jsonl), and a cancel
+// that ends the subscription and closes records. A subscriber that does
+// not keep up loses records: records has buf slots (1–4096), a send never
+// blocks the call that writes, and dropped counts the records lost. Close
+// of the node closes records too. At most store.MaxAuditSubscribers (64)
+// subscriptions are open at once; past that, or after Close, it fails.
+func (n *Node) SubscribeAudit(buf int) (records <-chan store.AuditRecord, dropped func() uint64, cancel func(), err error) {
+	return n.store.SubscribeAudit(buf)
+}

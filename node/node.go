@@ -198,6 +198,10 @@ type Node struct {
 
 	metrics *metrics // nil without Config.Metrics
 
+	history *peerHistory // PeerHistory: the host's Notifiee and hole-punch tracer
+	// inTransfers are the blob transfers the node receives (Transfers).
+	inTransfers *transfers
+
 	// blobIdleTest, when positive, replaces blobIdle (nanoseconds) for the
 	// blob streams this node serves; only tests set it, atomically, while
 	// the node runs.
@@ -257,7 +261,7 @@ func New(cfg Config) (_ *Node, err error) {
 
 	n := &Node{cfg: cfg, log: cfg.Logger, guardMode: cfg.Guard, guardMin: cfg.GuardThreshold,
 		scanSlots: make(chan struct{}, scanSlotsFor(runtime.GOMAXPROCS(0))), secret: cfg.Secret, clockSkew: cfg.ClockSkew, now: cfg.Now, maxMsg: cfg.MaxMessage,
-		republish: make(chan struct{}, 1), tracer: tracerOf(cfg.TracerProvider)}
+		republish: make(chan struct{}, 1), tracer: tracerOf(cfg.TracerProvider), history: newPeerHistory(cfg.Now), inTransfers: newTransfers("in")}
 	// DHT queries and card fetches may ride a relayed (limited) connection:
 	// a peer behind NAT is reached through its relay before any hole punch.
 	n.ctx, n.cancel = context.WithCancel(network.WithAllowLimitedConn(context.Background(), "mcpv2 mesh"))
@@ -323,6 +327,7 @@ func New(cfg Config) (_ *Node, err error) {
 		transport.WithIdentity(key),
 		transport.WithMetrics(cfg.Metrics),
 		transport.WithLogger(n.log),
+		transport.WithHolePunchTracer(n.history),
 		transport.WithProtocolLimit(libp2pproto.ID(protocol.RPCProtocolID), 256, 256, int64(4*cfg.MaxMessage)),
 		transport.WithProtocolPeerLimit(libp2pproto.ID(protocol.RPCProtocolID), 64, 64, int64(2*cfg.MaxMessage+streamReserve)),
 		transport.WithServiceLimit(rpcService, 256, 256, int64(4*cfg.MaxMessage)),
@@ -359,6 +364,7 @@ func New(cfg Config) (_ *Node, err error) {
 	if n.host, err = transport.NewHost(hopts...); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	n.host.Network().Notify(n.history) // before any peer: the mesh starts below
 	if n.client, err = NewClient(n.host, WithSecret(cfg.Secret), WithMaxMessage(cfg.MaxMessage), WithClock(cfg.Now), WithWaitDirect(cfg.Mesh.waitDirect())); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}

@@ -28,6 +28,8 @@ type Policy struct {
 	// limits are the per-caller, per-skill rates: skill name (or "*" for
 	// every skill not named) → one bucket per caller.
 	limits map[string]*limiters
+	// rates are the limits as the file wrote them ("10/m"), for PolicyView.
+	rates map[string]string
 }
 
 // policyFile is the on-disk form:
@@ -116,7 +118,7 @@ func ParsePolicy(name string, data []byte) (*Policy, error) {
 			}
 		}
 	}
-	p := &Policy{grants: pf.Grants}
+	p := &Policy{grants: pf.Grants, rates: pf.Limits}
 	for skill, r := range pf.Limits {
 		if skill == "" {
 			return nil, fmt.Errorf("policy file %s: a limit has an empty skill name", name)

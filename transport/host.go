@@ -437,6 +437,7 @@ func NewHost(opts ...Option) (host.Host, error) {
 	// to start (for instance when no listen address can be bound), which would
 	// leave their goroutines running; capture the swarm to close them then.
 	var sw *swarm.Swarm
+	reg := c.registerer()
 	gater := newScopeGater(c.listenAddrs, c.publicScope, c.logger)
 	c.warnOutOfScope(gater)
 	lopts := append([]libp2p.Option{
@@ -454,8 +455,9 @@ func NewHost(opts ...Option) (host.Host, error) {
 		libp2p.ConnectionManager(cm),
 		libp2p.ConnectionGater(gater),
 		libp2p.WithFxOption(fx.Invoke(func(s *swarm.Swarm) { sw = s })),
-		c.metricsOption(),
-	}, c.extra...)
+		libp2p.PrometheusRegisterer(reg),
+	}, c.holePunchOptions(reg)...)
+	lopts = append(lopts, c.extra...)
 
 	h, err := libp2p.New(lopts...)
 	if err != nil {
@@ -484,8 +486,8 @@ func NewHost(opts ...Option) (host.Host, error) {
 	return h, nil
 }
 
-// metricsOption is go-libp2p's metrics on WithMetrics's registerer, or,
-// without it, on a fresh registry that nothing reads (the collectors
+// registerer is where go-libp2p's metrics go: WithMetrics's registerer,
+// or, without it, a fresh registry that nothing reads (the collectors
 // themselves are go-libp2p's package globals, shared by every host of the
 // process): they are
 // not turned off (libp2p.DisableMetrics), which also changes how the QUIC
@@ -495,14 +497,14 @@ func NewHost(opts ...Option) (host.Host, error) {
 // told another. With the resource manager's metrics off, its collectors
 // (which go-libp2p registers whenever metrics are on) are kept off the
 // registry too: they would only show zeros.
-func (c *hostConfig) metricsOption() libp2p.Option {
+func (c *hostConfig) registerer() prometheus.Registerer {
 	switch {
 	case c.metrics == nil:
-		return libp2p.PrometheusRegisterer(withoutRcmgr{prometheus.NewRegistry()})
+		return withoutRcmgr{prometheus.NewRegistry()}
 	case c.rcmgrMetrics:
-		return libp2p.PrometheusRegisterer(c.metrics)
+		return c.metrics
 	}
-	return libp2p.PrometheusRegisterer(withoutRcmgr{c.metrics})
+	return withoutRcmgr{c.metrics}
 }
 
 // withoutRcmgr is a Registerer that drops the resource manager's

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -22,6 +23,7 @@ import (
 	"github.com/libp2p/go-libp2p/x/rate"
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Relay service defaults. go-libp2p's own (2 minutes, 128 KiB per circuit)
@@ -102,7 +104,8 @@ func WithNATTraversal(staticRelays []peer.AddrInfo) Option {
 	return func(c *hostConfig) error {
 		c.relaxFor(staticRelays)
 		c.staticRelays = slices.Clone(staticRelays)
-		c.extra = append(c.extra, libp2p.EnableAutoNATv2(), libp2p.NATPortMap(), libp2p.EnableHolePunching())
+		c.extra = append(c.extra, libp2p.EnableAutoNATv2(), libp2p.NATPortMap())
+		c.holePunching = true
 		if len(staticRelays) > 0 {
 			c.extra = append(c.extra, libp2p.EnableAutoRelayWithStaticRelays(staticRelays,
 				autorelay.WithBootDelay(0), autorelay.WithMinInterval(5*time.Second)))
@@ -120,7 +123,7 @@ func WithNATTraversal(staticRelays []peer.AddrInfo) Option {
 func WithHolePunching(bootstrapPeers []peer.AddrInfo) Option {
 	return func(c *hostConfig) error {
 		c.relaxFor(bootstrapPeers)
-		c.extra = append(c.extra, libp2p.EnableHolePunching())
+		c.holePunching = true
 		return nil
 	}
 }
@@ -170,6 +173,42 @@ type natConfig struct {
 	// relayPrefixes are the addresses of the static relays (one-address
 	// prefixes): no rate limit, relayedConnsPerRelay connections at once.
 	relayPrefixes []netip.Prefix
+	// holePunching turns DCUtR on (WithNATTraversal, WithHolePunching);
+	// punchTracer, from WithHolePunchTracer, sees its events.
+	holePunching bool
+	punchTracer  holepunch.EventTracer
+}
+
+// WithHolePunchTracer gives et every event of the host's DCUtR hole
+// punching (each side's start and end of a punch with a peer, its direct
+// dials), as go-libp2p's holepunch.WithTracer does, while go-libp2p's hole
+// punching metrics (WithMetrics) keep counting. It does nothing unless
+// [WithNATTraversal] or [WithHolePunching] turns hole punching on. et's
+// Trace is called on libp2p's goroutines: it must not block.
+func WithHolePunchTracer(et holepunch.EventTracer) Option {
+	return func(c *hostConfig) error {
+		if et == nil {
+			return errors.New("WithHolePunchTracer: nil tracer")
+		}
+		c.punchTracer = et
+		return nil
+	}
+}
+
+// holePunchOptions are libp2p's option turning hole punching on, with
+// punchTracer and go-libp2p's metrics tracer on reg (the host's metrics
+// registerer) when there is a tracer; none when hole punching is off.
+// go-libp2p installs its metrics tracer first and a later tracer option
+// replaces it: both go in one option so that neither is lost.
+func (n natConfig) holePunchOptions(reg prometheus.Registerer) []libp2p.Option {
+	switch {
+	case !n.holePunching:
+		return nil
+	case n.punchTracer == nil:
+		return []libp2p.Option{libp2p.EnableHolePunching()}
+	}
+	mt := holepunch.NewMetricsTracer(holepunch.WithRegisterer(reg))
+	return []libp2p.Option{libp2p.EnableHolePunching(holepunch.WithMetricsAndEventTracer(mt, n.punchTracer))}
 }
 
 // rcmgrOptions returns the resource manager options of natConfig.

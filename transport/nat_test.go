@@ -3,6 +3,8 @@ package transport
 import (
 	"context"
 	"net"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,8 +13,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestSubtractNet(t *testing.T) {
@@ -161,5 +165,53 @@ func TestWaitDirect(t *testing.T) {
 	defer cancel()
 	if HolePunchReady(a) || WaitHolePunchReady(ctx, a) {
 		t.Fatal("a loopback host without hole punching reports DCUtR ready")
+	}
+}
+
+// punchTracer is a holepunch.EventTracer that drops what it sees.
+type punchTracer struct{}
+
+func (punchTracer) Trace(*holepunch.Event) {}
+
+// tracerGCs counts the goroutines of go-libp2p's hole-punch tracers that
+// carry an event tracer (each runs one gc goroutine; a metrics-only tracer
+// runs none).
+func tracerGCs() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), "holepunch.(*tracer).gc(")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// TestWithHolePunchTracer: the tracer is installed on the hole punching
+// service (its gc goroutine runs while the host does), only with hole
+// punching on, and go-libp2p's hole punching metrics stay on the
+// registerer of WithMetrics; a nil tracer is refused.
+func TestWithHolePunchTracer(t *testing.T) {
+	if err := CheckOptions(WithHolePunchTracer(nil)); err == nil || !strings.Contains(err.Error(), "WithHolePunchTracer") {
+		t.Fatalf("a nil tracer: %v", err)
+	}
+	before := tracerGCs()
+	newTestHost(t, "/ip4/127.0.0.1/tcp/0", WithHolePunchTracer(punchTracer{}))
+	if got := tracerGCs(); got != before {
+		t.Fatalf("a tracer without hole punching: %d tracer goroutines, want %d", got, before)
+	}
+	reg := prometheus.NewRegistry()
+	h := newTestHost(t, "/ip4/127.0.0.1/tcp/0", WithHolePunching(nil), WithMetrics(reg), WithHolePunchTracer(punchTracer{}))
+	if got := tracerGCs(); got != before+1 {
+		t.Fatalf("with hole punching: %d tracer goroutines, want %d", got, before+1)
+	}
+	if got := gatheredNames(t, reg, "libp2p_holepunch_"); len(got) == 0 {
+		t.Fatal("no hole punching metrics on the registerer of WithMetrics")
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := tracerGCs(); got != before {
+		t.Fatalf("after Close: %d tracer goroutines, want %d", got, before)
 	}
 }

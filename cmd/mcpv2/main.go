@@ -72,6 +72,7 @@ func newApp() *cli.App {
 			cardCommand(),
 			idCommand(),
 			statusCommand(),
+			uiCommand(),
 			findCommand(),
 			sendCommand(),
 			shellCommand(),

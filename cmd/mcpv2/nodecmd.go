@@ -124,7 +124,7 @@ func nodeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "oidc-audience", EnvVars: []string{"MCPV2_OIDC_AUDIENCE"},
 			Usage: "the audience an access token must name (default: the URL of the face it is sent to, e.g. https://host:port/mcp)"},
 		&cli.StringFlag{Name: "otlp-endpoint", EnvVars: []string{"MCPV2_OTLP_ENDPOINT"}, Usage: otlpEndpointUsage},
-	}, slices.Concat(llmFlags, tlsFlags, metricsFlags)...)
+	}, slices.Concat(llmFlags, tlsFlags, metricsFlags, uiFlags)...)
 }
 
 func runNode(c *cli.Context) error {
@@ -347,6 +347,11 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 	// The local node API on <data-dir>/control.sock (mcpv2 status, id and
 	// key ask it), once the node and its edge are up.
 	apiOpts := []localapi.Option{localapi.WithLogger(log), localapi.WithVersion(c.App.Version)}
+	uiOpts, err := uiOptions(c)
+	if err != nil {
+		return nil, err
+	}
+	apiOpts = append(apiOpts, uiOpts...)
 	if r.srv != nil {
 		apiOpts = append(apiOpts, localapi.WithEdgeURLs(r.srv.URLs()...), localapi.WithKeys(ring))
 	}
@@ -364,6 +369,9 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 		}
 	}
 	fmt.Fprintf(banner, "MCPV2_CONTROL=%s\n", r.api.Socket())
+	if l := r.api.DashboardLink(); l != "" {
+		fmt.Fprintf(banner, "MCPV2_UI=%s\n", l)
+	}
 	if ms != nil {
 		fmt.Fprintf(banner, "MCPV2_METRICS=%s\n", ms.URL())
 	}
@@ -423,6 +431,9 @@ var nonNegativeFlags = []string{
 // DHT mode, and the edge's addresses, TLS files and port. It calls the same
 // parse functions as the constructors, so a refusal reads the same.
 func checkNode(c *cli.Context, listen []string, mesh *node.MeshConfig, ecfg *edge.Config) error {
+	if _, err := uiOptions(c); err != nil {
+		return err
+	}
 	if ecfg == nil {
 		for _, f := range edgeOnlyFlags {
 			if c.IsSet(f) {

@@ -145,6 +145,12 @@ func (c *Client) Status(ctx context.Context) (*StatusResponse, error) {
 	return &out, c.do(ctx, http.MethodGet, "/v1/status", nil, &out)
 }
 
+// Link is GET /v1/ui/link: the dashboard's login link.
+func (c *Client) Link(ctx context.Context) (*LinkResponse, error) {
+	var out LinkResponse
+	return &out, c.do(ctx, http.MethodGet, "/v1/ui/link", nil, &out)
+}
+
 // Peers is GET /v1/peers.
 func (c *Client) Peers(ctx context.Context) (*PeersResponse, error) {
 	var out PeersResponse

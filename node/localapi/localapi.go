@@ -25,6 +25,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"html/template"
 	"log/slog"
 	"net"
 	"net/http"
@@ -55,6 +56,11 @@ type API struct {
 	socket string       // "" without a socket
 	srv    *http.Server // nil without a socket
 	served chan struct{}
+	dash   *dashboard // nil without WithDashboard
+
+	pages   map[string]*template.Template // the dashboard's, by page name
+	streams chan struct{}                 // a slot per open event stream (maxStreams)
+	done    chan struct{}                 // closed by Close: event streams end
 
 	closeMu sync.Mutex
 	closed  bool
@@ -64,29 +70,21 @@ type API struct {
 type Option func(*config) error
 
 type config struct {
-	edgeURLs  []string
-	dashboard string
-	ring      *keys.Ring
-	keysFile  string
-	log       *slog.Logger
-	now       func() time.Time
-	version   string
-	socket    *string // nil: SocketPath(the node's data dir)
+	edgeURLs   []string
+	ring       *keys.Ring
+	keysFile   string
+	log        *slog.Logger
+	now        func() time.Time
+	version    string
+	socket     *string // nil: SocketPath(the node's data dir)
+	dashAddr   string  // "": no dashboard
+	dashPublic bool
 }
 
 // WithEdgeURLs sets the URLs of the node's HTTP edge (none: no edge).
 func WithEdgeURLs(urls ...string) Option {
 	return func(c *config) error {
 		c.edgeURLs = slices.Clone(urls)
-		return nil
-	}
-}
-
-// WithDashboardURL sets the dashboard's URL (without its login token) that
-// the status reports ("": no dashboard).
-func WithDashboardURL(u string) Option {
-	return func(c *config) error {
-		c.dashboard = u
 		return nil
 	}
 }
@@ -181,8 +179,17 @@ func New(n *node.Node, opts ...Option) (*API, error) {
 			return nil, fmt.Errorf("localapi: %w", err)
 		}
 	}
-	a := &API{n: n, cfg: c, keys: NewKeys(ring, c.now)}
+	a := &API{n: n, cfg: c, keys: NewKeys(ring, c.now), streams: make(chan struct{}, maxStreams), done: make(chan struct{})}
 	a.handler = a.routes()
+	if c.dashAddr != "" {
+		var err error
+		if a.pages, err = parseTemplates(); err != nil {
+			return nil, fmt.Errorf("localapi: %w", err)
+		}
+		if a.dash, err = startDashboard(a); err != nil {
+			return nil, fmt.Errorf("localapi: %w", err)
+		}
+	}
 	socket := SocketPath(n.DataDir())
 	if c.socket != nil {
 		socket = *c.socket
@@ -192,6 +199,9 @@ func New(n *node.Node, opts ...Option) (*API, error) {
 	}
 	ln, err := Listen(socket, c.log)
 	if err != nil {
+		if a.dash != nil {
+			_ = a.dash.close()
+		}
 		return nil, fmt.Errorf("localapi: %w", err)
 	}
 	a.socket = socket
@@ -214,6 +224,16 @@ func New(n *node.Node, opts ...Option) (*API, error) {
 // It does no authentication: whoever serves it decides who may reach it.
 func (a *API) Handler() http.Handler { return a.handler }
 
+// DashboardLink returns the dashboard's login link, token included ("":
+// no dashboard). Whoever holds it has the node owner's rights until
+// someone logs out.
+func (a *API) DashboardLink() string {
+	if a.dash == nil {
+		return ""
+	}
+	return a.dash.link()
+}
+
 // Socket returns the control socket's path ("" without one).
 func (a *API) Socket() string { return a.socket }
 
@@ -226,10 +246,15 @@ func (a *API) Close() error {
 		return net.ErrClosed
 	}
 	a.closed = true
-	if a.srv == nil {
-		return nil
+	close(a.done)
+	var err error
+	if a.dash != nil {
+		err = a.dash.close()
 	}
-	err := a.srv.Close()
+	if a.srv == nil {
+		return err
+	}
+	err = errors.Join(err, a.srv.Close())
 	<-a.served
 	if rerr := os.Remove(a.socket); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 		err = errors.Join(err, rerr)

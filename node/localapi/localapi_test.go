@@ -91,7 +91,7 @@ func newAPI(t testing.TB, n *node.Node, opts ...Option) (*API, *Client) {
 
 func TestStatusAndID(t *testing.T) {
 	n := newNode(t, "", nil)
-	a, c := newAPI(t, n, WithEdgeURLs("http://127.0.0.1:8000"), WithDashboardURL("http://127.0.0.1:9000/"), WithVersion("9.9.9"))
+	a, c := newAPI(t, n, WithEdgeURLs("http://127.0.0.1:8000"), WithDashboard("127.0.0.1:0", false), WithVersion("9.9.9"))
 	s, err := c.Status(ctxT(t))
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func TestStatusAndID(t *testing.T) {
 	if s.PeerID != n.ID().String() || s.Version != "9.9.9" || s.DataDir != n.DataDir() || s.Socket != a.Socket() {
 		t.Fatalf("status %+v", s)
 	}
-	if !slices.Equal(s.EdgeURLs, []string{"http://127.0.0.1:8000"}) || s.DashboardURL != "http://127.0.0.1:9000/" {
+	if !slices.Equal(s.EdgeURLs, []string{"http://127.0.0.1:8000"}) || !strings.HasPrefix(s.DashboardURL, "http://127.0.0.1:") || !strings.HasPrefix(a.DashboardLink(), s.DashboardURL+"login?token=") {
 		t.Fatalf("edge %v dashboard %q", s.EdgeURLs, s.DashboardURL)
 	}
 	if s.Mesh || s.Reachability.Source != "no-mesh" || s.Reachability.Why == "" {

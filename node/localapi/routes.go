@@ -36,6 +36,17 @@ type StatusResponse struct {
 type PeersResponse struct {
 	Counts node.PeerCounts `json:"counts"`
 	Conns  []node.Conn     `json:"conns"`
+	// History is what the node saw of each peer since it started (the
+	// peers seen most recently first): connections opening and closing,
+	// relayed or direct, and hole punches.
+	History []node.PeerHistory `json:"history"`
+}
+
+// LinkResponse is GET /v1/ui/link (on the control socket only): the
+// dashboard's URL and its login link, which carries the login token.
+type LinkResponse struct {
+	URL   string `json:"url"`
+	Login string `json:"login"`
 }
 
 // IDResponse is GET /v1/id: the PeerID and the addresses the node
@@ -119,6 +130,11 @@ const (
 	CodeLocked         = "locked"
 	CodeInternal       = "internal"
 	CodeMethod         = "method_not_allowed"
+	CodeForbidden      = "forbidden"
+	CodeUnauthorized   = "unauthorized"
+	CodeUnreachable    = "unreachable"
+	CodeBusy           = "busy"
+	CodeNoDashboard    = "no_dashboard"
 )
 
 func (a *API) routes() http.Handler {
@@ -130,6 +146,14 @@ func (a *API) routes() http.Handler {
 	mux.HandleFunc("POST /v1/keys", a.addKey)
 	mux.HandleFunc("DELETE /v1/keys/{name}", a.revokeKey)
 	mux.HandleFunc("POST /v1/keys/{name}/revoke", a.revokeKey)
+	mux.HandleFunc("GET /v1/skills", a.getSkills)
+	mux.HandleFunc("GET /v1/find", a.getFind)
+	mux.HandleFunc("GET /v1/activity", a.getActivity)
+	mux.HandleFunc("GET /v1/audit/stream", a.getAuditStream)
+	mux.HandleFunc("GET /v1/transfers", a.getTransfers)
+	mux.HandleFunc("GET /v1/access", a.getAccess)
+	mux.HandleFunc("POST /v1/call", a.postCall)
+	mux.HandleFunc("GET /v1/ui/link", a.getLink)
 	return jsonErrors(mux)
 }
 
@@ -167,6 +191,10 @@ func (s *statusRecorder) Write(b []byte) (int, error) { return len(b), nil }
 func (s *statusRecorder) WriteHeader(code int)        { s.code = code }
 
 func (a *API) getStatus(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, a.status())
+}
+
+func (a *API) status() StatusResponse {
 	s := a.n.Status()
 	if now := a.cfg.now(); now.After(s.Started) {
 		s.Uptime = int64(now.Sub(s.Started) / time.Second)
@@ -176,12 +204,28 @@ func (a *API) getStatus(w http.ResponseWriter, _ *http.Request) {
 	if edges == nil {
 		edges = []string{}
 	}
-	writeJSON(w, http.StatusOK, StatusResponse{Status: s, EdgeURLs: edges, DashboardURL: a.cfg.dashboard, Socket: a.socket})
+	dash := ""
+	if a.dash != nil {
+		dash = a.dash.url
+	}
+	return StatusResponse{Status: s, EdgeURLs: edges, DashboardURL: dash, Socket: a.socket}
 }
 
 func (a *API) getPeers(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, a.peers())
+}
+
+func (a *API) peers() PeersResponse {
 	conns := a.n.Conns()
-	writeJSON(w, http.StatusOK, PeersResponse{Counts: node.CountConns(conns), Conns: conns})
+	return PeersResponse{Counts: node.CountConns(conns), Conns: conns, History: a.n.PeerHistory()}
+}
+
+func (a *API) getLink(w http.ResponseWriter, _ *http.Request) {
+	if a.dash == nil {
+		writeError(w, http.StatusNotFound, CodeNoDashboard, "this node serves no dashboard (it runs with --ui off)")
+		return
+	}
+	writeJSON(w, http.StatusOK, LinkResponse{URL: a.dash.url, Login: a.dash.link()})
 }
 
 func (a *API) getID(w http.ResponseWriter, _ *http.Request) {

@@ -103,6 +103,9 @@ func (s *Store) Audit(rec AuditRecord) error {
 	}
 	n, err := s.audit.Write(line) // even after a failed rotation: the line is not lost
 	s.auditSize += int64(n)
+	if n == len(line) {
+		s.publishAudit(rec)
+	}
 	if err != nil {
 		return errors.Join(rerr, fmt.Errorf("store: audit: %w", err))
 	}

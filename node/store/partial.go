@@ -87,8 +87,8 @@ type DroppedUpload struct {
 
 // partMeta is what the store knows of a partial file it opened.
 type partMeta struct {
-	name string
-	size int64
+	owner, name string
+	size        int64
 }
 
 // partLock serializes the Partials of one upload within the process, and
@@ -345,7 +345,7 @@ func (f *Files) admitPartial(owner, part, name string, size, have int64, lock *p
 	partLocks.mu.Lock()
 	lock.size = size
 	partLocks.mu.Unlock()
-	f.partMeta[part] = partMeta{name: name, size: size}
+	f.partMeta[part] = partMeta{owner: owner, name: name, size: size}
 	return dropped, reserved, nil
 }
 

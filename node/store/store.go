@@ -264,12 +264,13 @@ type Store struct {
 	db    *bolt.DB
 	files *Files
 
-	auditMu       sync.Mutex // guards audit, auditSize and auditClosed: every write, rotation, the final Sync and Close
+	auditMu       sync.Mutex // guards audit, auditSize, auditClosed and auditSubs: every write, rotation, the final Sync and Close
 	audit         *os.File   // nil once closed, or after a failed rotation until the next line reopens it
 	auditSize     int64      // bytes in the current audit.jsonl
 	auditClosed   bool
 	auditMaxBytes int64 // 0: never rotate
 	auditKeep     int
+	auditSubs     map[*auditSub]struct{} // SubscribeAudit's, at most MaxAuditSubscribers
 
 	closed atomic.Bool
 }
@@ -385,6 +386,10 @@ func (s *Store) release() error {
 	var errs []error
 	s.auditMu.Lock()
 	s.auditClosed = true
+	for sub := range s.auditSubs {
+		delete(s.auditSubs, sub)
+		close(sub.ch)
+	}
 	if s.audit != nil {
 		if err := s.audit.Sync(); err != nil {
 			errs = append(errs, fmt.Errorf("store: close %s: %w", auditName, err))

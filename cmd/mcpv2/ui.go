@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mcpv2/mcpv2/node/localapi"
+)
+
+// uiFlags serve the dashboard (`mcpv2 node --ui ADDR`).
+var uiFlags = []cli.Flag{
+	&cli.StringFlag{Name: "ui", EnvVars: []string{"MCPV2_UI"}, Value: "127.0.0.1:0",
+		Usage: "serve the dashboard at http://ADDR/ (host:port, port 0: any free one, or a URL such as the banner's MCPV2_UI=…, whose host:port is used; a loopback host unless --ui-public), logged in with the link the banner prints; \"off\": no dashboard"},
+	&cli.BoolFlag{Name: "ui-public", EnvVars: []string{"MCPV2_UI_PUBLIC"},
+		Usage: "let --ui listen on an address other than loopback (plain HTTP: the login link and cookie are only as safe as the network, and they carry the node owner's rights)"},
+}
+
+// uiOptions are the local API's options of the --ui flags: none with
+// --ui off.
+func uiOptions(c *cli.Context) ([]localapi.Option, error) {
+	addr := strings.TrimSpace(c.String("ui"))
+	if u, err := url.Parse(addr); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		addr = u.Host // the banner's own line, exported back (its token is not used)
+	}
+	if addr == "off" || addr == "" {
+		if c.Bool("ui-public") {
+			return nil, errors.New("--ui-public needs --ui ADDR (it is off)")
+		}
+		return nil, nil
+	}
+	if err := localapi.CheckDashboardAddr(addr, c.Bool("ui-public")); err != nil {
+		return nil, fmt.Errorf("--ui %w", err)
+	}
+	return []localapi.Option{localapi.WithDashboard(addr, c.Bool("ui-public"))}, nil
+}
+
+// uiCommand prints a login link of the running node's dashboard.
+func uiCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "ui",
+		Usage: "print a login link of the running node's dashboard (the one it printed, or a new one after a logout)",
+		UsageText: "mcpv2 ui [--data-dir DIR]\n" +
+			"(asks the node over <data-dir>/control.sock; the link carries the node owner's rights: do not share it)",
+		Flags: []cli.Flag{dataDirFlag},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return fmt.Errorf("ui: unexpected argument %q: it takes only flags (mcpv2 ui --help)", c.Args().First())
+			}
+			dir, err := dataDir(c)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(c.Context, localTimeout)
+			defer cancel()
+			cl, err := localapi.Dial(ctx, dir)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			l, err := cl.Link(ctx)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(c.App.Writer, "MCPV2_UI=%s\n", l.Login)
+			return err
+		},
+	}
+}

@@ -1,0 +1,305 @@
+package localapi
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// The dashboard: the local API's routes and the pages of ui/, served on a
+// TCP address (loopback unless WithDashboard's public) to a browser that
+// logged in with the link the node prints. Every request but the login and
+// the static assets needs the session cookie the login sets; every request
+// must name the dashboard in its Host (a DNS name other than localhost is
+// refused: DNS rebinding) and, when it carries an Origin, come from the
+// dashboard's own origin; a request that changes something must also pass
+// net/http's CrossOriginProtection (Sec-Fetch-Site or Origin). The pages
+// act with the node owner's rights, the secret holder's, and say so.
+
+const (
+	// cookieName is the session cookie.
+	cookieName = "mcpv2_ui"
+	// sessionTTL is how long a login lasts.
+	sessionTTL = 24 * time.Hour
+	// maxSessions caps the logins held at once; a new one past it ends
+	// the oldest.
+	maxSessions = 32
+	// maxStreams caps the event streams (GET /v1/audit/stream) open at once,
+	// on the dashboard and the socket together.
+	maxStreams = 16
+)
+
+// contentSecurityPolicy lets a page load only the dashboard's own scripts,
+// styles and data: no inline script, no other origin, no framing.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// dashboard is the dashboard's server. mu guards token and sessions.
+type dashboard struct {
+	a      *API
+	ln     net.Listener
+	srv    *http.Server
+	served chan struct{}
+	port   string // the bound port, which every allowed Host names
+	url    string // http://host:port/ as bound
+
+	mu       sync.Mutex
+	token    string               // the login link's token
+	sessions map[[32]byte]session // by the SHA-256 of the cookie value
+}
+
+// session is one login.
+type session struct {
+	created, expires time.Time
+}
+
+// WithDashboard serves the dashboard on addr (host:port; port 0 picks a
+// free one). A host that is not a loopback address is refused unless
+// public is set (see CheckDashboardAddr).
+func WithDashboard(addr string, public bool) Option {
+	return func(c *config) error {
+		if err := CheckDashboardAddr(addr, public); err != nil {
+			return fmt.Errorf("WithDashboard: %w", err)
+		}
+		c.dashAddr, c.dashPublic = addr, public
+		return nil
+	}
+}
+
+// CheckDashboardAddr reports what is wrong with addr as the dashboard's
+// address: not host:port, or a host that is not loopback while public is
+// not set (the dashboard has the node owner's rights, and a login link and
+// cookie over plain HTTP are only as safe as the network).
+func CheckDashboardAddr(addr string, public bool) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q: want host:port, e.g. 127.0.0.1:0: %w", addr, err)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("%q: port %q is not a port number", addr, port)
+	}
+	if !public && !isLoopbackHost(host) {
+		return fmt.Errorf("%q: %q is not a loopback address; the dashboard has the node owner's rights, so serving it beyond this machine needs the public option (--ui-public)", addr, host)
+	}
+	return nil
+}
+
+// isLoopbackHost reports whether host is "localhost" or a loopback IP.
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// startDashboard listens on the configured address and serves.
+func startDashboard(a *API) (*dashboard, error) {
+	ln, err := net.Listen("tcp", a.cfg.dashAddr)
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: listen on %s: %w", a.cfg.dashAddr, err)
+	}
+	tcp := ln.Addr().(*net.TCPAddr)
+	host := tcp.IP.String()
+	if tcp.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	d := &dashboard{
+		a: a, ln: ln, served: make(chan struct{}), port: strconv.Itoa(tcp.Port),
+		url: "http://" + net.JoinHostPort(host, strconv.Itoa(tcp.Port)) + "/", token: newSecret(),
+		sessions: map[[32]byte]session{},
+	}
+	d.srv = &http.Server{
+		Handler: d.handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10,
+		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(a.cfg.log.Handler(), slog.LevelDebug),
+	}
+	go func() {
+		defer close(d.served)
+		if err := d.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.cfg.log.Warn("dashboard: serve", "addr", ln.Addr(), "err", err)
+		}
+	}()
+	a.cfg.log.Debug("dashboard: serving", "url", d.url)
+	return d, nil
+}
+
+// close stops the server.
+func (d *dashboard) close() error {
+	err := d.srv.Close()
+	<-d.served
+	return err
+}
+
+// newSecret returns 32 random bytes, base64url.
+func newSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// link returns the login link.
+func (d *dashboard) link() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.url + "login?token=" + d.token
+}
+
+// login starts a session if token is the login token, and returns the
+// cookie value.
+func (d *dashboard) login(token string, now time.Time) (string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if subtle.ConstantTimeCompare([]byte(token), []byte(d.token)) != 1 {
+		return "", false
+	}
+	for k, s := range d.sessions {
+		if now.After(s.expires) {
+			delete(d.sessions, k)
+		}
+	}
+	if len(d.sessions) >= maxSessions {
+		var oldest [32]byte
+		var when time.Time
+		for k, s := range d.sessions {
+			if when.IsZero() || s.created.Before(when) {
+				oldest, when = k, s.created
+			}
+		}
+		delete(d.sessions, oldest)
+	}
+	v := newSecret()
+	d.sessions[sha256.Sum256([]byte(v))] = session{created: now, expires: now.Add(sessionTTL)}
+	return v, true
+}
+
+// valid reports whether cookie value v is a live session.
+func (d *dashboard) valid(v string, now time.Time) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s, ok := d.sessions[sha256.Sum256([]byte(v))]
+	return ok && now.Before(s.expires)
+}
+
+// logout ends every session and replaces the login token, so that neither
+// an old cookie nor the old link works again.
+func (d *dashboard) logout() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	clear(d.sessions)
+	d.token = newSecret()
+}
+
+// handler is the dashboard's handler: the checks every request passes,
+// then the login, the static assets, and behind the session the pages and
+// the API.
+func (d *dashboard) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /login", d.serveLogin)
+	mux.HandleFunc("POST /logout", d.serveLogout)
+	mux.Handle("GET /static/", staticHandler())
+	authed := http.NewServeMux()
+	d.a.pageRoutes(authed)
+	authed.Handle("/v1/", d.a.handler)
+	authed.HandleFunc("/v1/ui/link", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusForbidden, CodeForbidden, "the login link is given on the control socket only (mcpv2 ui)")
+	})
+	mux.Handle("/", d.requireSession(authed))
+	cop := http.NewCrossOriginProtection()
+	return d.checkRequest(cop.Handler(mux))
+}
+
+// checkRequest refuses a request whose Host does not name the dashboard
+// or whose Origin is another site, and sets the headers of every answer.
+func (d *dashboard) checkRequest(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		h.Set("Cross-Origin-Resource-Policy", "same-origin")
+		if !d.hostAllowed(r.Host) {
+			d.a.cfg.log.Warn("dashboard: refused a request for another host (DNS rebinding?)", "host", protocol.Clip(r.Host, 80), "remote", r.RemoteAddr)
+			writeError(w, http.StatusForbidden, CodeForbidden, fmt.Sprintf("Host %q is not this dashboard: use http://127.0.0.1:%s/ or http://localhost:%s/", protocol.Clip(r.Host, 80), d.port, d.port))
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
+			d.a.cfg.log.Warn("dashboard: refused a request from another origin", "origin", protocol.Clip(o, 80), "path", protocol.Clip(r.URL.Path, 80))
+			writeError(w, http.StatusForbidden, CodeForbidden, "requests from another origin are refused")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// hostAllowed reports whether a Host header names this dashboard: an IP
+// address or localhost, with the dashboard's port. A DNS name is refused:
+// a page of another site whose name is made to resolve to this machine
+// (DNS rebinding) would otherwise be same-origin with the dashboard.
+func (d *dashboard) hostAllowed(hostport string) bool {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil || port != d.port {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	_, err = netip.ParseAddr(host)
+	return err == nil
+}
+
+// requireSession passes requests with a live session cookie; others get
+// 401, a page that says how to log in or a JSON error.
+func (d *dashboard) requireSession(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, err := r.Cookie(cookieName); err == nil && d.valid(c.Value, d.a.cfg.now()) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if wantsJSON(r) {
+			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "not logged in: open the login link that `mcpv2 node` printed (MCPV2_UI=…) or that `mcpv2 ui` prints")
+			return
+		}
+		d.a.renderMessage(w, http.StatusUnauthorized, "Log in", "Not logged in", "Open the login link that mcpv2 node printed in its banner (MCPV2_UI=…), or run mcpv2 ui for a fresh one.")
+	})
+}
+
+func (d *dashboard) serveLogin(w http.ResponseWriter, r *http.Request) {
+	v, ok := d.login(r.URL.Query().Get("token"), d.a.cfg.now())
+	if !ok {
+		d.a.cfg.log.Warn("dashboard: refused a login with a wrong or old token", "remote", r.RemoteAddr)
+		d.a.renderMessage(w, http.StatusUnauthorized, "Log in", "This login link does not work",
+			"It is wrong, or it was replaced when someone logged out or the node restarted. Run mcpv2 ui for a fresh one.")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: v, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: r.TLS != nil, MaxAge: int(sessionTTL / time.Second)})
+	d.a.cfg.log.Info("dashboard: logged in", "remote", r.RemoteAddr)
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (d *dashboard) serveLogout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(cookieName); err != nil || !d.valid(c.Value, d.a.cfg.now()) {
+		writeError(w, http.StatusUnauthorized, CodeUnauthorized, "not logged in")
+		return
+	}
+	d.logout()
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	d.a.cfg.log.Info("dashboard: logged out; every session ended and the login link replaced", "remote", r.RemoteAddr)
+	d.a.renderMessage(w, http.StatusOK, "Logged out", "Logged out",
+		"Every dashboard session ended and the old login link no longer works. Run mcpv2 ui for a new one.")
+}
