@@ -11,12 +11,15 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+
+	"github.com/mcpv2/mcpv2/internal/chrometest"
 )
 
 // The attacks of issue 21 (acceptance 3) on the dashboard, each from the
@@ -53,11 +56,11 @@ func TestAttackCSRF(t *testing.T) {
 	}))
 	defer evil.Close()
 
-	b := newBrowser(t)
-	b.open(t, a.link(t))
-	b.clean(t, "the login")
-	logout := b.waitResponse(func(r *network.Response) bool { return r.URL == ui+"/logout" })
-	b.navigate(t, evil.URL)
+	b := chrometest.Start(t)
+	b.Open(t, a.link(t))
+	b.Clean(t, "the login")
+	logout := b.WaitResponse(func(r *network.Response) bool { return r.URL == ui+"/logout" })
+	b.Navigate(t, evil.URL)
 	select {
 	case r := <-logout:
 		if r.Status != http.StatusForbidden {
@@ -67,10 +70,20 @@ func TestAttackCSRF(t *testing.T) {
 		t.Fatalf("the attacker's page did not submit its form in 20 s")
 	}
 	// The requests went out with the cookie (the same site): the
-	// dashboard refused them for their Origin.
-	for _, path := range []string{"/v1/keys", "/v1/call", "/logout"} {
-		w := b.wireTo(ui + path)
-		if len(w) != 1 || w[0].method != http.MethodPost || !w[0].cookie || w[0].status != http.StatusForbidden {
+	// dashboard refused them for their Origin. A request's wire events
+	// may come after its response's.
+	paths := []string{"/v1/keys", "/v1/call", "/logout"}
+	waitFor(t, 10*time.Second, "the wire events of the attacker's requests", func() bool {
+		for _, path := range paths {
+			if w := b.WireTo(ui + path); len(w) == 0 || w[0].Status == 0 || w[0].Method == "" {
+				return false
+			}
+		}
+		return true
+	})
+	for _, path := range paths {
+		w := b.WireTo(ui + path)
+		if len(w) != 1 || w[0].Method != http.MethodPost || !slices.Contains(w[0].Cookies, cookieName) || w[0].Status != http.StatusForbidden {
 			t.Errorf("the cross-origin POST %s: %+v, want one POST with the cookie, answered 403", path, w)
 		}
 	}
@@ -81,11 +94,11 @@ func TestAttackCSRF(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(a.dataDir, "files", "csrf.txt")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the attacker's upload_file wrote csrf.txt (stat: %v)", err)
 	}
-	b.open(t, ui+"/")
-	if id := strings.TrimSpace(text(t, b, "#peer-id")); id != a.peerID() {
+	b.Open(t, ui+"/")
+	if id := strings.TrimSpace(chrometest.Text(t, b, "#peer-id")); id != a.peerID() {
 		t.Errorf("after the attack the owner's session no longer shows the Node page (#peer-id %q)", id)
 	}
-	b.clean(t, "the Node page after the attack")
+	b.Clean(t, "the Node page after the attack")
 	login(t, a.link(t)) // the login link still works: no logout happened
 }
 
@@ -214,13 +227,13 @@ func TestAttackXSS(t *testing.T) {
 	evil := startNode(t, "--name", xss, "--description", xss, "--skills", evilSkills, "--policy", evilPolicy,
 		"--bootstrap", a.p2pAddr(t))
 
-	b := newBrowser(t)
-	b.open(t, a.link(t))
-	b.clean(t, "the login")
+	b := chrometest.Start(t)
+	b.Open(t, a.link(t))
+	b.Clean(t, "the login")
 
 	// The audit log, live and then as rendered by the server.
-	stream := b.waitResponse(func(r *network.Response) bool { return strings.Contains(r.URL, "/v1/audit/stream") })
-	b.open(t, ui+"/activity")
+	stream := b.WaitResponse(func(r *network.Response) bool { return strings.Contains(r.URL, "/v1/audit/stream") })
+	b.Open(t, ui+"/activity")
 	select {
 	case <-stream:
 	case <-time.After(10 * time.Second):
@@ -229,23 +242,23 @@ func TestAttackXSS(t *testing.T) {
 	if out, errOut, code := mcpv2(t, "call", a.p2pAddr(t), xss, "{}", "--data-dir", t.TempDir(), "--no-nat"); code == 0 {
 		t.Fatalf("the call of a skill named xss succeeded:\n%s\n%s", out, errOut)
 	}
-	auditRow := fmt.Sprintf(`[...document.querySelectorAll("#audit tr")].some(r => r.dataset.skill === %s)`, jsString(xss))
-	waitDOM(t, b, 10*time.Second, "the attacker's call on the Activity page", auditRow)
+	auditRow := fmt.Sprintf(`[...document.querySelectorAll("#audit tr")].some(r => r.dataset.skill === %s)`, chrometest.JSString(xss))
+	chrometest.WaitDOM(t, b, 10*time.Second, "the attacker's call on the Activity page", auditRow)
 	inert(t, b, "the Activity page (live)", true)
-	b.clean(t, "the Activity page (live)")
-	b.open(t, ui+"/activity")
-	if !eval[bool](t, b, auditRow) {
+	b.Clean(t, "the Activity page (live)")
+	b.Open(t, ui+"/activity")
+	if !chrometest.Eval[bool](t, b, auditRow) {
 		t.Errorf("the Activity page has no row of the attacker's call after a reload")
 	}
 	inert(t, b, "the Activity page", true)
-	b.clean(t, "the Activity page")
+	b.Clean(t, "the Activity page")
 
-	b.open(t, ui+"/skills")
-	if !strings.Contains(text(t, b, `section[data-skill="imported"]`), xss) {
+	b.Open(t, ui+"/skills")
+	if !strings.Contains(chrometest.Text(t, b, `section[data-skill="imported"]`), xss) {
 		t.Errorf("the Skills page does not show the skill's description as text")
 	}
 	inert(t, b, "the Skills page", true)
-	b.clean(t, "the Skills page")
+	b.Clean(t, "the Skills page")
 
 	// The attacker's card, found by its skill.
 	c := login(t, a.link(t))
@@ -253,26 +266,26 @@ func TestAttackXSS(t *testing.T) {
 		r := send(t, http.MethodGet, ui+"/mesh?q=gift", withCookie(c, map[string]string{"Accept": "application/json"}), nil)
 		return r.status == 200 && strings.Contains(string(r.body), evil.peerID())
 	})
-	b.open(t, ui+"/mesh?q=gift")
+	b.Open(t, ui+"/mesh?q=gift")
 	li := fmt.Sprintf(`#results li[data-peer=%q]`, evil.peerID())
-	waitDOM(t, b, 30*time.Second, "the attacker in the results", fmt.Sprintf("document.querySelector(%s)", jsString(li)))
-	if n := text(t, b, li+" .card-name"); n != xss {
+	chrometest.WaitDOM(t, b, 30*time.Second, "the attacker in the results", fmt.Sprintf("document.querySelector(%s)", chrometest.JSString(li)))
+	if n := chrometest.Text(t, b, li+" .card-name"); n != xss {
 		t.Errorf("the attacker's .card-name = %q, want the name as text", n)
 	}
 	inert(t, b, "the Mesh page", true)
-	b.clean(t, "the Mesh page")
-	run(t, b, "use gift", chromedp.Click(chromedp.CSS(li+` button.use-skill[data-skill="gift"]`)))
-	run(t, b, "call gift", chromedp.Click(chromedp.CSS("#call-run")))
-	waitDOM(t, b, 30*time.Second, "the attacker's answer", answered("#call-result", "#call-error"))
-	if !eval[bool](t, b, `(() => { try { return JSON.stringify(JSON.parse(document.querySelector("#call-result").textContent)).includes(JSON.stringify(`+jsString(xss)+`).slice(1, -1)) } catch { return false } })()`) {
-		t.Errorf("#call-result = %q, want the answer (xss) as JSON text (error: %q)", text(t, b, "#call-result"), text(t, b, "#call-error"))
+	b.Clean(t, "the Mesh page")
+	chrometest.Run(t, b, "use gift", chromedp.Click(chromedp.CSS(li+` button.use-skill[data-skill="gift"]`)))
+	chrometest.Run(t, b, "call gift", chromedp.Click(chromedp.CSS("#call-run")))
+	chrometest.WaitDOM(t, b, 30*time.Second, "the attacker's answer", answered("#call-result", "#call-error"))
+	if !chrometest.Eval[bool](t, b, `(() => { try { return JSON.stringify(JSON.parse(document.querySelector("#call-result").textContent)).includes(JSON.stringify(`+chrometest.JSString(xss)+`).slice(1, -1)) } catch { return false } })()`) {
+		t.Errorf("#call-result = %q, want the answer (xss) as JSON text (error: %q)", chrometest.Text(t, b, "#call-result"), chrometest.Text(t, b, "#call-error"))
 	}
 	inert(t, b, "the Mesh page's answer", false)
-	b.clean(t, "the Mesh page's answer")
+	b.Clean(t, "the Mesh page's answer")
 
-	b.open(t, ui+"/peers")
+	b.Open(t, ui+"/peers")
 	inert(t, b, "the Peers page", false)
-	b.clean(t, "the Peers page")
+	b.Clean(t, "the Peers page")
 
 	// The payload in the URL: reflected into the find box, the filters,
 	// a 404 and the login page.
@@ -282,11 +295,11 @@ func TestAttackXSS(t *testing.T) {
 		ui + "/" + url.PathEscape(xss),
 		ui + "/login?token=" + url.QueryEscape(xss),
 	} {
-		b.navigate(t, u)
+		b.Navigate(t, u)
 		inert(t, b, u, false)
-		b.takeProblems(t) // a 404 or 401 is logged as a failed load: no check of the console here
+		b.TakeProblems(t) // a 404 or 401 is logged as a failed load: no check of the console here
 	}
-	if d := b.dialogsSoFar(); len(d) != 0 {
+	if d := b.Dialogs(); len(d) != 0 {
 		t.Errorf("dialogs opened: %q", d)
 	}
 }
@@ -296,7 +309,7 @@ func TestAttackXSS(t *testing.T) {
 // that calls alert; with visible, the page must show xss as text. The
 // caller then checks the visit's console (b.clean): a CSP report of a
 // blocked inline handler is an error there.
-func inert(t *testing.T, b *browser, what string, visible bool) {
+func inert(t *testing.T, b *chrometest.Browser, what string, visible bool) {
 	t.Helper()
 	for _, p := range inertProblems(t, b, visible) {
 		t.Errorf("%s: %s", what, p)
@@ -304,13 +317,13 @@ func inert(t *testing.T, b *browser, what string, visible bool) {
 }
 
 // inertProblems is what inert reports.
-func inertProblems(t *testing.T, b *browser, visible bool) []string {
+func inertProblems(t *testing.T, b *chrometest.Browser, visible bool) []string {
 	t.Helper()
 	var out []string
-	if d := b.dialogsSoFar(); len(d) != 0 {
+	if d := b.Dialogs(); len(d) != 0 {
 		out = append(out, fmt.Sprintf("dialogs opened: %q", d))
 	}
-	found := eval[[]string](t, b, `(() => {
+	found := chrometest.Eval[[]string](t, b, `(() => {
 		const bad = [];
 		for (const e of document.querySelectorAll('img[src="x"], [onerror], [onload], [onclick], [onmouseover], [onfocus]')) {
 			bad.push(e.outerHTML.slice(0, 120));
@@ -323,7 +336,7 @@ func inertProblems(t *testing.T, b *browser, visible bool) []string {
 	if len(found) != 0 {
 		out = append(out, fmt.Sprintf("the payload made elements: %q", found))
 	}
-	if visible && !strings.Contains(eval[string](t, b, "document.body.innerText"), xss) {
+	if visible && !strings.Contains(chrometest.Eval[string](t, b, "document.body.innerText"), xss) {
 		out = append(out, "the payload is not shown as text")
 	}
 	return out

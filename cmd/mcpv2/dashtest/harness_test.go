@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mcpv2/mcpv2/internal/chrometest"
 )
 
 // dashCSP is the dashboard's Content-Security-Policy of the contract.
@@ -53,26 +55,26 @@ func TestHarness(t *testing.T) {
 		_, _ = w.Write([]byte(html))
 	}))
 	defer srv.Close()
-	b := newBrowser(t)
+	b := chrometest.Start(t)
 
-	b.open(t, srv.URL+"/clean")
-	if p := b.takeProblems(t); len(p) != 0 {
+	b.Open(t, srv.URL+"/clean")
+	if p := b.TakeProblems(t); len(p) != 0 {
 		t.Errorf("a clean page reports %q", p)
 	}
 	if v := axeViolations(t, b); len(v) != 0 {
 		t.Errorf("axe on a clean page: %+v", v)
 	}
 
-	b.open(t, srv.URL+"/csp")
-	if eval[bool](t, b, "window.inlineRan === true") {
+	b.Open(t, srv.URL+"/csp")
+	if chrometest.Eval[bool](t, b, "window.inlineRan === true") {
 		t.Errorf("an inline script ran under script-src 'self'")
 	}
-	if p := b.takeProblems(t); !slices.ContainsFunc(p, func(s string) bool { return strings.Contains(s, "Content Security Policy") }) {
+	if p := b.TakeProblems(t); !slices.ContainsFunc(p, func(s string) bool { return strings.Contains(s, "Content Security Policy") }) {
 		t.Errorf("the CSP violation of an inline script is not reported: %q", p)
 	}
 
-	b.open(t, srv.URL+"/err")
-	p := b.takeProblems(t)
+	b.Open(t, srv.URL+"/err")
+	p := b.TakeProblems(t)
 	if !slices.ContainsFunc(p, func(s string) bool {
 		return strings.Contains(s, "console.error") && strings.Contains(s, "from the page")
 	}) ||
@@ -82,24 +84,24 @@ func TestHarness(t *testing.T) {
 		t.Errorf("console.error and an uncaught exception: reported %q", p)
 	}
 
-	b.open(t, srv.URL+"/dialog")
-	waitFor(t, actionWait, "the alert to be recorded", func() bool { return len(b.dialogsSoFar()) > 0 })
-	if d := b.dialogsSoFar(); len(d) != 1 || d[0] != "alert: hello" {
+	b.Open(t, srv.URL+"/dialog")
+	waitFor(t, chrometest.ActionWait, "the alert to be recorded", func() bool { return len(b.Dialogs()) > 0 })
+	if d := b.Dialogs(); len(d) != 1 || d[0] != "alert: hello" {
 		t.Errorf("dialogs %q, want [alert: hello]", d)
 	}
 
-	b.open(t, srv.URL+"/xss?q="+url.QueryEscape(xss))
+	b.Open(t, srv.URL+"/xss?q="+url.QueryEscape(xss))
 	if p := inertProblems(t, b, true); !slices.ContainsFunc(p, func(s string) bool { return strings.HasPrefix(s, "the payload made elements") }) ||
 		!slices.Contains(p, "the payload is not shown as text") {
 		t.Errorf("inert on a page that makes markup of xss: %q, want its elements and the missing text reported", p)
 	}
-	b.takeProblems(t) // the CSP reports of the blocked handlers
+	b.TakeProblems(t) // the CSP reports of the blocked handlers
 
-	b.open(t, srv.URL+"/axe")
+	b.Open(t, srv.URL+"/axe")
 	v := axeViolations(t, b)
 	if !slices.ContainsFunc(v, func(v axeViolation) bool { return v.ID == "image-alt" && len(v.Targets) == 1 }) {
 		t.Errorf("axe (injected under the page's CSP) does not find the image without alt: %+v", v)
 	}
-	b.setViewport(t, narrow)
-	screenshot(t, b, "harness", narrow)
+	b.SetViewport(t, chrometest.Narrow)
+	screenshot(t, b, "harness", chrometest.Narrow)
 }

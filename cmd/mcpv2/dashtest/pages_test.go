@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"github.com/mcpv2/mcpv2/internal/chrometest"
 	"github.com/mcpv2/mcpv2/internal/testenv"
 )
 
@@ -97,26 +98,26 @@ func TestLogin(t *testing.T) {
 
 	// In the browser: without the cookie, the page says to log in; the
 	// link logs in and shows the Node page.
-	b := newBrowser(t)
-	if st := b.navigate(t, ui+"/"); st != http.StatusUnauthorized {
+	b := chrometest.Start(t)
+	if st := b.Navigate(t, ui+"/"); st != http.StatusUnauthorized {
 		t.Errorf("the browser's GET / without the cookie: %d, want 401", st)
 	}
-	if exists(t, b, "#peer-id") || strings.Contains(eval[string](t, b, "document.body.innerText"), a.peerID()) {
+	if chrometest.Exists(t, b, "#peer-id") || strings.Contains(chrometest.Eval[string](t, b, "document.body.innerText"), a.peerID()) {
 		t.Errorf("the page without the cookie shows the node")
 	}
 	checkAxe(t, b, "the login page")
-	b.takeProblems(t) // the 401 itself is logged as a failed load
-	b.open(t, a.link(t))
-	if u := eval[string](t, b, "location.href"); u != ui+"/" {
+	b.TakeProblems(t) // the 401 itself is logged as a failed load
+	b.Open(t, a.link(t))
+	if u := chrometest.Eval[string](t, b, "location.href"); u != ui+"/" {
 		t.Errorf("the login link lands on %s, want %s/", u, ui)
 	}
-	if id := strings.TrimSpace(text(t, b, "#peer-id")); id != a.peerID() {
+	if id := strings.TrimSpace(chrometest.Text(t, b, "#peer-id")); id != a.peerID() {
 		t.Errorf("#peer-id = %q, want %s", id, a.peerID())
 	}
-	if eval[bool](t, b, "document.cookie.includes('"+cookieName+"')") {
+	if chrometest.Eval[bool](t, b, "document.cookie.includes('"+cookieName+"')") {
 		t.Errorf("the page's script can read the session cookie (not HttpOnly)")
 	}
-	b.clean(t, "the Node page")
+	b.Clean(t, "the Node page")
 }
 
 // TestJSONTwins: each page answers JSON under its own path with Accept:
@@ -164,47 +165,47 @@ func TestPages(t *testing.T) {
 	a := startNode(t, "--name", "alpha", "--description", "the dashboard's node")
 	bNode := startNode(t, "--name", "beta", "--description", "a second node", "--bootstrap", a.p2pAddr(t))
 	ui := a.ui(t)
-	b := newBrowser(t)
-	b.open(t, a.link(t))
-	b.clean(t, "the login")
+	b := chrometest.Start(t)
+	b.Open(t, a.link(t))
+	b.Clean(t, "the login")
 
 	t.Run("node", func(t *testing.T) {
-		b.open(t, ui+"/")
-		if id := strings.TrimSpace(text(t, b, "#peer-id")); id != a.peerID() {
+		b.Open(t, ui+"/")
+		if id := strings.TrimSpace(chrometest.Text(t, b, "#peer-id")); id != a.peerID() {
 			t.Errorf("#peer-id = %q, want %s", id, a.peerID())
 		}
 		for _, sel := range []string{"#reachability", "#listen", "#version", "#uptime", "#rights"} {
-			if strings.TrimSpace(text(t, b, sel)) == "" {
+			if strings.TrimSpace(chrometest.Text(t, b, sel)) == "" {
 				t.Errorf("the Node page's %s is missing or empty", sel)
 			}
 		}
 		for _, sel := range []string{"form#logout", `nav[aria-label="Pages"] a`, "h1"} {
-			if !exists(t, b, sel) {
+			if !chrometest.Exists(t, b, sel) {
 				t.Errorf("the Node page has no %s", sel)
 			}
 		}
-		if l := text(t, b, "#listen"); !strings.Contains(l, "/ip4/127.0.0.1/tcp/") {
+		if l := chrometest.Text(t, b, "#listen"); !strings.Contains(l, "/ip4/127.0.0.1/tcp/") {
 			t.Errorf("#listen = %q, want the node's loopback listen address", l)
 		}
-		b.clean(t, "the Node page")
+		b.Clean(t, "the Node page")
 	})
 
 	t.Run("peers", func(t *testing.T) {
 		row := fmt.Sprintf(`#conns tr[data-peer=%q]`, bNode.peerID())
-		reloadUntil(t, b, ui+"/peers", 20*time.Second, "B in #conns", fmt.Sprintf("document.querySelector(%s)", jsString(row)))
-		if k := strings.TrimSpace(text(t, b, row+" td.kind")); k != "direct" {
+		reloadUntil(t, b, ui+"/peers", 20*time.Second, "B in #conns", fmt.Sprintf("document.querySelector(%s)", chrometest.JSString(row)))
+		if k := strings.TrimSpace(chrometest.Text(t, b, row+" td.kind")); k != "direct" {
 			t.Errorf("B's connection kind = %q, want direct (loopback, no relay)", k)
 		}
-		if !exists(t, b, fmt.Sprintf(`#history tr[data-peer=%q]`, bNode.peerID())) {
+		if !chrometest.Exists(t, b, fmt.Sprintf(`#history tr[data-peer=%q]`, bNode.peerID())) {
 			t.Errorf("#history has no row of B")
 		}
-		b.clean(t, "the Peers page")
+		b.Clean(t, "the Peers page")
 	})
 
 	t.Run("skills", func(t *testing.T) {
-		b.open(t, ui+"/skills")
+		b.Open(t, ui+"/skills")
 		sec := `#skills section[data-skill="translate_history"]`
-		if !exists(t, b, sec+" form.run") {
+		if !chrometest.Exists(t, b, sec+" form.run") {
 			t.Fatalf("the Skills page has no form to run translate_history")
 		}
 		var args map[string]json.RawMessage
@@ -214,12 +215,12 @@ func TestPages(t *testing.T) {
 		fill(t, b, sec+` form.run textarea[name="history"]`, string(args["history"]))
 		fill(t, b, sec+` form.run [name="from"]`, "openai")
 		fill(t, b, sec+` form.run [name="to"]`, "claude")
-		run(t, b, "run translate_history", chromedp.Click(chromedp.CSS(sec+` form.run button[type="submit"]`)))
-		waitDOM(t, b, 15*time.Second, "the answer of translate_history", answered(sec+" output.result", sec+" .error"))
-		if got := text(t, b, sec+" output.result"); !strings.Contains(got, "claude") || !strings.Contains(got, "hello from the dashboard") {
+		chrometest.Run(t, b, "run translate_history", chromedp.Click(chromedp.CSS(sec+` form.run button[type="submit"]`)))
+		chrometest.WaitDOM(t, b, 15*time.Second, "the answer of translate_history", answered(sec+" output.result", sec+" .error"))
+		if got := chrometest.Text(t, b, sec+" output.result"); !strings.Contains(got, "claude") || !strings.Contains(got, "hello from the dashboard") {
 			t.Errorf("translate_history's answer on the Skills page: %q", got)
 		}
-		b.clean(t, "the Skills page")
+		b.Clean(t, "the Skills page")
 	})
 
 	t.Run("mesh", func(t *testing.T) {
@@ -230,31 +231,31 @@ func TestPages(t *testing.T) {
 			r := send(t, http.MethodGet, ui+"/mesh?q=translate_history", withCookie(c, map[string]string{"Accept": "application/json"}), nil)
 			return r.status == 200 && strings.Contains(string(r.body), bNode.peerID())
 		})
-		b.open(t, ui+"/mesh")
+		b.Open(t, ui+"/mesh")
 		fill(t, b, "#find-q", "translate_history")
-		run(t, b, "find", chromedp.Click(chromedp.CSS(`#find [type="submit"]`)))
+		chrometest.Run(t, b, "find", chromedp.Click(chromedp.CSS(`#find [type="submit"]`)))
 		li := fmt.Sprintf(`#results li[data-peer=%q]`, bNode.peerID())
-		waitDOM(t, b, 30*time.Second, "B in the results", fmt.Sprintf("document.querySelector(%s)", jsString(li)))
-		if n := strings.TrimSpace(text(t, b, li+" .card-name")); n != "beta" {
+		chrometest.WaitDOM(t, b, 30*time.Second, "B in the results", fmt.Sprintf("document.querySelector(%s)", chrometest.JSString(li)))
+		if n := strings.TrimSpace(chrometest.Text(t, b, li+" .card-name")); n != "beta" {
 			t.Errorf("B's card name = %q, want beta", n)
 		}
-		if v := strings.TrimSpace(text(t, b, li+" .verified")); v != "verified" {
+		if v := strings.TrimSpace(chrometest.Text(t, b, li+" .verified")); v != "verified" {
 			t.Errorf("B's card: .verified = %q, want verified (B signs its card)", v)
 		}
-		run(t, b, "use translate_history", chromedp.Click(chromedp.CSS(li+` button.use-skill[data-skill="translate_history"]`)))
-		if p := eval[string](t, b, `document.querySelector("#call-peer").value`); !strings.Contains(p, bNode.peerID()) {
+		chrometest.Run(t, b, "use translate_history", chromedp.Click(chromedp.CSS(li+` button.use-skill[data-skill="translate_history"]`)))
+		if p := chrometest.Eval[string](t, b, `document.querySelector("#call-peer").value`); !strings.Contains(p, bNode.peerID()) {
 			t.Errorf("#call-peer = %q after choosing B's skill, want B", p)
 		}
-		if s := eval[string](t, b, `document.querySelector("#call-skill").value`); s != "translate_history" {
+		if s := chrometest.Eval[string](t, b, `document.querySelector("#call-skill").value`); s != "translate_history" {
 			t.Errorf("#call-skill = %q, want translate_history", s)
 		}
 		fill(t, b, "#call-args", translateArgs)
-		run(t, b, "call B", chromedp.Click(chromedp.CSS("#call-run")))
-		waitDOM(t, b, 30*time.Second, "the answer of B", answered("#call-result", "#call-error"))
-		if e := strings.TrimSpace(text(t, b, "#call-error")); e != "" {
+		chrometest.Run(t, b, "call B", chromedp.Click(chromedp.CSS("#call-run")))
+		chrometest.WaitDOM(t, b, 30*time.Second, "the answer of B", answered("#call-result", "#call-error"))
+		if e := strings.TrimSpace(chrometest.Text(t, b, "#call-error")); e != "" {
 			t.Fatalf("the call of B's translate_history failed: %s", e)
 		}
-		if got := text(t, b, "#call-result"); !strings.Contains(got, "claude") || !strings.Contains(got, "hello from the dashboard") {
+		if got := chrometest.Text(t, b, "#call-result"); !strings.Contains(got, "claude") || !strings.Contains(got, "hello from the dashboard") {
 			t.Errorf("#call-result = %q", got)
 		}
 		// It ran on B, called by A.
@@ -263,7 +264,7 @@ func TestPages(t *testing.T) {
 		}) {
 			t.Errorf("B's audit log has no translate_history called by A")
 		}
-		b.clean(t, "the Mesh page")
+		b.Clean(t, "the Mesh page")
 	})
 
 	t.Run("activity live", func(t *testing.T) {
@@ -273,8 +274,8 @@ func TestPages(t *testing.T) {
 		if code != 0 || caller == "" {
 			t.Fatalf("mcpv2 id: exit %d\n%s", code, out)
 		}
-		stream := b.waitResponse(func(r *network.Response) bool { return strings.Contains(r.URL, "/v1/audit/stream") })
-		b.open(t, ui+"/activity")
+		stream := b.WaitResponse(func(r *network.Response) bool { return strings.Contains(r.URL, "/v1/audit/stream") })
+		b.Open(t, ui+"/activity")
 		select {
 		case r := <-stream:
 			if r.Status != 200 {
@@ -284,7 +285,7 @@ func TestPages(t *testing.T) {
 			t.Fatalf("the Activity page opened no /v1/audit/stream in 10 s")
 		}
 		row := fmt.Sprintf(`#audit tr[data-skill="translate_history"][data-caller=%q]`, caller)
-		if exists(t, b, row) {
+		if chrometest.Exists(t, b, row) {
 			t.Fatalf("a row of the client's call before it was made")
 		}
 		if out, errOut, code := mcpv2(t, "call", a.p2pAddr(t), "translate_history", translateArgs,
@@ -293,14 +294,14 @@ func TestPages(t *testing.T) {
 		}
 		// Acceptance: the call appears within a second, the page left
 		// open (no reload).
-		waitDOM(t, b, time.Second, "the CLI's call on the Activity page", fmt.Sprintf("document.querySelector(%s)", jsString(row)))
-		if o := eval[string](t, b, fmt.Sprintf("document.querySelector(%s).dataset.outcome", jsString(row))); o != "ok" {
+		chrometest.WaitDOM(t, b, time.Second, "the CLI's call on the Activity page", fmt.Sprintf("document.querySelector(%s)", chrometest.JSString(row)))
+		if o := chrometest.Eval[string](t, b, fmt.Sprintf("document.querySelector(%s).dataset.outcome", chrometest.JSString(row))); o != "ok" {
 			t.Errorf("the call's row: outcome %q, want ok", o)
 		}
-		if first := eval[string](t, b, `(document.querySelector("#audit tbody tr") || {dataset: {}}).dataset.caller || ""`); first != caller {
+		if first := chrometest.Eval[string](t, b, `(document.querySelector("#audit tbody tr") || {dataset: {}}).dataset.caller || ""`); first != caller {
 			t.Errorf("the newest row is not first: the first row's caller is %q", first)
 		}
-		b.clean(t, "the Activity page")
+		b.Clean(t, "the Activity page")
 	})
 
 	// A send that lasts: 4 MiB at 128 KiB/s, from its own client. It runs
@@ -330,17 +331,17 @@ func TestPages(t *testing.T) {
 	t.Run("transfer", func(t *testing.T) {
 		row := `#transfers tr[data-name="big.bin"]`
 		prog := fmt.Sprintf(`(() => { const p = document.querySelector(%s); return p && p.value > 0 ? {value: p.value, max: p.max} : null })()`,
-			jsString(row+" progress"))
-		b.open(t, ui+"/activity")
-		waitDOM(t, b, 20*time.Second, "the send's progress bar", prog)
-		p := eval[struct {
+			chrometest.JSString(row+" progress"))
+		b.Open(t, ui+"/activity")
+		chrometest.WaitDOM(t, b, 20*time.Second, "the send's progress bar", prog)
+		p := chrometest.Eval[struct {
 			Value float64 `json:"value"`
 			Max   float64 `json:"max"`
 		}](t, b, prog)
 		if p.Max != size || p.Value <= 0 || p.Value >= size {
 			t.Errorf("the send's progress bar: value %v of max %v, want between 0 and %d", p.Value, p.Max, size)
 		}
-		if !exists(t, b, row+" .resume") {
+		if !chrometest.Exists(t, b, row+" .resume") {
 			t.Errorf("the transfer's row has no .resume")
 		}
 		select {
@@ -349,53 +350,53 @@ func TestPages(t *testing.T) {
 			t.Errorf("the send ended before its progress was checked: %v\n%s", err, sendLog.String())
 		default:
 		}
-		b.clean(t, "the Activity page with a transfer")
+		b.Clean(t, "the Activity page with a transfer")
 	})
 
 	t.Run("access", func(t *testing.T) {
 		addKey(t, a, "dash-key")
-		b.open(t, ui+"/access")
-		if strings.TrimSpace(text(t, b, "#policy")) == "" && !exists(t, b, "#policy") {
+		b.Open(t, ui+"/access")
+		if strings.TrimSpace(chrometest.Text(t, b, "#policy")) == "" && !chrometest.Exists(t, b, "#policy") {
 			t.Errorf("the Access page has no #policy")
 		}
-		run(t, b, "revoke dash-key", chromedp.Click(chromedp.CSS(`#keys tr[data-key="dash-key"] button.revoke`)))
+		chrometest.Run(t, b, "revoke dash-key", chromedp.Click(chromedp.CSS(`#keys tr[data-key="dash-key"] button.revoke`)))
 		waitFor(t, 10*time.Second, "dash-key to be revoked", func() bool { return keyStatus(t, a)["dash-key"] == "revoked" })
-		b.clean(t, "the Access page")
+		b.Clean(t, "the Access page")
 	})
 
 	t.Run("every page", func(t *testing.T) {
-		for _, v := range []viewport{desktop, narrow} {
-			b.setViewport(t, v)
+		for _, v := range []chrometest.Viewport{chrometest.Desktop, chrometest.Narrow} {
+			b.SetViewport(t, v)
 			for _, p := range pages {
-				b.open(t, ui+p.path)
-				what := fmt.Sprintf("the %s page (%s)", p.name, v.name)
+				b.Open(t, ui+p.path)
+				what := fmt.Sprintf("the %s page (%s)", p.name, v.Name)
 				for _, sel := range []string{`nav[aria-label="Pages"]`, "h1", "#rights", "form#logout"} {
-					if !exists(t, b, sel) {
+					if !chrometest.Exists(t, b, sel) {
 						t.Errorf("%s has no %s", what, sel)
 					}
 				}
-				if over := eval[int](t, b, "document.documentElement.scrollWidth - window.innerWidth"); over > 0 {
+				if over := chrometest.Eval[int](t, b, "document.documentElement.scrollWidth - window.innerWidth"); over > 0 {
 					t.Errorf("%s is %d px wider than the window: it scrolls sideways", what, over)
 				}
 				checkAxe(t, b, what)
 				screenshot(t, b, p.name, v)
-				b.clean(t, what)
+				b.Clean(t, what)
 			}
 		}
-		b.setViewport(t, desktop)
+		b.SetViewport(t, chrometest.Desktop)
 	})
-	if d := b.dialogsSoFar(); len(d) > 0 {
+	if d := b.Dialogs(); len(d) > 0 {
 		t.Logf("dialogs answered: %q", d)
 	}
 }
 
 // fill sets the value of the form field sel as typing would (with its
 // input and change events).
-func fill(t *testing.T, b *browser, sel, value string) {
+func fill(t *testing.T, b *chrometest.Browser, sel, value string) {
 	t.Helper()
-	ok := eval[bool](t, b, fmt.Sprintf(`(() => { const e = document.querySelector(%s); if (!e) return false;
+	ok := chrometest.Eval[bool](t, b, fmt.Sprintf(`(() => { const e = document.querySelector(%s); if (!e) return false;
 		e.focus(); e.value = %s; e.dispatchEvent(new Event("input", {bubbles: true}));
-		e.dispatchEvent(new Event("change", {bubbles: true})); return true })()`, jsString(sel), jsString(value)))
+		e.dispatchEvent(new Event("change", {bubbles: true})); return true })()`, chrometest.JSString(sel), chrometest.JSString(value)))
 	if !ok {
 		t.Fatalf("no form field %s", sel)
 	}
@@ -404,15 +405,15 @@ func fill(t *testing.T, b *browser, sel, value string) {
 // reloadUntil loads u again every 250 ms, at most d, until the JavaScript
 // expression cond is true on the loaded page; then t fails with what.
 // Each load is a page visit: it must have no console errors.
-func reloadUntil(t *testing.T, b *browser, u string, d time.Duration, what, cond string) {
+func reloadUntil(t *testing.T, b *chrometest.Browser, u string, d time.Duration, what, cond string) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
-		b.open(t, u)
-		if eval[bool](t, b, "!!("+cond+")") {
+		b.Open(t, u)
+		if chrometest.Eval[bool](t, b, "!!("+cond+")") {
 			return
 		}
-		b.clean(t, u)
+		b.Clean(t, u)
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %s waiting for %s on %s", d, what, u)
 		}
@@ -425,7 +426,7 @@ func reloadUntil(t *testing.T, b *browser, u string, d time.Duration, what, cond
 func answered(result, errSel string) string {
 	return fmt.Sprintf(`(() => { const r = document.querySelector(%s), e = document.querySelector(%s);
 		if (e && e.textContent.trim()) return true;
-		try { JSON.parse(r.textContent); return true } catch { return false } })()`, jsString(result), jsString(errSel))
+		try { JSON.parse(r.textContent); return true } catch { return false } })()`, chrometest.JSString(result), chrometest.JSString(errSel))
 }
 
 // bannerValue is the first value of key in KEY=VALUE lines.
