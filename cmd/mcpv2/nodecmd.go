@@ -353,7 +353,7 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 	}
 	apiOpts = append(apiOpts, uiOpts...)
 	if r.srv != nil {
-		apiOpts = append(apiOpts, localapi.WithEdgeURLs(r.srv.URLs()...), localapi.WithKeys(ring))
+		apiOpts = append(apiOpts, localapi.WithEdgeURLs(r.srv.URLs()...), localapi.WithKeys(ring), localapi.WithSessions(mcpSessions{r.face}))
 	}
 	if r.api, err = localapi.New(n, apiOpts...); err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mcpv2/mcpv2/edge/mcp"
 	"github.com/mcpv2/mcpv2/node/localapi"
 )
 
@@ -71,3 +72,16 @@ func uiCommand() *cli.Command {
 		},
 	}
 }
+
+// mcpSessions is the MCP face's sessions as the dashboard lists them.
+type mcpSessions struct{ f *mcp.Face }
+
+func (m mcpSessions) Sessions() []localapi.Session {
+	out := []localapi.Session{}
+	for _, s := range m.f.Sessions() {
+		out = append(out, localapi.Session{ID: s.ID, Owner: s.Owner, Privileged: s.Privileged, Started: s.Started, LastUsed: s.LastUsed, InFlight: s.InFlight})
+	}
+	return out
+}
+
+func (m mcpSessions) CloseSession(id string) error { return m.f.CloseSession(id) }

@@ -1,7 +1,10 @@
 package mcp
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -34,7 +37,8 @@ type heldSession struct {
 	priv     bool
 	release  func()
 	inflight int       // requests of the session being served
-	last     time.Time // when the last one started
+	began    time.Time // when its initialize started
+	last     time.Time // when the last request started
 }
 
 // newSessionBook caps a face's sessions at total.
@@ -66,7 +70,7 @@ func (b *sessionBook) admit(f *Face, c protocol.Caller) (func(), string) {
 func (b *sessionBook) add(id string, c protocol.Caller, release func(), began time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.m[id] = &heldSession{owner: c.Owner, priv: edge.Privileged(c), release: release, last: began}
+	b.m[id] = &heldSession{owner: c.Owner, priv: edge.Privileged(c), release: release, began: began, last: began}
 }
 
 // begin marks a request of session id in use; end (the result) marks it
@@ -136,6 +140,62 @@ func (b *sessionBook) evictOldestIdle(f *Face, c protocol.Caller) bool {
 	h.release()
 	f.log.Debug("mcp: closed the caller's oldest idle session for a new one", "owner", c.Owner)
 	return true
+}
+
+// SessionInfo is one stateful MCP session of a face, as the dashboard's
+// Access page lists it.
+type SessionInfo struct {
+	// ID is the Mcp-Session-Id.
+	ID string `json:"id"`
+	// Owner is the handle of the caller's credential (protocol.Caller.Owner).
+	Owner string `json:"owner"`
+	// Privileged says a secret holder holds it.
+	Privileged bool `json:"privileged"`
+	// Started is when its initialize started; LastUsed when its last
+	// request did.
+	Started  time.Time `json:"started"`
+	LastUsed time.Time `json:"last_used"`
+	// InFlight counts its requests being served now.
+	InFlight int `json:"in_flight"`
+}
+
+// Sessions lists the face's stateful sessions (those of the 2025-11-25
+// era, which the go-sdk keeps), the one used most recently first; none
+// before Mount.
+func (f *Face) Sessions() []SessionInfo {
+	out := []SessionInfo{}
+	if f.http == nil {
+		return out
+	}
+	b := f.http.book
+	b.prune(f)
+	b.mu.Lock()
+	for id, h := range b.m {
+		out = append(out, SessionInfo{ID: id, Owner: h.owner, Privileged: h.priv, Started: h.began, LastUsed: h.last, InFlight: h.inflight})
+	}
+	b.mu.Unlock()
+	slices.SortFunc(out, func(x, y SessionInfo) int { return y.LastUsed.Compare(x.LastUsed) })
+	return out
+}
+
+// ErrNoSession is returned by CloseSession for an id the face does not
+// hold.
+var ErrNoSession = errors.New("no such MCP session")
+
+// CloseSession ends the stateful session id: its client's next request
+// gets 404 and must initialize again.
+func (f *Face) CloseSession(id string) error {
+	if f.http == nil {
+		return ErrNoSession
+	}
+	for ss := range f.srv.Sessions() {
+		if ss.ID() == id {
+			err := ss.Close()
+			f.http.book.prune(f)
+			return err
+		}
+	}
+	return fmt.Errorf("%w: %q", ErrNoSession, protocol.Clip(id, 80))
 }
 
 // serveStateful serves a request of the 2025-11-25 era: a new session only

@@ -25,8 +25,9 @@ import (
 // the static assets needs the session cookie the login sets; every request
 // must name the dashboard in its Host (a DNS name other than localhost is
 // refused: DNS rebinding) and, when it carries an Origin, come from the
-// dashboard's own origin; a request that changes something must also pass
-// net/http's CrossOriginProtection (Sec-Fetch-Site or Origin). The pages
+// dashboard's own origin; a request that changes something must carry
+// Origin or Sec-Fetch-Site (a browser's always do) and pass net/http's
+// CrossOriginProtection. The pages
 // act with the node owner's rights, the secret holder's, and say so.
 
 const (
@@ -53,8 +54,9 @@ type dashboard struct {
 	ln     net.Listener
 	srv    *http.Server
 	served chan struct{}
-	port   string // the bound port, which every allowed Host names
-	url    string // http://host:port/ as bound
+	port   string     // the bound port, which every allowed Host names
+	bound  netip.Addr // the bound address
+	url    string     // http://host:port/ as bound
 
 	mu       sync.Mutex
 	token    string               // the login link's token
@@ -117,8 +119,9 @@ func startDashboard(a *API) (*dashboard, error) {
 	if tcp.IP.IsUnspecified() {
 		host = "127.0.0.1"
 	}
+	bound, _ := netip.AddrFromSlice(tcp.IP)
 	d := &dashboard{
-		a: a, ln: ln, served: make(chan struct{}), port: strconv.Itoa(tcp.Port),
+		a: a, ln: ln, served: make(chan struct{}), port: strconv.Itoa(tcp.Port), bound: bound.Unmap(),
 		url: "http://" + net.JoinHostPort(host, strconv.Itoa(tcp.Port)) + "/", token: newSecret(),
 		sessions: map[[32]byte]session{},
 	}
@@ -237,19 +240,26 @@ func (d *dashboard) checkRequest(next http.Handler) http.Handler {
 			writeError(w, http.StatusForbidden, CodeForbidden, fmt.Sprintf("Host %q is not this dashboard: use http://127.0.0.1:%s/ or http://localhost:%s/", protocol.Clip(r.Host, 80), d.port, d.port))
 			return
 		}
-		if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
+		o := r.Header.Get("Origin")
+		if o != "" && o != "http://"+r.Host {
 			d.a.cfg.log.Warn("dashboard: refused a request from another origin", "origin", protocol.Clip(o, 80), "path", protocol.Clip(r.URL.Path, 80))
 			writeError(w, http.StatusForbidden, CodeForbidden, "requests from another origin are refused")
+			return
+		}
+		if changes(r.Method) && o == "" && r.Header.Get("Sec-Fetch-Site") == "" {
+			writeError(w, http.StatusForbidden, CodeForbidden, "a request that changes something must come from the dashboard's pages (with Origin or Sec-Fetch-Site); a script uses the control socket")
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// hostAllowed reports whether a Host header names this dashboard: an IP
-// address or localhost, with the dashboard's port. A DNS name is refused:
-// a page of another site whose name is made to resolve to this machine
-// (DNS rebinding) would otherwise be same-origin with the dashboard.
+// hostAllowed reports whether a Host header names this dashboard, with
+// its port: localhost, 127.0.0.1, [::1] or the address it is bound to; any
+// IP address when it is bound to all of them (--ui-public 0.0.0.0:PORT). A
+// DNS name is refused: a page of another site whose name is made to
+// resolve to this machine (DNS rebinding) would otherwise be same-origin
+// with the dashboard.
 func (d *dashboard) hostAllowed(hostport string) bool {
 	host, port, err := net.SplitHostPort(hostport)
 	if err != nil || port != d.port {
@@ -258,8 +268,17 @@ func (d *dashboard) hostAllowed(hostport string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
-	_, err = netip.ParseAddr(host)
-	return err == nil
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return false
+	}
+	ip = ip.Unmap()
+	return ip == netip.AddrFrom4([4]byte{127, 0, 0, 1}) || ip == netip.IPv6Loopback() || ip == d.bound || d.bound.IsUnspecified()
+}
+
+// changes reports whether a request's method may change something.
+func changes(method string) bool {
+	return method != http.MethodGet && method != http.MethodHead && method != http.MethodOptions
 }
 
 // requireSession passes requests with a live session cookie; others get

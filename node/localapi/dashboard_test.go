@@ -132,6 +132,9 @@ func TestDashboardLoginAndChecks(t *testing.T) {
 	if st, _, _ := get(t, b, base+"/v1/status", "Host", "evil.example:"+port); st != http.StatusForbidden {
 		t.Fatalf("Host evil.example: %d, want 403", st)
 	}
+	if st, _, _ := get(t, b, base+"/v1/status", "Host", "127.0.0.2:"+port); st != http.StatusForbidden {
+		t.Fatalf("Host 127.0.0.2: %d, want 403", st)
+	}
 	if st, _, body := get(t, b, base+"/v1/status", "Host", "localhost:"+port); st != http.StatusOK {
 		t.Fatalf("Host localhost: %d, want 200: %s", st, body)
 	}
@@ -141,6 +144,9 @@ func TestDashboardLoginAndChecks(t *testing.T) {
 	}
 	if st, _, _ := do(t, b, http.MethodPost, base+"/v1/call", `{"skill":"ping"}`, "Sec-Fetch-Site", "cross-site", "Content-Type", "application/json"); st != http.StatusForbidden {
 		t.Fatalf("a cross-site POST: %d, want 403", st)
+	}
+	if st, _, _ := do(t, b, http.MethodPost, base+"/v1/call", `{"skill":"ping"}`, "Content-Type", "application/json"); st != http.StatusForbidden {
+		t.Fatalf("a POST with neither Origin nor Sec-Fetch-Site: %d, want 403", st)
 	}
 	// A same-origin call runs as the owner and is audited as local:ui.
 	st, _, body = do(t, b, http.MethodPost, base+"/v1/call", `{"skill":"ping","arguments":{}}`, "Origin", base, "Content-Type", "application/json")

@@ -79,12 +79,42 @@ type config struct {
 	socket     *string // nil: SocketPath(the node's data dir)
 	dashAddr   string  // "": no dashboard
 	dashPublic bool
+	sessions   SessionBook // nil: no MCP sessions to list
 }
 
 // WithEdgeURLs sets the URLs of the node's HTTP edge (none: no edge).
 func WithEdgeURLs(urls ...string) Option {
 	return func(c *config) error {
 		c.edgeURLs = slices.Clone(urls)
+		return nil
+	}
+}
+
+// SessionBook is what the Access page lists and ends: the stateful MCP
+// sessions of the node's edge (edge/mcp's Face, adapted by the command).
+type SessionBook interface {
+	Sessions() []Session
+	CloseSession(id string) error
+}
+
+// Session is one MCP session of a SessionBook.
+type Session struct {
+	ID         string    `json:"id"`
+	Owner      string    `json:"owner"`
+	Privileged bool      `json:"privileged"`
+	Started    time.Time `json:"started"`
+	LastUsed   time.Time `json:"last_used"`
+	InFlight   int       `json:"in_flight"`
+}
+
+// WithSessions sets the MCP sessions that GET /v1/access lists and
+// DELETE /v1/sessions/{id} ends (none without it).
+func WithSessions(b SessionBook) Option {
+	return func(c *config) error {
+		if b == nil {
+			return errors.New("WithSessions(nil): no sessions")
+		}
+		c.sessions = b
 		return nil
 	}
 }

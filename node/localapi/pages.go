@@ -97,6 +97,9 @@ type AccessResponse struct {
 	Keys    KeysResponse    `json:"keys"`
 	// KeysError says why the keys could not be read ("": they could).
 	KeysError string `json:"keys_error,omitempty"`
+	// Sessions are the edge's stateful MCP sessions, the one used most
+	// recently first (empty without an edge).
+	Sessions []Session `json:"mcp_sessions"`
 }
 
 // CallRequest is the body of POST /v1/call: run Skill with Arguments on
@@ -235,7 +238,26 @@ func (a *API) access() AccessResponse {
 		keys = KeysResponse{Keys: []KeyInfo{}}
 	}
 	out.Keys = keys
+	out.Sessions = []Session{}
+	if a.cfg.sessions != nil {
+		out.Sessions = a.cfg.sessions.Sessions()
+	}
 	return out
+}
+
+func (a *API) closeSession(w http.ResponseWriter, r *http.Request) {
+	if a.cfg.sessions == nil {
+		writeError(w, http.StatusNotFound, CodeNotFound, "this node has no MCP sessions (no edge)")
+		return
+	}
+	if err := a.cfg.sessions.CloseSession(r.PathValue("id")); err != nil {
+		writeError(w, http.StatusNotFound, CodeNotFound, err.Error())
+		return
+	}
+	a.cfg.log.Info("local API: ended an MCP session", "id", protocol.Clip(r.PathValue("id"), 80))
+	writeJSON(w, http.StatusOK, struct {
+		ID string `json:"id"`
+	}{r.PathValue("id")})
 }
 
 // call runs req as Caller: here through the node's dispatch, on a peer

@@ -153,6 +153,7 @@ func (a *API) routes() http.Handler {
 	mux.HandleFunc("GET /v1/transfers", a.getTransfers)
 	mux.HandleFunc("GET /v1/access", a.getAccess)
 	mux.HandleFunc("POST /v1/call", a.postCall)
+	mux.HandleFunc("DELETE /v1/sessions/{id}", a.closeSession)
 	mux.HandleFunc("GET /v1/ui/link", a.getLink)
 	return jsonErrors(mux)
 }

@@ -258,6 +258,14 @@ function accessPage() {
       } catch (e) { errEl.textContent = e.message; errEl.hidden = false; }
     });
   }
+  for (const b of document.querySelectorAll('button.end-session')) {
+    b.addEventListener('click', async () => {
+      try {
+        await getJSON('/v1/sessions/' + encodeURIComponent(b.dataset.session), { method: 'DELETE' });
+        location.reload();
+      } catch (e) { errEl.textContent = e.message; errEl.hidden = false; }
+    });
+  }
 }
 
 const pages = { skills: skillsPage, mesh: meshPage, activity: activityPage, peers: peersPage, access: accessPage };
