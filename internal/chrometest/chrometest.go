@@ -290,6 +290,19 @@ func (b *Browser) Navigate(t *testing.T, u string) int64 {
 	return resp.Status
 }
 
+// Follow runs a (a click on a link or a form's submit button) and waits
+// for the navigation it starts; it returns the new page's HTTP status.
+func (b *Browser) Follow(t *testing.T, what string, a chromedp.Action[chromedp.Void]) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, ActionWait)
+	defer cancel()
+	resp, err := chromedp.RunResponse(ctx, a)
+	if err != nil || resp == nil {
+		t.Fatalf("%s: %v (response %v)", what, err, resp)
+	}
+	return resp.Status
+}
+
 // Open loads the dashboard page u, which must answer 200 and show its
 // <main id="main">.
 func (b *Browser) Open(t *testing.T, u string) {

@@ -157,10 +157,12 @@ func TestJSONTwins(t *testing.T) {
 // B, direct; the Skills page runs translate_history through the form
 // generated from its schema; the Mesh page finds B by skill and runs
 // translate_history on it through the call form; a call made with the CLI
-// appears on the Activity page within a second, without a reload; a
-// running `mcpv2 send` shows a progress bar; the Access page revokes a
-// key. Then every page, at desktop and narrow widths, has no console
-// error and no axe violation, and is screenshotted.
+// appears on the Activity page within a second, without a reload, and the
+// filter form keeps only its caller's calls; a running `mcpv2 send` shows
+// a progress bar; the Access page revokes a key. Then every page, at
+// desktop and narrow widths, has no console error and no axe violation,
+// and is screenshotted; last, the send is interrupted and Activity shows
+// the partial upload kept for a resume.
 func TestPages(t *testing.T) {
 	a := startNode(t, "--name", "alpha", "--description", "the dashboard's node")
 	bNode := startNode(t, "--name", "beta", "--description", "a second node", "--bootstrap", a.p2pAddr(t))
@@ -298,6 +300,17 @@ func TestPages(t *testing.T) {
 		if o := chrometest.Eval[string](t, b, fmt.Sprintf("document.querySelector(%s).dataset.outcome", chrometest.JSString(row))); o != "ok" {
 			t.Errorf("the call's row: outcome %q, want ok", o)
 		}
+		b.Clean(t, "the Activity page")
+
+		// The filter form: only the client's calls.
+		fill(t, b, "#f-caller", caller)
+		if st := b.Follow(t, "filter", chromedp.Click(chromedp.CSS(`#filter button[type="submit"]`))); st != 200 {
+			t.Fatalf("the filter form: %d", st)
+		}
+		callers := chrometest.Eval[[]string](t, b, `[...document.querySelectorAll("#audit tbody tr")].map(r => r.dataset.caller)`)
+		if len(callers) != 1 || callers[0] != caller {
+			t.Errorf("the Activity page filtered by caller %s lists the callers %q, want the client's one call", caller, callers)
+		}
 		if first := chrometest.Eval[string](t, b, `(document.querySelector("#audit tbody tr") || {dataset: {}}).dataset.caller || ""`); first != caller {
 			t.Errorf("the newest row is not first: the first row's caller is %q", first)
 		}
@@ -384,6 +397,20 @@ func TestPages(t *testing.T) {
 			}
 		}
 		b.SetViewport(t, chrometest.Desktop)
+	})
+
+	t.Run("resume state", func(t *testing.T) {
+		// The send is interrupted: the partial upload stays for a resume,
+		// and the Activity page says so (it refreshes itself).
+		_ = sendCmd.Process.Kill()
+		err := <-sendDone
+		sendDone <- err
+		b.Open(t, ui+"/activity")
+		row := `#transfers tr.partial[data-name="big.bin"]`
+		chrometest.WaitDOM(t, b, 10*time.Second, "the interrupted send's resume state", fmt.Sprintf(
+			`(() => { const r = document.querySelector(%s); return r && r.querySelector("progress").value > 0 && r.querySelector(".resume").textContent.includes("resume") })()`,
+			chrometest.JSString(row)))
+		b.Clean(t, "the Activity page after the send")
 	})
 	if d := b.Dialogs(); len(d) > 0 {
 		t.Logf("dialogs answered: %q", d)
