@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/mcpv2/mcpv2/internal/chrometest"
 	"github.com/mcpv2/mcpv2/internal/testenv"
@@ -375,6 +376,33 @@ func TestPages(t *testing.T) {
 		chrometest.Run(t, b, "revoke dash-key", chromedp.Click(chromedp.CSS(`#keys tr[data-key="dash-key"] button.revoke`)))
 		waitFor(t, 10*time.Second, "dash-key to be revoked", func() bool { return keyStatus(t, a)["dash-key"] == "revoked" })
 		b.Clean(t, "the Access page")
+	})
+
+	t.Run("keyboard", func(t *testing.T) {
+		// From the top of a page, Tab reaches the skip link (visible
+		// when focused), then each page of the nav and the logout
+		// button, in that order; the skip link's Enter moves to <main>.
+		b.Open(t, ui+"/peers")
+		var stops []string
+		for range 8 {
+			chrometest.Run(t, b, "Tab", chromedp.KeyEvent(kb.Tab))
+			stops = append(stops, chrometest.Eval[string](t, b, `(() => { const e = document.activeElement;
+				return e.tagName + " " + (e.getAttribute("href") || e.closest("form")?.id || "") })()`))
+		}
+		want := []string{"A #main", "A /", "A /peers", "A /skills", "A /mesh", "A /activity", "A /access", "BUTTON logout"}
+		if !slices.Equal(stops, want) {
+			t.Errorf("Tab stops %q, want %q", stops, want)
+		}
+		for range 7 {
+			chrometest.Run(t, b, "Shift+Tab", chromedp.KeyEvent(kb.Tab, chromedp.KeyModifiers(chromedp.ModifierShift)))
+		}
+		if !chrometest.Eval[bool](t, b, `(() => { const r = document.activeElement.getBoundingClientRect();
+			return document.activeElement.classList.contains("skip") && r.left >= 0 && r.top >= 0 && r.width > 0 })()`) {
+			t.Errorf("the focused skip link is not visible")
+		}
+		chrometest.Run(t, b, "Enter", chromedp.KeyEvent(kb.Enter))
+		chrometest.WaitDOM(t, b, 5*time.Second, "the skip link to reach #main", `location.hash === "#main"`)
+		b.Clean(t, "the keyboard walk")
 	})
 
 	t.Run("every page", func(t *testing.T) {
