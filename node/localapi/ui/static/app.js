@@ -195,7 +195,7 @@ function transferRow(t, partial) {
     el('td', { text: partial ? 'in, stopped' : t.direction }),
     el('td', {}, el('code', { text: short(partial ? t.owner : t.peer) })),
     el('td', {}, el('progress', { value: done, max: t.size || done || 1, 'aria-label': t.name || 'an upload from an earlier run', text: `${done} of ${t.size}` }), ` ${bytes(done)} of ${bytes(t.size)}`),
-    el('td', { class: 'resume', text: partial ? 'kept for a resume' : (t.resumed ? `resumed at ${bytes(t.resumed)}, attempt ${t.attempt}` : `attempt ${t.attempt}`) }));
+    el('td', { class: 'resume', text: partial ? 'kept for a resume' : (t.resumed ? `resumed at ${bytes(t.resumed)}` : 'from the start') + (!partial && t.attempt ? `, attempt ${t.attempt}` : '') }));
 }
 
 function activityPage() {
