@@ -65,6 +65,10 @@ var importRules = []importRule{
 	// internal/promtest sums gathered metrics for the tests (_test.go
 	// files only).
 	{prefix: "internal/promtest", allowed: nil},
+	// internal/chrometest drives a headless chromium for the tests
+	// (_test.go files only: the dashboard's, the NAT lab's): chromedp,
+	// and internal/testenv to skip without chromium.
+	{prefix: "internal/chrometest", allowed: []string{"internal/testenv"}},
 }
 
 // thirdPartyOK lists what protocol may use beside the standard library:
