@@ -6,15 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/mcpv2/mcpv2/internal/otlptest"
 	"github.com/mcpv2/mcpv2/protocol"
@@ -131,38 +127,4 @@ func natlabTraceLine(t *testing.T, lab *natLab, p *natProc, traceID string) natT
 		t.Fatalf("%s: mcpv2 audit --trace %s: want one line of the trace: %s", p.name, traceID, r)
 	}
 	return l
-}
-
-// natlabListenIn opens a TCP listener on addr inside the network namespace
-// ns: a socket belongs to the namespace it was made in, so a goroutine
-// moves its locked thread there, listens, and exits still locked (the
-// runtime then ends the thread rather than reuse it in the lab's
-// namespace). The test process itself stays where it is.
-func natlabListenIn(t *testing.T, ns, addr string) net.Listener {
-	t.Helper()
-	type result struct {
-		ln  net.Listener
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		fd, err := unix.Open(filepath.Join("/var/run/netns", ns), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			done <- result{err: err}
-			return
-		}
-		defer unix.Close(fd)
-		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-			done <- result{err: fmt.Errorf("setns %s: %w", ns, err)}
-			return
-		}
-		ln, err := net.Listen("tcp", addr)
-		done <- result{ln, err}
-	}()
-	r := <-done
-	if r.err != nil {
-		t.Fatalf("listen on %s in %s: %v", addr, ns, r.err)
-	}
-	return r.ln
 }
