@@ -88,9 +88,9 @@ func TestNATLabDashboard(t *testing.T) {
 	firstRelayed, firstDirect := -1, -1
 	for i, e := range events {
 		switch {
-		case strings.Contains(e, "connected relayed") && firstRelayed < 0:
+		case strings.Contains(e, " connected relayed") && firstRelayed < 0: // (the space: not "disconnected relayed")
 			firstRelayed = i
-		case strings.Contains(e, "connected direct") && firstDirect < 0:
+		case strings.Contains(e, " connected direct") && firstDirect < 0:
 			firstDirect = i
 		}
 	}
