@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpv2/mcpv2/node"
 	"github.com/mcpv2/mcpv2/node/store"
+	"github.com/mcpv2/mcpv2/protocol"
 )
 
 // dash serves n's dashboard on a free loopback port and returns the API
@@ -255,5 +256,33 @@ func TestDashboardAuditStream(t *testing.T) {
 	}
 	if st, _, _ := get(t, b, base+"/v1/status"); st != http.StatusOK {
 		t.Fatalf("status with every stream open: %d", st)
+	}
+}
+
+// TestDashboardTasks: the Activity page lists the A2A tasks with their
+// events, as JSON and on the page, the task's text escaped.
+func TestDashboardTasks(t *testing.T) {
+	n := newNode(t, "", nil)
+	_, link := dash(t, n)
+	base := strings.SplitN(link, "/login", 2)[0]
+	b := browser(t)
+	login(t, b, link)
+	now := time.Now()
+	task := protocol.StoredTask{ID: "task-<b>1</b>", ContextID: "ctx", Owner: "a2a:secret", State: "working", Created: now, Updated: now,
+		Task: json.RawMessage(`{"id":"task-1"}`)}
+	for _, ev := range []string{`{"status":"submitted"}`, `{"status":"working","note":"<script>alert(1)</script>"}`} {
+		if _, err := n.SaveTask(task, json.RawMessage(ev)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var act ActivityResponse
+	_, _, body := get(t, b, base+"/activity", "Accept", "application/json")
+	if err := json.Unmarshal([]byte(body), &act); err != nil || len(act.Tasks) != 1 || act.Tasks[0].ID != task.ID || len(act.Tasks[0].Events) != 2 {
+		t.Fatalf("activity JSON tasks %+v (%v): %.300s", act.Tasks, err, body)
+	}
+	st, _, page := get(t, b, base+"/activity")
+	if st != http.StatusOK || !strings.Contains(page, `data-task="task-&lt;b&gt;1&lt;/b&gt;"`) || !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") ||
+		strings.Contains(page, "<script>alert") || strings.Contains(page, "<b>1</b>") {
+		t.Fatalf("activity page: %d, the task and its events escaped? %.2000s", st, page)
 	}
 }
