@@ -32,21 +32,31 @@ func statusCommand() *cli.Command {
 	}
 }
 
-func runStatus(c *cli.Context) error {
+// dialRunning dials the local API of the node running in --data-dir for
+// command cmd, which takes only flags; done ends the call's time (at most
+// localTimeout) and the client.
+func dialRunning(c *cli.Context, cmd string) (ctx context.Context, cl *localapi.Client, done func(), err error) {
 	if c.NArg() > 0 {
-		return fmt.Errorf("status: unexpected argument %q: it takes only flags (mcpv2 status --help)", c.Args().First())
+		return nil, nil, nil, fmt.Errorf("%s: unexpected argument %q: it takes only flags (mcpv2 %s --help)", cmd, c.Args().First(), cmd)
 	}
 	dir, err := dataDir(c)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(c.Context, localTimeout)
-	defer cancel()
-	cl, err := localapi.Dial(ctx, dir)
+	if cl, err = localapi.Dial(ctx, dir); err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return ctx, cl, func() { cl.Close(); cancel() }, nil
+}
+
+func runStatus(c *cli.Context) error {
+	ctx, cl, done, err := dialRunning(c, "status")
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
+	defer done()
 	s, err := cl.Status(ctx)
 	if err != nil {
 		return err

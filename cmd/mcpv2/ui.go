@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -49,20 +48,11 @@ func uiCommand() *cli.Command {
 			"(asks the node over <data-dir>/control.sock; the link carries the node owner's rights: do not share it)",
 		Flags: []cli.Flag{dataDirFlag},
 		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return fmt.Errorf("ui: unexpected argument %q: it takes only flags (mcpv2 ui --help)", c.Args().First())
-			}
-			dir, err := dataDir(c)
+			ctx, cl, done, err := dialRunning(c, "ui")
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(c.Context, localTimeout)
-			defer cancel()
-			cl, err := localapi.Dial(ctx, dir)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
+			defer done()
 			l, err := cl.Link(ctx)
 			if err != nil {
 				return err

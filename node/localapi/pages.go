@@ -294,24 +294,12 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// decodeCall reads a CallRequest: one JSON object of at most maxBody
-// bytes, no unknown field, a skill, arguments an object when given.
+// decodeCall reads a CallRequest (see decodeBody) with a skill, arguments
+// an object when given and a peer that looks like a PeerID when given.
 func decodeCall(r io.Reader) (CallRequest, error) {
-	var req CallRequest
-	body, err := io.ReadAll(io.LimitReader(r, maxBody+1))
+	req, err := decodeBody[CallRequest](r, `{"peer", "skill", "arguments"}`)
 	if err != nil {
-		return req, fmt.Errorf("request body: %w", err)
-	}
-	if len(body) > maxBody {
-		return req, fmt.Errorf("request body: over %d bytes", maxBody)
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return CallRequest{}, fmt.Errorf("request body: want a JSON object {\"peer\", \"skill\", \"arguments\"}: %w", err)
-	}
-	if dec.More() {
-		return CallRequest{}, errors.New("request body: more than one JSON value")
+		return req, err
 	}
 	if req.Skill == "" {
 		return CallRequest{}, errors.New(`request body: "skill" is missing`)

@@ -319,31 +319,40 @@ func (k *Keys) Revoke(name string) (RevokeKeyResponse, error) {
 	return RevokeKeyResponse{Name: name, File: k.ring.Path()}, nil
 }
 
-// decodeAddKey reads an AddKeyRequest: one JSON object of at most maxBody
-// bytes, no unknown field, a name. The error names what was wrong.
+// decodeAddKey reads an AddKeyRequest (see decodeBody) with a name.
 func decodeAddKey(r io.Reader) (AddKeyRequest, error) {
-	var req AddKeyRequest
+	req, err := decodeBody[AddKeyRequest](r, `{"name", "grants", "expires"}`)
+	if err != nil {
+		return req, err
+	}
+	if req.Name == "" {
+		return AddKeyRequest{}, errors.New(`request body: "name" is missing`)
+	}
+	return req, nil
+}
+
+// decodeBody reads a request body: one JSON object of at most maxBody
+// bytes with no unknown field; shape names its fields in the error.
+func decodeBody[T any](r io.Reader, shape string) (T, error) {
+	var req, zero T
 	body, err := io.ReadAll(io.LimitReader(r, maxBody+1))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return req, fmt.Errorf("request body: over %d bytes", maxBody)
+			return zero, fmt.Errorf("request body: over %d bytes", maxBody)
 		}
-		return req, fmt.Errorf("request body: %w", err)
+		return zero, fmt.Errorf("request body: %w", err)
 	}
 	if len(body) > maxBody {
-		return req, fmt.Errorf("request body: over %d bytes", maxBody)
+		return zero, fmt.Errorf("request body: over %d bytes", maxBody)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		return AddKeyRequest{}, fmt.Errorf("request body: want a JSON object {\"name\", \"grants\", \"expires\"}: %w", err)
+		return zero, fmt.Errorf("request body: want a JSON object %s: %w", shape, err)
 	}
 	if dec.More() {
-		return AddKeyRequest{}, errors.New("request body: more than one JSON value")
-	}
-	if req.Name == "" {
-		return AddKeyRequest{}, errors.New(`request body: "name" is missing`)
+		return zero, errors.New("request body: more than one JSON value")
 	}
 	return req, nil
 }
