@@ -33,6 +33,11 @@ func mcpCommand() *cli.Command {
 		if p, ok := f.(*cli.IntFlag); ok && p.Name == "p2p-port" {
 			p.Value = 0
 		}
+		// An MCP host keeps the server's stderr, where the banner goes,
+		// in its logs: no dashboard, and no login link there, unless asked.
+		if u, ok := f.(*cli.StringFlag); ok && u.Name == "ui" {
+			u.Value = "off"
+		}
 	}
 	return &cli.Command{
 		Name:  "mcp",

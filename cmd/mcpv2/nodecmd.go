@@ -124,7 +124,7 @@ func nodeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "oidc-audience", EnvVars: []string{"MCPV2_OIDC_AUDIENCE"},
 			Usage: "the audience an access token must name (default: the URL of the face it is sent to, e.g. https://host:port/mcp)"},
 		&cli.StringFlag{Name: "otlp-endpoint", EnvVars: []string{"MCPV2_OTLP_ENDPOINT"}, Usage: otlpEndpointUsage},
-	}, slices.Concat(llmFlags, tlsFlags, metricsFlags, uiFlags)...)
+	}, slices.Concat(llmFlags, tlsFlags, metricsFlags, uiFlags())...)
 }
 
 func runNode(c *cli.Context) error {

@@ -10,22 +10,32 @@ import (
 
 	"github.com/mcpv2/mcpv2/edge/mcp"
 	"github.com/mcpv2/mcpv2/node/localapi"
+	"github.com/mcpv2/mcpv2/protocol"
 )
 
-// uiFlags serve the dashboard (`mcpv2 node --ui ADDR`).
-var uiFlags = []cli.Flag{
-	&cli.StringFlag{Name: "ui", EnvVars: []string{"MCPV2_UI"}, Value: "127.0.0.1:0",
-		Usage: "serve the dashboard at http://ADDR/ (host:port, port 0: any free one, or a URL such as the banner's MCPV2_UI=…, whose host:port is used; a loopback host unless --ui-public), logged in with the link the banner prints; \"off\": no dashboard"},
-	&cli.BoolFlag{Name: "ui-public", EnvVars: []string{"MCPV2_UI_PUBLIC"},
-		Usage: "let --ui listen on an address other than loopback (plain HTTP: the login link and cookie are only as safe as the network, and they carry the node owner's rights)"},
+// uiFlags serve the dashboard (`mcpv2 node --ui ADDR`): new flags on each
+// call, since mcpv2 mcp changes the default of its own.
+func uiFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "ui", EnvVars: []string{"MCPV2_UI"}, Value: "127.0.0.1:0",
+			Usage: "serve the dashboard at http://ADDR/ (host:port or http://host:port/, port 0: any free one; a loopback host unless --ui-public), logged in with the link the banner prints (MCPV2_UI=…, also from mcpv2 ui); \"off\": no dashboard (the default of mcpv2 mcp)"},
+		&cli.BoolFlag{Name: "ui-public", EnvVars: []string{"MCPV2_UI_PUBLIC"},
+			Usage: "let --ui listen on an address other than loopback (plain HTTP: the login link and cookie are only as safe as the network, and they carry the node owner's rights)"},
+	}
 }
 
 // uiOptions are the local API's options of the --ui flags: none with
 // --ui off.
 func uiOptions(c *cli.Context) ([]localapi.Option, error) {
 	addr := strings.TrimSpace(c.String("ui"))
-	if u, err := url.Parse(addr); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
-		addr = u.Host // the banner's own line, exported back (its token is not used)
+	if u, err := url.Parse(addr); err == nil && u.Scheme != "" && u.Host != "" {
+		switch {
+		case u.Query().Has("token"):
+			return nil, fmt.Errorf("--ui %q is a login link (the MCPV2_UI= line of a node's banner, exported into this shell?), not an address: unset MCPV2_UI or give --ui 127.0.0.1:0", protocol.Clip(u.Scheme+"://"+u.Host+u.Path, 80))
+		case u.Scheme != "http":
+			return nil, fmt.Errorf("--ui %q: the dashboard serves plain HTTP on loopback; give host:port or http://host:port/", protocol.Clip(addr, 80))
+		}
+		addr = u.Host
 	}
 	if addr == "off" || addr == "" {
 		if c.Bool("ui-public") {

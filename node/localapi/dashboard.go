@@ -1,6 +1,7 @@
 package localapi
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -31,8 +32,11 @@ import (
 // act with the node owner's rights, the secret holder's, and say so.
 
 const (
-	// cookieName is the session cookie.
-	cookieName = "mcpv2_ui"
+	// cookiePrefix starts the session cookie's name, which ends with the
+	// dashboard's port: cookies are scoped by host, not port, so one
+	// name would let two nodes' dashboards on one machine log each other
+	// out.
+	cookiePrefix = "mcpv2_ui_"
 	// sessionTTL is how long a login lasts.
 	sessionTTL = 24 * time.Hour
 	// maxSessions caps the logins held at once; a new one past it ends
@@ -55,12 +59,20 @@ type dashboard struct {
 	srv    *http.Server
 	served chan struct{}
 	port   string     // the bound port, which every allowed Host names
+	cookie string     // the session cookie's name
 	bound  netip.Addr // the bound address
 	url    string     // http://host:port/ as bound
+
+	running sync.WaitGroup // the requests being served (close waits for them)
 
 	mu       sync.Mutex
 	token    string               // the login link's token
 	sessions map[[32]byte]session // by the SHA-256 of the cookie value
+	// epoch ends at the next logout: every request served under a session
+	// runs in a context that ends with it, so a logout also ends the event
+	// streams and calls already running.
+	epoch    context.Context
+	endEpoch context.CancelFunc
 }
 
 // session is one login.
@@ -123,8 +135,9 @@ func startDashboard(a *API) (*dashboard, error) {
 	d := &dashboard{
 		a: a, ln: ln, served: make(chan struct{}), port: strconv.Itoa(tcp.Port), bound: bound.Unmap(),
 		url: "http://" + net.JoinHostPort(host, strconv.Itoa(tcp.Port)) + "/", token: newSecret(),
-		sessions: map[[32]byte]session{},
+		sessions: map[[32]byte]session{}, cookie: cookiePrefix + strconv.Itoa(tcp.Port),
 	}
+	d.epoch, d.endEpoch = context.WithCancel(context.Background())
 	d.srv = &http.Server{
 		Handler: d.handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10,
 		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(a.cfg.log.Handler(), slog.LevelDebug),
@@ -139,10 +152,15 @@ func startDashboard(a *API) (*dashboard, error) {
 	return d, nil
 }
 
-// close stops the server.
+// close stops the server, ends every session's requests and waits for
+// the handlers to return.
 func (d *dashboard) close() error {
 	err := d.srv.Close()
+	d.mu.Lock()
+	d.endEpoch()
+	d.mu.Unlock()
 	<-d.served
+	d.running.Wait()
 	return err
 }
 
@@ -188,21 +206,29 @@ func (d *dashboard) login(token string, now time.Time) (string, bool) {
 	return v, true
 }
 
-// valid reports whether cookie value v is a live session.
-func (d *dashboard) valid(v string, now time.Time) bool {
+// valid reports whether cookie value v is a live session, and returns the
+// context its requests run under (ending at the next logout) and when it
+// expires.
+func (d *dashboard) valid(v string, now time.Time) (epoch context.Context, expires time.Time, ok bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s, ok := d.sessions[sha256.Sum256([]byte(v))]
-	return ok && now.Before(s.expires)
+	if !ok || !now.Before(s.expires) {
+		return nil, time.Time{}, false
+	}
+	return d.epoch, s.expires, true
 }
 
 // logout ends every session and replaces the login token, so that neither
-// an old cookie nor the old link works again.
+// an old cookie nor the old link works again, and ends the requests the
+// sessions have running (event streams, calls).
 func (d *dashboard) logout() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	clear(d.sessions)
 	d.token = newSecret()
+	d.endEpoch()
+	d.epoch, d.endEpoch = context.WithCancel(context.Background())
 }
 
 // handler is the dashboard's handler: the checks every request passes,
@@ -216,12 +242,26 @@ func (d *dashboard) handler() http.Handler {
 	authed := http.NewServeMux()
 	d.a.pageRoutes(authed)
 	authed.Handle("/v1/", d.a.handler)
+	// What a stolen cookie must not turn into a credential that outlives a
+	// logout: the login link, and new API keys. The socket serves both.
 	authed.HandleFunc("/v1/ui/link", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, CodeForbidden, "the login link is given on the control socket only (mcpv2 ui)")
 	})
+	authed.HandleFunc("POST /v1/keys", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusForbidden, CodeForbidden, "API keys are made on the control socket only (mcpv2 key add NAME): a dashboard session must not mint a credential that outlives its logout")
+	})
 	mux.Handle("/", d.requireSession(authed))
 	cop := http.NewCrossOriginProtection()
-	return d.checkRequest(cop.Handler(mux))
+	return d.track(d.checkRequest(cop.Handler(mux)))
+}
+
+// track counts the requests being served, for close.
+func (d *dashboard) track(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d.running.Add(1)
+		defer d.running.Done()
+		next.ServeHTTP(w, r)
+	})
 }
 
 // checkRequest refuses a request whose Host does not name the dashboard
@@ -236,17 +276,25 @@ func (d *dashboard) checkRequest(next http.Handler) http.Handler {
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Cross-Origin-Resource-Policy", "same-origin")
 		if !d.hostAllowed(r.Host) {
-			d.a.cfg.log.Warn("dashboard: refused a request for another host (DNS rebinding?)", "host", protocol.Clip(r.Host, 80), "remote", r.RemoteAddr)
+			d.a.cfg.log.Debug("dashboard: refused a request for another host (DNS rebinding?)", "host", protocol.Clip(r.Host, 80), "remote", r.RemoteAddr)
 			writeError(w, http.StatusForbidden, CodeForbidden, fmt.Sprintf("Host %q is not this dashboard: use http://127.0.0.1:%s/ or http://localhost:%s/", protocol.Clip(r.Host, 80), d.port, d.port))
 			return
 		}
 		o := r.Header.Get("Origin")
 		if o != "" && o != "http://"+r.Host {
-			d.a.cfg.log.Warn("dashboard: refused a request from another origin", "origin", protocol.Clip(o, 80), "path", protocol.Clip(r.URL.Path, 80))
+			d.a.cfg.log.Debug("dashboard: refused a request from another origin", "origin", protocol.Clip(o, 80), "path", protocol.Clip(r.URL.Path, 80))
 			writeError(w, http.StatusForbidden, CodeForbidden, "requests from another origin are refused")
 			return
 		}
-		if changes(r.Method) && o == "" && r.Header.Get("Sec-Fetch-Site") == "" {
+		// Fetch metadata: a page of another site, or of another port of
+		// this host (same-site: the cookie goes along), may only navigate
+		// to a page, not fetch, embed or stream what the dashboard serves.
+		site := r.Header.Get("Sec-Fetch-Site")
+		if (site == "same-site" || site == "cross-site") && !(r.Method == http.MethodGet && r.Header.Get("Sec-Fetch-Mode") == "navigate") {
+			writeError(w, http.StatusForbidden, CodeForbidden, "requests from another site are refused (Sec-Fetch-Site: "+protocol.Clip(site, 20)+")")
+			return
+		}
+		if changes(r.Method) && o == "" && site == "" {
 			writeError(w, http.StatusForbidden, CodeForbidden, "a request that changes something must come from the dashboard's pages (with Origin or Sec-Fetch-Site); a script uses the control socket")
 			return
 		}
@@ -285,9 +333,14 @@ func changes(method string) bool {
 // 401, a page that says how to log in or a JSON error.
 func (d *dashboard) requireSession(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c, err := r.Cookie(cookieName); err == nil && d.valid(c.Value, d.a.cfg.now()) {
-			next.ServeHTTP(w, r)
-			return
+		if c, err := r.Cookie(d.cookie); err == nil {
+			if epoch, expires, ok := d.valid(c.Value, d.a.cfg.now()); ok {
+				ctx, cancel := context.WithDeadline(r.Context(), expires)
+				defer cancel()
+				defer context.AfterFunc(epoch, cancel)()
+				next.ServeHTTP(w, r.WithContext(ctx))
+				return
+			}
 		}
 		if wantsJSON(r) {
 			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "not logged in: open the login link that `mcpv2 node` printed (MCPV2_UI=…) or that `mcpv2 ui` prints")
@@ -300,24 +353,28 @@ func (d *dashboard) requireSession(next http.Handler) http.Handler {
 func (d *dashboard) serveLogin(w http.ResponseWriter, r *http.Request) {
 	v, ok := d.login(r.URL.Query().Get("token"), d.a.cfg.now())
 	if !ok {
-		d.a.cfg.log.Warn("dashboard: refused a login with a wrong or old token", "remote", r.RemoteAddr)
+		d.a.cfg.log.Debug("dashboard: refused a login with a wrong or old token", "remote", r.RemoteAddr)
 		d.a.renderMessage(w, http.StatusUnauthorized, "Log in", "This login link does not work",
 			"It is wrong, or it was replaced when someone logged out or the node restarted. Run mcpv2 ui for a fresh one.")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: v, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+	http.SetCookie(w, &http.Cookie{Name: d.cookie, Value: v, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		Secure: r.TLS != nil, MaxAge: int(sessionTTL / time.Second)})
 	d.a.cfg.log.Info("dashboard: logged in", "remote", r.RemoteAddr)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
 func (d *dashboard) serveLogout(w http.ResponseWriter, r *http.Request) {
-	if c, err := r.Cookie(cookieName); err != nil || !d.valid(c.Value, d.a.cfg.now()) {
+	ok := false
+	if c, err := r.Cookie(d.cookie); err == nil {
+		_, _, ok = d.valid(c.Value, d.a.cfg.now())
+	}
+	if !ok {
 		writeError(w, http.StatusUnauthorized, CodeUnauthorized, "not logged in")
 		return
 	}
 	d.logout()
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	http.SetCookie(w, &http.Cookie{Name: d.cookie, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	d.a.cfg.log.Info("dashboard: logged out; every session ended and the login link replaced", "remote", r.RemoteAddr)
 	d.a.renderMessage(w, http.StatusOK, "Logged out", "Logged out",
 		"Every dashboard session ended and the old login link no longer works. Run mcpv2 ui for a new one.")

@@ -73,12 +73,12 @@ func login(t *testing.T, c *http.Client, link string) string {
 		t.Fatalf("login: %d to %q, want 303 to /", st, h.Get("Location"))
 	}
 	ck := h.Get("Set-Cookie")
-	for _, want := range []string{cookieName + "=", "HttpOnly", "SameSite=Strict", "Path=/"} {
+	u, _ := url.Parse(link)
+	for _, want := range []string{cookiePrefix + u.Port() + "=", "HttpOnly", "SameSite=Strict", "Path=/"} {
 		if !strings.Contains(ck, want) {
 			t.Fatalf("login cookie %q lacks %q", ck, want)
 		}
 	}
-	u, _ := url.Parse(link)
 	return u.Scheme + "://" + u.Host
 }
 
@@ -158,9 +158,21 @@ func TestDashboardLoginAndChecks(t *testing.T) {
 	if err != nil || len(recs) == 0 || recs[len(recs)-1].Skill != "ping" {
 		t.Fatalf("audit of the call: %+v %v", recs, err)
 	}
-	// The link is not given to the dashboard, only to the socket.
+	// The link is not given to the dashboard, only to the socket, and no
+	// key is made there: a stolen cookie must not outlive a logout.
 	if st, _, _ := get(t, b, base+"/v1/ui/link"); st != http.StatusForbidden {
 		t.Fatalf("/v1/ui/link on the dashboard: %d, want 403", st)
+	}
+	if st, _, body := do(t, b, http.MethodPost, base+"/v1/keys", `{"name":"thief","grants":["*"]}`, "Origin", base, "Content-Type", "application/json"); st != http.StatusForbidden {
+		t.Fatalf("POST /v1/keys on the dashboard: %d %s, want 403", st, body)
+	}
+	// A page of another port of this host (same-site: the cookie goes
+	// along) may navigate to a page, not fetch or stream.
+	if st, _, _ := get(t, b, base+"/v1/status", "Sec-Fetch-Site", "same-site", "Sec-Fetch-Mode", "no-cors"); st != http.StatusForbidden {
+		t.Fatalf("a same-site no-cors GET: %d, want 403", st)
+	}
+	if st, _, _ := get(t, b, base+"/peers", "Sec-Fetch-Site", "same-site", "Sec-Fetch-Mode", "navigate"); st != http.StatusOK {
+		t.Fatalf("a same-site navigation: %d, want 200", st)
 	}
 
 	// Logout ends the session and replaces the token: neither the old
@@ -256,6 +268,22 @@ func TestDashboardAuditStream(t *testing.T) {
 	}
 	if st, _, _ := get(t, b, base+"/v1/status"); st != http.StatusOK {
 		t.Fatalf("status with every stream open: %d", st)
+	}
+	// A logout ends the streams that are open: a stolen cookie's stream
+	// does not outlive it.
+	if st, _, _ := do(t, b, http.MethodPost, base+"/logout", "", "Origin", base); st != http.StatusOK {
+		t.Fatalf("logout: %d", st)
+	}
+	ended := make(chan struct{})
+	go func() {
+		for lines.Scan() {
+		}
+		close(ended)
+	}()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second): // the stream's own context lasts 30 s
+		t.Fatal("the open event stream outlived the logout")
 	}
 }
 

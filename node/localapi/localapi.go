@@ -1,24 +1,35 @@
 // Package localapi is the local node API: one http.Handler serving JSON
-// about a running node (its status, connections, addresses) and its API
-// keys, and the client of it. `mcpv2 status`, `mcpv2 id` and `mcpv2 key`
-// use it over a unix socket in the node's data dir (control.sock, mode
-// 0600, peers of other users refused, and a client trusts only a node of
-// its own user or root behind it); the dashboard mounts the same
-// Handler behind its own authentication.
+// about a running node (its status, connections, skills, the mesh, its
+// activity and access) and its API keys, and the client of it. `mcpv2
+// status`, `mcpv2 id`, `mcpv2 key` and `mcpv2 ui` use it over a unix socket
+// in the node's data dir (control.sock, mode 0600, peers of other users
+// refused, and a client trusts only a node of its own user or root behind
+// it); the dashboard (WithDashboard) serves the same handler and its pages
+// on a loopback TCP port behind a login link and a session cookie.
 //
-// The routes (all JSON; a wrong method is 405):
+// The routes (all JSON; a wrong method is 405; docs/spec.md "Local node
+// API" and "The dashboard" give the bodies):
 //
 //	GET    /v1/status             StatusResponse
 //	GET    /v1/peers              PeersResponse
 //	GET    /v1/id                 IDResponse
 //	GET    /v1/keys               KeysResponse
-//	POST   /v1/keys               AddKeyRequest → AddKeyResponse (201)
+//	POST   /v1/keys               AddKeyRequest → AddKeyResponse (201; socket only)
 //	DELETE /v1/keys/{name}        RevokeKeyResponse
 //	POST   /v1/keys/{name}/revoke RevokeKeyResponse
+//	GET    /v1/skills             SkillsResponse
+//	GET    /v1/find?q=            FindResponse
+//	GET    /v1/activity           ActivityResponse
+//	GET    /v1/audit/stream       server-sent events of audit lines
+//	GET    /v1/transfers          TransfersResponse
+//	GET    /v1/access             AccessResponse
+//	POST   /v1/call               CallRequest → CallResponse
+//	DELETE /v1/sessions/{id}      an MCP session ended
+//	GET    /v1/ui/link            LinkResponse (socket only)
 //
 // An error is {"error": text, "code": word} with a 4xx or 5xx status.
-// Text that peers supplied (addresses, agent versions) and key names are
-// data: a client prints them escaped, a page renders them as text.
+// Text that peers supplied (addresses, agent versions, cards) and key names
+// are data: a client prints them escaped, a page renders them as text.
 package localapi
 
 import (

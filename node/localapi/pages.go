@@ -23,9 +23,11 @@ import (
 // /v1 route (the socket serves them too), and the page is rendered from
 // the same value: one implementation, two forms.
 
-// Caller is who the dashboard and the control socket call skills as: the
+// uiCaller is who the dashboard and the control socket call skills as: the
 // node's owner, with the secret holder's rights, audited as "local:ui".
-var Caller = protocol.Caller{ID: "local:ui", Via: "ui", Remote: "local", Kind: protocol.CallerSecretHolder, Owner: "local:ui"}
+func uiCaller() protocol.Caller {
+	return protocol.Caller{ID: "local:ui", Via: "ui", Remote: "local", Kind: protocol.CallerSecretHolder, Owner: "local:ui"}
+}
 
 // SkillsResponse is GET /v1/skills: the node's own skills.
 type SkillsResponse struct {
@@ -103,7 +105,8 @@ type AccessResponse struct {
 }
 
 // CallRequest is the body of POST /v1/call: run Skill with Arguments on
-// Peer (a PeerID; "" or this node's own PeerID: here), as Caller.
+// Peer (a PeerID; "" or this node's own PeerID: here), as the node's owner
+// ("local:ui", a secret holder).
 type CallRequest struct {
 	Peer      string          `json:"peer,omitempty"`
 	Skill     string          `json:"skill"`
@@ -126,6 +129,8 @@ const (
 	taskEvents  = 20  // events per task
 	findLimit   = 20  // agents per search
 	callTimeout = 2 * time.Minute
+	// streamWriteTimeout bounds one write of an event stream.
+	streamWriteTimeout = 10 * time.Second
 )
 
 func (a *API) skills() SkillsResponse {
@@ -155,7 +160,8 @@ func (a *API) find(ctx context.Context, q string) FindResponse {
 	return out
 }
 
-// filter reads an ActivityFilter from a query; the error names the field.
+// activityFilter reads an ActivityFilter from a query; the error names
+// the field.
 func activityFilter(r *http.Request) (ActivityFilter, error) {
 	q := r.URL.Query()
 	f := ActivityFilter{Caller: q.Get("caller"), Skill: q.Get("skill"), Outcome: q.Get("outcome"), Verdict: q.Get("verdict")}
@@ -211,8 +217,11 @@ func (a *API) activity(ctx context.Context, f ActivityFilter) (ActivityResponse,
 			after = t.Seq - taskEvents
 		}
 		ev, err := a.n.TaskEvents(t.ID, after, taskEvents)
-		if err != nil {
-			ev = nil
+		if err != nil { // the task's listing stands without its events
+			a.cfg.log.Debug("dashboard: task events", "task", t.ID, "err", err)
+		}
+		if ev == nil {
+			ev = []protocol.TaskEvent{}
 		}
 		out.Tasks = append(out.Tasks, TaskView{StoredTask: t, Events: ev})
 	}
@@ -260,7 +269,7 @@ func (a *API) closeSession(w http.ResponseWriter, r *http.Request) {
 	}{r.PathValue("id")})
 }
 
-// call runs req as Caller: here through the node's dispatch, on a peer
+// call runs req as uiCaller: here through the node's dispatch, on a peer
 // through the node's gateway (Forward: a relay when the peer is behind
 // one). Either way it is audited like any call.
 func (a *API) call(ctx context.Context, req CallRequest) (CallResponse, error) {
@@ -270,9 +279,9 @@ func (a *API) call(ctx context.Context, req CallRequest) (CallResponse, error) {
 	var res json.RawMessage
 	var perr *protocol.Error
 	if out.Peer == self {
-		res, perr = protocol.OneResult(a.n.Handle(ctx, Caller, msg))
+		res, perr = protocol.OneResult(a.n.Handle(ctx, uiCaller(), msg))
 	} else {
-		raw, err := a.n.Forward(ctx, Caller, out.Peer, msg)
+		raw, err := a.n.Forward(ctx, uiCaller(), out.Peer, msg)
 		if err != nil {
 			var pe *protocol.Error
 			if !errors.As(err, &pe) {
@@ -408,8 +417,16 @@ func (a *API) getAuditStream(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
-	_, _ = io.WriteString(w, ": mcpv2 audit stream\n\n")
-	_ = rc.Flush()
+	// A reader that stops reading is dropped after streamWriteTimeout,
+	// not kept in a blocked Write until the node closes.
+	write := func(b []byte) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		_, err := w.Write(b)
+		return err == nil && rc.Flush() == nil
+	}
+	if !write([]byte(": mcpv2 audit stream\n\n")) {
+		return
+	}
 	keep := time.NewTicker(25 * time.Second)
 	defer keep.Stop()
 	var told uint64
@@ -420,7 +437,7 @@ func (a *API) getAuditStream(w http.ResponseWriter, r *http.Request) {
 		case <-a.done:
 			return
 		case <-keep.C:
-			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+			if !write([]byte(": keep-alive\n\n")) {
 				return
 			}
 		case rec, ok := <-recs:
@@ -441,7 +458,7 @@ func (a *API) getAuditStream(w http.ResponseWriter, r *http.Request) {
 			if buf.Len() == 0 {
 				continue
 			}
-			if _, err := w.Write(buf.Bytes()); err != nil || rc.Flush() != nil {
+			if !write(buf.Bytes()) {
 				return
 			}
 		}
@@ -451,16 +468,29 @@ func (a *API) getAuditStream(w http.ResponseWriter, r *http.Request) {
 // writePage answers a page's data as JSON when the request asks for it,
 // or renders the page.
 func (a *API) writePage(w http.ResponseWriter, r *http.Request, name string, data any, err error) {
+	status, code := http.StatusOK, ""
+	var bad *badRequest
+	switch {
+	case errors.As(err, &bad):
+		status, code = http.StatusBadRequest, CodeBadRequest
+	case err != nil:
+		status, code = http.StatusInternalServerError, CodeInternal
+	}
 	if wantsJSON(r) {
 		if err != nil {
-			writeError(w, http.StatusInternalServerError, CodeInternal, err.Error())
+			writeError(w, status, code, err.Error())
 			return
 		}
 		writeJSON(w, http.StatusOK, data)
 		return
 	}
-	a.renderPage(w, r, name, data, err)
+	a.renderPage(w, status, name, data, err)
 }
+
+// badRequest marks an error of the request's own (400), not the node's.
+type badRequest struct{ error }
+
+func (b *badRequest) Unwrap() error { return b.error }
 
 // pageRoutes adds the dashboard's pages to mux.
 func (a *API) pageRoutes(mux *http.ServeMux) {
@@ -476,14 +506,15 @@ func (a *API) pageRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /mesh", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query().Get("q")
 		if len(q) > 256 {
-			q = q[:256]
+			a.writePage(w, r, "mesh", FindResponse{Results: []FoundAgent{}}, &badRequest{errors.New("q: over 256 bytes")})
+			return
 		}
 		a.writePage(w, r, "mesh", a.find(r.Context(), q), nil)
 	})
 	mux.HandleFunc("GET /activity", func(w http.ResponseWriter, r *http.Request) {
 		f, err := activityFilter(r)
 		if err != nil {
-			a.writePage(w, r, "activity", ActivityResponse{Filter: f}, err)
+			a.writePage(w, r, "activity", ActivityResponse{Filter: f}, &badRequest{err})
 			return
 		}
 		out, err := a.activity(r.Context(), f)

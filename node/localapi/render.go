@@ -95,9 +95,9 @@ func parseTemplates() (map[string]*template.Template, error) {
 	return out, nil
 }
 
-// renderPage renders page name with data; err, when set, is said at the
-// top of the page.
-func (a *API) renderPage(w http.ResponseWriter, _ *http.Request, name string, data any, err error) {
+// renderPage renders page name with data and status; err, when set, is
+// said at the top of the page.
+func (a *API) renderPage(w http.ResponseWriter, status int, name string, data any, err error) {
 	pd := pageData{Page: name, PeerID: a.n.ID().String(), Data: data}
 	for _, p := range pageNames {
 		pd.Nav = append(pd.Nav, navItem{Path: p.path, Label: p.title, Current: p.name == name})
@@ -105,9 +105,8 @@ func (a *API) renderPage(w http.ResponseWriter, _ *http.Request, name string, da
 			pd.Title = p.title
 		}
 	}
-	status := http.StatusOK
 	if err != nil {
-		pd.Error, status = err.Error(), http.StatusBadRequest
+		pd.Error = err.Error()
 	}
 	a.render(w, status, name, "layout", pd)
 }

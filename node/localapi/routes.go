@@ -176,7 +176,7 @@ func jsonErrors(mux *http.ServeMux) http.Handler {
 		case http.StatusMethodNotAllowed:
 			writeError(w, http.StatusMethodNotAllowed, CodeMethod, fmt.Sprintf("%s %s: method not allowed (allowed: %s)", r.Method, r.URL.Path, rec.header.Get("Allow")))
 		default:
-			writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("%s %s: no such route (see GET /v1/status, /v1/peers, /v1/id, /v1/keys)", r.Method, r.URL.Path))
+			writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("%s %s: no such route (see the routes in docs/spec.md: GET /v1/status, /v1/peers, /v1/skills, /v1/activity, /v1/access, …)", r.Method, r.URL.Path))
 		}
 	})
 }

@@ -32,8 +32,8 @@ func TestMain(m *testing.M) {
 // other's secret holders, so the calls between them are granted.
 const secret = "dashtest-shared-secret"
 
-// cookieName is the dashboard's session cookie (the contract's mcpv2_ui).
-const cookieName = "mcpv2_ui"
+// cookiePrefix starts the dashboard's session cookie, mcpv2_ui_<PORT>.
+const cookiePrefix = "mcpv2_ui_"
 
 // proc is a running `mcpv2 node` (testenv.Proc) with this package's
 // helpers.
@@ -169,7 +169,7 @@ func login(t *testing.T, link string) *http.Cookie {
 	}
 	resp := http.Response{Header: r.header}
 	for _, c := range resp.Cookies() {
-		if c.Name != cookieName {
+		if !strings.HasPrefix(c.Name, cookiePrefix) {
 			continue
 		}
 		if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Value == "" {
@@ -177,7 +177,7 @@ func login(t *testing.T, link string) *http.Cookie {
 		}
 		return c
 	}
-	t.Fatalf("the login link set no %s cookie: %q", cookieName, r.header.Values("Set-Cookie"))
+	t.Fatalf("the login link set no %s… cookie: %q", cookiePrefix, r.header.Values("Set-Cookie"))
 	return nil
 }
 

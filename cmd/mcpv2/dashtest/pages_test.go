@@ -115,7 +115,7 @@ func TestLogin(t *testing.T) {
 	if id := strings.TrimSpace(chrometest.Text(t, b, "#peer-id")); id != a.peerID() {
 		t.Errorf("#peer-id = %q, want %s", id, a.peerID())
 	}
-	if chrometest.Eval[bool](t, b, "document.cookie.includes('"+cookieName+"')") {
+	if chrometest.Eval[bool](t, b, "document.cookie.includes('"+cookiePrefix+"')") {
 		t.Errorf("the page's script can read the session cookie (not HttpOnly)")
 	}
 	b.Clean(t, "the Node page")

@@ -46,9 +46,12 @@ async function getJSON(url, init) {
 let fieldSeq = 0;
 function schemaFields(container, schema) {
   container.replaceChildren();
-  const props = (schema && schema.properties) || {};
-  const required = new Set((schema && schema.required) || []);
+  // A peer's card is the peer's words: take only what has the right shape.
+  const isObj = v => v !== null && typeof v === 'object' && !Array.isArray(v);
+  const props = isObj(schema) && isObj(schema.properties) ? schema.properties : {};
+  const required = new Set(isObj(schema) && Array.isArray(schema.required) ? schema.required : []);
   for (const [name, p] of Object.entries(props)) {
+    if (!isObj(p)) continue;
     const id = 'f' + (++fieldSeq);
     const type = Array.isArray(p.type) ? p.type.find(t => t !== 'null') : p.type;
     const label = el('label', { for: id, text: name + (required.has(name) ? ' (required)' : '') });
@@ -124,7 +127,7 @@ async function skillsPage() {
   for (const s of skills) {
     const form = [...document.querySelectorAll('form.run')].find(f => f.dataset.skill === s.name);
     if (!form) continue;
-    schemaFields(form.querySelector('.fields'), s.inputSchema);
+    try { schemaFields(form.querySelector('.fields'), s.inputSchema); } catch { /* no fields: the skill takes none we can show */ }
     form.addEventListener('submit', async ev => {
       ev.preventDefault();
       const out = form.querySelector('output.result'), errEl = form.querySelector('.error');
@@ -191,8 +194,8 @@ function transferRow(t, partial) {
     el('td', { text: t.name || '(from an earlier run)' }),
     el('td', { text: partial ? 'in, stopped' : t.direction }),
     el('td', {}, el('code', { text: short(partial ? t.owner : t.peer) })),
-    el('td', {}, el('progress', { value: done, max: t.size || done || 1, 'aria-label': t.name || 'an upload from an earlier run', text: `${done} of ${t.size}` }), ` ${bytes(done)} of ${bytes(t.size)}`),
-    el('td', { class: 'resume', text: partial ? 'kept for a resume' : (t.resumed ? `resumed at ${bytes(t.resumed)}` : 'from the start') + (!partial && t.attempt ? `, attempt ${t.attempt}` : '') }));
+    el('td', {}, el('progress', { value: done, max: t.size || done, 'aria-label': t.name || 'an upload from an earlier run', text: `${done} of ${t.size}` }), ` ${bytes(done)} of ${bytes(t.size)}`),
+    el('td', { class: 'resume', text: partial ? `kept for a resume (updated ${new Date(t.updated).toLocaleString()})` : (t.resumed ? `resumed at ${bytes(t.resumed)}` : 'from the start') + (!partial && t.attempt ? `, attempt ${t.attempt}` : '') }));
 }
 
 function activityPage() {
