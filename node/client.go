@@ -236,7 +236,7 @@ func NewClient(h host.Host, opts ...ClientOption) (*Client, error) {
 		return nil, errors.New("node: new client: nil host")
 	}
 	return &Client{host: h, pool: newStreamPool(h, cfg.now), secret: cfg.secret, now: cfg.now, maxMsg: cfg.maxMsg,
-		waitDirect: cfg.waitDirect, router: cfg.router, transfers: newTransfers("out")}, nil
+		waitDirect: cfg.waitDirect, router: cfg.router, transfers: newTransfers("out", cfg.now)}, nil
 }
 
 // Mesh sessions a Client mints for its calls (SPEC §6).

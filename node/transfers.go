@@ -50,6 +50,7 @@ type Transfer struct {
 // atomics, so that a transfer updates it per chunk without a lock.
 type transfer struct {
 	t                      Transfer // ID, Direction, Peer, Name, Size, Started
+	now                    func() time.Time
 	done, resumed, updated atomic.Int64
 	attempt                atomic.Int32
 }
@@ -60,7 +61,7 @@ func (e *transfer) progress(done int64) {
 		return
 	}
 	e.done.Store(done)
-	e.updated.Store(time.Now().UnixNano())
+	e.updated.Store(e.now().UnixNano())
 }
 
 // attemptAt records that attempt started at offset off. Nil-safe.
@@ -77,14 +78,15 @@ func (e *transfer) attemptAt(attempt int, off int64) {
 // maxTransfers.
 type transfers struct {
 	dir string // "in" or "out"
+	now func() time.Time
 
 	mu  sync.Mutex
 	seq uint64
 	m   map[*transfer]struct{}
 }
 
-func newTransfers(dir string) *transfers {
-	return &transfers{dir: dir, m: map[*transfer]struct{}{}}
+func newTransfers(dir string, now func() time.Time) *transfers {
+	return &transfers{dir: dir, now: now, m: map[*transfer]struct{}{}}
 }
 
 // add registers a transfer and returns its entry, or nil when the registry
@@ -93,14 +95,14 @@ func (r *transfers) add(peer, name string, size int64) *transfer {
 	if r == nil {
 		return nil
 	}
-	now := time.Now()
+	now := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.m) >= maxTransfers {
 		return nil
 	}
 	r.seq++
-	e := &transfer{t: Transfer{ID: fmt.Sprintf("%s-%d", r.dir, r.seq), Direction: r.dir, Peer: peer, Name: name, Size: size, Started: now}}
+	e := &transfer{now: r.now, t: Transfer{ID: fmt.Sprintf("%s-%d", r.dir, r.seq), Direction: r.dir, Peer: peer, Name: name, Size: size, Started: now}}
 	e.updated.Store(now.UnixNano())
 	r.m[e] = struct{}{}
 	return e

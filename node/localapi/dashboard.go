@@ -127,6 +127,12 @@ func startDashboard(a *API) (*dashboard, error) {
 		return nil, fmt.Errorf("dashboard: listen on %s: %w", a.cfg.dashAddr, err)
 	}
 	tcp := ln.Addr().(*net.TCPAddr)
+	if !a.cfg.dashPublic && !tcp.IP.IsLoopback() {
+		// A name such as "localhost" is trusted only as far as the address
+		// it resolved to (/etc/hosts or DNS may map it elsewhere).
+		_ = ln.Close()
+		return nil, fmt.Errorf("dashboard: %s listens on %s, which is not loopback; the dashboard has the node owner's rights: listen on 127.0.0.1:PORT, or add --ui-public", a.cfg.dashAddr, tcp)
+	}
 	host := tcp.IP.String()
 	if tcp.IP.IsUnspecified() {
 		host = "127.0.0.1"

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -312,5 +313,19 @@ func TestDashboardTasks(t *testing.T) {
 	if st != http.StatusOK || !strings.Contains(page, `data-task="task-&lt;b&gt;1&lt;/b&gt;"`) || !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") ||
 		strings.Contains(page, "<script>alert") || strings.Contains(page, "<b>1</b>") {
 		t.Fatalf("activity page: %d, the task and its events escaped? %.2000s", st, page)
+	}
+}
+
+// TestDashboardBoundLoopback: without public, a dashboard whose address
+// resolved off loopback is refused after the listen, and nothing stays
+// listening (the check before it trusts a name such as "localhost").
+func TestDashboardBoundLoopback(t *testing.T) {
+	n := newNode(t, "", nil)
+	a := &API{n: n, cfg: config{dashAddr: "0.0.0.0:0", log: slog.New(slog.DiscardHandler), now: time.Now}}
+	if d, err := startDashboard(a); err == nil || !strings.Contains(err.Error(), "not loopback") {
+		if d != nil {
+			d.close()
+		}
+		t.Fatalf("startDashboard(0.0.0.0:0) without public: %v, want a refusal", err)
 	}
 }

@@ -2,6 +2,7 @@ package localapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -274,7 +275,7 @@ func (a *API) closeSession(w http.ResponseWriter, r *http.Request) {
 // one). Either way it is audited like any call.
 func (a *API) call(ctx context.Context, req CallRequest) (CallResponse, error) {
 	self := a.n.ID().String()
-	out := CallResponse{Peer: cmpOr(req.Peer, self), Skill: req.Skill}
+	out := CallResponse{Peer: cmp.Or(req.Peer, self), Skill: req.Skill}
 	msg := protocol.CallMessage(req.Skill, req.Arguments)
 	var res json.RawMessage
 	var perr *protocol.Error
@@ -294,13 +295,6 @@ func (a *API) call(ctx context.Context, req CallRequest) (CallResponse, error) {
 	}
 	out.Result, out.Error = res, perr
 	return out, nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // decodeCall reads a CallRequest (see decodeBody) with a skill, arguments
