@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"math"
 	"net/url"
 	"os"
@@ -21,9 +22,9 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
-	"github.com/agnivade/levenshtein"
 	"github.com/urfave/cli/v2"
 
+	"github.com/mcpv2/mcpv2/internal/suggest"
 	"github.com/mcpv2/mcpv2/node/localapi"
 	"github.com/mcpv2/mcpv2/protocol"
 )
@@ -341,22 +342,10 @@ func tomlKey(key string) string {
 	return strconv.Quote(key)
 }
 
-// nearestKey is the known key closest to key (Levenshtein distance) when
-// it is close enough to be a slip, else "".
+// nearestKey is the known key closest to key when it is close enough to
+// be a slip, else "".
 func nearestKey(key string, known map[string]cli.Flag) string {
-	best, bestD := "", max(2, len(key)/3)+1
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range known {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
-		if d := levenshtein.ComputeDistance(key, k); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	return best
+	return suggest.Nearest(key, slices.Sorted(maps.Keys(known)))
 }
 
 // tomlTypeName names the TOML type of v, as BurntSushi/toml decodes it.

@@ -36,11 +36,11 @@ var importRules = []importRule{
 	{prefix: "node/skills/custom", allowed: []string{"node/skills", "node/guard", "node/llm", "protocol"}},
 	// node/localapi, the local node API (mcpv2 status, id, key; the
 	// dashboard), serves a node: what node may import, no edge.
-	{prefix: "node/localapi", allowed: []string{"node", "protocol", "transport", "discovery"}},
-	{prefix: "node", allowed: []string{"node", "protocol", "transport", "discovery"}},
+	{prefix: "node/localapi", allowed: []string{"node", "protocol", "transport", "discovery", "internal/suggest"}},
+	{prefix: "node", allowed: []string{"node", "protocol", "transport", "discovery", "internal/suggest"}},
 	{prefix: "edge", allowed: []string{"edge", "protocol"}},
 	{prefix: "examples", allowed: []string{"node", "protocol", "transport", "discovery", "edge"}},
-	{prefix: "cmd", allowed: []string{"node", "protocol", "transport", "discovery", "edge", "internal/supervise"}},
+	{prefix: "cmd", allowed: []string{"node", "protocol", "transport", "discovery", "edge", "internal/supervise", "internal/suggest"}},
 	// bench is a program like cmd (go run ./bench) that wires a node and
 	// its client together to measure them; nothing imports it.
 	{prefix: "bench", allowed: []string{"node", "protocol", "transport", "discovery", "edge"}},
@@ -55,6 +55,10 @@ var importRules = []importRule{
 	// only the tests'): the standard library alone, no package of the
 	// project.
 	{prefix: "internal/supervise", allowed: nil, stdOnly: true},
+	// internal/suggest is the one "did you mean" of the node (skills) and
+	// the CLI (commands, flags, settings, shell): no package of the
+	// project, one third-party module (levenshtein).
+	{prefix: "internal/suggest", allowed: nil},
 	// internal/oidctest is a real OpenID provider for the tests (_test.go
 	// files only): any third-party module, no package of the project.
 	{prefix: "internal/oidctest", allowed: nil},

@@ -14,10 +14,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agnivade/levenshtein"
 	"github.com/urfave/cli/v2"
 
 	"github.com/mcpv2/mcpv2/edge"
+	"github.com/mcpv2/mcpv2/internal/suggest"
 	"github.com/mcpv2/mcpv2/node/llm"
 	"github.com/mcpv2/mcpv2/node/skills/custom"
 	"github.com/mcpv2/mcpv2/protocol"
@@ -377,14 +377,7 @@ func sameSetting(f cli.Flag, a, b string) (bool, error) {
 func nearestName(name string, twins map[string]string, seed map[string]seedSetting) string {
 	known := slices.Sorted(maps.Keys(twins))
 	known = append(known, slices.Sorted(maps.Keys(seed))...)
-	suffix := strings.TrimPrefix(name, "MCPV2_")
-	best, bestD := "", max(2, len(suffix)/3)+1
-	for _, k := range known {
-		if d := levenshtein.ComputeDistance(suffix, strings.TrimPrefix(k, "MCPV2_")); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	return best
+	return suggest.Nearest(name, known)
 }
 
 // skillEnvRef is a ${ENV:NAME} reference of the custom skills file (the
