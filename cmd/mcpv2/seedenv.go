@@ -377,7 +377,16 @@ func sameSetting(f cli.Flag, a, b string) (bool, error) {
 func nearestName(name string, twins map[string]string, seed map[string]seedSetting) string {
 	known := slices.Sorted(maps.Keys(twins))
 	known = append(known, slices.Sorted(maps.Keys(seed))...)
-	return suggest.Nearest(name, known)
+	// Compared without the shared prefix, which would make every short
+	// name look close to every other.
+	suffixes := make([]string, len(known))
+	for i, k := range known {
+		suffixes[i] = strings.TrimPrefix(k, "MCPV2_")
+	}
+	if near := suggest.Nearest(strings.TrimPrefix(name, "MCPV2_"), suffixes); near != "" {
+		return "MCPV2_" + near
+	}
+	return ""
 }
 
 // skillEnvRef is a ${ENV:NAME} reference of the custom skills file (the
