@@ -72,8 +72,9 @@ func TestREADME(t *testing.T) {
 // runREADME runs README.md's walkthrough as TestREADME describes; each
 // command's bash is started through the argv prefix wrap (nil: directly;
 // ip netns exec NS: inside a network namespace, where the ports are the
-// namespace's own and are not checked here).
-func runREADME(t *testing.T, wrap []string) {
+// namespace's own and are not checked here). It returns the machine, whose
+// nodes have stopped by the end of t.
+func runREADME(t *testing.T, wrap []string) *readmeMachine {
 	src, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -154,6 +155,7 @@ func runREADME(t *testing.T, wrap []string) {
 			}
 		})
 	}
+	return m
 }
 
 // readmeBlock is a ```console block of the README and its commands.
