@@ -33,13 +33,22 @@ import (
 //     terminal on another host of a walkthrough, indented or not) is a
 //     command; a command line ending in "\" goes on to the next line. The
 //     other lines are the output shown for the command before them: each
-//     must match a line of its stdout, in order, with "…" matching anything
-//     (a line that is only "…" stands for any number of lines). Blocks of
+//     must match a line of its stdout, in order, field by field (runs of
+//     spaces are one, so that a table's column widths do not matter), with
+//     "…" matching anything (a field that is only "…" stands for any number
+//     of fields, a line that is only "…" for any number of lines). Blocks of
 //     shell commands in any other form (```sh, ```bash, bare fences with
 //     "$ " lines) are refused, so that none escapes this test.
+//   - Each prompt of a block is a terminal of its own ("$" one, "relay$"
+//     another), opened fresh for the block: a shell variable serves only
+//     the commands after it in the same block and terminal, so a block
+//     copied into any terminal runs as it is. A command that uses a
+//     variable its terminal did not set is refused. Files (the home and the
+//     working directory) are shared, as on one machine.
 //   - A command whose trailing comment says "keeps running" is a node of a
 //     terminal of its own: it runs in the background until the test ends,
-//     and the next command runs once it has printed its banner.
+//     and the next command runs once it has printed its banner. No command
+//     may follow it in its terminal of that block (that terminal is busy).
 //   - A command whose trailing comment says "run it again until …" waits
 //     for the mesh to settle: it is run again, once a second, until it
 //     succeeds with the output shown, for at most 15 s.
@@ -48,14 +57,24 @@ import (
 //   - ```json blocks must be valid JSON (what the policy examples grant is
 //     tested by node's TestDocumentedPolicyExamplesParse).
 //
-// Every other command runs with bash exactly as written, in one shell
-// session (so that variables set by one command serve the next), with the
-// test-built mcpv2 first on PATH, HOME and the working directory in
-// temporary directories, and no MCPV2_* variable of the caller. A
-// background node sees the variables that earlier commands set. Commands
-// use the README's fixed ports (4001, 8000, …): if one is busy on this
-// machine the test fails at once and says which.
+// Every other command runs with bash exactly as written, in its terminal's
+// shell session, with the test-built mcpv2 first on PATH, HOME and the
+// working directory in temporary directories, and no MCPV2_* variable of
+// the caller. A background node sees the variables that earlier commands
+// of its terminal set. Commands use the README's fixed ports (4001, 8000,
+// …): if one is busy on this machine the test fails at once and says which.
+// TestREADMENetns runs the same walkthrough in a loopback-only network
+// namespace.
 func TestREADME(t *testing.T) {
+	runREADME(t, nil)
+}
+
+// runREADME runs README.md's walkthrough as TestREADME describes; each
+// command's bash is started through the argv prefix wrap (nil: directly;
+// ip netns exec NS: inside a network namespace, where the ports are the
+// namespace's own and are not checked here). It returns the machine, whose
+// nodes have stopped by the end of t.
+func runREADME(t *testing.T, wrap []string) *readmeMachine {
 	src, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -97,31 +116,46 @@ func TestREADME(t *testing.T) {
 			testenv.SkipEnv(t, "%s is not installed: the README's commands use it", need)
 		}
 	}
-	for _, p := range readmePorts(all) {
-		if err := readmePortFree(p.port, p.udp); err != nil {
-			t.Fatalf("README.md:%d runs a node on port %d (%s), which is in use on this machine: %v; the README's commands use their ports as written, so stop what holds it and run the test again", p.line, p.port, p.proto(), err)
+	if wrap == nil {
+		for _, p := range readmePorts(all) {
+			if err := readmePortFree(p.port, p.udp); err != nil {
+				t.Fatalf("README.md:%d runs a node on port %d (%s), which is in use on this machine: %v; the README's commands use their ports as written, so stop what holds it and run the test again", p.line, p.port, p.proto(), err)
+			}
 		}
 	}
 
 	home, work := t.TempDir(), t.TempDir()
-	env := readmeEnv(home)
-	sh := startReadmeShell(t, work, env)
+	m := &readmeMachine{dir: work, env: readmeEnv(home), wrap: wrap}
+	t.Cleanup(func() { m.stop(t) })
 	for _, b := range blocks {
 		t.Run(fmt.Sprintf("L%d", b.line), func(t *testing.T) {
+			terms := map[string]*readmeShell{} // this block's terminals, by prompt
+			defer func() {
+				for _, s := range terms {
+					s.close()
+				}
+			}()
 			for _, c := range b.cmds {
-				switch {
-				case c.goCmd:
+				if c.goCmd {
 					if err := checkGoCommand(root, c.text); err != nil {
 						t.Errorf("README.md:%d: %q: %v", c.line, c.text, err)
 					}
-				case c.keeps:
-					sh.background(t, c, work, env)
-				default:
+					continue
+				}
+				sh := terms[c.host]
+				if sh == nil {
+					sh = m.terminal(t)
+					terms[c.host] = sh
+				}
+				if c.keeps {
+					sh.background(t, c)
+				} else {
 					sh.run(t, c)
 				}
 			}
 		})
 	}
+	return m
 }
 
 // readmeBlock is a ```console block of the README and its commands.
@@ -150,6 +184,7 @@ func readmeParse(src string) (blocks []readmeBlock, problems []string) {
 					problems = append(problems, fmt.Sprintf("%d: the command %q has a placeholder (…) and cannot run as written: set a shell variable in an earlier command instead", c.line, c.text))
 				}
 			}
+			problems = append(problems, readmeTerminals(cmds)...)
 			blocks = append(blocks, readmeBlock{f.line, cmds})
 		case "json":
 			body := strings.Join(f.lines, "\n")
@@ -172,7 +207,55 @@ func readmeParse(src string) (blocks []readmeBlock, problems []string) {
 
 // readmePrompt matches a command line of a ```console block: "$ cmd", or
 // "host$ cmd" for a terminal on another host, indented or not.
-var readmePrompt = regexp.MustCompile(`^\s*(?:[A-Za-z][A-Za-z0-9_-]*)?\$ (.*)$`)
+var readmePrompt = regexp.MustCompile(`^\s*([A-Za-z][A-Za-z0-9_-]*)?\$ (.*)$`)
+
+// readmeVarUse matches a use of a shell variable: $NAME or ${NAME}.
+var readmeVarUse = regexp.MustCompile(`\$\{?([A-Za-z_][A-Za-z0-9_]*)`)
+
+// readmeSingleQuoted matches a single-quoted word, in which bash expands
+// nothing.
+var readmeSingleQuoted = regexp.MustCompile(`'[^']*'`)
+
+// readmeInherited are the variables every terminal has before its first
+// command.
+var readmeInherited = map[string]bool{"HOME": true, "PATH": true, "USER": true, "PWD": true}
+
+// readmeTerminals returns what makes the commands of one block depend on
+// another terminal: a variable used in a terminal (a prompt) that did not
+// set it earlier in the block, and a command typed in a terminal whose
+// node keeps running.
+func readmeTerminals(cmds []readmeCmd) (problems []string) {
+	set := map[string]map[string]bool{} // prompt → variables set
+	busy := map[string]int{}            // prompt → line of its running node
+	for _, c := range cmds {
+		if c.goCmd {
+			continue
+		}
+		term := c.host + "$"
+		if l, ok := busy[c.host]; ok {
+			problems = append(problems, fmt.Sprintf("%d: %q is typed in the terminal %q, whose node of line %d keeps running: give it a terminal of its own (another prompt, \"b$ \")", c.line, c.text, term, l))
+		}
+		text := c.text
+		if i := strings.Index(text, " #"); i >= 0 {
+			text = text[:i]
+		}
+		for _, m := range readmeVarUse.FindAllStringSubmatch(readmeSingleQuoted.ReplaceAllString(text, ""), -1) {
+			if !readmeInherited[m[1]] && !set[c.host][m[1]] {
+				problems = append(problems, fmt.Sprintf("%d: %q uses $%s, which no earlier command of its terminal (%q) in this block sets: each block must run as written in a fresh terminal, so set it there (derive it again, or read it from a file)", c.line, c.text, m[1], term))
+			}
+		}
+		if c.assign != "" {
+			if set[c.host] == nil {
+				set[c.host] = map[string]bool{}
+			}
+			set[c.host][c.assign] = true
+		}
+		if c.keeps {
+			busy[c.host] = c.line
+		}
+	}
+	return problems
+}
 
 // readmeKeeps matches the trailing comment that marks a long-running node.
 var readmeKeeps = regexp.MustCompile(`\s#[^'"]*\bkeeps running\b[^'"]*$`)
@@ -222,6 +305,7 @@ func readmeFences(src string) ([]readmeFence, error) {
 // readmeCmd is a command of a ```console block.
 type readmeCmd struct {
 	line   int      // README line of the command
+	host   string   // the prompt's name: its terminal in the block ("" for "$")
 	text   string   // as written, continuation lines included
 	want   []string // output lines shown after it
 	keeps  bool     // a node that keeps running: run in the background
@@ -246,7 +330,7 @@ func readmeCommands(f readmeFence) ([]readmeCmd, error) {
 			}
 			continue
 		}
-		c := readmeCmd{line: f.line + i, text: m[1]}
+		c := readmeCmd{line: f.line + i, host: m[1], text: m[2]}
 		for strings.HasSuffix(c.text, `\`) {
 			if i++; i == len(f.lines) {
 				return nil, fmt.Errorf("%d: the command goes on (\\) past the end of its block", c.line)
@@ -450,9 +534,37 @@ const readmeDone = "__mcpv2_readme_done__"
 // find and send join the mesh first).
 const readmeCmdTimeout = 90 * time.Second
 
-// readmeShell is the terminal of the README's commands: one bash session,
-// in a process group of its own, fed the commands on its stdin.
+// readmeMachine is the machine of the README's walkthrough: its working
+// directory, environment, the argv prefix its shells start through, and
+// the nodes that keep running.
+type readmeMachine struct {
+	dir  string
+	env  []string
+	wrap []string
+	bg   []*readmeBg
+}
+
+// command is bash with args, started through the machine's wrap, in its
+// directory and environment, in a process group of its own.
+func (m *readmeMachine) command(args ...string) *exec.Cmd {
+	argv := append(append(append([]string(nil), m.wrap...), "bash", "--noprofile", "--norc"), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = m.dir, m.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd
+}
+
+// stop stops the nodes, the last started first.
+func (m *readmeMachine) stop(t *testing.T) {
+	for i := len(m.bg) - 1; i >= 0; i-- {
+		m.bg[i].stop(t)
+	}
+}
+
+// readmeShell is a terminal of the README's commands: one bash session, in
+// a process group of its own, fed the commands on its stdin.
 type readmeShell struct {
+	m      *readmeMachine
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	out    chan string // stdout lines; closed at EOF
@@ -460,7 +572,6 @@ type readmeShell struct {
 	broken string      // why the session is unusable, once it is
 
 	vars []readmeVar // set by the commands so far, in order
-	bg   []*readmeBg
 }
 
 // readmeVar is a shell variable that a README command set.
@@ -469,11 +580,10 @@ type readmeVar struct {
 	export      bool
 }
 
-func startReadmeShell(t *testing.T, dir string, env []string) *readmeShell {
+// terminal opens a new terminal on the machine: a fresh bash session.
+func (m *readmeMachine) terminal(t *testing.T) *readmeShell {
 	t.Helper()
-	cmd := exec.Command("bash", "--noprofile", "--norc")
-	cmd.Dir, cmd.Env = dir, env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd := m.command()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -489,30 +599,28 @@ func startReadmeShell(t *testing.T, dir string, env []string) *readmeShell {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &readmeShell{cmd: cmd, stdin: stdin, out: readmeLines(stdout), errs: readmeLines(stderr)}
-	t.Cleanup(func() {
-		// The nodes first (the last started first), then the session.
-		for i := len(s.bg) - 1; i >= 0; i-- {
-			s.bg[i].stop(t)
+	return &readmeShell{m: m, cmd: cmd, stdin: stdin, out: readmeLines(stdout), errs: readmeLines(stderr)}
+}
+
+// close ends the session (the terminal is closed), killing it if it does
+// not end within 10 s.
+func (s *readmeShell) close() {
+	s.stdin.Close()
+	done := make(chan struct{})
+	go func() {
+		for range s.out {
 		}
-		stdin.Close()
-		done := make(chan struct{})
-		go func() {
-			for range s.out {
-			}
-			for range s.errs {
-			}
-			close(done)
-		}()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
+		for range s.errs {
 		}
-		_ = cmd.Wait()
-	})
-	return s
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+	_ = s.cmd.Wait()
 }
 
 // readmeLines sends the lines of r, without their newline, until EOF.
@@ -649,24 +757,20 @@ func (s *readmeShell) setVar(v readmeVar) {
 // logs is the stderr of the background nodes, for failure messages.
 func (s *readmeShell) logs() string {
 	var b strings.Builder
-	for _, n := range s.bg {
+	for _, n := range s.m.bg {
 		fmt.Fprintf(&b, "\n--- stderr of README.md:%d (%s):\n%s", n.line, n.text, n.stderr())
 	}
 	return b.String()
 }
 
 // matchReadmeOutput reports whether the lines of want each match a line of
-// got, in order, with "…" matching anything; if not, it returns the first
-// line that matches nothing.
+// got, in order, field by field (readmeLineRegexp); if not, it returns the
+// first line that matches nothing.
 func matchReadmeOutput(want, got []string) (string, bool) {
 	i := 0
 	for _, w := range want {
-		parts := strings.Split(strings.TrimSpace(w), "…")
-		for j := range parts {
-			parts[j] = regexp.QuoteMeta(parts[j])
-		}
-		re := regexp.MustCompile("^" + strings.Join(parts, ".*") + "$")
-		for i < len(got) && !re.MatchString(strings.TrimSpace(got[i])) {
+		re := readmeLineRegexp(w)
+		for i < len(got) && !re.MatchString(strings.Join(strings.Fields(got[i]), " ")) {
 			i++
 		}
 		if i == len(got) {
@@ -675,6 +779,49 @@ func matchReadmeOutput(want, got []string) (string, bool) {
 		i++
 	}
 	return "", true
+}
+
+// readmeLineRegexp returns the regexp that an output line shown in the
+// README stands for, to match against a line of output whose runs of
+// white space are each made one space: its fields separated by one space
+// (so a table matches whatever its column widths), "…" within a field
+// matching anything, and a field that is only "…" standing for any
+// number of fields, none included.
+func readmeLineRegexp(w string) *regexp.Regexp {
+	fields := strings.Fields(w)
+	var b strings.Builder
+	b.WriteString("^")
+	gap := false // a separator is owed before the next field
+	for i, f := range fields {
+		if f == "…" {
+			switch {
+			case len(fields) == 1:
+				b.WriteString(".*")
+			case i == len(fields)-1 && gap:
+				b.WriteString("(?: .*)?")
+			case i == len(fields)-1:
+				b.WriteString(".*")
+			default:
+				if gap {
+					b.WriteString(" ")
+				}
+				b.WriteString("(?:.* )?")
+				gap = false
+			}
+			continue
+		}
+		if gap {
+			b.WriteString(" ")
+		}
+		parts := strings.Split(f, "…")
+		for j := range parts {
+			parts[j] = regexp.QuoteMeta(parts[j])
+		}
+		b.WriteString(strings.Join(parts, ".*"))
+		gap = true
+	}
+	b.WriteString("$")
+	return regexp.MustCompile(b.String())
 }
 
 // readmeBg is a README node that keeps running: bash -c with the variables
@@ -695,7 +842,7 @@ type readmeBg struct {
 
 // background starts c, waits for its banner (the MCPV2_DATA_DIR line, its
 // last) and checks the output shown for it.
-func (s *readmeShell) background(t *testing.T, c readmeCmd, dir string, env []string) {
+func (s *readmeShell) background(t *testing.T, c readmeCmd) {
 	t.Helper()
 	if s.broken != "" {
 		t.Errorf("README.md:%d: not run: %s", c.line, s.broken)
@@ -712,9 +859,7 @@ func (s *readmeShell) background(t *testing.T, c readmeCmd, dir string, env []st
 		fmt.Fprintf(&script, "%s='%s'\n", v.name, strings.ReplaceAll(v.value, "'", `'\''`))
 	}
 	script.WriteString(c.text + "\n")
-	cmd := exec.Command("bash", "--noprofile", "--norc", "-c", script.String())
-	cmd.Dir, cmd.Env = dir, env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd := s.m.command("-c", script.String())
 	b := &readmeBg{line: c.line, text: c.text, cmd: cmd, banner: make(chan struct{}), exited: make(chan struct{})}
 	cmd.Stderr = &lockedWriter{mu: &b.mu, w: &b.errb}
 	stdout, err := cmd.StdoutPipe()
@@ -725,7 +870,7 @@ func (s *readmeShell) background(t *testing.T, c readmeCmd, dir string, env []st
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s.bg = append(s.bg, b)
+	s.m.bg = append(s.m.bg, b)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		seen := false
@@ -809,10 +954,10 @@ func TestREADMEConvention(t *testing.T) {
 		"   b$ curl -s -X POST http://127.0.0.1:8000/mcpv2 \\\n" +
 		"    -d '{\"a\":1}'\n" +
 		"{\"pong\":true,…}\n" +
-		"$ MCPV2_SESSION_TTL=60 mcpv2 node --p2p-port 0 --listen /ip4/127.0.0.1/tcp/0    # keeps running\n" +
-		"$ mcpv2 find x --bootstrap $ADDR    # listed within seconds: run it again until it is\n" +
-		"$ export PATH=\"$PATH:/x\"    # a comment\n" +
-		"$ go run ./cmd/mcpv2 node\n" +
+		"   c$ MCPV2_SESSION_TTL=60 mcpv2 node --p2p-port 0 --listen /ip4/127.0.0.1/tcp/0    # keeps running\n" +
+		"relay$ mcpv2 find x --bootstrap $ADDR    # listed within seconds: run it again until it is\n" +
+		"   b$ export PATH=\"$PATH:/x\"    # a comment\n" +
+		"   b$ go run ./cmd/mcpv2 node\n" +
 		"```\n\n```json\n{\"grants\": {}}\n```\n\n```\ncmd/   the CLI\n```\n"
 	blocks, problems := readmeParse(src)
 	if len(problems) != 0 || len(blocks) != 1 {
@@ -821,12 +966,12 @@ func TestREADMEConvention(t *testing.T) {
 	cmds := blocks[0].cmds
 	want := []readmeCmd{
 		{line: 4, text: "mcpv2 node --port 8000    # terminal 1: keeps running", want: []string{"MCPV2_PEER_ID=12D3KooW…"}, keeps: true},
-		{line: 7, text: "ADDR=$(mcpv2 id | grep -m1 /tcp/ | cut -d= -f2)", assign: "ADDR"},
-		{line: 8, text: "curl -s -X POST http://127.0.0.1:8000/mcpv2 \\\n    -d '{\"a\":1}'", want: []string{`{"pong":true,…}`}},
-		{line: 11, text: "MCPV2_SESSION_TTL=60 mcpv2 node --p2p-port 0 --listen /ip4/127.0.0.1/tcp/0    # keeps running", keeps: true},
-		{line: 12, text: "mcpv2 find x --bootstrap $ADDR    # listed within seconds: run it again until it is", again: true},
-		{line: 13, text: `export PATH="$PATH:/x"    # a comment`, assign: "PATH", export: true},
-		{line: 14, text: "go run ./cmd/mcpv2 node", goCmd: true},
+		{line: 7, host: "relay", text: "ADDR=$(mcpv2 id | grep -m1 /tcp/ | cut -d= -f2)", assign: "ADDR"},
+		{line: 8, host: "b", text: "curl -s -X POST http://127.0.0.1:8000/mcpv2 \\\n    -d '{\"a\":1}'", want: []string{`{"pong":true,…}`}},
+		{line: 11, host: "c", text: "MCPV2_SESSION_TTL=60 mcpv2 node --p2p-port 0 --listen /ip4/127.0.0.1/tcp/0    # keeps running", keeps: true},
+		{line: 12, host: "relay", text: "mcpv2 find x --bootstrap $ADDR    # listed within seconds: run it again until it is", again: true},
+		{line: 13, host: "b", text: `export PATH="$PATH:/x"    # a comment`, assign: "PATH", export: true},
+		{line: 14, host: "b", text: "go run ./cmd/mcpv2 node", goCmd: true},
 	}
 	if len(cmds) != len(want) {
 		t.Fatalf("got %d commands, want %d: %+v", len(cmds), len(want), cmds)
@@ -849,10 +994,21 @@ func TestREADMEConvention(t *testing.T) {
 		{"```console\n$ mcpv2 id \\\n```\n", "past the end of its block"},
 		{"```json\n{\"grants\": {\n```\n", "not JSON"},
 		{"```console\n$ mcpv2 id\n", "never closed"},
+		// Each block is run in fresh terminals, one per prompt.
+		{"```console\n$ A=x\n```\n\n```console\n$ echo $A\n```\n", "uses $A, which no earlier command of its terminal"},
+		{"```console\na$ A=x\n  b$ echo \"${A}\"\n```\n", "uses $A, which no earlier command of its terminal (\"b$\")"},
+		{"```console\n$ echo $A    # A is set by the next line\n$ A=x\n```\n", "uses $A"},
+		{"```console\n$ mcpv2 node    # keeps running\n$ mcpv2 id\n```\n", "whose node of line 2 keeps running"},
 	} {
 		if _, problems := readmeParse(bad.src); len(problems) != 1 || !strings.Contains(problems[0], bad.problem) {
 			t.Errorf("%q: problems %q, want one about %q", bad.src, problems, bad.problem)
 		}
+	}
+
+	// Single quotes expand nothing; a comment uses nothing; variables a
+	// terminal opens with are there.
+	if _, problems := readmeParse("```console\n$ curl -d '{\"a\":\"$A\"}' $HOME/x    # not $B\n```\n"); len(problems) != 0 {
+		t.Errorf("problems %q, want none", problems)
 	}
 
 	for _, c := range []struct {
@@ -885,6 +1041,39 @@ func TestREADMEConvention(t *testing.T) {
 		if _, ok := matchReadmeOutput(c.want, out); ok != c.ok {
 			t.Errorf("%q against %q: match %v, want %v", c.want, out, ok, c.ok)
 		}
+	}
+	// A table matches field by field, whatever its column widths (issue
+	// 26: short agent names made the NAME column narrower than the
+	// README's); a field "…" is any number of fields, none included.
+	table := []string{
+		"SCORE  PEER         NAME   REACHABLE  SKILLS",
+		"3.0    12D3KooWabc  alice  true       ping,ask",
+		"3.0    12D3KooWdef  relay  true       ping,ask",
+	}
+	wide := []string{
+		"SCORE  PEER         NAME            REACHABLE  SKILLS",
+		"3.0    12D3KooWabc  mcpv2-QRpmHH37  true       ping,ask",
+		"3.0    12D3KooWdef  alice           true       ping,ask",
+	}
+	for _, c := range []struct {
+		want []string
+		ok   bool
+	}{
+		{[]string{"SCORE  PEER  …  NAME  …  REACHABLE  SKILLS", "…  12D3KooW…  alice  …  true  …"}, true},
+		{[]string{"SCORE PEER NAME REACHABLE SKILLS", "3.0 12D3KooWdef relay true ping,ask"}, true},
+		{[]string{"…  NAME  …", "…  alice  …", "… relay …"}, true},
+		{[]string{"…"}, true},
+		{[]string{"SCORE  PEER  NAME  SKILLS"}, false}, // a field missing
+		{[]string{"…  12D3KooW…  bob  …"}, false},
+		{[]string{"…  alic  …"}, false},               // a whole field
+		{[]string{"… relay …", "…  alice  …"}, false}, // out of order
+	} {
+		if _, ok := matchReadmeOutput(c.want, table); ok != c.ok {
+			t.Errorf("%q against %q: match %v, want %v", c.want, table, ok, c.ok)
+		}
+	}
+	if _, ok := matchReadmeOutput([]string{"SCORE  PEER  …  NAME  …  REACHABLE  SKILLS", "…  12D3KooW…  alice  …  true  …"}, wide); !ok {
+		t.Errorf("the README's find table does not match a wide one: %q", wide)
 	}
 
 	root, err := filepath.Abs(filepath.Join("..", ".."))
