@@ -1,0 +1,82 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// Issue 26 ("the first hour"): what a new user trips on at the command line.
+
+// TestFirstHourFlagValueIsAFlag: a flag that takes a value, followed by
+// another flag (an empty $RELAY in `--bootstrap $RELAY --p2p-port 0`), is
+// refused naming both, not with the node's "unexpected argument "0"".
+func TestFirstHourFlagValueIsAFlag(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"node", "--data-dir", dir, "--bootstrap", "--p2p-port", "0"},
+			`--bootstrap needs a value, but got "--p2p-port" (another flag): quote an empty value as --bootstrap="" or give one`},
+		{[]string{"call", "/ip4/127.0.0.1/tcp/1/p2p/x", "ping", "--secret", "-s3cret"},
+			`--secret needs a value, but got "-s3cret", which looks like a flag: if it is the value, write --secret=-s3cret`},
+		{[]string{"node", "--data-dir", dir, "--bootstrap"},
+			`--bootstrap needs a value, but it is the last argument: give one, or quote an empty value as --bootstrap=""`},
+		{[]string{"key", "add", "k1", "--grant", "--data-dir", dir},
+			`--grant needs a value, but got "--data-dir" (another flag)`},
+	} {
+		out, errOut, code := run(t, tc.args...)
+		if code == 0 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("mcpv2 %v: exit %d, stderr %q, want %q", tc.args, code, errOut, tc.want)
+		}
+		if strings.Contains(errOut, "unexpected argument") || out != "" {
+			t.Errorf("mcpv2 %v: the old message or output: stdout %q stderr %q", tc.args, out, errOut)
+		}
+	}
+	// A value that starts with '-' still works: with '=', and a negative
+	// number as the next word; an empty one quoted as the message says.
+	for _, args := range [][]string{
+		{"config", "show", "--data-dir", dir, "--find-rate-limit=-1"},
+		{"config", "show", "--data-dir", dir, "--find-rate-limit", "-1"},
+	} {
+		out, errOut, code := run(t, args...)
+		if code != 0 || !regexp.MustCompile(`(?m)^find-rate-limit\s+= -1(\.0)?\s+# flag$`).MatchString(out) {
+			t.Errorf("mcpv2 %v: exit %d, stderr %q, stdout without find-rate-limit = -1:\n%s", args, code, errOut, out)
+		}
+	}
+	out, errOut, code := run(t, "config", "show", "--data-dir", dir, "--bootstrap=", "--p2p-port", "0")
+	if code != 0 || !regexp.MustCompile(`(?m)^p2p-port\s+= 0\s+# flag$`).MatchString(out) {
+		t.Errorf(`--bootstrap="" --p2p-port 0: exit %d, stderr %q, stdout:\n%s`, code, errOut, out)
+	}
+}
+
+// TestFirstHourDidYouMean: a mistyped command or flag gets the nearest
+// one and a pointer to --help on one line, not the help dump or "No help
+// topic".
+func TestFirstHourDidYouMean(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"nodee"}, `mcpv2: unknown command "nodee" (did you mean "node"?) — see mcpv2 --help`},
+		{[]string{"help", "nodee"}, `mcpv2: unknown command "nodee" (did you mean "node"?) — see mcpv2 --help`},
+		{[]string{"node", "--prot", "8000", "--data-dir", dir}, `mcpv2: unknown flag --prot (did you mean --port?) — see mcpv2 node --help`},
+		{[]string{"ping", "--cuont", "2", "/ip4/127.0.0.1/tcp/1"}, `mcpv2: unknown flag --cuont (did you mean --count?) — see mcpv2 ping --help`},
+		{[]string{"--verison"}, `mcpv2: unknown flag --verison (did you mean --version?) — see mcpv2 --help`},
+		{[]string{"key", "ad", "k1", "--data-dir", dir}, `mcpv2: unknown subcommand of mcpv2 key "ad" (did you mean "add"?) — see mcpv2 key --help`},
+		{[]string{"node", "--zzzzzzzz", "--data-dir", dir}, `mcpv2: unknown flag --zzzzzzzz — see mcpv2 node --help`},
+		{[]string{"node", "--port", "abc", "--data-dir", dir}, `mcpv2: node: invalid value "abc" for flag -port: parse error — see mcpv2 node --help`},
+	} {
+		out, errOut, code := run(t, tc.args...)
+		if code == 0 || strings.TrimSpace(errOut) != tc.want {
+			t.Errorf("mcpv2 %v: exit %d, stderr %q, want %q", tc.args, code, errOut, tc.want)
+		}
+		for _, old := range []string{"No help topic", "Incorrect Usage", "USAGE:", "OPTIONS:"} {
+			if strings.Contains(out+errOut, old) {
+				t.Errorf("mcpv2 %v: printed %q (the old help dump):\n%s%s", tc.args, old, out, errOut)
+			}
+		}
+	}
+}
