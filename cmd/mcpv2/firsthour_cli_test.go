@@ -1,9 +1,14 @@
 package main
 
 import (
+	"encoding/json"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mcpv2/mcpv2/node/store"
 )
 
 // Issue 26 ("the first hour"): what a new user trips on at the command line.
@@ -78,5 +83,33 @@ func TestFirstHourDidYouMean(t *testing.T) {
 				t.Errorf("mcpv2 %v: printed %q (the old help dump):\n%s%s", tc.args, old, out, errOut)
 			}
 		}
+	}
+}
+
+// TestFirstHourAuditNoMatch: `mcpv2 audit --outcome blocked` with no
+// matching call prints the table's header and says on stderr that nothing
+// matched, naming the filter; a match prints as before.
+func TestFirstHourAuditNoMatch(t *testing.T) {
+	dir := t.TempDir()
+	rec, _ := json.Marshal(store.AuditRecord{Time: time.Now(), Caller: "12D3KooWAbcdefghijklmnopqrstuvwxyz", Via: "mesh", Method: "tools/call", Skill: "ping", Outcome: "ok"})
+	writeFile(t, filepath.Join(dir, "audit.jsonl"), string(rec)+"\n")
+	out, errOut, code := run(t, "audit", "--data-dir", dir, "--outcome", "blocked")
+	if code != 0 || !strings.HasPrefix(out, "TIME") || strings.Count(out, "\n") != 1 || !strings.Contains(out, "OUTCOME") {
+		t.Errorf("audit --outcome blocked: exit %d, stdout %q, want the header alone", code, out)
+	}
+	if strings.TrimSpace(errOut) != "mcpv2: audit: no calls match (outcome=blocked)" {
+		t.Errorf("audit --outcome blocked: stderr %q", errOut)
+	}
+	out, errOut, code = run(t, "audit", "--data-dir", dir, "--outcome", "blocked", "--skill", "ask", "--json")
+	if code != 0 || out != "" || strings.TrimSpace(errOut) != "mcpv2: audit: no calls match (skill=ask, outcome=blocked)" {
+		t.Errorf("audit --json no match: exit %d, stdout %q (want no JSON lines), stderr %q", code, out, errOut)
+	}
+	out, errOut, code = run(t, "audit", "--data-dir", dir, "--outcome", "ok")
+	if code != 0 || errOut != "" || strings.Count(out, "\n") != 2 || !strings.Contains(out, "ping") {
+		t.Errorf("audit --outcome ok: exit %d, stderr %q, stdout %q: want the header and the call", code, errOut, out)
+	}
+	out, errOut, _ = run(t, "audit", "--data-dir", t.TempDir())
+	if !strings.HasPrefix(out, "TIME") || strings.TrimSpace(errOut) != "mcpv2: audit: no calls logged yet" {
+		t.Errorf("audit of an empty log: stdout %q stderr %q", out, errOut)
 	}
 }
