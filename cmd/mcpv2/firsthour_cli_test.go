@@ -113,3 +113,71 @@ func TestFirstHourAuditNoMatch(t *testing.T) {
 		t.Errorf("audit of an empty log: stdout %q stderr %q", out, errOut)
 	}
 }
+
+// TestFirstHourHelpDefaults walks every command and subcommand of the real
+// binary's --help: no flag shows its default twice ("(default 2m)
+// (default: 0s)"), --timeout shows the default its command applies, and
+// --port says that without it there is no edge, not "(default: 0)".
+func TestFirstHourHelpDefaults(t *testing.T) {
+	var paths [][]string
+	for _, cmd := range newApp().Commands {
+		paths = append(paths, []string{cmd.Name})
+		for _, sub := range cmd.Subcommands {
+			paths = append(paths, []string{cmd.Name, sub.Name})
+		}
+	}
+	flagLine := regexp.MustCompile(`^\s+-`)
+	seen := map[string]bool{}
+	for _, p := range paths {
+		out, errOut, code := run(t, append(p, "--help")...)
+		if code != 0 || !strings.Contains(out, "NAME:") {
+			t.Fatalf("mcpv2 %v --help: exit %d, stderr %q", p, code, errOut)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if !flagLine.MatchString(line) {
+				continue
+			}
+			flag := strings.Fields(line)[0]
+			seen[flag] = true
+			if n := strings.Count(line, "(default"); n > 1 {
+				t.Errorf("mcpv2 %v --help: %s shows its default %d times:\n%s", p, flag, n, line)
+			}
+			switch flag {
+			case "--timeout":
+				want := map[string]string{"find": "1m", "orchestrate": "5m", "send": "none over the mesh", "mcp": "none"}[p[0]]
+				if want == "" {
+					want = "2m"
+				}
+				if !strings.Contains(line, "(default: "+want) || strings.Contains(line, "0s") {
+					t.Errorf("mcpv2 %v --help: --timeout does not say its default %q:\n%s", p, want, line)
+				}
+			case "--port":
+				if !strings.Contains(line, "(default: no HTTP edge)") || strings.Contains(line, "(default: 0)") {
+					t.Errorf("mcpv2 %v --help: --port does not say that its default is no edge:\n%s", p, line)
+				}
+			}
+		}
+	}
+	for _, f := range []string{"--timeout", "--port", "--max-command-runs"} {
+		if !seen[f] {
+			t.Errorf("no command's help showed %s: the walk missed it", f)
+		}
+	}
+}
+
+// TestFirstHourLLMNeedsModel: --llm openai without a model names
+// --llm-model and its variable.
+func TestFirstHourLLMNeedsModel(t *testing.T) {
+	for _, args := range [][]string{
+		{"node", "--data-dir", t.TempDir(), "--p2p-port", "0", "--no-mdns", "--llm", "openai"},
+		{"orchestrate", "--data-dir", t.TempDir(), "--llm", "openai", "what is 7 times 6"},
+	} {
+		_, errOut, code := run(t, args...)
+		if code == 0 || !strings.Contains(errOut, "--llm openai needs a model: pass --llm-model NAME (or set MCPV2_LLM_MODEL)") {
+			t.Errorf("mcpv2 %v: exit %d, stderr %q: want it to name --llm-model", args, code, errOut)
+		}
+		if strings.Contains(errOut, "a model name is required") {
+			t.Errorf("mcpv2 %v: the old message: %q", args, errOut)
+		}
+	}
+}

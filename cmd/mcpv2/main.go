@@ -63,7 +63,7 @@ func main() {
 }
 
 func newApp() *cli.App {
-	return &cli.App{
+	return withTimeoutDefaults(&cli.App{
 		Name:    "mcpv2",
 		Usage:   "a peer-to-peer network for AI agents: run a peer, find and call others",
 		Version: versionString(debug.ReadBuildInfo()),
@@ -87,5 +87,5 @@ func newApp() *cli.App {
 		},
 		Writer:    os.Stdout,
 		ErrWriter: os.Stderr,
-	}
+	})
 }
