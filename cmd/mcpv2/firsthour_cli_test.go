@@ -1,13 +1,21 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
+
+	"github.com/mcpv2/mcpv2/internal/testenv"
 	"github.com/mcpv2/mcpv2/node/store"
 )
 
@@ -179,5 +187,116 @@ func TestFirstHourLLMNeedsModel(t *testing.T) {
 		if strings.Contains(errOut, "a model name is required") {
 			t.Errorf("mcpv2 %v: the old message: %q", args, errOut)
 		}
+	}
+}
+
+// runPTY runs the mcpv2 CLI with stdout and/or stderr on a pseudo-terminal
+// (as a user's terminal) and the other on a pipe; it returns what the
+// pipe and the terminal got, and the exit code.
+func runPTY(t *testing.T, stdoutTTY bool, args ...string) (piped, tty string, code int) {
+	t.Helper()
+	ptmx, tt, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 40, Cols: 160}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binPath, args...)
+	cmd.Env = testenv.CleanEnv()
+	var pipe bytes.Buffer
+	if stdoutTTY {
+		cmd.Stdout, cmd.Stderr = tt, &pipe
+	} else {
+		cmd.Stdout, cmd.Stderr = &pipe, tt
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tt.Close()
+	var term bytes.Buffer
+	read := make(chan struct{})
+	go func() { io.Copy(&term, ptmx); close(read) }() // ends with EIO once the child exits
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("mcpv2 %v: %v", args, err)
+	}
+	<-read
+	return pipe.String(), term.String(), code
+}
+
+// TestFirstHourSendBar: on a terminal `mcpv2 send` draws one progress bar,
+// rewritten in place with \r; piped, it prints the progress lines as
+// before.
+func TestFirstHourSendBar(t *testing.T) {
+	client := t.TempDir()
+	b := receiver(t, client)
+	path, sum := bigFile(t, 3<<20, 7)
+	// About 3 s at 1 MiB/s: a line every 0.25 s would be a dozen lines.
+	out, tty, code := runPTY(t, false, "send", path, b.tcpAddr(t), "--data-dir", client, "--limit-rate", "1M")
+	var r sendResult
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.SHA256 != sum {
+		t.Fatalf("send on a terminal: exit %d, stdout %q, terminal %q", code, out, tty)
+	}
+	if n := strings.Count(tty, "\n"); n > 2 {
+		t.Errorf("send on a terminal printed %d lines, want one bar:\n%q", n, tty)
+	}
+	if n := strings.Count(tty, "\r"); n < 5 {
+		t.Errorf("send on a terminal redrew its bar %d times, want it rewritten with \\r as bytes go:\n%q", n, tty)
+	}
+	if !strings.Contains(tty, "stored") || !strings.Contains(tty, "100%") || !strings.Contains(tty, "3.1/3.1 MB") || strings.Contains(tty, "sent 1") {
+		t.Errorf("send on a terminal: the bar's last state is not the stored file, or a plain progress line showed:\n%q", tty)
+	}
+	// Piped: the lines of before, and no bar.
+	out, errs, code := run(t, "send", path, b.tcpAddr(t), "--data-dir", client, "--name", "again.bin", "--limit-rate", "2M")
+	if code != 0 || !strings.Contains(out, sum) {
+		t.Fatalf("send piped: exit %d, %q %q", code, out, errs)
+	}
+	if !strings.Contains(errs, "sending 3145728 bytes (attempt 1)\n") || strings.Count(errs, "\nsent ") < 3 || strings.Contains(errs, "\r") {
+		t.Errorf("send piped: want the progress lines and no \\r:\n%q", errs)
+	}
+}
+
+// TestFirstHourTools: `mcpv2 tools` prints one line per skill on a
+// terminal or with --brief, and the full schemas as JSON when piped or
+// with --json.
+func TestFirstHourTools(t *testing.T) {
+	b := startNode(t, "")
+	client := t.TempDir()
+	addr := b.tcpAddr(t)
+	lineRE := regexp.MustCompile(`(?m)^ping\s+Liveness check: .+$`)
+	_, tty, code := runPTY(t, true, "tools", addr, "--data-dir", client)
+	if code != 0 || !lineRE.MatchString(tty) || strings.Contains(tty, "inputSchema") || strings.Count(tty, "\n") > 30 {
+		t.Errorf("tools on a terminal: exit %d, want one line per skill:\n%s", code, tty)
+	}
+	out, errs, code := run(t, "tools", addr, "--data-dir", client, "--brief")
+	if code != 0 || !lineRE.MatchString(out) || strings.Contains(out, "{") || !strings.Contains(errs, "--json") {
+		t.Errorf("tools --brief: exit %d, stdout:\n%s\nstderr %q", code, out, errs)
+	}
+	briefLines := strings.Count(out, "\n")
+	for _, args := range [][]string{{"tools", addr, "--data-dir", client}, {"tools", addr, "--data-dir", client, "--json"}} {
+		out, errs, code := run(t, args...)
+		var tl struct {
+			Tools []struct {
+				Name        string          `json:"name"`
+				InputSchema json.RawMessage `json:"inputSchema"`
+			} `json:"tools"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &tl) != nil || len(tl.Tools) != briefLines || len(tl.Tools[0].InputSchema) == 0 {
+			t.Errorf("mcpv2 %v: exit %d, want the full JSON of %d tools: %q %q", args, code, briefLines, out, errs)
+		}
+	}
+	_, tty, _ = runPTY(t, true, "tools", addr, "--data-dir", client, "--json")
+	if !strings.Contains(tty, `"inputSchema"`) {
+		t.Errorf("tools --json on a terminal: want the schemas:\n%s", tty)
+	}
+	if _, errs, code := run(t, "tools", addr, "--brief", "--json"); code == 0 || !strings.Contains(errs, "pick one") {
+		t.Errorf("tools --brief --json: exit %d, stderr %q", code, errs)
 	}
 }
