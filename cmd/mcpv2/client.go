@@ -294,8 +294,8 @@ func toolsCommand() *cli.Command {
 		Name: "tools", Usage: "list a peer's skills: one line each on a terminal, the full input schemas as JSON when piped",
 		UsageText: "mcpv2 tools ADDR [--brief | --json]",
 		Flags: append([]cli.Flag{
-			&cli.BoolFlag{Name: "brief", Usage: "one line per skill: its name and the first line of its description (the default when stdout is a terminal)"},
-			&cli.BoolFlag{Name: "json", Usage: "the peer's whole tools/list answer, input schemas included, as indented JSON (the default when stdout is not a terminal)"},
+			&cli.BoolFlag{Name: "brief", DisableDefaultText: true, Usage: "one line per skill: its name and the first line of its description (the default when stdout is a terminal)"},
+			&cli.BoolFlag{Name: "json", DisableDefaultText: true, Usage: "the peer's whole tools/list answer, input schemas included, as indented JSON (the default when stdout is not a terminal)"},
 		}, clientFlags...),
 		Action: func(c *cli.Context) error {
 			if c.Bool("brief") && c.Bool("json") {

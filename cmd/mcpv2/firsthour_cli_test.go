@@ -150,6 +150,13 @@ func TestFirstHourHelpDefaults(t *testing.T) {
 			if n := strings.Count(line, "(default"); n > 1 {
 				t.Errorf("mcpv2 %v --help: %s shows its default %d times:\n%s", p, flag, n, line)
 			}
+			// A usage that says what the default is gets no "(default: …)"
+			// of urfave/cli's besides ("off by default … (default: false)").
+			for _, own := range []string{"by default", "the default when"} {
+				if strings.Contains(line, own) && strings.Contains(line, "(default:") {
+					t.Errorf("mcpv2 %v --help: %s says its default twice (%q and urfave/cli's):\n%s", p, flag, own, line)
+				}
+			}
 			switch flag {
 			case "--timeout":
 				want := map[string]string{"find": "1m", "orchestrate": "5m", "send": "none over the mesh", "mcp": "none"}[p[0]]
