@@ -116,6 +116,10 @@ func TestFirstHourAuditNoMatch(t *testing.T) {
 	if code != 0 || errOut != "" || strings.Count(out, "\n") != 2 || !strings.Contains(out, "ping") {
 		t.Errorf("audit --outcome ok: exit %d, stderr %q, stdout %q: want the header and the call", code, errOut, out)
 	}
+	missing := filepath.Join(t.TempDir(), "none")
+	if _, errOut, code := run(t, "audit", "--data-dir", missing); code == 0 || !strings.Contains(errOut, "audit: no data dir "+missing+": no node has run there yet") {
+		t.Errorf("audit of a missing data dir: exit %d, stderr %q", code, errOut)
+	}
 	out, errOut, _ = run(t, "audit", "--data-dir", t.TempDir())
 	if !strings.HasPrefix(out, "TIME") || strings.TrimSpace(errOut) != "mcpv2: audit: no calls logged yet" {
 		t.Errorf("audit of an empty log: stdout %q stderr %q", out, errOut)
