@@ -58,7 +58,9 @@ func auditCommand() *cli.Command {
 			if limit < 0 {
 				return fmt.Errorf("audit: --limit %d: want 0 (all) or more", limit)
 			}
-			if _, err := os.Stat(dir); err != nil {
+			if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("audit: no data dir %s: no node has run there yet (start one with mcpv2 node, or pass the --data-dir of the node whose calls you want)", dir)
+			} else if err != nil {
 				return fmt.Errorf("audit: data dir: %w", err)
 			}
 			p := newAuditPrinter(c.App.Writer, c.Bool("json"))
@@ -78,11 +80,36 @@ func auditCommand() *cli.Command {
 			for _, r := range recs {
 				p.print(r)
 			}
+			if len(recs) == 0 {
+				// The header still shows what a match would look like; the
+				// note goes to stderr, so stdout stays the table (or no JSON
+				// lines) for a script.
+				p.header()
+				fmt.Fprintf(c.App.ErrWriter, "mcpv2: audit: %s\n", noMatch(c))
+			}
 			p.flush()
 			reportSkipped(c.App.ErrWriter, skipped)
 			return nil
 		},
 	}
+}
+
+// auditFilterFlags are the flags of mcpv2 audit that select calls.
+var auditFilterFlags = []string{"since", "caller", "skill", "outcome", "trace"}
+
+// noMatch says that no call of the log matched c's filters, naming them:
+// "no calls match (outcome=blocked)", or that the log has no calls.
+func noMatch(c *cli.Context) string {
+	var set []string
+	for _, n := range auditFilterFlags {
+		if v := c.String(n); v != "" {
+			set = append(set, n+"="+oneLine(v, 80))
+		}
+	}
+	if len(set) == 0 {
+		return "no calls logged yet"
+	}
+	return "no calls match (" + strings.Join(set, ", ") + ")"
 }
 
 func reportSkipped(w io.Writer, n int) {
@@ -259,10 +286,7 @@ func (p *auditPrinter) print(r store.AuditRecord) {
 		}
 		return
 	}
-	if !p.head {
-		fmt.Fprintln(p.tw, "TIME\tCALLER\tVIA\tMETHOD\tSKILL\tOUTCOME\tCODE\tMS\tTHREAT\tFINDINGS")
-		p.head = true
-	}
+	p.header()
 	code := ""
 	if r.Code != 0 {
 		code = fmt.Sprint(r.Code)
@@ -279,6 +303,15 @@ func (p *auditPrinter) print(r store.AuditRecord) {
 	fmt.Fprintf(p.tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05.000"),
 		oneLine(shortCaller(r.Caller), 80), oneLine(r.Via, 20), oneLine(r.Method, 200), dash(oneLine(r.Skill, 80)), oneLine(r.Outcome, 20),
 		dash(code), r.DurationMS, dash(oneLine(r.Threat, 20)), dash(oneLine(strings.Join(finds, " "), 400)))
+}
+
+// header prints the table's header once (none for JSON lines).
+func (p *auditPrinter) header() {
+	if p.json || p.head {
+		return
+	}
+	fmt.Fprintln(p.tw, "TIME\tCALLER\tVIA\tMETHOD\tSKILL\tOUTCOME\tCODE\tMS\tTHREAT\tFINDINGS")
+	p.head = true
 }
 
 func (p *auditPrinter) flush() {

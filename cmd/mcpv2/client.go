@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -289,18 +291,54 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func toolsCommand() *cli.Command {
 	return &cli.Command{
-		Name: "tools", Usage: "list a peer's skills with their input schemas", UsageText: "mcpv2 tools ADDR",
-		Flags: clientFlags,
+		Name: "tools", Usage: "list a peer's skills: one line each on a terminal, the full input schemas as JSON when piped",
+		UsageText: "mcpv2 tools ADDR [--brief | --json]",
+		Flags: append([]cli.Flag{
+			&cli.BoolFlag{Name: "brief", DisableDefaultText: true, Usage: "one line per skill: its name and the first line of its description (the default when stdout is a terminal)"},
+			&cli.BoolFlag{Name: "json", DisableDefaultText: true, Usage: "the peer's whole tools/list answer, input schemas included, as indented JSON (the default when stdout is not a terminal)"},
+		}, clientFlags...),
 		Action: func(c *cli.Context) error {
+			if c.Bool("brief") && c.Bool("json") {
+				return errors.New("tools: --brief and --json: pick one (one line per skill, or the full schemas as JSON)")
+			}
+			brief := c.Bool("brief") || !c.Bool("json") && isTerminal(c.App.Writer)
 			return withSession(c, func(ctx context.Context, s *session, addr protocol.Address) error {
 				res, err := s.CallMethod(ctx, addr, protocol.MethodToolsList, protocol.CallOptions{})
 				if err != nil {
 					return err
 				}
+				if brief {
+					return printToolsBrief(c, res)
+				}
 				return printIndented(c, res)
 			})
 		},
 	}
+}
+
+// printToolsBrief prints a tools/list answer one skill a line: its name and
+// the first line of its description, escaped (the peer wrote them), then
+// on stderr where the schemas are.
+func printToolsBrief(c *cli.Context, raw json.RawMessage) error {
+	var tl struct {
+		Tools []struct {
+			Name        string `json:"name"`
+			Description string `json:"description"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(raw, &tl); err != nil {
+		return fmt.Errorf("the peer answered tools/list with something else than a list of tools: %w", err)
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	for _, t := range tl.Tools {
+		desc, _, _ := strings.Cut(strings.TrimSpace(t.Description), "\n")
+		fmt.Fprintf(tw, "%s\t%s\n", oneLine(t.Name, 60), oneLine(desc, 100))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.ErrWriter, "%d skills; their input schemas: mcpv2 tools %s --json\n", len(tl.Tools), c.Args().First())
+	return nil
 }
 
 func cardCommand() *cli.Command {

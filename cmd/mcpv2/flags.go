@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -32,9 +33,39 @@ var (
 		Usage: "treat this private IPv4 range as routable (overlays spanning VPCs, labs); repeatable"}
 	noNATFlag = &cli.BoolFlag{Name: "no-nat", EnvVars: []string{"MCPV2_NO_NAT"},
 		Usage: "turn off AutoNAT, port mapping, AutoRelay and hole punching"}
-	timeoutFlag = &cli.DurationFlag{Name: "timeout", EnvVars: []string{"MCPV2_TIMEOUT"}, Value: 0,
-		Usage: "give up a client call after this long (default 2m)"}
+	timeoutFlag = &cli.DurationFlag{Name: "timeout", EnvVars: []string{"MCPV2_TIMEOUT"}, Value: 0, DefaultText: "2m",
+		Usage: "give up a client call after this long"}
 )
+
+// timeoutDefaults is what --timeout's 0 (its value unless given) means for
+// the commands where it is not timeoutFlag's 2m: the help shows it once,
+// as the command applies it (find.go, orchestrate.go, send.go, mcpcmd.go).
+var timeoutDefaults = map[string]string{
+	"find":        "1m",
+	"orchestrate": "5m",
+	"send":        "none over the mesh, 10m through an HTTP edge",
+	"mcp":         "none: each MCP request's own",
+}
+
+// withTimeoutDefaults gives the commands of timeoutDefaults a --timeout of
+// their own that says their default.
+func withTimeoutDefaults(app *cli.App) *cli.App {
+	for _, cmd := range app.Commands {
+		text, ok := timeoutDefaults[cmd.Name]
+		if !ok {
+			continue
+		}
+		cmd.Flags = slices.Clone(cmd.Flags)
+		for i, f := range cmd.Flags {
+			if f == timeoutFlag {
+				own := *timeoutFlag
+				own.DefaultText = text
+				cmd.Flags[i] = &own
+			}
+		}
+	}
+	return app
+}
 
 // dataDir resolves --data-dir: the flag, $MCPV2_HOME, or ~/.mcpv2.
 func dataDir(c *cli.Context) (string, error) {

@@ -34,7 +34,7 @@ func main() {
 	// several QUIC retransmissions on a slow path, and DCUtR tries three
 	// times.
 	libp2pquic.HolePunchTimeout = quicHolePunchTimeout
-	app := withConfig(withEnvCheck(newApp()))
+	app := withUsageErrors(withConfig(withEnvCheck(newApp())))
 	// The std log package is process-wide: its lines (library noise) go
 	// through the command's structured logger at Debug.
 	bridge := &stdLogBridge{fallback: os.Stderr}
@@ -44,7 +44,10 @@ func main() {
 		app.Metadata = map[string]any{}
 	}
 	app.Metadata[stdLogKey] = bridge
-	err := app.RunContext(ctx, interspersed(app, os.Args))
+	err := checkArgs(app, os.Args)
+	if err == nil {
+		err = app.RunContext(ctx, interspersed(app, os.Args))
+	}
 	stop()
 	if err != nil {
 		// An error may quote a peer or a caller (a skill's message, a
@@ -60,7 +63,7 @@ func main() {
 }
 
 func newApp() *cli.App {
-	return &cli.App{
+	return withTimeoutDefaults(&cli.App{
 		Name:    "mcpv2",
 		Usage:   "a peer-to-peer network for AI agents: run a peer, find and call others",
 		Version: versionString(debug.ReadBuildInfo()),
@@ -84,5 +87,5 @@ func newApp() *cli.App {
 		},
 		Writer:    os.Stdout,
 		ErrWriter: os.Stderr,
-	}
+	})
 }

@@ -24,7 +24,7 @@ var metricsFlags = []cli.Flag{
 		Usage: "serve Prometheus metrics at http://ADDR/metrics (host:port, port 0: any free one; a loopback host unless --metrics-public); off by default"},
 	&cli.BoolFlag{Name: "metrics-public", EnvVars: []string{"MCPV2_METRICS_PUBLIC"},
 		Usage: "let --metrics listen on an address other than loopback (the metrics are served without authentication or TLS)"},
-	&cli.BoolFlag{Name: "metrics-rcmgr", EnvVars: []string{"MCPV2_METRICS_RCMGR"},
+	&cli.BoolFlag{Name: "metrics-rcmgr", EnvVars: []string{"MCPV2_METRICS_RCMGR"}, DisableDefaultText: true, // its usage says "off by default"
 		Usage: "add go-libp2p's resource manager metrics to --metrics (off by default: they cost CPU on every stream, see the bench's metrics row)"},
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	ma "github.com/multiformats/go-multiaddr"
@@ -70,7 +71,7 @@ func nodeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "policy", EnvVars: []string{"MCPV2_POLICY"}, Usage: "policy file granting skills per PeerID (default <data-dir>/policy.json)"},
 		&cli.StringFlag{Name: "skills", EnvVars: []string{"MCPV2_SKILLS"}, Usage: "custom skills file (default <data-dir>/custom_skills.json)"},
 		&cli.IntFlag{Name: "max-command-runs", EnvVars: []string{"MCPV2_MAX_COMMAND_RUNS"}, Value: custom.DefaultMaxCommandRuns,
-			Usage: "command-skill calls that run at once; more are refused with -32005 (0: the default)"},
+			Usage: fmt.Sprintf("command-skill calls that run at once; more are refused with -32005 (0: %d)", custom.DefaultMaxCommandRuns)},
 		&cli.StringFlag{Name: "run-as", EnvVars: []string{"MCPV2_RUN_AS"},
 			Usage: "user (name or uid) that command skills run as; needs the node to run as root"},
 		&cli.StringFlag{Name: "file-store", EnvVars: []string{"MCPV2_FILE_STORE"}, Usage: "directory of the file skills (default <data-dir>/files)"},
@@ -98,7 +99,8 @@ func nodeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "guard", EnvVars: []string{"MCPV2_GUARD"}, Value: "block", Usage: "prompt-injection guard over ask, process_instructions, file names and opted-in custom skills: block (refuse at --guard-threshold, flag the rest), flag (audit only) or off"},
 		&cli.StringFlag{Name: "guard-threshold", EnvVars: []string{"MCPV2_GUARD_THRESHOLD"}, Value: "critical", Usage: "the lowest threat level --guard block refuses: low, medium, high or critical"},
 		// The HTTP edge (SPEC §5), on with --port.
-		&cli.IntFlag{Name: "port", EnvVars: []string{"MCPV2_PORT"}, Usage: "serve the HTTP edge on this TCP port (0: any free port, printed as MCPV2_BOUND_PORT); without --port there is no edge"},
+		&cli.IntFlag{Name: "port", EnvVars: []string{"MCPV2_PORT"}, DefaultText: "no HTTP edge",
+			Usage: "serve the HTTP edge on this TCP port (0: any free port, printed as MCPV2_BOUND_PORT)"},
 		&cli.StringFlag{Name: "public-ip", EnvVars: []string{"MCPV2_PUBLIC_IP"}, Usage: "the edge's public address: bound to, and advertised"},
 		&cli.StringFlag{Name: "bind-host", EnvVars: []string{"MCPV2_BIND_HOST"}, Usage: "bind the edge here instead (0.0.0.0: every interface)"},
 		&cli.BoolFlag{Name: "port-fallback", EnvVars: []string{"MCPV2_PORT_FALLBACK"}, Usage: "if --port is busy, take the next free one"},
@@ -512,6 +514,9 @@ func llmBackend(c *cli.Context) (llm.Backend, error) {
 	}
 	if kind == "local" {
 		return llm.NewLocal(), nil
+	}
+	if k := strings.ToLower(strings.TrimSpace(kind)); k != llm.KindLocal && slices.Contains(llm.Kinds(), k) && strings.TrimSpace(c.String("llm-model")) == "" {
+		return nil, fmt.Errorf("--llm %s needs a model: pass --llm-model NAME (or set MCPV2_LLM_MODEL), the name the backend knows it by", kind)
 	}
 	key, err := llm.KeyFromEnv()
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 
 	"github.com/mcpv2/mcpv2/node"
@@ -39,7 +40,7 @@ func sendCommand() *cli.Command {
 			&cli.StringFlag{Name: "name", EnvVars: []string{"MCPV2_SEND_NAME"}, Usage: "store the file under this name (default: FILE's base name)"},
 			&cli.StringFlag{Name: "limit-rate", EnvVars: []string{"MCPV2_LIMIT_RATE"}, Usage: "cap the sending rate, in bytes per second (suffixes K, M, G: powers of 1024)"},
 			&cli.IntFlag{Name: "attempts", EnvVars: []string{"MCPV2_SEND_ATTEMPTS"}, Value: node.DefaultSendAttempts, Usage: "attempts in a row without progress before giving up"},
-			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress (a bar when stderr is a terminal, else a line every 0.25 s)"},
 		}, clientFlags...),
 		Action: runSend,
 	}
@@ -83,7 +84,7 @@ func runSend(c *cli.Context) error {
 	if direct <= 0 {
 		direct = -1 // SendFile's "never"
 	}
-	pr := &progressPrinter{w: c.App.ErrWriter, quiet: c.Bool("quiet")}
+	pr := &progressPrinter{w: c.App.ErrWriter, quiet: c.Bool("quiet"), tty: isTerminal(c.App.ErrWriter)}
 	info, err := s.Client().SendFile(ctx, addr, path, node.SendOptions{
 		Name:        c.String("name"),
 		MaxAttempts: c.Int("attempts"),
@@ -108,13 +109,18 @@ func runSend(c *cli.Context) error {
 	return err
 }
 
-// progressPrinter prints send's progress lines on stderr: one when an
-// attempt starts ("sending N bytes", or "resuming at OFFSET of N bytes"),
-// one at most every progressEvery while bytes go out, one per retry, and a
-// note when the receiver's bytes were not the start of the file.
+// progressPrinter prints send's progress on stderr. On a terminal it is
+// one bar, redrawn in place, with the notes (a retry, a restart) on lines
+// of their own above it. Else, for a log or a script, it is lines: one
+// when an attempt starts ("sending N bytes", or "resuming at OFFSET of N
+// bytes"), one at most every progressEvery while bytes go out, one per
+// retry, and a note when the receiver's bytes were not the start of the
+// file.
 type progressPrinter struct {
 	w       io.Writer
 	quiet   bool
+	tty     bool                     // w is a terminal: draw bar
+	bar     *progressbar.ProgressBar // from the first attempt on, when tty
 	attempt int
 	last    time.Time
 	start   time.Time
@@ -131,30 +137,85 @@ func (p *progressPrinter) report(sp node.SendProgress) {
 		if name == "" {
 			name = "(an upload of an earlier run)"
 		}
-		fmt.Fprintf(p.w, "note: the receiver dropped your unfinished upload %s (%d bytes received) to stay within its --max-partial; send it again to start over\n", printableLine(name), d.Have)
+		p.note("note: the receiver dropped your unfinished upload %s (%d bytes received) to stay within its --max-partial; send it again to start over", printableLine(name), d.Have)
 	}
 	if sp.Discarded > 0 { // the same attempt goes on from zero
-		fmt.Fprintf(p.w, "note: the receiver's %d bytes under this name and size are not the start of this file (another version of it); starting over\n", sp.Discarded)
+		p.note("note: the receiver's %d bytes under this name and size are not the start of this file (another version of it); starting over", sp.Discarded)
+		if p.bar != nil {
+			_ = p.bar.Set64(0)
+		}
 		return
 	}
 	switch {
 	case sp.Err != nil:
-		fmt.Fprintf(p.w, "transfer interrupted (attempt %d): %s; retrying\n", sp.Attempt, printableLine(sp.Err.Error()))
+		p.note("transfer interrupted (attempt %d): %s; retrying", sp.Attempt, printableLine(sp.Err.Error()))
 	case sp.Attempt != p.attempt:
 		p.attempt, p.start, p.from, p.last = sp.Attempt, now, sp.Offset, now
+		if p.tty {
+			p.startBar(sp)
+			return
+		}
 		if sp.Offset > 0 {
 			fmt.Fprintf(p.w, "resuming at %d of %d bytes (attempt %d)\n", sp.Offset, sp.Size, sp.Attempt)
 		} else {
 			fmt.Fprintf(p.w, "sending %d bytes (attempt %d)\n", sp.Size, sp.Attempt)
 		}
+	case p.bar != nil:
+		// The bar throttles its redraws. It is full only once the
+		// receiver has committed the file (done), not when the last
+		// byte has left.
+		_ = p.bar.Set64(min(sp.Sent, max(sp.Size-1, 0)))
 	case now.Sub(p.last) >= progressEvery:
 		p.last = now
 		fmt.Fprintf(p.w, "sent %d of %d bytes (%.0f%%, %.1f MB/s)\n", sp.Sent, sp.Size, percent(sp.Sent, sp.Size), rateMB(sp.Sent-p.from, now.Sub(p.start)))
 	}
 }
 
+// startBar draws the bar of an attempt: the first one makes it, a later
+// one (a retry, a resume) goes on in the same bar from the offset.
+func (p *progressPrinter) startBar(sp node.SendProgress) {
+	desc := "sending"
+	if sp.Offset > 0 {
+		desc = "resuming"
+	}
+	if sp.Attempt > 1 {
+		desc += fmt.Sprintf(" (attempt %d)", sp.Attempt)
+	}
+	if p.bar == nil {
+		w := p.w
+		p.bar = progressbar.NewOptions64(sp.Size,
+			progressbar.OptionSetWriter(w),
+			progressbar.OptionSetDescription(desc),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionShowTotalBytes(true),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionUseANSICodes(true),
+			progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }),
+			progressbar.OptionSetRenderBlankState(true))
+	} else {
+		p.bar.Describe(desc)
+	}
+	_ = p.bar.Set64(sp.Offset)
+}
+
+// note prints one line of its own: above the bar on a terminal (the bar is
+// drawn again at its next update).
+func (p *progressPrinter) note(format string, args ...any) {
+	if p.bar != nil && !p.bar.IsFinished() {
+		_ = p.bar.Clear()
+	}
+	fmt.Fprintf(p.w, format+"\n", args...)
+}
+
 func (p *progressPrinter) done(size int64) {
-	if !p.quiet {
+	switch {
+	case p.quiet:
+	case p.bar != nil:
+		p.bar.Describe("stored")
+		_ = p.bar.Finish()
+	default:
 		fmt.Fprintf(p.w, "sent %d of %d bytes (100%%, %.1f MB/s); stored\n", size, size, rateMB(size-p.from, time.Since(p.start)))
 	}
 }
