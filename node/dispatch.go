@@ -198,7 +198,7 @@ func forwardedBy(c Caller, s *protocol.Slot) Caller {
 // purpose protocol.PurposeBlob): the skill must exist, then grant decides.
 func (n *Node) authorize(c Caller, s *protocol.Slot, purpose, skill string) *protocol.Error {
 	if _, ok := n.reg.Lookup(skill); !ok {
-		return protocol.Errorf(protocol.CodeSkillNotFound, "skill not found: %q", skill)
+		return n.reg.NotFound(skill)
 	}
 	var session string
 	if s.Context != nil {

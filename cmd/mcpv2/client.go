@@ -23,7 +23,7 @@ import (
 	"github.com/mcpv2/mcpv2/transport"
 )
 
-var clientFlags = []cli.Flag{dataDirFlag, secretFlag, keyFlag, bootstrapFlag, logLevelFlag, maxMessageFlag, timeoutFlag, routableFlag, noNATFlag,
+var clientFlags = []cli.Flag{dataDirFlag, secretFlag, keyFlag, bootstrapFlag, logLevelFlag, maxMessageFlag, timeoutFlag, routableFlag, noNATFlag, verboseFlag,
 	&cli.StringSliceFlag{Name: "listen", EnvVars: []string{"MCPV2_CLIENT_LISTEN"},
 		Usage: "addresses this client listens on while it runs (default none, or any port on every interface with --bootstrap, so that hole punching can reach it)"},
 	&cli.DurationFlag{Name: "wait-direct", EnvVars: []string{"MCPV2_WAIT_DIRECT"}, DefaultText: "2s; send: 10s",
