@@ -358,6 +358,7 @@ func idCommand() *cli.Command {
 			} else if !errors.Is(err, localapi.ErrNoNode) {
 				return err
 			}
+			created := !fileExists(identityPath(dir))
 			key, err := transport.LoadOrCreateIdentity(identityPath(dir))
 			if err != nil {
 				return err
@@ -374,8 +375,7 @@ func idCommand() *cli.Command {
 			for _, a := range addrs {
 				fmt.Fprintf(c.App.Writer, "MCPV2_P2P_ADDRESS=%s/p2p/%s\n", a, id)
 			}
-			fmt.Fprintf(c.App.ErrWriter, "mcpv2: no node runs in %s: these are the default listen addresses on port %d, not a running node's\n"+
-				"  (a node started with --listen or another --p2p-port listens elsewhere; start it, then mcpv2 id asks it)\n", dir, c.Int("p2p-port"))
+			fmt.Fprint(c.App.ErrWriter, idFallbackNote(dir, created, c.Int("p2p-port")))
 			return nil
 		},
 	}
