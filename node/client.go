@@ -378,7 +378,7 @@ func (n *Client) connect(ctx context.Context, addr protocol.Address, wait time.D
 		}
 		ai, err := r.FindPeer(network.WithAllowLimitedConn(ctx, "mcpv2 peer routing"), pid)
 		if err != nil {
-			return "", fmt.Errorf("%w %s: %v", ErrNoRoute, pid, err)
+			return "", fmt.Errorf("%w %s: %w", ErrNoRoute, pid, err)
 		}
 		n.host.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.TempAddrTTL)
 	}

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -198,7 +199,7 @@ func forwardedBy(c Caller, s *protocol.Slot) Caller {
 // purpose protocol.PurposeBlob): the skill must exist, then grant decides.
 func (n *Node) authorize(c Caller, s *protocol.Slot, purpose, skill string) *protocol.Error {
 	if _, ok := n.reg.Lookup(skill); !ok {
-		return protocol.Errorf(protocol.CodeSkillNotFound, "skill not found: %q", skill)
+		return n.reg.NotFound(skill)
 	}
 	var session string
 	if s.Context != nil {
@@ -222,6 +223,13 @@ func (n *Node) grant(c Caller, session, purpose, skill string) *protocol.Error {
 			return protocol.Errorf(protocol.CodeInvalidSession, "invalid session: this node accepts no mesh sessions (it has no --secret)")
 		}
 		if _, err := protocol.VerifyMeshToken(n.secret, session, c.ID, n.PeerID(), purpose, n.now(), n.clockSkew); err != nil {
+			if errors.Is(err, protocol.ErrTokenSignature) {
+				// The edge's words for the same refusal (edge.verifySession),
+				// and what to do: on the mesh the caller mints its session
+				// with its own --secret.
+				return protocol.Errorf(protocol.CodeInvalidSession, "invalid session: bad signature: the token was altered, or minted by a node with another secret; "+
+					"a call carries a session minted with the caller's --secret (MCPV2_SECRET): give the one this node runs with, or none to call as a plain peer")
+			}
 			return protocol.Errorf(protocol.CodeInvalidSession, "%v", err)
 		}
 		return nil

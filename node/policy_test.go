@@ -66,7 +66,7 @@ func TestMeshSessions(t *testing.T) {
 	tampered := payload + "." + strings.Repeat("0", len(mac))
 	cases := map[string]struct{ tok, want string }{
 		"tampered":      {tampered, "bad signature"},
-		"other secret":  {protocol.MintMeshToken([]byte("other"), aid, bid, protocol.PurposeRPC, now, 300*time.Second), "bad signature"},
+		"other secret":  {protocol.MintMeshToken([]byte("other"), aid, bid, protocol.PurposeRPC, now, 300*time.Second), "minted by a node with another secret"},
 		"expired":       {protocol.MintMeshToken(secret, aid, bid, protocol.PurposeRPC, now.Add(-time.Hour), 60*time.Second), "expired"},
 		"future":        {protocol.MintMeshToken(secret, aid, bid, protocol.PurposeRPC, now.Add(time.Hour), 60*time.Second), "future"},
 		"other sender":  {protocol.MintMeshToken(secret, bid, bid, protocol.PurposeRPC, now, 300*time.Second), "another caller"},

@@ -25,7 +25,7 @@ import (
 	"github.com/mcpv2/mcpv2/transport"
 )
 
-var clientFlags = []cli.Flag{dataDirFlag, secretFlag, keyFlag, bootstrapFlag, logLevelFlag, maxMessageFlag, timeoutFlag, routableFlag, noNATFlag,
+var clientFlags = []cli.Flag{dataDirFlag, secretFlag, keyFlag, bootstrapFlag, logLevelFlag, maxMessageFlag, timeoutFlag, routableFlag, noNATFlag, verboseFlag,
 	&cli.StringSliceFlag{Name: "listen", EnvVars: []string{"MCPV2_CLIENT_LISTEN"},
 		Usage: "addresses this client listens on while it runs (default none, or any port on every interface with --bootstrap, so that hole punching can reach it)"},
 	&cli.DurationFlag{Name: "wait-direct", EnvVars: []string{"MCPV2_WAIT_DIRECT"}, DefaultText: "2s; send: 10s",
@@ -396,6 +396,7 @@ func idCommand() *cli.Command {
 			} else if !errors.Is(err, localapi.ErrNoNode) {
 				return err
 			}
+			created := !fileExists(identityPath(dir))
 			key, err := transport.LoadOrCreateIdentity(identityPath(dir))
 			if err != nil {
 				return err
@@ -412,8 +413,7 @@ func idCommand() *cli.Command {
 			for _, a := range addrs {
 				fmt.Fprintf(c.App.Writer, "MCPV2_P2P_ADDRESS=%s/p2p/%s\n", a, id)
 			}
-			fmt.Fprintf(c.App.ErrWriter, "mcpv2: no node runs in %s: these are the default listen addresses on port %d, not a running node's\n"+
-				"  (a node started with --listen or another --p2p-port listens elsewhere; start it, then mcpv2 id asks it)\n", dir, c.Int("p2p-port"))
+			fmt.Fprint(c.App.ErrWriter, idFallbackNote(dir, created, c.Int("p2p-port")))
 			return nil
 		},
 	}

@@ -3,8 +3,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log"
 	"os"
 	"os/signal"
@@ -14,8 +12,6 @@ import (
 
 	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/urfave/cli/v2"
-
-	"github.com/mcpv2/mcpv2/protocol"
 )
 
 // quicHolePunchTimeout is what main sets libp2pquic.HolePunchTimeout to.
@@ -51,13 +47,8 @@ func main() {
 	stop()
 	if err != nil {
 		// An error may quote a peer or a caller (a skill's message, a
-		// card's field): it reaches the terminal escaped (printable).
-		var pe *protocol.Error
-		if errors.As(err, &pe) {
-			fmt.Fprintf(os.Stderr, "mcpv2: error %d: %s\n", pe.Code, printableLine(pe.Message))
-		} else {
-			fmt.Fprintf(os.Stderr, "mcpv2: %s\n", printable(err.Error()))
-		}
+		// card's field): it reaches the terminal escaped (printError).
+		printError(os.Stderr, err, verbose)
 		os.Exit(1)
 	}
 }

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,10 +26,15 @@ const (
 )
 
 var (
+	// mesh_find's query is "skill", the name mesh_call gives the same
+	// thing; "skill_or_tag", its name before issue 26, is still accepted
+	// as an alias (the schema says so, and requires only the canonical
+	// name: a client sends one of the two).
 	meshFindSchema = json.RawMessage(`{"type":"object","properties":{` +
-		`"skill_or_tag":{"type":"string","minLength":1,"maxLength":256,"description":"a skill name (e.g. translate_history) or a tag (e.g. llm)"},` +
+		`"skill":{"type":"string","minLength":1,"maxLength":256,"description":"a skill name (e.g. translate_history) or a tag (e.g. llm): the name mesh_call takes as skill"},` +
+		`"skill_or_tag":{"type":"string","minLength":1,"maxLength":256,"description":"deprecated: the old name of skill, still accepted; send skill instead (not both)"},` +
 		`"limit":{"type":"integer","minimum":1,"maximum":100,"description":"how many agents at most (default 10)"}},` +
-		`"required":["skill_or_tag"],"additionalProperties":false}`)
+		`"required":["skill"],"additionalProperties":false}`)
 	meshCallSchema = json.RawMessage(`{"type":"object","properties":{` +
 		`"peer":{"type":"string","minLength":1,"description":"the agent's PeerID (12D3Koo…), as mesh_find returns it"},` +
 		`"skill":{"type":"string","minLength":1,"description":"the skill to run on that agent"},` +
@@ -136,8 +142,10 @@ func toolResult(res json.RawMessage, perr *protocol.Error) *sdk.CallToolResult {
 	return r
 }
 
-// meshFindArgs are mesh_find's arguments.
+// meshFindArgs are mesh_find's arguments: Skill, or SkillOrTag, its old
+// name kept as an alias.
 type meshFindArgs struct {
+	Skill      string `json:"skill"`
 	SkillOrTag string `json:"skill_or_tag"`
 	Limit      int    `json:"limit"`
 }
@@ -163,10 +171,13 @@ func (f *Face) meshFind(ctx context.Context, c protocol.Caller, raw json.RawMess
 	if perr := decodeArgs(ToolMeshFind, raw, &a); perr != nil {
 		return toolResult(nil, perr)
 	}
-	a.SkillOrTag = strings.TrimSpace(a.SkillOrTag)
+	if a.Skill != "" && a.SkillOrTag != "" {
+		return toolResult(nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for mesh_find: skill and skill_or_tag are the same field (skill_or_tag is its old name): send only skill"))
+	}
+	query := strings.TrimSpace(cmp.Or(a.Skill, a.SkillOrTag))
 	switch {
-	case a.SkillOrTag == "" || len(a.SkillOrTag) > 256:
-		return toolResult(nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for mesh_find: skill_or_tag must be 1 to 256 bytes"))
+	case query == "" || len(query) > 256:
+		return toolResult(nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for mesh_find: skill (a skill name or a tag) must be 1 to 256 bytes"))
 	case a.Limit == 0:
 		a.Limit = 10
 	case a.Limit < 1 || a.Limit > 100:
@@ -177,7 +188,7 @@ func (f *Face) meshFind(ctx context.Context, c protocol.Caller, raw json.RawMess
 			return toolResult(nil, perr)
 		}
 	}
-	found, err := f.b.Find(ctx, a.SkillOrTag, a.Limit)
+	found, err := f.b.Find(ctx, query, a.Limit)
 	if err != nil {
 		perr := protocol.AsError(err)
 		switch {
@@ -199,7 +210,7 @@ func (f *Face) meshFind(ctx context.Context, c protocol.Caller, raw json.RawMess
 			Resource: agentURI(r.Card.PeerID)})
 		f.agents.put(r.Card)
 	}
-	b, _ := json.Marshal(map[string]any{"query": a.SkillOrTag, "agents": agents})
+	b, _ := json.Marshal(map[string]any{"query": query, "agents": agents})
 	return toolResult(b, nil)
 }
 

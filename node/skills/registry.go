@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/mcpv2/mcpv2/internal/suggest"
 	"github.com/mcpv2/mcpv2/node/guard"
 	"github.com/mcpv2/mcpv2/protocol"
 )
@@ -221,6 +222,18 @@ func (r *Registry) Names() []string {
 	return slices.Clone(r.order)
 }
 
+// NotFound is the one "no such skill" error of every face (mesh, HTTP
+// edge, MCP, A2A): CodeSkillNotFound naming the skill, with a did-you-mean
+// over this registry's skills when one is a slip away (`skill "pnig" not
+// found (did you mean "ping"?)`), else where to look. The faces pass the
+// message through, so each inherits the suggestion.
+func (r *Registry) NotFound(name string) *protocol.Error {
+	if hint := suggest.Hint(name, r.Names()); hint != "" {
+		return protocol.Errorf(protocol.CodeSkillNotFound, "skill %q not found%s", name, hint)
+	}
+	return protocol.Errorf(protocol.CodeSkillNotFound, "skill %q not found: tools/list names this node's skills", name)
+}
+
 // Call validates args against the named skill's schema and runs it. args
 // must be one valid JSON value, as a slot's arguments are once ParseRequest
 // has decoded the slot (the node's dispatch is the caller); missing or null
@@ -232,7 +245,7 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 	e, ok := r.byName[name]
 	r.mu.RUnlock()
 	if !ok {
-		return nil, protocol.Errorf(protocol.CodeSkillNotFound, "skill not found: %q", name)
+		return nil, r.NotFound(name)
 	}
 	args = bytes.TrimSpace(args)
 	if len(args) == 0 || bytes.Equal(args, []byte("null")) {

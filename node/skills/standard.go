@@ -502,7 +502,7 @@ type GetSkillArgs struct {
 func (s *standard) getSkill(_ context.Context, a GetSkillArgs) (protocol.SkillDescriptor, error) {
 	d, ok := s.reg.Lookup(a.Name)
 	if !ok {
-		return d, protocol.Errorf(protocol.CodeSkillNotFound, "skill not found: %q", a.Name)
+		return d, s.reg.NotFound(a.Name)
 	}
 	return d, nil
 }
