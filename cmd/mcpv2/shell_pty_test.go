@@ -28,6 +28,8 @@ type ptyShell struct {
 	cmd  *exec.Cmd
 	tty  *os.File // the pty's controlling side
 	done chan struct{}
+	// exitErr is the shell's Wait error, once done is closed.
+	exitErr error
 
 	mu     sync.Mutex
 	out    []byte
@@ -63,7 +65,7 @@ func startPtyShell(t *testing.T, args ...string) *ptyShell {
 				break
 			}
 		}
-		_ = cmd.Wait()
+		ps.exitErr = cmd.Wait()
 		close(ps.done)
 	}()
 	t.Cleanup(func() {
@@ -174,6 +176,9 @@ func TestShellLineEditor(t *testing.T) {
 	case <-time.After(cmdTimeout):
 		t.Fatal("Ctrl-D did not end the shell")
 	}
+	if ps.exitErr != nil {
+		t.Fatalf("the shell ended with %v after Ctrl-D", ps.exitErr)
+	}
 	ps.mu.Lock()
 	all := string(ps.out)
 	ps.mu.Unlock()
@@ -203,6 +208,27 @@ func TestShellLineEditor(t *testing.T) {
 	// the one before.
 	ps2 := startPtyShell(t, "--data-dir", dir)
 	ps2.typeLine("\x1b[A", "Commands (any case")
+
+	// Ctrl-C drops a typed line; on an empty line it leaves.
+	ps2.keys(fmt.Sprintf("PingTo %d\x03", nothing))
+	if out := ps2.await(cmdTimeout, "^C"); strings.Contains(out, "unreachable") {
+		t.Fatalf("Ctrl-C ran the line:\n%q", out)
+	}
+	ps2.keys("\x03")
+	select {
+	case <-ps2.done:
+	case <-time.After(cmdTimeout):
+		t.Fatal("Ctrl-C on an empty line did not end the shell")
+	}
+	if ps2.exitErr != nil {
+		t.Fatalf("the shell ended with %v after Ctrl-C", ps2.exitErr)
+	}
+	ps2.mu.Lock()
+	rest := string(ps2.out[ps2.cursor:])
+	ps2.mu.Unlock()
+	if !strings.Contains(rest, "Interrupted.") || strings.Contains(rest, "unreachable") {
+		t.Fatalf("Ctrl-C on an empty line:\n%q", rest)
+	}
 }
 
 // TestShellLineEditorCompletesPeers: Tab completes the peer ID and the
