@@ -101,6 +101,7 @@ func newLineEditor(sh *shell, warn func(string)) (*lineEditor, error) {
 		AutoComplete:           completer,
 		Stdout:                 sh.out,
 		EOFPrompt:              "exit",
+		FuncGetWidth:           terminalWidth,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("shell: open the line editor: %w", err)
@@ -111,6 +112,16 @@ func newLineEditor(sh *shell, warn func(string)) (*lineEditor, error) {
 		_ = os.Chmod(hist, 0o600)
 	}
 	return &lineEditor{rl: rl, completer: completer}, nil
+}
+
+// terminalWidth is the terminal's width, or 80 where it reports none (a
+// pty whose size was never set): at width 0 the editor refuses to
+// complete and garbles its redraws.
+func terminalWidth() int {
+	if w := readline.GetScreenWidth(); w > 0 {
+		return w
+	}
+	return 80
 }
 
 // prepareHistory creates the history file 0600 (readline would create it

@@ -37,13 +37,20 @@ type ptyShell struct {
 	notify chan struct{}
 }
 
-// startPtyShell runs `mcpv2 shell args…` on a pty and waits for its first
-// prompt.
+// startPtyShell runs `mcpv2 shell args…` on a 200-column pty and waits
+// for its first prompt.
 func startPtyShell(t *testing.T, args ...string) *ptyShell {
+	t.Helper()
+	return startPtyShellSized(t, &pty.Winsize{Rows: 50, Cols: 200}, args...)
+}
+
+// startPtyShellSized is startPtyShell on a pty of size ws (all zero: a
+// pty that reports no size, as some terminal emulators' do).
+func startPtyShellSized(t *testing.T, ws *pty.Winsize, args ...string) *ptyShell {
 	t.Helper()
 	cmd := exec.Command(binPath, append([]string{"shell"}, args...)...)
 	cmd.Env = append(shellEnv(), "TERM=xterm")
-	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 200})
+	tty, err := pty.StartWithSize(cmd, ws)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,6 +235,17 @@ func TestShellLineEditor(t *testing.T) {
 	ps2.mu.Unlock()
 	if !strings.Contains(rest, "Interrupted.") || strings.Contains(rest, "unreachable") {
 		t.Fatalf("Ctrl-C on an empty line:\n%q", rest)
+	}
+}
+
+// TestShellLineEditorUnsizedTerminal: on a pty that reports a width of 0
+// the editor still completes (readline alone would only ring the bell).
+func TestShellLineEditorUnsizedTerminal(t *testing.T) {
+	ps := startPtyShellSized(t, &pty.Winsize{}, "--data-dir", t.TempDir())
+	nothing := testenv.FreePort(t)
+	out := ps.typeLine("conn\t"+strconv.Itoa(nothing), fmt.Sprintf("unreachable: nothing answers at 127.0.0.1:%d", nothing))
+	if !strings.Contains(out, "connectTo ") {
+		t.Fatalf("Tab did not complete conn to connectTo:\n%q", out)
 	}
 }
 
