@@ -200,10 +200,12 @@ func (sh *shell) run(ctx context.Context, src lineSource) error {
 		if sh.completer != nil {
 			sh.completer.update(sh.peers)
 		}
-		if !src.ownPrompt() {
-			fmt.Fprint(sh.out, shellPrompt)
+		if ctx.Err() == nil { // else a signal ended the last command: no new prompt
+			if !src.ownPrompt() {
+				fmt.Fprint(sh.out, shellPrompt)
+			}
+			want <- struct{}{}
 		}
-		want <- struct{}{}
 		select {
 		case <-ctx.Done():
 			_ = src.close() // the terminal back to its mode before the output
