@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -17,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mcpv2/mcpv2/edge"
+	"github.com/mcpv2/mcpv2/internal/suggest"
 	"github.com/mcpv2/mcpv2/node"
 )
 
@@ -33,7 +33,10 @@ func shellCommand() *cli.Command {
 		Usage: "the interactive prompt of the seed: start and stop peers here, connect, send prompts, files and payments, ping",
 		UsageText: "mcpv2 shell [--data-dir DIR] [--secret S] [--log-dir DIR] [--default-port N]\n\n" +
 			"Reads commands from standard input (a terminal or a pipe); end of input, exit or quit stops\n" +
-			"the peers it started. Type help at the prompt for the commands.",
+			"the peers it started. Type help at the prompt for the commands.\n\n" +
+			"On a terminal it edits lines: Up/Down history (kept in <data-dir>/shell/history, mode 0600),\n" +
+			"Tab completes commands and the ports and peer IDs of started peers, Ctrl-L clears the screen.\n" +
+			"From a pipe it reads plain lines, for scripts.",
 		Flags: []cli.Flag{
 			dataDirFlag, secretFlag, bootstrapFlag, logLevelFlag, maxMessageFlag, timeoutFlag, routableFlag, noNATFlag,
 			&cli.StringFlag{Name: "log-dir", EnvVars: []string{"MCPV2_SHELL_LOG_DIR"},
@@ -71,8 +74,17 @@ func runShell(c *cli.Context) error {
 		MaxMessage: c.Int("max-message"),
 		OpenMesh:   func() (*session, error) { return openSessionFor(c, true) },
 	})
-	err = sh.Run(c.Context, os.Stdin)
-	return errors.Join(err, sh.Close())
+	if !stdioIsTerminal() {
+		err = sh.Run(c.Context, os.Stdin)
+		return errors.Join(err, sh.Close())
+	}
+	ed, err := newLineEditor(sh, func(msg string) { log.Warn("shell: " + msg) })
+	if err != nil {
+		return errors.Join(err, sh.Close())
+	}
+	sh.completer = ed.completer
+	err = sh.run(c.Context, ed)
+	return errors.Join(err, ed.close(), sh.Close())
 }
 
 // shellConfig configures a shell.
@@ -120,6 +132,7 @@ type shell struct {
 	meshClients map[string]*node.Client // by secret, the mesh dialer's (closed with it)
 	peers       []*shellPeer            // started and not stopped, in start order
 	convs       map[string]string       // LLM-mode conversation per peer key
+	completer   *shellCompleter         // the line editor's, told of the started peers; nil without one
 }
 
 func newShell(cfg shellConfig) *shell {
@@ -141,54 +154,81 @@ func newShell(cfg shellConfig) *shell {
 // errQuit is returned by exit and quit.
 var errQuit = errors.New("quit")
 
-// Run reads commands from in until end of input, exit or quit, or until ctx
-// ends (SIGINT, SIGTERM), and then stops the peers it started. A line's
-// command runs to its end before the next line is read. The goroutine that
-// reads in ends at the end of input; when Run returns because ctx ended it
-// may stay blocked in a read of in (a terminal read cannot be interrupted),
-// which ends with the process.
+// Run reads commands from in, plain lines, until end of input, exit or
+// quit, or until ctx ends (SIGINT, SIGTERM), and then stops the peers it
+// started. A line's command runs to its end before the next line is read.
+// When Run returns because ctx ended, the goroutine that reads in may stay
+// blocked in a read (a terminal read cannot be interrupted), which ends
+// with the process.
 func (sh *shell) Run(ctx context.Context, in io.Reader) error {
+	return sh.run(ctx, newPlainLines(in))
+}
+
+// run is Run on any line source: plain lines, or the line editor on a
+// terminal.
+func (sh *shell) run(ctx context.Context, src lineSource) error {
 	fmt.Fprintln(sh.out, "mcpv2 shell "+node.Version+": type help for the commands, exit to leave.")
 	if sh.secretGenerated {
 		fmt.Fprintln(sh.out, "The peers you start here share a secret generated for this shell (--secret sets one).")
 	}
-	lines := make(chan string)
+	type result struct {
+		line string
+		err  error
+	}
+	want := make(chan struct{})
+	got := make(chan result)
 	stop := make(chan struct{})
-	readerDone := make(chan struct{})
-	var readErr error
+	defer close(stop)
+	// The reader reads a line only when asked, so that the line editor's
+	// prompt comes after a command's output, not in the middle of it.
 	go func() {
-		defer close(readerDone)
-		defer close(lines)
-		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
+		for {
 			select {
-			case lines <- sc.Text():
+			case <-want:
+			case <-stop:
+				return
+			}
+			line, err := src.next()
+			select {
+			case got <- result{line, err}:
 			case <-stop:
 				return
 			}
 		}
-		readErr = sc.Err()
 	}()
-	defer close(stop)
 	for {
-		fmt.Fprint(sh.out, shellPrompt)
+		if sh.completer != nil {
+			sh.completer.update(sh.peers)
+		}
+		if ctx.Err() == nil { // else a signal ended the last command: no new prompt
+			if !src.ownPrompt() {
+				fmt.Fprint(sh.out, shellPrompt)
+			}
+			want <- struct{}{}
+		}
 		select {
 		case <-ctx.Done():
+			_ = src.close() // the terminal back to its mode before the output
 			fmt.Fprintln(sh.out, "\nInterrupted.")
 			sh.stopAll()
 			return nil
-		case line, ok := <-lines:
-			if !ok {
-				<-readerDone
-				fmt.Fprintln(sh.out)
+		case r := <-got:
+			switch {
+			case errors.Is(r.err, errLeave):
+				fmt.Fprintln(sh.out, "Interrupted.")
 				sh.stopAll()
-				if readErr != nil {
-					return fmt.Errorf("shell: read the input: %w", readErr)
-				}
 				return nil
+			case errors.Is(r.err, io.EOF):
+				if !src.ownPrompt() {
+					fmt.Fprintln(sh.out)
+				}
+				sh.stopAll()
+				return nil
+			case r.err != nil:
+				sh.stopAll()
+				return fmt.Errorf("shell: read the input: %w", r.err)
 			}
-			if sh.exec(ctx, line) {
+			if sh.exec(ctx, r.line) {
 				sh.stopAll()
 				return nil
 			}
@@ -208,7 +248,11 @@ func (sh *shell) exec(ctx context.Context, line string) (quit bool) {
 	}
 	cmd := lookupShellCmd(words[0])
 	if cmd == nil {
-		fmt.Fprintf(sh.out, "unknown command %q: type help for the list\n", words[0])
+		if hint := suggest.Hint(words[0], shellCmdNames()); hint != "" {
+			fmt.Fprintf(sh.out, "unknown command %q%s\n", words[0], hint)
+		} else {
+			fmt.Fprintf(sh.out, "unknown command %q: type help for the list\n", words[0])
+		}
 		return false
 	}
 	args, err := parseOpts(cmd.names[0], words[1:], cmd.opts)
@@ -244,19 +288,19 @@ func shellCmds() []shellCmd {
 		{names: []string{"StopTo", "StopPeer"}, usage: "StopTo <port|address>",
 			help: "stop a peer this shell started, and check that its port is free again",
 			run:  (*shell).stopTo},
-		{names: []string{"ConnectTo"}, usage: "ConnectTo <address>",
+		{names: []string{"ConnectTo"}, usage: "ConnectTo <port|address>",
 			help: "check that a peer answers: reachable, then an authenticated ping",
 			run:  (*shell).connectTo},
-		{names: []string{"SentTo", "SendTo"}, usage: "SentTo \"prompt\" <address> [--provider P] [--new] | SentTo FILE <address>",
+		{names: []string{"SentTo", "SendTo"}, usage: "SentTo \"prompt\" <port|address> [--provider P] [--new] | SentTo FILE <port|address>",
 			help: "ask a peer (its ask skill; in LLM mode the conversation goes on until --new),\n" +
 				"or upload FILE when that names a file here",
 			opts: shellOpts{"provider": true, "new": false},
 			run:  (*shell).sentTo},
-		{names: []string{"PayTo"}, usage: "PayTo <amount> <address> [--currency C] [--memo M]",
+		{names: []string{"PayTo"}, usage: "PayTo <amount> <port|address> [--currency C] [--memo M]",
 			help: "send a payment request (the pay skill: a stub, nothing moves)",
 			opts: shellOpts{"currency": true, "memo": true},
 			run:  (*shell).payTo},
-		{names: []string{"PingTo"}, usage: "PingTo <address>",
+		{names: []string{"PingTo"}, usage: "PingTo <port|address>",
 			help: "ping a peer and print the round-trip time",
 			run:  (*shell).pingTo},
 		{names: []string{"Peers"}, usage: "Peers",
@@ -283,6 +327,24 @@ func lookupShellCmd(name string) *shellCmd {
 	return nil
 }
 
+// shellCmdNames are the names a command line may begin with, canonical
+// ones first, for the did-you-mean and Tab completion ("?" is left out).
+func shellCmdNames() []string {
+	var names []string
+	cmds := shellCmds()
+	for _, c := range cmds {
+		names = append(names, c.names[0])
+	}
+	for _, c := range cmds {
+		for _, n := range c.names[1:] {
+			if n != "?" {
+				names = append(names, n)
+			}
+		}
+	}
+	return names
+}
+
 func (sh *shell) help(context.Context, shellArgs) error {
 	var b strings.Builder
 	b.WriteString("Commands (any case; quote words with spaces as in a shell):\n")
@@ -295,9 +357,16 @@ func (sh *shell) help(context.Context, shellArgs) error {
 			fmt.Fprintf(&b, "      %s\n", l)
 		}
 	}
-	b.WriteString("Addresses: mcpv2://host:port/mcpv2[?sessionId=…], http://host:port, a multiaddr ending in\n" +
-		"/p2p/<PeerID>, mcpv2://<PeerID> or a PeerID (the peers started here, or found with --bootstrap).\n" +
+	b.WriteString("Addresses, the same for every command: a port (this machine's edge on it, as ReadyTo prints\n" +
+		"it), mcpv2://host:port/mcpv2[?sessionId=…], http://host:port, a multiaddr ending in /p2p/<PeerID>,\n" +
+		"mcpv2://<PeerID> or a PeerID (the peers started here, or found with --bootstrap).\n" +
 		"Started peers inherit the MCPV2_* environment (MCPV2_LLM, MCPV2_LISTEN, MCPV2_NO_MDNS, …).\n")
+	fmt.Fprintf(&b, "On a terminal: Up and Down recall earlier lines (Ctrl-R searches them), kept in\n"+
+		"  %s\n"+
+		"(mode 0600; lines with --secret or a sessionId are not kept). Tab completes a command, or the\n"+
+		"port or peer ID of a peer started here. Ctrl-L clears the screen. Ctrl-C drops the line, and on\n"+
+		"an empty line leaves; so does Ctrl-D.\n",
+		shellHistoryPath(sh.cfg.DataDir))
 	_, err := io.WriteString(sh.out, b.String())
 	return err
 }

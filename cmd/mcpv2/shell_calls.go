@@ -250,13 +250,50 @@ func describeCallErr(err error, addr protocol.Address) string {
 	return fmt.Sprintf("call to %s failed: %v", target, err)
 }
 
-// parseTarget parses the address argument of a command.
-func parseTarget(cmd, s string) (protocol.Address, error) {
+// resolveTarget is the one address rule of the shell's commands, so that
+// StopTo, ConnectTo, PingTo, SentTo and PayTo read an address alike: a
+// bare port names this machine's edge on that port (the peer this shell
+// started there, at the host its edge listens on, or else 127.0.0.1), and
+// anything else is an address of protocol.ParseAddress (an edge address, a
+// multiaddr ending in /p2p/<PeerID>, mcpv2://<PeerID> or a PeerID). Its
+// errors begin with cmd.
+func (sh *shell) resolveTarget(cmd, s string) (protocol.Address, error) {
+	if isPortWord(s) {
+		port, err := strconv.Atoi(s)
+		if err != nil || port < 1 || port > 65535 {
+			return protocol.Address{}, fmt.Errorf("%s: %s is not a TCP port (1-65535)", cmd, s)
+		}
+		host := "127.0.0.1"
+		for _, p := range sh.peers {
+			if p.port == port && p.bindHost != "" {
+				host = p.bindHost
+				break
+			}
+		}
+		a, err := protocol.ParseAddress("mcpv2://" + net.JoinHostPort(host, s) + "/mcpv2")
+		if err != nil {
+			return a, fmt.Errorf("%s: %w", cmd, err)
+		}
+		return a, nil
+	}
 	a, err := protocol.ParseAddress(s)
 	if err != nil {
-		return a, fmt.Errorf("%s: %w", cmd, err)
+		return a, fmt.Errorf("%s: %w (or a bare port, for an edge on this machine)", cmd, err)
 	}
 	return a, nil
+}
+
+// isPortWord reports whether s is all digits: a port, for resolveTarget.
+func isPortWord(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // connectTo checks that a peer answers: the edge's health (or the libp2p
@@ -265,9 +302,9 @@ func (sh *shell) connectTo(ctx context.Context, a shellArgs) error {
 	if len(a.pos) != 1 {
 		return errors.New("usage: ConnectTo <address>")
 	}
-	addr, err := protocol.ParseAddress(a.pos[0])
+	addr, err := sh.resolveTarget("ConnectTo", a.pos[0])
 	if err != nil {
-		return errors.New(describeCallErr(err, addr))
+		return err
 	}
 	if addr.Kind == protocol.AddrHTTP {
 		hctx, cancel := context.WithTimeout(ctx, connectTimeout)
@@ -326,7 +363,7 @@ func (sh *shell) pingTo(ctx context.Context, a shellArgs) error {
 	if len(a.pos) != 1 {
 		return errors.New("usage: PingTo <address>")
 	}
-	addr, err := parseTarget("PingTo", a.pos[0])
+	addr, err := sh.resolveTarget("PingTo", a.pos[0])
 	if err != nil {
 		return err
 	}
@@ -365,7 +402,7 @@ func (sh *shell) sentTo(ctx context.Context, a shellArgs) error {
 			}
 		}
 	}
-	addr, err := parseTarget("SentTo", a.pos[1])
+	addr, err := sh.resolveTarget("SentTo", a.pos[1])
 	if err != nil {
 		return err
 	}
@@ -485,7 +522,7 @@ func (sh *shell) payTo(ctx context.Context, a shellArgs) error {
 	if err != nil || math.IsNaN(amount) || math.IsInf(amount, 0) || amount <= 0 {
 		return fmt.Errorf("PayTo: the amount must be a positive number, not %q", a.pos[0])
 	}
-	addr, err := parseTarget("PayTo", a.pos[1])
+	addr, err := sh.resolveTarget("PayTo", a.pos[1])
 	if err != nil {
 		return err
 	}

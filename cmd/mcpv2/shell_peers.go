@@ -266,9 +266,9 @@ func (sh *shell) stopTo(_ context.Context, a shellArgs) error {
 	if len(a.pos) != 1 {
 		return errors.New("usage: StopTo <port|address>")
 	}
-	i, err := sh.findPeer(a.pos[0])
+	i, err := sh.findPeer("StopTo", a.pos[0])
 	if err != nil {
-		return fmt.Errorf("StopTo: %w", err)
+		return err
 	}
 	p := sh.peers[i]
 	sh.peers = append(sh.peers[:i:i], sh.peers[i+1:]...)
@@ -276,18 +276,11 @@ func (sh *shell) stopTo(_ context.Context, a shellArgs) error {
 	return nil
 }
 
-// findPeer returns the index in sh.peers of the peer named by s: a port
-// number, an edge address of this machine, or a mesh address.
-func (sh *shell) findPeer(s string) (int, error) {
-	if port, err := strconv.Atoi(s); err == nil {
-		for i, p := range sh.peers {
-			if p.port == port {
-				return i, nil
-			}
-		}
-		return -1, fmt.Errorf("no peer started by this shell has port %d%s", port, sh.startedList())
-	}
-	addr, err := protocol.ParseAddress(s)
+// findPeer returns the index in sh.peers of the peer named by s, an
+// address by the shell's one rule (resolveTarget): a port, an edge
+// address of this machine, or a mesh address.
+func (sh *shell) findPeer(cmd, s string) (int, error) {
+	addr, err := sh.resolveTarget(cmd, s)
 	if err != nil {
 		return -1, err
 	}
@@ -303,7 +296,10 @@ func (sh *shell) findPeer(s string) (int, error) {
 			}
 		}
 	}
-	return -1, fmt.Errorf("no peer started by this shell is at %s%s", s, sh.startedList())
+	if isPortWord(s) {
+		return -1, fmt.Errorf("%s: no peer started by this shell has port %s%s", cmd, s, sh.startedList())
+	}
+	return -1, fmt.Errorf("%s: no peer started by this shell is at %s%s", cmd, s, sh.startedList())
 }
 
 // isPeerHost reports whether host names the machine where p listens.

@@ -293,7 +293,7 @@ func TestShellDrivenLikeAPerson(t *testing.T) {
 	busyPort := busy.Addr().(*net.TCPAddr).Port
 	sp := startShell(t, shellEnv(), "--data-dir", dir, "--secret", secret, "--default-port", strconv.Itoa(busyPort))
 
-	sp.expect("help", "ReadyTo [--port N]", "StopTo <port|address>", "StopPeer", "ConnectTo <address>", "SentTo", "SendTo", "PayTo <amount> <address>", "PingTo <address>", "exit")
+	sp.expect("help", "ReadyTo [--port N]", "StopTo <port|address>", "StopPeer", "ConnectTo <port|address>", "SentTo", "SendTo", "PayTo <amount> <port|address>", "PingTo <port|address>", "exit")
 	sp.expect("Frobnicate now", `unknown command "Frobnicate": type help`)
 	sp.expect(`SentTo "no end`, `unterminated " quote`)
 

@@ -7,7 +7,9 @@ import (
 )
 
 // splitWords splits a shell line into words as a POSIX shell would, for the
-// part of its grammar that a prompt needs: blanks separate words; '…' keeps
+// part of its grammar that a prompt needs: blanks separate words (a form
+// feed, Ctrl-L, and a vertical tab are blanks too, so that a Ctrl-L typed
+// where no line editor clears the screen is not part of a word); '…' keeps
 // everything literally; "…" keeps everything but lets a backslash escape " and
 // \; outside quotes a backslash escapes any character. Adjacent pieces join
 // ("a"'b'c is one word), and "" is an empty word. An unterminated quote or a
@@ -53,7 +55,7 @@ func splitWords(line string) ([]string, error) {
 			escape, inWord = true, true
 		case r == '\'' || r == '"':
 			quote, inWord, opened = r, true, i
-		case r == ' ' || r == '\t' || r == '\r' || r == '\n':
+		case r == ' ' || r == '\t' || r == '\r' || r == '\n' || r == '\f' || r == '\v':
 			if inWord {
 				words = append(words, cur.String())
 				cur.Reset()

@@ -24,6 +24,8 @@ func TestShellSplitWords(t *testing.T) {
 		{line: `"" x ''`, want: []string{"", "x", ""}},
 		{line: `x "?sessionId=a.b&c"`, want: []string{"x", "?sessionId=a.b&c"}},
 		{line: "héllo  wörld", want: []string{"héllo", "wörld"}},
+		{line: "\x0cPingTo 8001", want: []string{"PingTo", "8001"}}, // Ctrl-L where no line editor took it
+		{line: "a\vb", want: []string{"a", "b"}},
 		{line: `SentTo "unterminated`, err: `unterminated " quote (opened at column 8)`},
 		{line: `'open`, err: `unterminated ' quote (opened at column 1)`},
 		{line: `trailing\`, err: "a backslash ends the line"},
