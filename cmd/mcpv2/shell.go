@@ -263,8 +263,13 @@ func (sh *shell) exec(ctx context.Context, line string) (quit bool) {
 	case errors.Is(err, errQuit):
 		return true
 	case err != nil:
-		// A failed call's message may quote the peer (printable).
-		fmt.Fprintln(sh.out, printable(err.Error()))
+		// A failed call's message may quote the peer (printable); a
+		// failure in libp2p's words is explained as the CLI explains it.
+		msg := err.Error()
+		if e := explain(err); e != "" {
+			msg = e
+		}
+		fmt.Fprintln(sh.out, printable(msg))
 	}
 	return false
 }
