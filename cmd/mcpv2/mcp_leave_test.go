@@ -87,6 +87,9 @@ func TestMCPClientLeaves(t *testing.T) {
 	t.Cleanup(func() { _ = gone.Close() }) // its goroutines; the DELETE cannot leave
 	waitSessions(1)
 	conns.cut()
+	time.Sleep(500 * time.Millisecond)
+	upload("while-gone.txt") // its session is still there, with no stream to take the notification
+	time.Sleep(500 * time.Millisecond)
 	waitSessions(0)
 	upload("after-gone-1.txt")
 	upload("after-gone-2.txt")
