@@ -845,10 +845,7 @@ func configShow(c *cli.Context) error {
 		s.Value = redactURLs(s.Value)
 		settings = append(settings, s)
 	}
-	warnings, err := policyWarnings(parent)
-	if err != nil {
-		return err
-	}
+	warnings := policyWarnings(parent)
 	if c.Bool("json") {
 		b, err := json.MarshalIndent(struct {
 			Config         string         `json:"config"`
@@ -886,27 +883,29 @@ func configShow(c *cli.Context) error {
 	for _, w := range warnings {
 		fmt.Fprintf(&b, "# warning: %s\n", w)
 	}
-	_, err = io.WriteString(c.App.Writer, printable(b.String()))
+	_, err := io.WriteString(c.App.Writer, printable(b.String()))
 	return err
 }
 
 // policyWarnings checks the policy file that mcpv2 node would load with
 // c's settings against the skills it would have: one line per grant of a
-// skill it would not have (the node logs the same at start).
-func policyWarnings(c *cli.Context) ([]string, error) {
+// skill it would not have (the node logs the same at start), or the one
+// reason the node would refuse the policy or skills file (config show
+// still shows the settings).
+func policyWarnings(c *cli.Context) []string {
 	dir, err := dataDir(c)
 	if err != nil {
-		return nil, err
+		return []string{err.Error()}
 	}
 	unknown, err := node.PolicyWarnings(dir, c.String("policy"), c.String("skills"), !c.Bool("no-mesh"))
 	if err != nil {
-		return nil, fmt.Errorf("config show: %w", err)
+		return []string{"mcpv2 node would refuse to start: " + err.Error()}
 	}
 	var out []string
 	for _, u := range unknown {
 		out = append(out, u.String())
 	}
-	return out, nil
+	return out
 }
 
 // maskedSecret is what config show prints for a secret that is set.

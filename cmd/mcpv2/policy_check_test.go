@@ -28,6 +28,13 @@ func TestPolicyFileChecked(t *testing.T) {
 		t.Errorf("a policy file cut short: exit %d, stderr %q; want exit 1 and %q", code, errs, want)
 	}
 
+	// config show still shows the settings, and says why the node would
+	// not start.
+	out, errs, code := run(t, "config", "show", "--data-dir", filepath.Join(dir, "d1"), "--policy", bad)
+	if want := "# warning: mcpv2 node would refuse to start: policy file " + bad + ": invalid JSON at line 2, column 4"; code != 0 || !strings.Contains(out, want) || !strings.Contains(out, "# port ") {
+		t.Errorf("config show with a bad policy file: exit %d, stderr %s, want %q in:\n%s", code, errs, want, out)
+	}
+
 	// Grants of skills the node does not have: warned, and the node runs.
 	data := filepath.Join(dir, "d2")
 	pol := writeFile(t, filepath.Join(dir, "policy.json"), `{"grants": {"http": ["pnig", "ask"], "*": ["get_skil", "*"]}}`)
@@ -48,7 +55,7 @@ func TestPolicyFileChecked(t *testing.T) {
 	}
 
 	// config show lists the same, with the same flags.
-	out, errs, code := run(t, "config", "show", "--data-dir", data, "--policy", pol, "--no-mesh")
+	out, errs, code = run(t, "config", "show", "--data-dir", data, "--policy", pol, "--no-mesh")
 	if code != 0 {
 		t.Fatalf("config show: exit %d, %s", code, errs)
 	}
