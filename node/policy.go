@@ -181,15 +181,18 @@ func (p *Policy) UnknownGrants(known []string) []UnknownGrant {
 // warnUnknownGrants logs, once at start, each grant of a skill the node
 // does not have.
 func (n *Node) warnUnknownGrants() {
-	for _, u := range n.policy.UnknownGrants(n.reg.Names()) {
-		n.log.Warn(u.String(), "skill", u.Skill, "grant", u.Who, "suggest", suggest.Nearest(u.Skill, n.reg.Names()), "file", u.File)
+	names := n.reg.Names()
+	for _, u := range n.policy.UnknownGrants(names) {
+		n.log.Warn(u.String(), "skill", u.Skill, "grant", u.Who, "suggest", suggest.Nearest(u.Skill, names), "file", u.File)
 	}
 }
 
 // PolicyWarnings reads the policy file and the custom skills file (each
 // "" for its default in dataDir) as a node started with them would, and
 // returns the grants of skills such a node would not have: the standard
-// skills, orchestrate (with withMesh) and the custom skills by name. It is
+// skills, scan, orchestrate (with withMesh) and the custom skills by name
+// (a grant that may be a tool of a custom "mcp" server's "tools": "*" is
+// given the benefit of the doubt: the node checks it against the tools). It is
 // mcpv2 config show's check; the node itself checks its live registry.
 func PolicyWarnings(dataDir, policyFile, skillsFile string, withMesh bool) ([]UnknownGrant, error) {
 	policyMust, skillsMust := policyFile != "", skillsFile != ""
@@ -202,18 +205,21 @@ func PolicyWarnings(dataDir, policyFile, skillsFile string, withMesh bool) ([]Un
 	if len(p.grants) == 0 {
 		return nil, nil
 	}
-	known := slices.Clone(skills.StandardNames)
+	known := append(slices.Clone(skills.StandardNames), skills.ScanSkill)
 	if withMesh {
 		known = append(known, OrchestrateSkill)
 	}
+	var prefixes []string // of the custom "mcp" skills of every tool of a server
 	if _, statErr := os.Stat(skillsFile); statErr == nil || skillsMust {
-		names, err := custom.FileNames(skillsFile)
+		names, pre, err := custom.FileNames(skillsFile)
 		if err != nil {
 			return nil, err
 		}
-		known = append(known, names...)
+		known, prefixes = append(known, names...), pre
 	}
-	return p.UnknownGrants(known), nil
+	return slices.DeleteFunc(p.UnknownGrants(known), func(u UnknownGrant) bool {
+		return slices.ContainsFunc(prefixes, func(pre string) bool { return strings.HasPrefix(u.Skill, pre) })
+	}), nil
 }
 
 // validGrantKey reports whether who is a policy grant key (SPEC §6,

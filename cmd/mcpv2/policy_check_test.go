@@ -76,10 +76,13 @@ func TestPolicyFileChecked(t *testing.T) {
 	}
 	// A grant of a custom skill of the skills file is no warning; one of
 	// orchestrate is, without the mesh (no orchestrate there).
-	sk := writeFile(t, filepath.Join(dir, "skills.json"), `{"skills": [{"name": "greet", "handler": {"type": "template", "template": "hi"}}]}`)
-	pol2 := writeFile(t, filepath.Join(dir, "policy2.json"), `{"grants": {"http": ["greet", "orchestrate"]}}`)
+	// A grant of a tool of a custom MCP server's "tools": "*" (docs_…) is
+	// not known before the server answers: no warning.
+	sk := writeFile(t, filepath.Join(dir, "skills.json"), `{"skills": [{"name": "greet", "handler": {"type": "template", "template": "hi"}},
+		{"name": "docs", "handler": {"type": "mcp", "url": "http://127.0.0.1:9/mcp", "tools": "*"}}]}`)
+	pol2 := writeFile(t, filepath.Join(dir, "policy2.json"), `{"grants": {"http": ["greet", "orchestrate", "scan", "docs_read"]}}`)
 	out, errs, code = run(t, "config", "show", "--data-dir", data, "--policy", pol2, "--skills", sk, "--no-mesh")
-	if code != 0 || strings.Contains(out, `"greet"`) || !strings.Contains(out, `names skill "orchestrate"`) {
+	if code != 0 || strings.Contains(out, `"greet"`) || strings.Contains(out, `"scan"`) || strings.Contains(out, `"docs_read"`) || !strings.Contains(out, `names skill "orchestrate"`) {
 		t.Errorf("config show with a custom skill: exit %d, stderr %s:\n%s", code, errs, out)
 	}
 	out, _, _ = run(t, "config", "show", "--data-dir", data, "--policy", pol2, "--skills", sk)

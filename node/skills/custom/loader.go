@@ -297,12 +297,14 @@ func (l *Loader) Close() error {
 // FileNames reads the custom skills file at path and returns the names of
 // its skills in file order, after the checks of LoadFile's parse but
 // without registering, resolving MCP servers or running anything: what
-// mcpv2 config show checks the policy's grants against. Errors name the
+// mcpv2 config show checks the policy's grants against. An "mcp" skill
+// with "tools": "*" names its skills only once its server answers: its
+// prefix ("" for any name at all) is in prefixes instead. Errors name the
 // file as LoadFile's do.
-func FileNames(path string) ([]string, error) {
+func FileNames(path string) (names, prefixes []string, err error) {
 	l, err := New(skills.NewRegistry(slog.New(slog.DiscardHandler)))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer l.Close()
 	data, err := os.ReadFile(path)
@@ -317,11 +319,14 @@ func FileNames(path string) ([]string, error) {
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("custom skills file %s: %w", path, err)
+		return nil, nil, fmt.Errorf("custom skills file %s: %w", path, err)
 	}
-	names := make([]string, len(sk))
-	for i, s := range sk {
-		names[i] = s.Descriptor.Name
+	for _, s := range sk {
+		if s.mcp != nil && s.mcp.all {
+			prefixes = append(prefixes, s.mcp.prefix)
+			continue
+		}
+		names = append(names, s.Descriptor.Name)
 	}
-	return names, nil
+	return names, prefixes, nil
 }
