@@ -108,9 +108,9 @@ func run(bin, bootstrap, secret, skill string, args json.RawMessage) error {
 	for _, a := range order {
 		switch a.PeerID {
 		case boot:
-			fmt.Printf("no other agent offers %s: running it on the bootstrap peer %s\n", skill, a.PeerID)
+			fmt.Printf("running %s on the bootstrap peer %s: no other agent offers it or answered\n", skill, a.PeerID)
 		case self:
-			fmt.Printf("no other agent offers %s: running it on this client's own node %s\n", skill, a.PeerID)
+			fmt.Printf("running %s on this client's own node %s: no other agent offers it or answered\n", skill, a.PeerID)
 		}
 		var result json.RawMessage
 		if last = callJSON(ctx, cs, "mesh_call", map[string]any{"peer": a.PeerID, "skill": skill, "arguments": args}, &result); last == nil {
