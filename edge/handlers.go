@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -536,7 +537,25 @@ func (s *Server) agentCard(w http.ResponseWriter, r *http.Request, q *request) {
 
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request, q *request) {
 	s.refuse(w, r, q, http.StatusNotFound, protocol.Errorf(protocol.CodeMethodNotFound,
-		"not found: no endpoint at %q; this edge serves /mcpv2, /mcpv2/session, /mcpv2/health, /mcpv2/agent-card, /mcpv2/ai/{provider}, /mcpv2/peers/{PeerID} and /mcpv2/find", protocol.Clip(r.URL.Path, 100)))
+		"not found: no endpoint at %q; this edge serves %s", protocol.Clip(r.URL.Path, 100), s.endpoints()))
+}
+
+// faceEndpoints are the faces' endpoints that the edge's 404 names when a
+// face is mounted there (edge/mcp's Path, edge/a2a's Path; the edge may not
+// import them), with what each speaks.
+var faceEndpoints = []struct{ path, what string }{{"/mcp", "MCP"}, {"/a2a", "A2A"}}
+
+// endpoints lists what the edge serves, for its 404 (GET / among them):
+// its own endpoints, then each face mounted on its mux.
+func (s *Server) endpoints() string {
+	list := []string{"/mcpv2", "/mcpv2/session", "/mcpv2/health", "/mcpv2/agent-card", "/mcpv2/ai/{provider}", "/mcpv2/peers/{PeerID}", "/mcpv2/find"}
+	for _, f := range faceEndpoints {
+		probe := &http.Request{Method: http.MethodPost, URL: &url.URL{Path: f.path}, Header: http.Header{}}
+		if _, pattern := s.mux.Handler(probe); pattern == f.path {
+			list = append(list, f.path+" ("+f.what+")")
+		}
+	}
+	return strings.Join(list[:len(list)-1], ", ") + " and " + list[len(list)-1]
 }
 
 // rpc is POST /mcpv2: a slot or a batch for the node.

@@ -319,6 +319,7 @@ func New(cfg Config) (_ *Node, err error) {
 			return nil, fmt.Errorf("node: %w", err)
 		}
 	}
+	n.warnUnknownGrants()
 	burst := max(int(cfg.RateLimit), protocol.MaxBatchSize)
 	n.limits = newLimiters(cfg.RateLimit, burst)
 	n.finds = newFindLimiters(cfg.FindRate)

@@ -1,17 +1,23 @@
 package node
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 
+	"github.com/mcpv2/mcpv2/internal/suggest"
+	"github.com/mcpv2/mcpv2/node/skills"
+	"github.com/mcpv2/mcpv2/node/skills/custom"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -24,6 +30,7 @@ var openByDefault = []string{"ping"}
 // nothing beyond the open defaults. A Policy is immutable once loaded and so
 // safe for concurrent use.
 type Policy struct {
+	file   string              // where it was read from, for warnings
 	grants map[string][]string // PeerID, "http" or "*" → skill names or "*"
 	// limits are the per-caller, per-skill rates: skill name (or "*" for
 	// every skill not named) → one bucket per caller.
@@ -105,6 +112,9 @@ func ParsePolicy(name string, data []byte) (*Policy, error) {
 	dec := json.NewDecoder(strings.NewReader(string(data)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&pf); err != nil {
+		if serr := protocol.JSONSyntaxError(data, err); serr != nil {
+			err = serr
+		}
 		return nil, fmt.Errorf("policy file %s: %w", name, err)
 	}
 	for who, skills := range pf.Grants {
@@ -118,7 +128,7 @@ func ParsePolicy(name string, data []byte) (*Policy, error) {
 			}
 		}
 	}
-	p := &Policy{grants: pf.Grants, rates: pf.Limits}
+	p := &Policy{file: name, grants: pf.Grants, rates: pf.Limits}
 	for skill, r := range pf.Limits {
 		if skill == "" {
 			return nil, fmt.Errorf("policy file %s: a limit has an empty skill name", name)
@@ -133,6 +143,83 @@ func ParsePolicy(name string, data []byte) (*Policy, error) {
 		p.limits[skill] = newLimiters(rps, n)
 	}
 	return p, nil
+}
+
+// UnknownGrant is a grant of a skill the node does not have: a typo, or a
+// skill of a custom skills file that is not loaded. The grant still
+// stands (the skill may come later); the node warns of it at start and
+// mcpv2 config show lists it.
+type UnknownGrant struct {
+	File  string // the policy file
+	Who   string // the grant key: a PeerID, "http", "*", …
+	Skill string // the skill granted
+	Hint  string // ` (did you mean "X"?)` or ""
+}
+
+// String is the one-line warning, e.g. policy file /d/policy.json: grant
+// to "http" names skill "pnig", which this node does not have (did you
+// mean "ping"?).
+func (u UnknownGrant) String() string {
+	return fmt.Sprintf("policy file %s: grant to %q names skill %q, which this node does not have%s", u.File, u.Who, u.Skill, u.Hint)
+}
+
+// UnknownGrants lists the grants of p that name a skill not in known (nor
+// "*"), sorted by grant key then skill.
+func (p *Policy) UnknownGrants(known []string) []UnknownGrant {
+	var out []UnknownGrant
+	for _, who := range slices.Sorted(maps.Keys(p.grants)) {
+		for _, sk := range p.grants[who] {
+			if sk == "*" || slices.Contains(known, sk) {
+				continue
+			}
+			out = append(out, UnknownGrant{File: p.file, Who: who, Skill: sk, Hint: suggest.Hint(sk, known)})
+		}
+	}
+	return out
+}
+
+// warnUnknownGrants logs, once at start, each grant of a skill the node
+// does not have.
+func (n *Node) warnUnknownGrants() {
+	names := n.reg.Names()
+	for _, u := range n.policy.UnknownGrants(names) {
+		n.log.Warn(u.String(), "skill", u.Skill, "grant", u.Who, "suggest", suggest.Nearest(u.Skill, names), "file", u.File)
+	}
+}
+
+// PolicyWarnings reads the policy file and the custom skills file (each
+// "" for its default in dataDir) as a node started with them would, and
+// returns the grants of skills such a node would not have: the standard
+// skills, scan, orchestrate (with withMesh) and the custom skills by name
+// (a grant that may be a tool of a custom "mcp" server's "tools": "*" is
+// given the benefit of the doubt: the node checks it against the tools). It is
+// mcpv2 config show's check; the node itself checks its live registry.
+func PolicyWarnings(dataDir, policyFile, skillsFile string, withMesh bool) ([]UnknownGrant, error) {
+	policyMust, skillsMust := policyFile != "", skillsFile != ""
+	policyFile = cmp.Or(policyFile, filepath.Join(dataDir, "policy.json"))
+	skillsFile = cmp.Or(skillsFile, filepath.Join(dataDir, "custom_skills.json"))
+	p, err := LoadPolicy(policyFile, policyMust)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.grants) == 0 {
+		return nil, nil
+	}
+	known := append(slices.Clone(skills.StandardNames), skills.ScanSkill)
+	if withMesh {
+		known = append(known, OrchestrateSkill)
+	}
+	var prefixes []string // of the custom "mcp" skills of every tool of a server
+	if _, statErr := os.Stat(skillsFile); statErr == nil || skillsMust {
+		names, pre, err := custom.FileNames(skillsFile)
+		if err != nil {
+			return nil, err
+		}
+		known, prefixes = append(known, names...), pre
+	}
+	return slices.DeleteFunc(p.UnknownGrants(known), func(u UnknownGrant) bool {
+		return slices.ContainsFunc(prefixes, func(pre string) bool { return strings.HasPrefix(u.Skill, pre) })
+	}), nil
 }
 
 // validGrantKey reports whether who is a policy grant key (SPEC §6,

@@ -1,8 +1,11 @@
 package protocol
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -77,4 +80,32 @@ func kindName(k jsontext.Kind) string {
 		return "array"
 	}
 	return k.String()
+}
+
+// JSONSyntaxError turns an encoding/json error about data that is not
+// JSON into one that says where: "invalid JSON at line L, column C: …", or
+// "invalid JSON at line L, column C: unexpected end of input" (the end of
+// data) for text cut short. It returns nil for any other
+// error, which the caller words itself. The files a person edits (the
+// custom skills file, the policy file) report their syntax errors so.
+func JSONSyntaxError(data []byte, err error) error {
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		line, col := lineCol(data, se.Offset)
+		return fmt.Errorf("invalid JSON at line %d, column %d: %s", line, col, strings.TrimPrefix(se.Error(), "json: "))
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		line, col := lineCol(data, int64(len(data)))
+		return fmt.Errorf("invalid JSON at line %d, column %d: unexpected end of input", line, col)
+	}
+	return nil
+}
+
+// lineCol is the 1-based line and column of byte offset off in data.
+func lineCol(data []byte, off int64) (line, col int) {
+	off = min(max(off, 0), int64(len(data)))
+	prefix := data[:off]
+	line = bytes.Count(prefix, []byte("\n")) + 1
+	col = int(off) - (bytes.LastIndexByte(prefix, '\n') + 1)
+	return line, max(col, 1)
 }

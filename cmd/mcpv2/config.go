@@ -25,6 +25,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mcpv2/mcpv2/internal/suggest"
+	"github.com/mcpv2/mcpv2/node"
 	"github.com/mcpv2/mcpv2/node/localapi"
 	"github.com/mcpv2/mcpv2/protocol"
 )
@@ -844,12 +845,14 @@ func configShow(c *cli.Context) error {
 		s.Value = redactURLs(s.Value)
 		settings = append(settings, s)
 	}
+	warnings := policyWarnings(parent)
 	if c.Bool("json") {
 		b, err := json.MarshalIndent(struct {
-			Config      string         `json:"config"`
-			ConfigFound bool           `json:"config_found"`
-			Settings    []shownSetting `json:"settings"`
-		}{a.path, a.file != nil, settings}, "", "  ")
+			Config         string         `json:"config"`
+			ConfigFound    bool           `json:"config_found"`
+			Settings       []shownSetting `json:"settings"`
+			PolicyWarnings []string       `json:"policy_warnings,omitempty"`
+		}{a.path, a.file != nil, settings, warnings}, "", "  ")
 		if err != nil {
 			return err
 		}
@@ -877,8 +880,32 @@ func configShow(c *cli.Context) error {
 		src := source{kind: s.Source, env: s.Env, file: s.File, line: s.Line}
 		fmt.Fprintf(&b, "%-*s = %-*s  # %s\n", width, lines[i][0], vwidth, lines[i][1], src)
 	}
+	for _, w := range warnings {
+		fmt.Fprintf(&b, "# warning: %s\n", w)
+	}
 	_, err := io.WriteString(c.App.Writer, printable(b.String()))
 	return err
+}
+
+// policyWarnings checks the policy file that mcpv2 node would load with
+// c's settings against the skills it would have: one line per grant of a
+// skill it would not have (the node logs the same at start), or the one
+// reason the node would refuse the policy or skills file (config show
+// still shows the settings).
+func policyWarnings(c *cli.Context) []string {
+	dir, err := dataDir(c)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	unknown, err := node.PolicyWarnings(dir, c.String("policy"), c.String("skills"), !c.Bool("no-mesh"))
+	if err != nil {
+		return []string{"mcpv2 node would refuse to start: " + err.Error()}
+	}
+	var out []string
+	for _, u := range unknown {
+		out = append(out, u.String())
+	}
+	return out
 }
 
 // maskedSecret is what config show prints for a secret that is set.

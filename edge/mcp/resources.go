@@ -452,7 +452,19 @@ func clipLogger(l *slog.Logger) *slog.Logger { return slog.New(clipHandler{l.Han
 type clipHandler struct{ slog.Handler }
 
 func (h clipHandler) Handle(ctx context.Context, r slog.Record) error {
-	out := slog.NewRecord(r.Time, r.Level, protocol.Clip(r.Message, logURI), r.PC)
+	level := r.Level
+	if level == slog.LevelWarn && strings.Contains(r.Message, "rejected by transport") {
+		// The go-sdk warns of each notification it could not deliver
+		// (jsonrpc2.ErrRejected): a session whose client keeps no
+		// standing stream, or has just left. Nothing is wrong with the
+		// node, and a WARN per file change per such session buried the
+		// log (issue 26): a detail, at Debug.
+		if !h.Handler.Enabled(ctx, slog.LevelDebug) {
+			return nil
+		}
+		level = slog.LevelDebug
+	}
+	out := slog.NewRecord(r.Time, level, protocol.Clip(r.Message, logURI), r.PC)
 	r.Attrs(func(a slog.Attr) bool {
 		out.AddAttrs(clipAttr(a))
 		return true

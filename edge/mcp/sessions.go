@@ -39,6 +39,49 @@ type heldSession struct {
 	inflight int       // requests of the session being served
 	began    time.Time // when its initialize started
 	last     time.Time // when the last request started
+	brokeOff time.Time // when its client last cut a standing stream (GET)
+}
+
+// goneAfter is how long a session whose client cut its standing stream
+// (the GET of server-sent events: its connection closed, as when the
+// client's process ends) may go without a new request or stream before
+// the face takes the client for gone and closes the session. The go-sdk's
+// client reconnects a broken stream at once; a client that never opened
+// one is not affected (it ends by DELETE or SessionIdle). Without this,
+// a gone client's session stayed until SessionIdle, and each change of
+// the files sent it a list_changed that nothing could deliver.
+const goneAfter = 10 * time.Second
+
+// streamEnded notes that a standing stream of session id ended; when the
+// client cut it (clientLeft: its request's context is done, not the
+// session's end), the session is closed goneAfter later unless its client
+// came back in between.
+func (b *sessionBook) streamEnded(f *Face, id string, clientLeft bool) {
+	if !clientLeft {
+		return
+	}
+	ended := time.Now()
+	b.mu.Lock()
+	h := b.m[id]
+	if h != nil {
+		h.brokeOff = ended
+	}
+	b.mu.Unlock()
+	if h == nil {
+		return
+	}
+	time.AfterFunc(goneAfter, func() {
+		if f.ctx.Err() != nil {
+			return // the face is closing: it ends every session
+		}
+		b.mu.Lock()
+		h := b.m[id]
+		gone := h != nil && h.brokeOff.Equal(ended) && h.inflight == 0 && !h.last.After(ended)
+		b.mu.Unlock()
+		if gone && f.CloseSession(id) == nil {
+			f.log.Debug("mcp: closed the session of a client that left (its stream cut, nothing since)", "owner", h.owner, "after", goneAfter)
+		}
+	})
 }
 
 // newSessionBook caps a face's sessions at total.
@@ -206,6 +249,9 @@ func (f *Face) serveStateful(w *statusWriter, r *http.Request, c protocol.Caller
 	if id != "" || r.Method != http.MethodPost {
 		defer h.book.begin(id)()
 		h.stateful.ServeHTTP(w, withHTTPCaller(r, c))
+		if r.Method == http.MethodGet && id != "" {
+			h.book.streamEnded(f, id, r.Context().Err() != nil)
+		}
 		return
 	}
 	release, msg := h.book.admit(f, c)

@@ -48,8 +48,9 @@ func (HeuristicPlanner) Plan(ctx context.Context, request string) (Plan, error) 
 // Clauses end at ";", "?", "!", a new line, and a "." followed by a space or
 // the end. Within a clause, ",", " and ", " then ", ", and then " (and the
 // like) also end a clause, but only when the words after them start a new
-// request ("what", "how", "search", "compute", "summarize", …), so that "add
-// 5 and 3" and "engineers and designers" stay whole. Leading "and", "then",
+// request ("what", "how", "search", "compute", "summarize", …) or map to
+// another skill of the table below than the words before (newSkill), so
+// that "add 5 and 3" and "engineers and designers" stay whole. Leading "and", "then",
 // "also", "please" are dropped. At most MaxSubtasks clauses are planned;
 // the rest join the last one.
 //
@@ -141,11 +142,16 @@ func splitClauses(request string) []string {
 	var out []string
 	for _, hard := range hardSplit.Split(request, -1) {
 		start := 0
-		for _, m := range softSplit.FindAllStringIndex(hard, -1) {
+		matches := softSplit.FindAllStringIndex(hard, -1)
+		for i, m := range matches {
 			if m[0] < start {
 				continue
 			}
-			if starters[strings.ToLower(firstWord(hard[m[1]:]))] {
+			next := len(hard)
+			if i+1 < len(matches) {
+				next = matches[i+1][0]
+			}
+			if starters[strings.ToLower(firstWord(hard[m[1]:]))] || newSkill(hard[start:m[0]], hard[m[1]:next]) {
 				out = appendClause(out, hard[start:m[0]])
 				start = m[1]
 			}
@@ -153,6 +159,16 @@ func splitClauses(request string) []string {
 		out = appendClause(out, hard[start:])
 	}
 	return out
+}
+
+// newSkill reports whether the words after a soft separator (after, up to
+// the next one) are a request of their own: both sides map to a skill of
+// the table other than ask, and not the same one. So "what is 7 times 6,
+// and the weather in Tokyo" is two clauses though "the" starts no request,
+// while "add 5 and 3" and "the weather in Paris and London" stay whole.
+func newSkill(before, after string) bool {
+	a, b := classify(strings.TrimSpace(before)).Skill, classify(strings.TrimSpace(after)).Skill
+	return a != skillAsk && b != skillAsk && a != b
 }
 
 // appendClause appends c, cleaned, when something is left of it.

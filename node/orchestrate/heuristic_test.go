@@ -24,6 +24,15 @@ func TestHeuristic(t *testing.T) {
 			{"weather", `{"city":"Tokyo"}`, nil},
 			{"database_query", `{"action":"count","department":"Platform","role":"engineer"}`, nil},
 		}},
+		// orchestrate --help's own example (issue 26: the weather was
+		// dropped into the calculator's clause).
+		{"what is 7 times 6, and the weather in Tokyo", []want{
+			{"calculator", `{"operation":"multiply","a":7,"b":6}`, nil},
+			{"weather", `{"city":"Tokyo"}`, nil},
+		}},
+		{"the weather in Paris and London", []want{
+			{"weather", `{"city":"Paris and London"}`, nil},
+		}},
 		{"research golang generics, compute 2 plus 2, summarize", []want{
 			{"web_search", `{"query":"golang generics"}`, nil},
 			{"calculator", `{"operation":"add","a":2,"b":2}`, nil},

@@ -613,6 +613,13 @@ func (r *run) runSubtask(ctx context.Context, i int) {
 			fail(fmt.Errorf("the arguments were refused, not retried: %w", last))
 			return
 		}
+		if errors.As(err, &pe) && pe.Code == protocol.CodeNotPermitted {
+			// A refusal by policy is an answer, not a fault of the agent:
+			// the next agents would most likely refuse alike, each one
+			// more wait and one more line in its audit log (issue 26).
+			fail(fmt.Errorf("refused by the agent's policy, not retried on others: %w", last))
+			return
+		}
 		if n+1 < len(cands) {
 			r.emit(Event{Subtask: st.ID, State: StateRetrying, Agent: id, Attempt: n + 1, Error: err.Error()})
 		}

@@ -520,3 +520,46 @@ func TestFindRefusalCode(t *testing.T) {
 		t.Fatalf("subtask %+v", st)
 	}
 }
+
+// TestNoRetryOnRefusal: a refusal by the agent's policy (-32009) is final,
+// not tried on the other agents that offer the skill (issue 26: it was
+// retried on three); the code is kept. Another failure still fails over.
+func TestNoRetryOnRefusal(t *testing.T) {
+	m := newMesh()
+	refuse := failWith(protocol.Errorf(protocol.CodeNotPermitted, "not permitted: skill \"weather\" is not granted"))
+	first := m.add("a1", []string{"weather"}, []string{"fast"}, refuse)
+	m.add("a2", []string{"weather"}, nil, refuse)
+	m.add("a3", []string{"weather"}, nil, refuse)
+	ev := &events{}
+	res, err := mustNew(t, m).RunPlan(ctxT(t), "weather", Plan{Subtasks: []Subtask{
+		{ID: "w", Text: "weather in Tokyo", Skill: "weather", Tags: []string{"fast"}},
+	}}, ev.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := res.Subtasks[0]
+	if st.Status != StateFailed || st.Attempts != 1 || !slices.Equal(st.Tried, []string{first}) || st.Code != protocol.CodeNotPermitted ||
+		!strings.Contains(st.Error, "refused by the agent's policy, not retried on others") {
+		t.Fatalf("got %+v", st)
+	}
+	if n := len(m.callsOf("weather")); n != 1 {
+		t.Errorf("%d calls of weather, want 1", n)
+	}
+	if states := ev.of("w"); slices.Contains(states, StateRetrying) {
+		t.Errorf("states %v: retried after a refusal", states)
+	}
+	if strings.Contains(res.Answer, "3 attempts failed") {
+		t.Errorf("answer %q: the refusal was retried", res.Answer)
+	}
+
+	// A skill that fails (-32003) on the first agent is tried on the next.
+	m = newMesh()
+	m.add("b1", []string{"weather"}, []string{"fast"}, failWith(protocol.Errorf(protocol.CodeSkillExecution, "upstream down")))
+	ok := m.add("b2", []string{"weather"}, nil, answer("sunny"))
+	res, err = mustNew(t, m).RunPlan(ctxT(t), "weather", Plan{Subtasks: []Subtask{
+		{ID: "w", Text: "weather in Tokyo", Skill: "weather", Tags: []string{"fast"}},
+	}}, nil)
+	if err != nil || res.Subtasks[0].Status != StateDone || res.Subtasks[0].Agent != ok || res.Subtasks[0].Attempts != 2 {
+		t.Fatalf("failover after -32003: %v %+v", err, res.Subtasks)
+	}
+}

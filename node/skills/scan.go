@@ -18,14 +18,17 @@ type ScanArgs struct {
 // release, or an error (a *protocol.Error) when the call may not wait.
 type ScanGate func(ctx context.Context, skill string) (release func(), err error)
 
+// ScanSkill is the name of the skill RegisterScan adds.
+const ScanSkill = "scan"
+
 // RegisterScan adds the scan skill: the node's prompt-injection guard run
 // over a text on request, the same scanner that screens the arguments of
 // ask and process_instructions (docs/guard.md). Each scan passes gate
 // first, so that scans on request share the node's bound on scans.
 func RegisterScan(r *Registry, gate ScanGate) {
-	Add(r, "scan", "Scan a text for prompt injection (or a path for traversal, a query for SQL injection): is_safe, threat_level, findings, sanitized_input.",
+	Add(r, ScanSkill, "Scan a text for prompt injection (or a path for traversal, a query for SQL injection): is_safe, threat_level, findings, sanitized_input.",
 		[]string{"security", "guard"}, func(ctx context.Context, a ScanArgs) (guard.Result, error) {
-			release, err := gate(ctx, "scan")
+			release, err := gate(ctx, ScanSkill)
 			if err != nil {
 				return guard.Result{}, err
 			}

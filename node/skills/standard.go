@@ -483,13 +483,59 @@ func (s *standard) read(_ context.Context, a ReadArgs) (ReadResult, error) {
 	return r, nil
 }
 
-// MIMEType names the media type of a file from its name's extension, else
-// from its first bytes (http.DetectContentType's sniffing).
+// MIMEType names the media type of a file from its first bytes (head)
+// and its name. Text (head valid UTF-8 without NUL) is its extension's
+// type when that is a text type (text/html, application/json, …), else
+// text/plain; charset=utf-8: the extension table guesses wrong for text
+// as often as not (go.mod is not audio/x-mod, nor main.rs application/
+// rls-services+xml). Anything else is its extension's type, else what
+// http.DetectContentType sniffs.
 func MIMEType(name string, head []byte) string {
-	if t := mime.TypeByExtension(filepath.Ext(name)); t != "" {
-		return t
+	ext := mime.TypeByExtension(filepath.Ext(name))
+	if len(head) > 0 && looksLikeText(head) {
+		if isTextType(ext) {
+			return ext
+		}
+		return "text/plain; charset=utf-8"
+	}
+	if ext != "" {
+		return ext
 	}
 	return http.DetectContentType(head)
+}
+
+// looksLikeText reports whether head, the first bytes of a file, is UTF-8
+// without NUL; a rune cut at its end is not held against it.
+func looksLikeText(head []byte) bool {
+	for i := 1; i <= utf8.UTFMax-1 && i <= len(head); i++ {
+		if tail := head[len(head)-i:]; utf8.RuneStart(tail[0]) {
+			if !utf8.FullRune(tail) {
+				head = head[:len(head)-i]
+			}
+			break
+		}
+	}
+	return utf8.Valid(head) && !bytes.Contains(head, []byte{0})
+}
+
+// isTextType reports whether the media type t (with parameters or not) is
+// text: text/*, JSON, XML (SVG, XHTML), JavaScript, YAML, TOML, SQL or a
+// shell script.
+func isTextType(t string) bool {
+	t, _, _ = strings.Cut(t, ";")
+	t = strings.TrimSpace(t)
+	switch {
+	case t == "":
+		return false
+	case strings.HasPrefix(t, "text/"):
+		return true
+	}
+	switch t { // not every +xml: .rs is application/rls-services+xml
+	case "application/json", "application/xml", "image/svg+xml", "application/xhtml+xml", "application/javascript", "application/x-javascript", "application/ecmascript",
+		"application/yaml", "application/x-yaml", "application/toml", "application/x-sh", "application/sql":
+		return true
+	}
+	return false
 }
 
 // --- get_skill

@@ -1,7 +1,8 @@
 // Command client is an MCP client of the mcpv2 mesh, on the official go-sdk:
 // it starts `mcpv2 mcp` (a node of its own that joins the mesh through
 // --bootstrap), lists its tools, finds the agents that offer --skill with
-// mesh_find and runs the skill on the best of them with mesh_call.
+// mesh_find and runs the skill with mesh_call on the best of them that is
+// not the bootstrap peer (a relay, usually), the next on a failure.
 //
 //	go run ./examples/mcp/client --bootstrap /ip4/…/p2p/12D3KooW… --secret S --skill ping
 package main
@@ -15,6 +16,8 @@ import (
 	"log"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -68,37 +71,115 @@ func run(bin, bootstrap, secret, skill string, args json.RawMessage) error {
 	}
 	fmt.Println()
 
-	// mesh_find may come back empty while the node is still joining: ask
-	// again for a while, as a model would.
-	var found struct {
-		Agents []struct {
-			PeerID    string  `json:"peer_id"`
-			Name      string  `json:"name"`
-			Score     float64 `json:"score"`
-			Reachable bool    `json:"reachable"`
-		} `json:"agents"`
-	}
-	for len(found.Agents) == 0 {
-		if err := callJSON(ctx, cs, "mesh_find", map[string]any{"skill_or_tag": skill, "limit": 5}, &found); err != nil {
-			return err
-		}
-		if len(found.Agents) == 0 {
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("no agent of the mesh offers %q", skill)
-			case <-time.After(2 * time.Second):
-			}
-		}
-	}
-	for _, a := range found.Agents {
-		fmt.Printf("found %s (%s) score %.1f reachable %v\n", a.PeerID, a.Name, a.Score, a.Reachable)
-	}
-	var result json.RawMessage
-	if err := callJSON(ctx, cs, "mesh_call", map[string]any{"peer": found.Agents[0].PeerID, "skill": skill, "arguments": args}, &result); err != nil {
+	// mesh_find may come back empty, or with only the bootstrap peer
+	// (every node offers the standard skills), while the node is still
+	// joining: ask again for a while, as a model would, for an agent other
+	// than the bootstrap that lists the skill.
+	boot := peerIDOf(bootstrap)
+	self, err := ownPeerID(ctx, cs)
+	if err != nil {
 		return err
 	}
-	fmt.Printf("%s on %s: %s\n", skill, found.Agents[0].PeerID, result)
-	return nil
+	var order []agent
+	waitFrom := time.Now()
+	for {
+		var found struct {
+			Agents []agent `json:"agents"`
+		}
+		if err := callJSON(ctx, cs, "mesh_find", map[string]any{"skill_or_tag": skill, "limit": 10}, &found); err != nil {
+			return err
+		}
+		order = targets(found.Agents, skill, boot, self)
+		if len(order) > 0 && ((order[0].PeerID != boot && order[0].PeerID != self) || time.Since(waitFrom) > otherAgentWait) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no agent of the mesh offers %q", skill)
+		case <-time.After(2 * time.Second):
+		}
+	}
+	for _, a := range order {
+		fmt.Printf("found %s (%s) score %.1f reachable %v\n", a.PeerID, a.Name, a.Score, a.Reachable)
+	}
+	// Run it on the first that answers: an agent that refuses or fails
+	// gives way to the next.
+	var last error
+	for _, a := range order {
+		switch a.PeerID {
+		case boot:
+			fmt.Printf("running %s on the bootstrap peer %s: no other agent offers it or answered\n", skill, a.PeerID)
+		case self:
+			fmt.Printf("running %s on this client's own node %s: no other agent offers it or answered\n", skill, a.PeerID)
+		}
+		var result json.RawMessage
+		if last = callJSON(ctx, cs, "mesh_call", map[string]any{"peer": a.PeerID, "skill": skill, "arguments": args}, &result); last == nil {
+			fmt.Printf("%s on %s: %s\n", skill, a.PeerID, result)
+			return nil
+		}
+		fmt.Printf("%s on %s failed: %v\n", skill, a.PeerID, last)
+	}
+	return last
+}
+
+// otherAgentWait is how long the client waits for an agent other than the
+// bootstrap peer before it settles for the bootstrap.
+const otherAgentWait = 30 * time.Second
+
+// agent is one agent of mesh_find's answer.
+type agent struct {
+	PeerID    string   `json:"peer_id"`
+	Name      string   `json:"name"`
+	Score     float64  `json:"score"`
+	Reachable bool     `json:"reachable"`
+	Skills    []string `json:"skills"`
+}
+
+// targets orders the agents to try for skill, among those that list it:
+// the reachable ones first, best score first as mesh_find ranks them, then
+// the others; the bootstrap peer (boot, a relay more often than not: it
+// offers the standard skills as every node does) and the client's own
+// node (self, which mesh_find lists too) last.
+func targets(agents []agent, skill, boot, self string) []agent {
+	var reachable, other, bootAgent, selfAgent []agent
+	for _, a := range agents {
+		switch {
+		case !slices.Contains(a.Skills, skill):
+		case a.PeerID == boot:
+			bootAgent = append(bootAgent, a)
+		case a.PeerID == self:
+			selfAgent = append(selfAgent, a)
+		case a.Reachable:
+			reachable = append(reachable, a)
+		default:
+			other = append(other, a)
+		}
+	}
+	return slices.Concat(reachable, other, bootAgent, selfAgent)
+}
+
+// ownPeerID reads the PeerID of the client's own node from its card, the
+// resource mcpv2://card.
+func ownPeerID(ctx context.Context, cs *mcp.ClientSession) (string, error) {
+	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "mcpv2://card"})
+	if err != nil {
+		return "", fmt.Errorf("read mcpv2://card: %w", err)
+	}
+	var card struct {
+		PeerID string `json:"peer_id"`
+	}
+	if len(res.Contents) == 0 || json.Unmarshal([]byte(res.Contents[0].Text), &card) != nil || card.PeerID == "" {
+		return "", errors.New("read mcpv2://card: no peer_id in it")
+	}
+	return card.PeerID, nil
+}
+
+// peerIDOf is the PeerID at the end of a multiaddr (…/p2p/12D3KooW…), or "".
+func peerIDOf(addr string) string {
+	if i := strings.LastIndex(addr, "/p2p/"); i >= 0 {
+		return addr[i+len("/p2p/"):]
+	}
+	return ""
 }
 
 // callJSON calls a tool and decodes its structured result into v; an isError

@@ -397,29 +397,17 @@ func decodeStrict(data []byte, v any) error {
 // jsonError rewrites encoding/json errors into messages that speak of
 // JSON fields and types (not Go struct names) and give line and column.
 func jsonError(data []byte, err error) error {
-	var se *json.SyntaxError
+	if serr := protocol.JSONSyntaxError(data, err); serr != nil {
+		return serr
+	}
 	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		line, col := lineCol(data, se.Offset)
-		return fmt.Errorf("invalid JSON at line %d, column %d: %s", line, col, strings.TrimPrefix(se.Error(), "json: "))
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return errors.New("invalid JSON: unexpected end of input")
-	case errors.As(err, &te):
+	if errors.As(err, &te) {
 		if te.Field == "" {
 			return fmt.Errorf("got a JSON %s, want %s", te.Value, jsonTypeName(te.Type))
 		}
 		return fieldf(te.Field, "got a JSON %s, want %s", te.Value, jsonTypeName(te.Type))
 	}
 	return errors.New(strings.TrimPrefix(err.Error(), "json: "))
-}
-
-func lineCol(data []byte, off int64) (line, col int) {
-	off = min(max(off, 0), int64(len(data)))
-	prefix := data[:off]
-	line = bytes.Count(prefix, []byte("\n")) + 1
-	col = int(off) - (bytes.LastIndexByte(prefix, '\n') + 1)
-	return line, max(col, 1)
 }
 
 func jsonTypeName(t reflect.Type) string {

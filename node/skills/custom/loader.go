@@ -293,3 +293,40 @@ func (l *Loader) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// FileNames reads the custom skills file at path and returns the names of
+// its skills in file order, after the checks of LoadFile's parse but
+// without registering, resolving MCP servers or running anything: what
+// mcpv2 config show checks the policy's grants against. An "mcp" skill
+// with "tools": "*" names its skills only once its server answers: its
+// prefix ("" for any name at all) is in prefixes instead. Errors name the
+// file as LoadFile's do.
+func FileNames(path string) (names, prefixes []string, err error) {
+	l, err := New(skills.NewRegistry(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer l.Close()
+	data, err := os.ReadFile(path)
+	if err == nil && len(data) > MaxFileSize {
+		err = fmt.Errorf("file is larger than %d bytes", MaxFileSize)
+	}
+	var sk []Skill
+	if err == nil {
+		var abs string
+		if abs, err = filepath.Abs(path); err == nil {
+			sk, err = l.parse(data, filepath.Dir(abs))
+		}
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("custom skills file %s: %w", path, err)
+	}
+	for _, s := range sk {
+		if s.mcp != nil && s.mcp.all {
+			prefixes = append(prefixes, s.mcp.prefix)
+			continue
+		}
+		names = append(names, s.Descriptor.Name)
+	}
+	return names, prefixes, nil
+}
