@@ -86,7 +86,7 @@ func run(bin, bootstrap, secret, skill string, args json.RawMessage) error {
 		var found struct {
 			Agents []agent `json:"agents"`
 		}
-		if err := callJSON(ctx, cs, "mesh_find", map[string]any{"skill_or_tag": skill, "limit": 10}, &found); err != nil {
+		if err := callJSON(ctx, cs, "mesh_find", map[string]any{"skill": skill, "limit": 10}, &found); err != nil {
 			return err
 		}
 		order = targets(found.Agents, skill, boot, self)
