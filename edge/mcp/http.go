@@ -164,18 +164,25 @@ func (f *Face) auditTransport(r *http.Request, c protocol.Caller, status int, st
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	// onHeader, when set, runs once with the status just before the
+	// header goes to the client: what must hold before the client can
+	// act on the answer is done there.
+	onHeader func(status int)
 }
 
 func (w *statusWriter) WriteHeader(status int) {
 	if w.status == 0 {
 		w.status = status
+		if w.onHeader != nil {
+			w.onHeader(status)
+		}
 	}
 	w.ResponseWriter.WriteHeader(status)
 }
 
 func (w *statusWriter) Write(p []byte) (int, error) {
 	if w.status == 0 {
-		w.status = http.StatusOK
+		w.WriteHeader(http.StatusOK)
 	}
 	return w.ResponseWriter.Write(p)
 }

@@ -106,10 +106,8 @@ func (b *sessionBook) admit(f *Face, c protocol.Caller) (func(), string) {
 }
 
 // add records the new session id held by c, with the slot release; began
-// is when its initialize started. (The answer to an initialize reaches the
-// client before the handler returns and add runs, so the client may already
-// be using the session: time.Now() here could rank it newer than the
-// caller's next session.)
+// is when its initialize started (the ranking of a caller's sessions is by
+// that, not by when add ran).
 func (b *sessionBook) add(id string, c protocol.Caller, release func(), began time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -261,10 +259,19 @@ func (f *Face) serveStateful(w *statusWriter, r *http.Request, c protocol.Caller
 			"%s (or speak MCP 2026-07-28, which needs no session)", msg))
 		return
 	}
-	began := time.Now()
+	began, added := time.Now(), false
+	// The session goes into the book before the answer's header leaves:
+	// the go-sdk may keep the handler running after the client has its
+	// session and uses it, and the book must know it by then.
+	w.onHeader = func(status int) {
+		if nid := w.Header().Get("Mcp-Session-Id"); nid != "" && status < 400 {
+			h.book.add(nid, c, release, began)
+			added = true
+		}
+	}
 	h.stateful.ServeHTTP(w, withHTTPCaller(r, c))
-	if nid := w.Header().Get("Mcp-Session-Id"); nid != "" && w.status < 400 {
-		h.book.add(nid, c, release, began)
+	w.onHeader = nil
+	if added {
 		h.book.prune(f) // an initialize that failed has closed its session
 		return
 	}
