@@ -180,7 +180,7 @@ func checkCommandArgs(cmd *cli.Command, path string, rest []string) error {
 		if looksLikeFlag(next) {
 			nextName, _, _ := strings.Cut(strings.TrimLeft(next, "-"), "=")
 			if slices.Contains(known, nextName) {
-				return fmt.Errorf("%s needs a value, but got %q (another flag): quote an empty value as %s=\"\" or give one", flag, next, flag)
+				return fmt.Errorf("%s needs a value, but got %q (another flag; was a shell variable empty?): give one, or quote an empty value as %s=\"\"", flag, next, flag)
 			}
 			return fmt.Errorf("%s needs a value, but got %q, which looks like a flag: if it is the value, write %s=%s", flag, next, flag, next)
 		}

@@ -31,13 +31,13 @@ func TestFirstHourFlagValueIsAFlag(t *testing.T) {
 		want string
 	}{
 		{[]string{"node", "--data-dir", dir, "--bootstrap", "--p2p-port", "0"},
-			`--bootstrap needs a value, but got "--p2p-port" (another flag): quote an empty value as --bootstrap="" or give one`},
+			`--bootstrap needs a value, but got "--p2p-port" (another flag; was a shell variable empty?): give one, or quote an empty value as --bootstrap=""`},
 		{[]string{"call", "/ip4/127.0.0.1/tcp/1/p2p/x", "ping", "--secret", "-s3cret"},
 			`--secret needs a value, but got "-s3cret", which looks like a flag: if it is the value, write --secret=-s3cret`},
 		{[]string{"node", "--data-dir", dir, "--bootstrap"},
 			`--bootstrap needs a value, but it is the last argument: give one, or quote an empty value as --bootstrap=""`},
 		{[]string{"key", "add", "k1", "--grant", "--data-dir", dir},
-			`--grant needs a value, but got "--data-dir" (another flag)`},
+			`--grant needs a value, but got "--data-dir" (another flag;`},
 	} {
 		out, errOut, code := run(t, tc.args...)
 		if code == 0 || !strings.Contains(errOut, tc.want) {
