@@ -336,6 +336,11 @@ type decodedPeer struct {
 	id   peer.ID
 }
 
+// ErrSelfAddress is returned for a mesh address whose PeerID is the
+// client's own: the client runs with the same identity (data dir) as the
+// node it means to call.
+var ErrSelfAddress = errors.New("that address is this node itself")
+
 // connect is Connect with wait in place of WithWaitDirect's wait.
 func (n *Client) connect(ctx context.Context, addr protocol.Address, wait time.Duration) (peer.ID, error) {
 	if n.closed.Load() { // every call and transfer connects first
@@ -349,7 +354,7 @@ func (n *Client) connect(ctx context.Context, addr protocol.Address, wait time.D
 		return "", fmt.Errorf("node: %w %q: %v", protocol.ErrBadAddress, addr.PeerID, err)
 	}
 	if pid == n.host.ID() {
-		return "", errors.New("node: that address is this node itself")
+		return "", fmt.Errorf("node: %w", ErrSelfAddress)
 	}
 	switch n.host.Network().Connectedness(pid) {
 	case network.Connected:

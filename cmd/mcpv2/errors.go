@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mcpv2/mcpv2/discovery"
+	"github.com/mcpv2/mcpv2/node"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -39,7 +40,7 @@ func printError(w io.Writer, err error, verbose bool) {
 			}
 			fmt.Fprintf(w, "  cause: %s\n", strings.Join(lines, "\n    "))
 		} else {
-			fmt.Fprintf(w, "  (--verbose prints libp2p's own words)\n")
+			fmt.Fprintf(w, "  (--verbose prints the underlying error)\n")
 		}
 		return
 	}
@@ -55,7 +56,9 @@ func printError(w io.Writer, err error, verbose bool) {
 // for its own insides, or "" when err is not one: a DHT lookup on an
 // empty routing table (kbucket.ErrLookupFailure, or discovery.ErrNoPeers:
 // no mesh peers yet), and a dial that reached another node than the
-// PeerID of the address (sec.ErrPeerIDMismatch: a stale address).
+// PeerID of the address (sec.ErrPeerIDMismatch: a stale address), and
+// a call to the client's own PeerID (node.ErrSelfAddress: one data dir
+// for the node and the client).
 func explain(err error) string {
 	var pe *protocol.Error
 	if errors.As(err, &pe) {
@@ -70,6 +73,10 @@ func explain(err error) string {
 			"  The address is stale (the node you want moved to another port, or another node took this one):\n"+
 			"  ask that node's live addresses with `mcpv2 id --data-dir ITS_DATA_DIR` where it runs, and dial one of them\n"+
 			"  (or call %s if it is the node you meant)", at, actual, expected, actual)
+	}
+	if errors.Is(err, node.ErrSelfAddress) {
+		return "that address is this client's own PeerID: the client runs with the identity of its --data-dir, the same\n" +
+			"  as the node at that address. Give the client a data dir of its own (--data-dir ~/client, or MCPV2_DATA_DIR)"
 	}
 	if errors.Is(err, kb.ErrLookupFailure) || errors.Is(err, discovery.ErrNoPeers) {
 		return "no mesh peers yet: the DHT has nobody to ask (no --bootstrap peer was reached, or none of them serves the DHT).\n" +

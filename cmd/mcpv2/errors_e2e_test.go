@@ -227,3 +227,15 @@ func mcpToolCall(t *testing.T, base, tool string, args map[string]any) string {
 	t.Helper()
 	return mcpRequest(t, base, "tools/call", tool, map[string]any{"name": tool, "arguments": args})
 }
+
+// TestErrorsSelfAddressExplained (issue 26, the README walk): a client
+// run in the data dir of the node it calls has that node's PeerID, and is
+// told to take a data dir of its own rather than only "that address is
+// this node itself".
+func TestErrorsSelfAddressExplained(t *testing.T) {
+	a := startNode(t, "", "--no-mdns", "--no-nat")
+	_, errs, code := run(t, "call", a.tcpAddr(t), "ping", "--data-dir", a.dataDir)
+	if code != 1 || !strings.Contains(errs, "this client's own PeerID") || !strings.Contains(errs, "Give the client a data dir of its own") {
+		t.Fatalf("call with the node's own data dir: exit %d, stderr:\n%s", code, errs)
+	}
+}
