@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	kb "github.com/libp2p/go-libp2p-kbucket"
+	"github.com/libp2p/go-libp2p/core/routing"
 	"github.com/libp2p/go-libp2p/core/sec"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/urfave/cli/v2"
@@ -31,17 +32,8 @@ var verboseFlag = &cli.BoolFlag{Name: "verbose", EnvVars: []string{"MCPV2_VERBOS
 // text on an indented "cause:" line under --verbose, anything else as it
 // is. Every text is escaped: an error may quote a peer or a caller.
 func printError(w io.Writer, err error, verbose bool) {
-	if msg := explain(err); msg != "" {
-		fmt.Fprintf(w, "mcpv2: %s\n", printable(msg))
-		if verbose {
-			lines := strings.Split(err.Error(), "\n")
-			for i := range lines {
-				lines[i] = printableLine(strings.TrimSpace(lines[i]))
-			}
-			fmt.Fprintf(w, "  cause: %s\n", strings.Join(lines, "\n    "))
-		} else {
-			fmt.Fprintf(w, "  (--verbose prints the underlying error)\n")
-		}
+	if msg := explained(err, verbose, "(--verbose prints the underlying error)"); msg != "" {
+		fmt.Fprintf(w, "mcpv2: %s\n", msg)
 		return
 	}
 	var pe *protocol.Error
@@ -50,6 +42,29 @@ func printError(w io.Writer, err error, verbose bool) {
 		return
 	}
 	fmt.Fprintf(w, "mcpv2: %s\n", printable(err.Error()))
+}
+
+// explained is explain(err) escaped for a terminal, followed by err's own
+// text on an indented "cause:" line when withCause, else by hint (when not
+// empty); "" when explain has nothing to say. The CLI and the shell print
+// a failure so.
+func explained(err error, withCause bool, hint string) string {
+	msg := explain(err)
+	if msg == "" {
+		return ""
+	}
+	out := printable(msg)
+	switch {
+	case withCause:
+		lines := strings.Split(err.Error(), "\n")
+		for i := range lines {
+			lines[i] = printableLine(strings.TrimSpace(lines[i]))
+		}
+		out += "\n  cause: " + strings.Join(lines, "\n    ")
+	case hint != "":
+		out += "\n  " + hint
+	}
+	return out
 }
 
 // explain is what happened and what to do for a failure that libp2p words
@@ -78,6 +93,11 @@ func explain(err error) string {
 		return "that address is this client's own PeerID: the client runs with the identity of its --data-dir, the same\n" +
 			"  as the node at that address. Give the client a data dir of its own (--data-dir ~/client, or MCPV2_DATA_DIR)"
 	}
+	if errors.Is(err, node.ErrNoRoute) && errors.Is(err, routing.ErrNotFound) {
+		return "no peer of the mesh knows that PeerID: the DHT was asked and found no addresses for it.\n" +
+			"  Is that node running, and bootstrapped into the same mesh (its --bootstrap reaches yours)? A node that\n" +
+			"  just started takes a few seconds to be found; or call it by its full multiaddr (`mcpv2 id` where it runs)"
+	}
 	if errors.Is(err, kb.ErrLookupFailure) || errors.Is(err, discovery.ErrNoPeers) {
 		return "no mesh peers yet: the DHT has nobody to ask (no --bootstrap peer was reached, or none of them serves the DHT).\n" +
 			"  Pass --bootstrap ADDR (or set MCPV2_BOOTSTRAP) with the MCPV2_P2P_ADDRESS of a running node of the mesh\n" +
@@ -94,7 +114,7 @@ func peerMismatch(err error) (expected, actual, addr string, ok bool) {
 	if errors.As(err, &de) {
 		for _, te := range de.DialErrors {
 			if e, a, ok := mismatchIn(te.Cause); ok {
-				return e, a, te.Address.String(), true
+				return e, a, printableLine(te.Address.String()), true
 			}
 		}
 	}

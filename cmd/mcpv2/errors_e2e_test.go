@@ -239,3 +239,20 @@ func TestErrorsSelfAddressExplained(t *testing.T) {
 		t.Fatalf("call with the node's own data dir: exit %d, stderr:\n%s", code, errs)
 	}
 }
+
+// TestErrorsUnknownPeerExplained (issue 26 item 4, from the review): a
+// PeerID the mesh's DHT was asked for and does not know says so and what
+// to check, not libp2p's "routing: not found" (kept for --verbose).
+func TestErrorsUnknownPeerExplained(t *testing.T) {
+	a := startNode(t, "", "--no-mdns", "--no-nat")
+	missing := peerIDOf(t, t.TempDir())
+	caller := t.TempDir()
+	_, errs, code := run(t, "call", missing, "ping", "--bootstrap", a.tcpAddr(t), "--data-dir", caller, "--no-nat")
+	if code != 1 || !strings.Contains(errs, "no peer of the mesh knows that PeerID") || strings.Contains(errs, "routing: not found") {
+		t.Fatalf("call an unknown PeerID: exit %d, stderr:\n%s", code, errs)
+	}
+	_, errs, code = run(t, "call", missing, "ping", "--bootstrap", a.tcpAddr(t), "--data-dir", caller, "--no-nat", "--verbose")
+	if code != 1 || !strings.Contains(errs, "cause: ") || !strings.Contains(errs, "routing: not found") {
+		t.Fatalf("call an unknown PeerID --verbose: exit %d, stderr:\n%s", code, errs)
+	}
+}

@@ -264,12 +264,13 @@ func (sh *shell) exec(ctx context.Context, line string) (quit bool) {
 		return true
 	case err != nil:
 		// A failed call's message may quote the peer (printable); a
-		// failure in libp2p's words is explained as the CLI explains it.
-		msg := err.Error()
-		if e := explain(err); e != "" {
-			msg = e
+		// failure in libp2p's words is explained as the CLI explains it,
+		// its own words below (the prompt has no --verbose).
+		msg := explained(err, true, "")
+		if msg == "" {
+			msg = printable(err.Error())
 		}
-		fmt.Fprintln(sh.out, printable(msg))
+		fmt.Fprintln(sh.out, msg)
 	}
 	return false
 }

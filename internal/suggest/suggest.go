@@ -12,7 +12,8 @@ import (
 // Nearest is the candidate closest to word by edit distance (Levenshtein,
 // case-insensitive) when it is close enough to be a slip: a third of
 // word's length in edits, at least 2 from four letters up (a swapped pair,
-// "pnig") and 1 below (two edits of "xk" is another word). It
+// "pnig") and 1 below (two edits of "xk" is another word), none for one
+// letter ("-v" is not a slip of "-h"). It
 // returns "" when nothing is that close, or when word is itself a
 // candidate. Ties go to the earlier candidate, so callers pass them in a
 // stable order.
@@ -22,7 +23,10 @@ func Nearest(word string, candidates []string) string {
 	}
 	w := strings.ToLower(word)
 	limit := max(1, len(w)/3)
-	if len(w) >= 4 {
+	switch {
+	case len([]rune(w)) == 1:
+		limit = 0 // one edit of one letter is any letter: only a case slip counts
+	case len(w) >= 4:
 		limit = max(2, limit)
 	}
 	best, bestD := "", limit+1
