@@ -58,10 +58,8 @@ func auditCommand() *cli.Command {
 			if limit < 0 {
 				return fmt.Errorf("audit: --limit %d: want 0 (all) or more", limit)
 			}
-			if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("audit: no data dir %s: no node has run there yet (start one with mcpv2 node, or pass the --data-dir of the node whose calls you want)", dir)
-			} else if err != nil {
-				return fmt.Errorf("audit: data dir: %w", err)
+			if err := existingDataDir("audit", dir, "the node whose calls you want"); err != nil {
+				return err
 			}
 			p := newAuditPrinter(c.App.Writer, c.Bool("json"))
 			if c.Bool("follow") {

@@ -256,3 +256,17 @@ func TestErrorsUnknownPeerExplained(t *testing.T) {
 		t.Fatalf("call an unknown PeerID --verbose: exit %d, stderr:\n%s", code, errs)
 	}
 }
+
+// TestIDRefusesMissingDataDir (issue 26 item 2, from the README walk): a
+// data dir that does not exist (a typo: ~/rely for ~/relay) is refused,
+// not given a new identity whose port-4001 defaults are another node's.
+func TestIDRefusesMissingDataDir(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "rely")
+	out, errs, code := run(t, "id", "--data-dir", missing)
+	if code != 1 || out != "" || !strings.Contains(errs, "id: no data dir "+missing+": no node has run there yet") {
+		t.Fatalf("id --data-dir %s: exit %d, stdout %q, stderr:\n%s", missing, code, out, errs)
+	}
+	if fileExists(missing) {
+		t.Errorf("id created %s", missing)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -77,6 +78,19 @@ func dataDir(c *cli.Context) (string, error) {
 		return "", fmt.Errorf("no --data-dir and no home directory: %w", err)
 	}
 	return filepath.Join(home, ".mcpv2"), nil
+}
+
+// existingDataDir refuses a data dir that does not exist, for a command
+// that reads what a node left there (cmd names it): a typo of --data-dir
+// is said to be one rather than read as an empty node (or, for mcpv2 id,
+// given a new identity nobody runs). wanted says whose dir to pass.
+func existingDataDir(cmd, dir, wanted string) error {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s: no data dir %s: no node has run there yet (start one with mcpv2 node, or pass the --data-dir of %s)", cmd, printableLine(dir), wanted)
+	} else if err != nil {
+		return fmt.Errorf("%s: data dir: %w", cmd, err)
+	}
+	return nil
 }
 
 // logger builds the stderr logger of --log-level.
