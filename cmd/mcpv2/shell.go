@@ -369,7 +369,9 @@ func (sh *shell) help(context.Context, shellArgs) error {
 		"Started peers inherit the MCPV2_* environment (MCPV2_LLM, MCPV2_LISTEN, MCPV2_NO_MDNS, …).\n")
 	fmt.Fprintf(&b, "On a terminal: Up and Down recall earlier lines (Ctrl-R searches them), kept in\n"+
 		"  %s\n"+
-		"(mode 0600; lines with --secret or a sessionId are not kept). Tab completes a command, or the\n"+
+		"(mode 0600), but for the lines the shell refused and the lines with a credential (an option\n"+
+		"such as --secret or --key, an mcpv2_ API key, a Bearer token, an address with a sessionId):\n"+
+		"Up recalls those only until the shell ends. Tab completes a command, or the\n"+
 		"port or peer ID of a peer started here. Ctrl-L clears the screen. Ctrl-C drops the line, and on\n"+
 		"an empty line leaves; so does Ctrl-D.\n",
 		shellHistoryPath(sh.cfg.DataDir))

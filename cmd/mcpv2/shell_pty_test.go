@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/mcpv2/mcpv2/internal/testenv"
+	"github.com/mcpv2/mcpv2/protocol"
 )
 
 // These tests drive `mcpv2 shell` through a pseudo-terminal, as a person
@@ -174,8 +176,16 @@ func TestShellLineEditor(t *testing.T) {
 		t.Fatalf("Tab did not complete conn to connectTo:\n%q", out)
 	}
 
-	// A line with a secret is run but not kept.
+	// A line with a secret is run but not kept, nor is one the shell
+	// refused (a misspelt or differently cased option), yet Up recalls
+	// that until the shell ends, to fix it.
 	ps.typeLine(fmt.Sprintf("PingTo 'mcpv2://127.0.0.1:%d/mcpv2?sessionId=tok'", nothing), refused)
+	ps.typeLine(fmt.Sprintf("PingTo mcpv2://127.0.0.1:%d/mcpv2?session%%49d=tok.mac", nothing), refused)
+	ps.typeLine("ReadyTo --secrt=hunter3", "ReadyTo: unknown option --secrt")
+	ps.typeLine("ReadyTo --Secret hunter2", "ReadyTo: unknown option --Secret")
+	if out := ps.typeLine("\x1b[A", "ReadyTo: unknown option --Secret"); !strings.Contains(out, "ReadyTo --Secret hunter2") {
+		t.Fatalf("Up did not bring back the refused line:\n%q", out)
+	}
 	ps.typeLine("help", "On a terminal: Up and Down recall earlier lines", "kept in\n  "+filepath.Join(dir, "shell", "history")+"\n")
 	ps.keys("\x04") // Ctrl-D on an empty line: leave
 	select {
@@ -207,8 +217,10 @@ func TestShellLineEditor(t *testing.T) {
 	if !strings.Contains(string(b), fmt.Sprintf("PingTo %d\n", nothing)) || !strings.HasSuffix(string(b), "help\n") {
 		t.Fatalf("history lacks the lines typed:\n%s", b)
 	}
-	if strings.Contains(string(b), "sessionId") {
-		t.Fatalf("history kept a session token:\n%s", b)
+	for _, secret := range []string{"sessionId", "session%49d", "tok.mac", "hunter", "Secret", "secrt"} {
+		if strings.Contains(string(b), secret) {
+			t.Fatalf("history kept %q:\n%s", secret, b)
+		}
 	}
 
 	// A new shell on the same data dir: Up brings back the last line of
@@ -235,6 +247,126 @@ func TestShellLineEditor(t *testing.T) {
 	ps2.mu.Unlock()
 	if !strings.Contains(rest, "Interrupted.") || strings.Contains(rest, "unreachable") {
 		t.Fatalf("Ctrl-C on an empty line:\n%q", rest)
+	}
+}
+
+// TestShellHistoryKeeps: the history file keeps a line the shell runs and
+// that carries no credential, whatever its spelling or case.
+func TestShellHistoryKeeps(t *testing.T) {
+	apiKey := protocol.KeyPrefix + strings.Repeat("A", 43)
+	for _, tc := range []struct {
+		line string
+		keep bool
+	}{
+		// Kept: lines the shell runs, with no credential.
+		{"PingTo 8001", true},
+		{"help", true},
+		{"?", true},
+		{"exit", true},
+		{"pingto 8001", true},
+		{"StopPeer 8001", true},
+		{"ReadyTo --port 8001 --public-ip 127.0.0.1 --llm-mode", true},
+		{"PingTo mcpv2://127.0.0.1:8001/mcpv2", true},
+		{"PingTo http://[::1]:8001/mcpv2?x=1", true},
+		{"PingTo /ip4/127.0.0.1/tcp/4001/p2p/12D3KooWLRPJAA5o6Zr4SyQv2Dqk7jBEXkYRGqpb5XNtAdbNtYhF", true},
+		{"PingTo nowhere", true}, // refused by the command, not by the parse: no secret in it
+		{`SentTo "what is a secret key?" 8001`, true},
+		{`SentTo "the session starts at 9" 8001 --new`, true},
+		{"PayTo 1 8001 --currency EUR --memo lunch", true},
+		{"# a comment", true},
+
+		// Refused by the shell: not kept, secret or not.
+		{"", false},
+		{"   ", false},
+		{"ReadyTo --Secret hunter2", false},
+		{"ReadyTo --secrt=hunter3", false},
+		{"ReadyTo --port", false},
+		{"Frobnicate 8001", false},
+		{`SentTo "open quote 8001`, false},
+		{`PingTo 8001 \`, false},
+		{"PingTo --key abc 8001", false},
+		{"PingTo --Token=abc 8001", false},
+		{"PingTo --bearer abc 8001", false},
+		{"PingTo --password=abc 8001", false},
+
+		// Run by the shell, but with a credential: not kept.
+		{"ReadyTo --secret hunter2", false},
+		{"ReadyTo --secret=hunter2", false},
+		{"ReadyTo '--secret=hunter2'", false},
+		{"readyto --port 8001 --secret hunter2", false},
+		{"PingTo mcpv2://127.0.0.1:1/mcpv2?sessionId=tok.mac", false},
+		{"PingTo 'mcpv2://127.0.0.1:1/mcpv2?sessionId=tok'", false},
+		{"PingTo mcpv2://127.0.0.1:1/mcpv2?session%49d=tok.mac", false},
+		{"PingTo mcpv2://127.0.0.1:1/mcpv2?%73essionId=tok.mac", false},
+		{"PingTo http://127.0.0.1:1/mcpv2?x=1&SESSIONID=tok", false},
+		{"PingTo http://127.0.0.1:1/mcpv2?access_token=tok", false},
+		{"PingTo http://127.0.0.1:1/mcpv2?tok%65n", false},
+		{"PingTo http://user:pw@127.0.0.1:1/mcpv2", false},
+		{"PingTo 127.0.0.1:1/mcpv2?sessionId=tok", false},
+		{`SentTo "use ` + apiKey + `" 8001`, false},
+		{"SentTo " + strings.ToUpper(apiKey) + " 8001", false},
+		{"PayTo 1 8001 --memo " + apiKey, false},
+		{`SentTo "Authorization: Bearer abc" 8001`, false},
+		{"SentTo Authorization: 8001", false},
+		{`SentTo "bearer abc" 8001`, false},
+		{"# ReadyTo --secret hunter2", false},
+	} {
+		if got := historyKeeps(tc.line); got != tc.keep {
+			t.Errorf("historyKeeps(%q) = %v, want %v", tc.line, got, tc.keep)
+		}
+	}
+}
+
+// TestShellHistoryFileScrubbed: a history file written before the rule
+// (by an older mcpv2) loses its credentials and refused lines when a shell
+// opens it, is cut to the limit, and is 0600.
+func TestShellHistoryFileScrubbed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shell", "history")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := "PingTo 8001\nReadyTo --Secret hunter2\nPingTo 8002\n\nPingTo mcpv2://127.0.0.1:1/mcpv2?session%49d=tok.mac\nPingTo 8003\nhelp" // no last newline
+	if err := os.WriteFile(path, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lines, f, err := openHistory(path, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"PingTo 8002", "PingTo 8003", "help"}; !slices.Equal(lines, want) {
+		t.Fatalf("lines %q, want %q", lines, want)
+	}
+	if _, err := f.WriteString("PingTo 8004\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "PingTo 8002\nPingTo 8003\nhelp\nPingTo 8004\n"; string(b) != want {
+		t.Fatalf("history file:\n%s\nwant:\n%s", b, want)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("history has mode %v, want 0600", fi.Mode().Perm())
+	}
+	// A file that is already as the rule wants is left as it is.
+	lines, f, err = openHistory(path, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if len(lines) != 4 {
+		t.Fatalf("lines %q, want the 4 of the file", lines)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
+		t.Fatalf("the history's dir holds %d files, want 1 (no temp file left)", len(entries))
 	}
 }
 
