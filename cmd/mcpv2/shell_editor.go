@@ -17,6 +17,7 @@ import (
 	"github.com/chzyer/readline"
 
 	"github.com/mcpv2/mcpv2/protocol"
+	"github.com/mcpv2/mcpv2/transport"
 )
 
 // shellHistoryLimit is how many lines the shell's history keeps.
@@ -171,25 +172,14 @@ func openHistory(path string, limit int) ([]string, *os.File, error) {
 	return lines, f, nil
 }
 
-// rewriteHistory replaces the file at path with lines, through a new file
-// (created 0600) renamed over it.
+// rewriteHistory replaces the file at path with lines (0600), through the
+// project's one atomic writer.
 func rewriteHistory(path string, lines []string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".history-*")
-	if err != nil {
-		return err
-	}
 	var text strings.Builder
 	for _, l := range lines {
 		text.WriteString(l + "\n")
 	}
-	_, err = tmp.WriteString(text.String())
-	if err = errors.Join(err, tmp.Close()); err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
-	}
-	return err
+	return transport.WriteFile(path, []byte(text.String()))
 }
 
 func (e *lineEditor) next() (string, error) {
