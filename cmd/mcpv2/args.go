@@ -15,42 +15,61 @@ import (
 // interspersed moves the flags of a subcommand that follow its positional
 // arguments in front of them, so that `mcpv2 call ADDR ping --secret s` works
 // as the spec writes it: urfave/cli/v2 stops parsing flags at the first
-// positional argument. A "--" ends flag handling.
+// positional argument. A word is a flag when looksLikeFlag says so, the rule
+// checkArgs uses too: "-", "-1" and "-5 plus 3" are positional arguments.
+// After "--" every word is one. When the positional arguments include "--"
+// or a word that starts with '-', they follow a "--" (after the name of the
+// subcommand, if the command has subcommands), where flag parsing stops:
+// urfave/cli would otherwise read "-1" as a flag.
 func interspersed(app *cli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
 	}
-	var cmd *cli.Command
-	for _, c := range app.Commands {
-		if c.HasName(args[1]) {
-			cmd = c
-		}
-	}
+	cmd := commandNamed(app.Commands, args[1])
 	if cmd == nil {
 		return args
 	}
 	takes := takesValue(cmd.Flags)
 	var flags, pos []string
+	ended := false
 	rest := args[2:]
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
 		if a == "--" {
-			pos = append(pos, rest[i:]...)
+			pos = append(pos, rest[i+1:]...)
+			ended = true
 			break
 		}
-		name := strings.TrimLeft(a, "-")
-		if !strings.HasPrefix(a, "-") || a == "-" || name == "" {
+		if !looksLikeFlag(a) {
 			pos = append(pos, a)
 			continue
 		}
 		flags = append(flags, a)
-		if n, _, hasEq := strings.Cut(name, "="); !hasEq && takes[n] && i+1 < len(rest) {
+		name, _, hasEq := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !hasEq && takes[name] && i+1 < len(rest) {
 			flags = append(flags, rest[i+1])
 			i++
 		}
 	}
 	out := append([]string{args[0], args[1]}, flags...)
-	return append(out, pos...)
+	// The subcommand's name stays in front of "--": the command's own
+	// flag parsing stops at it, and the subcommand's at "--".
+	k := 0
+	if len(cmd.Subcommands) > 0 && len(pos) > 0 &&
+		(commandNamed(cmd.Subcommands, pos[0]) != nil || pos[0] == "help" || pos[0] == "h") {
+		k = 1
+	}
+	out = append(out, pos[:k]...)
+	if ended || slices.ContainsFunc(pos[k:], startsWithDash) {
+		out = append(out, "--")
+	}
+	return append(out, pos[k:]...)
+}
+
+// startsWithDash says whether a positional argument would be read as a flag
+// by the standard flag package ("-" would not).
+func startsWithDash(a string) bool {
+	return len(a) > 1 && a[0] == '-'
 }
 
 // takesValue maps every name of flags to whether the flag takes a value
@@ -121,7 +140,9 @@ func checkArgs(app *cli.App, args []string) error {
 	names := commandNames(app.Commands)
 	word := args[i]
 	if word == "help" || word == "h" {
-		if i+1 < len(args) && !looksLikeFlag(args[i+1]) && commandNamed(app.Commands, args[i+1]) == nil {
+		// help is a command too (urfave/cli adds it, so it is not in
+		// app.Commands): `mcpv2 help help` prints its help.
+		if i+1 < len(args) && !looksLikeFlag(args[i+1]) && !slices.Contains(names, args[i+1]) && args[i+1] != "h" {
 			return unknownCommand(args[i+1], names, "mcpv2")
 		}
 		return nil

@@ -94,6 +94,48 @@ func TestFirstHourDidYouMean(t *testing.T) {
 	}
 }
 
+// TestFirstHourHelpHelp: `mcpv2 help help` (and `help h`) prints help's
+// own help, as before issue 26, not "unknown command "help"".
+func TestFirstHourHelpHelp(t *testing.T) {
+	for _, word := range []string{"help", "h"} {
+		out, errOut, code := run(t, "help", word)
+		if code != 0 || !strings.Contains(out, "help - Shows a list of commands or help for one command") || strings.Contains(errOut, "unknown command") {
+			t.Errorf("mcpv2 help %s: exit %d, stdout %q, stderr %q", word, code, out, errOut)
+		}
+	}
+}
+
+// TestFirstHourDashPositional: a positional argument that starts with '-'
+// but is no flag (a negative number, "-5 plus 3") reaches the command
+// wherever it stands, and after "--" any word does; none of them is read
+// as a flag ("flag provided but not defined").
+func TestFirstHourDashPositional(t *testing.T) {
+	node := startNode(t, "")
+	addr, client := node.tcpAddr(t), t.TempDir()
+	// The node's ping gets -1 as its arguments and refuses them as no
+	// object: the word was ARGS_JSON, not a flag.
+	for _, args := range [][]string{
+		{"call", addr, "ping", "-1", "--data-dir", client},
+		{"call", addr, "ping", "--data-dir", client, "--", "-1"},
+		{"call", "--data-dir", client, "--", addr, "ping", "-1"},
+	} {
+		out, errOut, code := run(t, args...)
+		if code == 0 || out != "" || !strings.Contains(errOut, `invalid params for ping`) || !strings.Contains(errOut, `-1 has type "integer", want "object"`) {
+			t.Errorf("mcpv2 %q: exit %d, stdout %q, stderr %q: want ping's refusal of the arguments -1", args, code, out, errOut)
+		}
+	}
+	// After "--", a word that looks like a flag is an argument too.
+	out, errOut, code := run(t, "call", addr, "ping", "--data-dir", client, "--", "-x.txt")
+	if code == 0 || out != "" || strings.TrimSpace(errOut) != "mcpv2: call: ARGS_JSON is not valid JSON: -x.txt" {
+		t.Errorf("call … -- -x.txt: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// The request "-5 plus 3" is planned (the mesh has no calculator).
+	out, errOut, _ = run(t, "orchestrate", "-5 plus 3", "--bootstrap", addr, "--data-dir", client, "--attempts", "1", "--subtask-timeout", "2s")
+	if !strings.Contains(out, "-5 plus 3") || strings.Contains(errOut, "flag provided") || strings.Contains(errOut, "usage:") {
+		t.Errorf(`orchestrate "-5 plus 3": stdout %q, stderr %q: want the request planned`, out, errOut)
+	}
+}
+
 // TestFirstHourAuditNoMatch: `mcpv2 audit --outcome blocked` with no
 // matching call prints the table's header and says on stderr that nothing
 // matched, naming the filter; a match prints as before.
