@@ -723,7 +723,7 @@ func cmdlineFlags(cmd *cli.Command, args []string) map[string]bool {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		name := strings.TrimLeft(a, "-")
-		if a == "--" || !strings.HasPrefix(a, "-") || a == "-" || name == "" {
+		if a == "--" || !looksLikeFlag(a) || name == "" {
 			break
 		}
 		n, _, hasEq := strings.Cut(name, "=")
