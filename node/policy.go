@@ -52,6 +52,9 @@ type policyFile struct {
 	Limits map[string]string   `json:"limits"`
 }
 
+// policyFields are policyFile's fields, for a did-you-mean.
+var policyFields = []string{"grants", "limits"}
+
 // maxPerSkillRate caps the N of an "N/unit" limit.
 const maxPerSkillRate = 1_000_000
 
@@ -112,10 +115,11 @@ func ParsePolicy(name string, data []byte) (*Policy, error) {
 	dec := json.NewDecoder(strings.NewReader(string(data)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&pf); err != nil {
-		if serr := protocol.JSONSyntaxError(data, err); serr != nil {
-			err = serr
+		hint := ""
+		if field, ok := protocol.JSONUnknownField(err); ok {
+			hint = suggest.Hint(field, policyFields)
 		}
-		return nil, fmt.Errorf("policy file %s: %w", name, err)
+		return nil, fmt.Errorf("policy file %s: %w%s", name, protocol.JSONFileError(data, err), hint)
 	}
 	for who, skills := range pf.Grants {
 		if !validGrantKey(who) {
@@ -149,22 +153,33 @@ func ParsePolicy(name string, data []byte) (*Policy, error) {
 // skill of a custom skills file that is not loaded. The grant still
 // stands (the skill may come later); the node warns of it at start and
 // mcpv2 config show lists it.
+//
+// A limit (the "limits" of the file) of a skill the node does not have is
+// one too, with Limit set and Who empty: the limit stands, and limits
+// nothing until the skill comes.
 type UnknownGrant struct {
 	File  string // the policy file
-	Who   string // the grant key: a PeerID, "http", "*", …
-	Skill string // the skill granted
+	Who   string // the grant key: a PeerID, "http", "*", …; "" for a limit
+	Limit bool   // a limit's key, not a grant
+	Skill string // the skill granted or limited
 	Hint  string // ` (did you mean "X"?)` or ""
 }
 
 // String is the one-line warning, e.g. policy file /d/policy.json: grant
 // to "http" names skill "pnig", which this node does not have (did you
-// mean "ping"?).
+// mean "ping"?), or policy file /d/policy.json: limit names skill
+// "uplaod_file", which this node does not have (did you mean
+// "upload_file"?).
 func (u UnknownGrant) String() string {
+	if u.Limit {
+		return fmt.Sprintf("policy file %s: limit names skill %q, which this node does not have%s", u.File, u.Skill, u.Hint)
+	}
 	return fmt.Sprintf("policy file %s: grant to %q names skill %q, which this node does not have%s", u.File, u.Who, u.Skill, u.Hint)
 }
 
 // UnknownGrants lists the grants of p that name a skill not in known (nor
-// "*"), sorted by grant key then skill.
+// "*"), sorted by grant key then skill, then the limits of such skills,
+// sorted by skill.
 func (p *Policy) UnknownGrants(known []string) []UnknownGrant {
 	var out []UnknownGrant
 	for _, who := range slices.Sorted(maps.Keys(p.grants)) {
@@ -175,21 +190,31 @@ func (p *Policy) UnknownGrants(known []string) []UnknownGrant {
 			out = append(out, UnknownGrant{File: p.file, Who: who, Skill: sk, Hint: suggest.Hint(sk, known)})
 		}
 	}
+	for _, sk := range slices.Sorted(maps.Keys(p.rates)) {
+		if sk == "*" || slices.Contains(known, sk) {
+			continue
+		}
+		out = append(out, UnknownGrant{File: p.file, Limit: true, Skill: sk, Hint: suggest.Hint(sk, known)})
+	}
 	return out
 }
 
-// warnUnknownGrants logs, once at start, each grant of a skill the node
-// does not have.
+// warnUnknownGrants logs, once at start, each grant or limit of a skill
+// the node does not have.
 func (n *Node) warnUnknownGrants() {
 	names := n.reg.Names()
 	for _, u := range n.policy.UnknownGrants(names) {
-		n.log.Warn(u.String(), "skill", u.Skill, "grant", u.Who, "suggest", suggest.Nearest(u.Skill, names), "file", u.File)
+		what := []any{"grant", u.Who}
+		if u.Limit {
+			what = []any{"limit", true}
+		}
+		n.log.Warn(u.String(), append(append([]any{"skill", u.Skill}, what...), "suggest", suggest.Nearest(u.Skill, names), "file", u.File)...)
 	}
 }
 
 // PolicyWarnings reads the policy file and the custom skills file (each
 // "" for its default in dataDir) as a node started with them would, and
-// returns the grants of skills such a node would not have: the standard
+// returns the grants and limits of skills such a node would not have: the standard
 // skills, scan, orchestrate (with withMesh) and the custom skills by name
 // (a grant that may be a tool of a custom "mcp" server's "tools": "*" is
 // given the benefit of the doubt: the node checks it against the tools). It is
@@ -202,7 +227,7 @@ func PolicyWarnings(dataDir, policyFile, skillsFile string, withMesh bool) ([]Un
 	if err != nil {
 		return nil, err
 	}
-	if len(p.grants) == 0 {
+	if len(p.grants) == 0 && len(p.rates) == 0 {
 		return nil, nil
 	}
 	known := append(slices.Clone(skills.StandardNames), skills.ScanSkill)

@@ -216,3 +216,49 @@ func TestParseRate(t *testing.T) {
 		}
 	}
 }
+
+// TestParsePolicyWords: the policy file's mistakes are worded as the
+// custom skills file's are (review 26 §4): JSON fields and types, where
+// in the file, and a did-you-mean for an unknown top-level field; no Go
+// struct or type names.
+func TestParsePolicyWords(t *testing.T) {
+	for _, tc := range []struct{ file, want string }{
+		{`{"grnts": {"*": ["ping"]}}`, `policy file p.json: unknown field "grnts" at line 1, column 2 (did you mean "grants"?)`},
+		{"{\"grants\": {},\n \"limts\": {}}", `policy file p.json: unknown field "limts" at line 2, column 2 (did you mean "limits"?)`},
+		{`{"colour": 1}`, `policy file p.json: unknown field "colour" at line 1, column 2`},
+		{`{"grants":{"*":"ping"}}`, `policy file p.json: grants: got a JSON string, want an array of strings at line 1, column`},
+		{`{"limits":{"ask":10}}`, `policy file p.json: limits: got a JSON number, want a string at line 1, column`},
+		{`[]`, `policy file p.json: got a JSON array, want an object at line 1, column`},
+	} {
+		_, err := ParsePolicy("p.json", []byte(tc.file))
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.file, err, tc.want)
+			continue
+		}
+		for _, gowords := range []string{"Go struct", "policyFile", "[]string", ": json:"} {
+			if strings.Contains(err.Error(), gowords) {
+				t.Errorf("%s: %q speaks Go (%s)", tc.file, err, gowords)
+			}
+		}
+		if strings.Contains(tc.want, "colour") && strings.Contains(err.Error(), "did you mean") {
+			t.Errorf("%s: a suggestion for a field near nothing: %v", tc.file, err)
+		}
+	}
+}
+
+// TestUnknownGrantsLimits: a limit of a skill the node lacks is listed
+// after the grants, with a did-you-mean; a limit of a known skill or "*"
+// is not.
+func TestUnknownGrantsLimits(t *testing.T) {
+	p, err := ParsePolicy("p.json", []byte(`{"grants":{"*":["pnig"]},"limits":{"uplaod_file":"1/s","ping":"1/s","*":"5/s"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := p.UnknownGrants([]string{"ping", "upload_file"})
+	if len(got) != 2 || got[0].Skill != "pnig" || got[0].Limit || got[1].Skill != "uplaod_file" || !got[1].Limit || got[1].Who != "" {
+		t.Fatalf("UnknownGrants: %+v", got)
+	}
+	if want := `policy file p.json: limit names skill "uplaod_file", which this node does not have (did you mean "upload_file"?)`; got[1].String() != want {
+		t.Errorf("warning %q, want %q", got[1].String(), want)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"strconv"
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -108,4 +110,124 @@ func lineCol(data []byte, off int64) (line, col int) {
 	line = bytes.Count(prefix, []byte("\n")) + 1
 	col = int(off) - (bytes.LastIndexByte(prefix, '\n') + 1)
 	return line, max(col, 1)
+}
+
+// JSONFileError words an error of encoding/json (a Decoder with
+// DisallowUnknownFields, or Unmarshal) about data, a file a person edits
+// (the custom skills file, the policy file), in that person's terms: JSON
+// fields and types, never Go's. Text that is not JSON is JSONSyntaxError's;
+// a value of the wrong type is a *JSONFieldError, "tags: got a JSON
+// string, want an array of strings"; an unknown field is "unknown field
+// "grnts"" (JSONUnknownField names it, for a suggestion). When data is not
+// nil, the last two add where: " at line L, column C" (the end of the
+// value of the wrong type, the name of the unknown field). Pass nil data when
+// the value decoded is a part of the file, whose offsets would mislead.
+func JSONFileError(data []byte, err error) error {
+	if data != nil {
+		if serr := JSONSyntaxError(data, err); serr != nil {
+			return serr
+		}
+	}
+	at := func(off int64) string {
+		if data == nil || off < 0 {
+			return ""
+		}
+		line, col := lineCol(data, off)
+		return fmt.Sprintf(" at line %d, column %d", line, col)
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return &JSONFieldError{Field: te.Field, Err: fmt.Errorf("got a JSON %s, want %s%s", te.Value, jsonTypeName(te.Type), at(te.Offset))}
+	}
+	if name, ok := JSONUnknownField(err); ok {
+		off := int64(-1)
+		if i := unknownFieldAt(data, name); i >= 0 {
+			off = int64(i) + 1 // lineCol's offsets are past the byte meant
+		}
+		return fmt.Errorf("unknown field %q%s", name, at(off))
+	}
+	return errors.New(strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// JSONFieldError is a value of the wrong type at Field (dotted, as
+// encoding/json names it; "" for the top-level value).
+type JSONFieldError struct {
+	Field string
+	Err   error // the reason, "got a JSON string, want an array of strings"
+}
+
+// Error is the field, a colon and the reason; the reason alone for the
+// top-level value.
+func (e *JSONFieldError) Error() string {
+	if e.Field == "" {
+		return e.Err.Error()
+	}
+	return e.Field + ": " + e.Err.Error()
+}
+
+// Unwrap returns the reason.
+func (e *JSONFieldError) Unwrap() error { return e.Err }
+
+// JSONUnknownField returns the field name of encoding/json's error for a
+// field that DisallowUnknownFields refused (it has no error type of its
+// own), and whether err is one.
+func JSONUnknownField(err error) (string, bool) {
+	if err == nil {
+		return "", false
+	}
+	rest, ok := strings.CutPrefix(err.Error(), "json: unknown field ")
+	if !ok {
+		return "", false
+	}
+	name, qerr := strconv.Unquote(rest)
+	return name, qerr == nil
+}
+
+// unknownFieldAt is the offset in data of the first member named name
+// ("name" then a colon), or -1.
+func unknownFieldAt(data []byte, name string) int {
+	if data == nil {
+		return -1
+	}
+	q, _ := json.Marshal(name)
+	for off := 0; ; {
+		i := bytes.Index(data[off:], q)
+		if i < 0 {
+			return -1
+		}
+		i += off
+		if rest := bytes.TrimLeft(data[i+len(q):], " \t\r\n"); len(rest) > 0 && rest[0] == ':' {
+			return i
+		}
+		off = i + len(q)
+	}
+}
+
+// jsonTypeName names the JSON a Go type of a file's struct wants.
+func jsonTypeName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Float32, reflect.Float64, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a number"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.String {
+			return "an array of strings"
+		}
+		return "an array"
+	case reflect.Map:
+		if t.Elem().Kind() == reflect.String {
+			return "an object of strings"
+		}
+		return "an object"
+	case reflect.Struct:
+		return "an object"
+	}
+	return t.String()
 }

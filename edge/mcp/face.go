@@ -216,6 +216,9 @@ func (f *Face) Close() error {
 	}
 	f.closed = true
 	f.cancel()
+	if f.http != nil {
+		f.http.book.close() // its timers
+	}
 	var err error
 	if f.peers != nil {
 		err = f.peers.Close()

@@ -37,6 +37,10 @@ type HTTPOptions struct {
 	// SessionIdle ends a stateful session idle this long (default
 	// DefaultSessionIdle).
 	SessionIdle time.Duration
+	// ClientGone closes a stateful session this long after its client
+	// cut its standing stream (GET) and sent nothing since: a client that
+	// left without DELETE (default DefaultClientGone).
+	ClientGone time.Duration
 }
 
 // Mount serves the face at Path on e's Mux, both eras of streamable HTTP:
@@ -61,6 +65,9 @@ func (f *Face) Mount(e *edge.Server, o HTTPOptions) {
 	}
 	if o.SessionIdle <= 0 {
 		o.SessionIdle = DefaultSessionIdle
+	}
+	if o.ClientGone <= 0 {
+		o.ClientGone = DefaultClientGone
 	}
 	f.limiter = e
 	f.mountHTTP(e, o, o.MaxSessions)
@@ -99,7 +106,7 @@ func (f *Face) mountHTTP(e *edge.Server, o HTTPOptions, maxSessions int) {
 		Logger: f.log, MaxRequestBodyBytes: e.MaxBody(), SessionTimeout: o.SessionIdle})
 	stateless := sdk.NewStreamableHTTPHandler(get, &sdk.StreamableHTTPOptions{
 		Logger: f.log, MaxRequestBodyBytes: e.MaxBody(), Stateless: true, PropagateRequestCancellation: true})
-	f.http = &httpFace{e: e, stateful: withTokenInfo(stateful), stateless: withTokenInfo(stateless), book: newSessionBook(maxSessions)}
+	f.http = &httpFace{e: e, stateful: withTokenInfo(stateful), stateless: withTokenInfo(stateless), book: newSessionBook(maxSessions, o.ClientGone)}
 }
 
 // withTokenInfo wraps h in the go-sdk's bearer-token middleware, with the

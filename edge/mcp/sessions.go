@@ -23,54 +23,77 @@ import (
 const sessionsPerOwner = 16
 
 // sessionBook knows who holds each stateful session of one face, and
-// whether it is in use. mu guards m; it is never held while calling into
-// the go-sdk or the Slots.
+// whether it is in use. mu guards m and closed; it is never held while
+// calling into the go-sdk or the Slots. The book owns the timers that
+// close the sessions of clients that left (streamEnded): timers counts
+// those armed or running, and close stops them and waits.
 type sessionBook struct {
-	slots edge.Slots
-	mu    sync.Mutex
-	m     map[string]*heldSession // by Mcp-Session-Id
+	slots     edge.Slots
+	goneAfter time.Duration // HTTPOptions.ClientGone
+	mu        sync.Mutex
+	m         map[string]*heldSession // by Mcp-Session-Id
+	closed    bool                    // close ran: no timer is armed any more
+	timers    sync.WaitGroup
 }
 
 // heldSession is one session in the book.
 type heldSession struct {
 	owner    string
+	holder   string // the caller's Holder: the go-sdk binds the session to it
 	priv     bool
 	release  func()
-	inflight int       // requests of the session being served
-	began    time.Time // when its initialize started
-	last     time.Time // when the last request started
-	brokeOff time.Time // when its client last cut a standing stream (GET)
+	inflight int         // requests of the session being served
+	began    time.Time   // when its initialize started
+	last     time.Time   // when the last request started
+	brokeOff time.Time   // when its client last cut a standing stream (GET)
+	gone     *time.Timer // closes the session if its client does not come back; nil when none is armed
 }
 
-// goneAfter is how long a session whose client cut its standing stream
-// (the GET of server-sent events: its connection closed, as when the
-// client's process ends) may go without a new request or stream before
-// the face takes the client for gone and closes the session. The go-sdk's
-// client reconnects a broken stream at once; a client that never opened
-// one is not affected (it ends by DELETE or SessionIdle). Without this,
-// a gone client's session stayed until SessionIdle, and each change of
-// the files sent it a list_changed that nothing could deliver.
-const goneAfter = 10 * time.Second
+// heldBy reports whether c holds the session: the same Holder (what the
+// go-sdk binds the session to) and the same privilege. A request of
+// another caller naming the session is refused by the go-sdk, and must
+// not touch the book's entry either.
+func (h *heldSession) heldBy(c protocol.Caller) bool {
+	return h.holder == c.Holder() && h.priv == edge.Privileged(c)
+}
 
-// streamEnded notes that a standing stream of session id ended; when the
-// client cut it (clientLeft: its request's context is done, not the
-// session's end), the session is closed goneAfter later unless its client
-// came back in between.
-func (b *sessionBook) streamEnded(f *Face, id string, clientLeft bool) {
-	if !clientLeft {
-		return
+// stopGone disarms h's timer, if one is armed and has not fired. b.mu is
+// held.
+func (b *sessionBook) stopGone(h *heldSession) {
+	if h.gone != nil && h.gone.Stop() {
+		b.timers.Done()
 	}
+	h.gone = nil
+}
+
+// DefaultClientGone is how long a session whose client cut its standing
+// stream (the GET of server-sent events: its connection closed, as when
+// the client's process ends) may go without a new request or stream
+// before the face takes the client for gone and closes the session. The
+// go-sdk's client reconnects a broken stream at once; a client that never
+// opened one is not affected (it ends by DELETE or SessionIdle). Without
+// this, a gone client's session stayed until SessionIdle, and each change
+// of the files sent it a list_changed that nothing could deliver.
+const DefaultClientGone = 10 * time.Second
+
+// streamEnded notes that a standing stream of session id, served to c,
+// was cut by its client (its request's context is done, not the
+// session's end): the session is closed goneAfter later unless its client
+// came back in between. Only the session's holder counts: a stream of
+// another caller naming the id is no sign that the holder left.
+func (b *sessionBook) streamEnded(f *Face, id string, c protocol.Caller) {
 	ended := time.Now()
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	h := b.m[id]
-	if h != nil {
-		h.brokeOff = ended
-	}
-	b.mu.Unlock()
-	if h == nil {
+	if h == nil || !h.heldBy(c) || b.closed {
 		return
 	}
-	time.AfterFunc(goneAfter, func() {
+	h.brokeOff = ended
+	b.stopGone(h)
+	b.timers.Add(1)
+	h.gone = time.AfterFunc(b.goneAfter, func() {
+		defer b.timers.Done()
 		if f.ctx.Err() != nil {
 			return // the face is closing: it ends every session
 		}
@@ -79,14 +102,28 @@ func (b *sessionBook) streamEnded(f *Face, id string, clientLeft bool) {
 		gone := h != nil && h.brokeOff.Equal(ended) && h.inflight == 0 && !h.last.After(ended)
 		b.mu.Unlock()
 		if gone && f.CloseSession(id) == nil {
-			f.log.Debug("mcp: closed the session of a client that left (its stream cut, nothing since)", "owner", h.owner, "after", goneAfter)
+			f.log.Debug("mcp: closed the session of a client that left (its stream cut, nothing since)", "owner", h.owner, "after", b.goneAfter)
 		}
 	})
 }
 
-// newSessionBook caps a face's sessions at total.
-func newSessionBook(total int) *sessionBook {
-	return &sessionBook{m: map[string]*heldSession{}, slots: edge.Slots{What: "MCP sessions", Total: total,
+// close stops the book's timers and waits for those already running; no
+// timer is armed after it. Face.Close calls it, after cancelling the
+// face's context.
+func (b *sessionBook) close() {
+	b.mu.Lock()
+	b.closed = true
+	for _, h := range b.m {
+		b.stopGone(h)
+	}
+	b.mu.Unlock()
+	b.timers.Wait()
+}
+
+// newSessionBook caps a face's sessions at total; a session whose client
+// left is closed goneAfter after.
+func newSessionBook(total int, goneAfter time.Duration) *sessionBook {
+	return &sessionBook{m: map[string]*heldSession{}, goneAfter: goneAfter, slots: edge.Slots{What: "MCP sessions", Total: total,
 		Reserved: max(1, total/8), PerOwner: sessionsPerOwner, PerIP: max(sessionsPerOwner, total/16)}}
 }
 
@@ -111,16 +148,17 @@ func (b *sessionBook) admit(f *Face, c protocol.Caller) (func(), string) {
 func (b *sessionBook) add(id string, c protocol.Caller, release func(), began time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.m[id] = &heldSession{owner: c.Owner, priv: edge.Privileged(c), release: release, began: began, last: began}
+	b.m[id] = &heldSession{owner: c.Owner, holder: c.Holder(), priv: edge.Privileged(c), release: release, began: began, last: began}
 }
 
-// begin marks a request of session id in use; end (the result) marks it
-// done. An id not in the book is a no-op.
-func (b *sessionBook) begin(id string) (end func()) {
+// begin marks a request of c naming session id in use; end (the result)
+// marks it done. An id not in the book, or a session c does not hold (the
+// go-sdk refuses that request), is a no-op.
+func (b *sessionBook) begin(id string, c protocol.Caller) (end func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	h := b.m[id]
-	if h == nil {
+	if h == nil || !h.heldBy(c) {
 		return func() {}
 	}
 	h.inflight++
@@ -143,6 +181,7 @@ func (b *sessionBook) prune(f *Face) {
 	b.mu.Lock()
 	for id, h := range b.m {
 		if !live[id] {
+			b.stopGone(h)
 			gone = append(gone, h.release)
 			delete(b.m, id)
 		}
@@ -169,6 +208,9 @@ func (b *sessionBook) evictOldestIdle(f *Face, c protocol.Caller) bool {
 	}
 	h := b.m[oldest]
 	delete(b.m, oldest)
+	if h != nil {
+		b.stopGone(h)
+	}
 	b.mu.Unlock()
 	if oldest == "" {
 		return false
@@ -245,10 +287,13 @@ func (f *Face) serveStateful(w *statusWriter, r *http.Request, c protocol.Caller
 	h := f.http
 	id := r.Header.Get("Mcp-Session-Id")
 	if id != "" || r.Method != http.MethodPost {
-		defer h.book.begin(id)()
+		defer h.book.begin(id, c)()
 		h.stateful.ServeHTTP(w, withHTTPCaller(r, c))
-		if r.Method == http.MethodGet && id != "" {
-			h.book.streamEnded(f, id, r.Context().Err() != nil)
+		// A stream the go-sdk served (not one it refused: another
+		// caller's session 403, an unknown one 404, a second stream 409)
+		// that its client cut.
+		if r.Method == http.MethodGet && id != "" && w.status == http.StatusOK && r.Context().Err() != nil {
+			h.book.streamEnded(f, id, c)
 		}
 		return
 	}

@@ -1,8 +1,10 @@
 // Command client is an MCP client of the mcpv2 mesh, on the official go-sdk:
 // it starts `mcpv2 mcp` (a node of its own that joins the mesh through
-// --bootstrap), lists its tools, finds the agents that offer --skill with
-// mesh_find and runs the skill with mesh_call on the best of them that is
-// not the bootstrap peer (a relay, usually), the next on a failure.
+// --bootstrap), lists its tools, finds the agents that offer --skill (a
+// skill name, or a tag of a skill) with mesh_find and runs the skill with
+// mesh_call on the best of them that is not the bootstrap peer (a relay,
+// usually), the next on a failure. For a tag, the skill run is the agent's
+// first skill with that tag, read from its card.
 //
 //	go run ./examples/mcp/client --bootstrap /ip4/…/p2p/12D3KooW… --secret S --skill ping
 package main
@@ -26,7 +28,7 @@ import (
 func main() {
 	bin := flag.String("mcpv2", "mcpv2", "the mcpv2 command")
 	bootstrap := flag.String("bootstrap", "", "a peer of the mesh (an MCPV2_P2P_ADDRESS line)")
-	skill := flag.String("skill", "ping", "the skill to find and run")
+	skill := flag.String("skill", "ping", "the skill to find and run: its name, or a tag of it")
 	args := flag.String("args", "{}", "the skill's arguments, a JSON object")
 	secret := flag.String("secret", os.Getenv("MCPV2_SECRET"), "the mesh's shared secret, so that its agents grant every skill (default $MCPV2_SECRET)")
 	flag.Parse()
@@ -82,12 +84,26 @@ func run(bin, bootstrap, secret, skill string, args json.RawMessage) error {
 	}
 	var order []agent
 	waitFrom := time.Now()
+	tagged := map[string]string{} // PeerID → its skill tagged with the query ("" none), from its card
 	for {
 		var found struct {
 			Agents []agent `json:"agents"`
 		}
 		if err := callJSON(ctx, cs, "mesh_find", map[string]any{"skill": skill, "limit": 10}, &found); err != nil {
 			return err
+		}
+		// mesh_find matches tags too: an agent found by a tag runs the
+		// skill its card tags so.
+		for i, a := range found.Agents {
+			if slices.Contains(a.Skills, skill) {
+				continue
+			}
+			run, ok := tagged[a.PeerID]
+			if !ok {
+				run = taggedSkill(ctx, cs, a.Resource, skill)
+				tagged[a.PeerID] = run
+			}
+			found.Agents[i].Tagged = run
 		}
 		order = targets(found.Agents, skill, boot, self)
 		if len(order) > 0 && ((order[0].PeerID != boot && order[0].PeerID != self) || time.Since(waitFrom) > otherAgentWait) {
@@ -112,12 +128,13 @@ func run(bin, bootstrap, secret, skill string, args json.RawMessage) error {
 		case self:
 			fmt.Printf("running %s on this client's own node %s: no other agent offers it or answered\n", skill, a.PeerID)
 		}
+		run := a.run(skill)
 		var result json.RawMessage
-		if last = callJSON(ctx, cs, "mesh_call", map[string]any{"peer": a.PeerID, "skill": skill, "arguments": args}, &result); last == nil {
-			fmt.Printf("%s on %s: %s\n", skill, a.PeerID, result)
+		if last = callJSON(ctx, cs, "mesh_call", map[string]any{"peer": a.PeerID, "skill": run, "arguments": args}, &result); last == nil {
+			fmt.Printf("%s on %s: %s\n", run, a.PeerID, result)
 			return nil
 		}
-		fmt.Printf("%s on %s failed: %v\n", skill, a.PeerID, last)
+		fmt.Printf("%s on %s failed: %v\n", run, a.PeerID, last)
 	}
 	return last
 }
@@ -133,9 +150,56 @@ type agent struct {
 	Score     float64  `json:"score"`
 	Reachable bool     `json:"reachable"`
 	Skills    []string `json:"skills"`
+	Resource  string   `json:"resource"` // its card, mcpv2://agents/PEERID
+	// Tagged is, for an agent whose skills do not include the query, its
+	// skill tagged with the query ("" none): mesh_find matches tags too.
+	Tagged string `json:"-"`
 }
 
-// targets orders the agents to try for skill, among those that list it:
+// run is the skill to run on a for query: query itself when a lists it,
+// else its skill tagged query ("" none).
+func (a agent) run(query string) string {
+	if slices.Contains(a.Skills, query) {
+		return query
+	}
+	return a.Tagged
+}
+
+// card is what the client reads of an agent's card.
+type card struct {
+	Skills []struct {
+		Name string   `json:"name"`
+		Tags []string `json:"tags"`
+	} `json:"skills"`
+}
+
+// skillTagged is c's first skill tagged tag, or "".
+func (c card) skillTagged(tag string) string {
+	for _, s := range c.Skills {
+		if slices.Contains(s.Tags, tag) {
+			return s.Name
+		}
+	}
+	return ""
+}
+
+// taggedSkill reads the agent's card (uri, mcpv2://agents/PEERID) and
+// returns its first skill tagged tag; "" when it has none or the card
+// cannot be read.
+func taggedSkill(ctx context.Context, cs *mcp.ClientSession, uri, tag string) string {
+	if uri == "" {
+		return ""
+	}
+	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	var c card
+	if err != nil || len(res.Contents) == 0 || json.Unmarshal([]byte(res.Contents[0].Text), &c) != nil {
+		return ""
+	}
+	return c.skillTagged(tag)
+}
+
+// targets orders the agents to try for skill, among those that offer it
+// (list it, or a skill tagged with it: agent.run):
 // the reachable ones first, best score first as mesh_find ranks them, then
 // the others; the bootstrap peer (boot, a relay more often than not: it
 // offers the standard skills as every node does) and the client's own
@@ -144,7 +208,7 @@ func targets(agents []agent, skill, boot, self string) []agent {
 	var reachable, other, bootAgent, selfAgent []agent
 	for _, a := range agents {
 		switch {
-		case !slices.Contains(a.Skills, skill):
+		case a.run(skill) == "":
 		case a.PeerID == boot:
 			bootAgent = append(bootAgent, a)
 		case a.PeerID == self:

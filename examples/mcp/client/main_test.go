@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 )
@@ -33,5 +34,35 @@ func TestTargets(t *testing.T) {
 	}
 	if id := peerIDOf("/ip4/127.0.0.1/tcp/4001"); id != "" {
 		t.Errorf("peerIDOf without /p2p/: %q", id)
+	}
+}
+
+// TestTargetsByTag: mesh_find matches tags too (review 26 §8): an agent
+// found by a tag, whose card tags one of its skills so, is kept and runs
+// that skill; one with no such skill is not; an agent that lists the query
+// as a skill runs it by name.
+func TestTargetsByTag(t *testing.T) {
+	const boot, self = "12D3KooWRelay", "12D3KooWSelf"
+	var c card
+	if err := json.Unmarshal([]byte(`{"peer_id":"12D3KooWTag","skills":[{"name":"ping","tags":["core"]},{"name":"forecast","tags":["weather","demo"]},{"name":"radar","tags":["weather"]}]}`), &c); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.skillTagged("weather"); got != "forecast" {
+		t.Fatalf("skillTagged(weather) = %q, want forecast (the first)", got)
+	}
+	if got := c.skillTagged("nope"); got != "" {
+		t.Fatalf("skillTagged(nope) = %q", got)
+	}
+	agents := []agent{
+		{PeerID: "12D3KooWTag", Score: 7, Reachable: true, Skills: []string{"ping", "forecast", "radar"}, Tagged: c.skillTagged("weather")},
+		{PeerID: "12D3KooWUntagged", Score: 6, Reachable: true, Skills: []string{"ping"}},
+		{PeerID: "12D3KooWNamed", Score: 5, Reachable: false, Skills: []string{"weather"}},
+	}
+	var got []string
+	for _, a := range targets(agents, "weather", boot, self) {
+		got = append(got, a.PeerID+":"+a.run("weather"))
+	}
+	if want := []string{"12D3KooWTag:forecast", "12D3KooWNamed:weather"}; !slices.Equal(got, want) {
+		t.Errorf("targets by tag: %v, want %v", got, want)
 	}
 }

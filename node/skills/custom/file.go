@@ -10,7 +10,6 @@ import (
 	"math"
 	"net"
 	"os"
-	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -121,7 +120,7 @@ func (l *Loader) parse(data []byte, baseDir string) ([]Skill, error) {
 		Skills []json.RawMessage `json:"skills"`
 	}
 	if err := decodeStrict(data, &file); err != nil {
-		return nil, jsonError(data, err)
+		return nil, fileError(data, err)
 	}
 	if len(file.Skills) > MaxSkills {
 		return nil, fmt.Errorf("%d skills, at most %d are allowed", len(file.Skills), MaxSkills)
@@ -394,48 +393,24 @@ func decodeStrict(data []byte, v any) error {
 	return nil
 }
 
-// jsonError rewrites encoding/json errors into messages that speak of
-// JSON fields and types (not Go struct names) and give line and column.
-func jsonError(data []byte, err error) error {
-	if serr := protocol.JSONSyntaxError(data, err); serr != nil {
-		return serr
-	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		if te.Field == "" {
-			return fmt.Errorf("got a JSON %s, want %s", te.Value, jsonTypeName(te.Type))
-		}
-		return fieldf(te.Field, "got a JSON %s, want %s", te.Value, jsonTypeName(te.Type))
-	}
-	return errors.New(strings.TrimPrefix(err.Error(), "json: "))
+// jsonError words an encoding/json error about part, a part of the file
+// (a skill, a handler), as protocol.JSONFileError does, without where:
+// offsets within a part would mislead. A type error is a fieldError, so
+// that a handler's is prefixed "handler.".
+func jsonError(part []byte, err error) error {
+	_ = part // valid JSON already: the whole file was decoded first
+	return fileError(nil, err)
 }
 
-func jsonTypeName(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
+// fileError is jsonError for data, the whole file (nil for a part of
+// it): with where.
+func fileError(data []byte, err error) error {
+	err = protocol.JSONFileError(data, err)
+	var fe *protocol.JSONFieldError
+	if errors.As(err, &fe) && fe.Field != "" {
+		return fieldf(fe.Field, "%w", fe.Err)
 	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Float32, reflect.Float64, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "a number"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.String {
-			return "an array of strings"
-		}
-		return "an array"
-	case reflect.Map:
-		if t.Elem().Kind() == reflect.String {
-			return "an object of strings"
-		}
-		return "an object"
-	case reflect.Struct:
-		return "an object"
-	}
-	return t.String()
+	return err
 }
 
 // parseTimeout checks a handler's timeout_s (seconds, fractions allowed).
