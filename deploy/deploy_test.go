@@ -297,6 +297,11 @@ func TestCompose(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	// The relay's volume exists before `compose run relay id` (compose
+	// mounts it at /data), and mcpv2 id makes the identity in it.
+	if err := os.Mkdir(filepath.Join(dir, "relay"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	id := exec.Command(bin, "id", "--data-dir", filepath.Join(dir, "relay"))
 	id.Env = testenv.CleanEnv()
 	out, err := id.Output()

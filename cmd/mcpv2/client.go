@@ -372,7 +372,8 @@ func idCommand() *cli.Command {
 		Name: "id", Usage: "print this node's PeerID and addresses: the running node's own, else those it listens on by default",
 		Description: "With a node running in --data-dir, its live addresses (asked over <data-dir>/control.sock). Without one,\n" +
 			"the default listen addresses on --p2p-port (every local interface), which a node started with other\n" +
-			"--listen or --p2p-port flags would not use: stderr says so. A --data-dir that does not exist is refused.",
+			"--listen or --p2p-port flags would not use: stderr says so. A --data-dir that does not exist is refused\n" +
+			"(a typo); an empty one gets a new identity, as a node would make it.",
 		Flags: []cli.Flag{dataDirFlag,
 			&cli.IntFlag{Name: "p2p-port", EnvVars: []string{"MCPV2_P2P_PORT"}, Value: transport.DefaultPort, Usage: "port of the default listen addresses (when no node runs)"}},
 		Action: func(c *cli.Context) error {
@@ -396,7 +397,7 @@ func idCommand() *cli.Command {
 			} else if !errors.Is(err, localapi.ErrNoNode) {
 				return err
 			}
-			if err := existingDataDir("id", dir, "the node whose addresses you want"); err != nil {
+			if err := existingDataDir("id", dir, "the node whose addresses you want; to make a new identity there, create the directory first"); err != nil {
 				return err
 			}
 			created := !fileExists(identityPath(dir))
