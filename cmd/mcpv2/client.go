@@ -160,11 +160,7 @@ func withSession(c *cli.Context, fn func(ctx context.Context, s *session, addr p
 		return err
 	}
 	defer s.Close()
-	timeout := c.Duration("timeout")
-	if timeout <= 0 {
-		timeout = 2 * time.Minute
-	}
-	ctx, cancel := context.WithTimeout(c.Context, timeout)
+	ctx, cancel := context.WithTimeout(c.Context, timeoutOr(c, callTimeout))
 	defer cancel()
 	if addr.Kind == protocol.AddrMesh {
 		if err := s.connect(ctx, c, addr); err != nil {

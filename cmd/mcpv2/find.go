@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/urfave/cli/v2"
 )
@@ -34,11 +33,7 @@ func findCommand() *cli.Command {
 			if s.Discovery() == nil {
 				return errors.New("find: needs --bootstrap (or MCPV2_BOOTSTRAP): the multiaddr of a peer of the mesh")
 			}
-			timeout := c.Duration("timeout")
-			if timeout <= 0 {
-				timeout = time.Minute
-			}
-			ctx, cancel := context.WithTimeout(c.Context, timeout)
+			ctx, cancel := context.WithTimeout(c.Context, timeoutOr(c, findTimeout))
 			defer cancel()
 			res, st, err := s.Discovery().FindWithStats(ctx, c.Args().First(), c.Int("limit"))
 			if c.Bool("stats") {

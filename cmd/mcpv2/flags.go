@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -34,17 +35,33 @@ var (
 		Usage: "treat this private IPv4 range as routable (overlays spanning VPCs, labs); repeatable"}
 	noNATFlag = &cli.BoolFlag{Name: "no-nat", EnvVars: []string{"MCPV2_NO_NAT"},
 		Usage: "turn off AutoNAT, port mapping, AutoRelay and hole punching"}
-	timeoutFlag = &cli.DurationFlag{Name: "timeout", EnvVars: []string{"MCPV2_TIMEOUT"}, Value: 0, DefaultText: "2m",
+	timeoutFlag = &cli.DurationFlag{Name: "timeout", EnvVars: []string{"MCPV2_TIMEOUT"}, Value: 0, DefaultText: shortDuration(callTimeout),
 		Usage: "give up a client call after this long"}
 )
 
-// timeoutDefaults is what --timeout's 0 (its value unless given) means for
-// the commands where it is not timeoutFlag's 2m: the help shows it once,
-// as the command applies it (find.go, orchestrate.go, send.go, mcpcmd.go).
+// What --timeout's 0 (its value unless given) means, per command: the
+// commands apply these, and the help says them (timeoutDefaults).
+const (
+	callTimeout        = 2 * time.Minute  // call, ping, tools, card, shell
+	findTimeout        = time.Minute      // find
+	orchestrateTimeout = 5 * time.Minute  // orchestrate
+	sendEdgeTimeout    = 10 * time.Minute // send through an HTTP edge (none over the mesh)
+)
+
+// timeoutOr is c's --timeout, or def when it is not set (0).
+func timeoutOr(c *cli.Context, def time.Duration) time.Duration {
+	if d := c.Duration("timeout"); d > 0 {
+		return d
+	}
+	return def
+}
+
+// timeoutDefaults is the help's default of --timeout for the commands
+// where it is not callTimeout.
 var timeoutDefaults = map[string]string{
-	"find":        "1m",
-	"orchestrate": "5m",
-	"send":        "none over the mesh, 10m through an HTTP edge",
+	"find":        shortDuration(findTimeout),
+	"orchestrate": shortDuration(orchestrateTimeout),
+	"send":        "none over the mesh, " + shortDuration(sendEdgeTimeout) + " through an HTTP edge",
 	"mcp":         "none: each MCP request's own",
 }
 

@@ -90,11 +90,7 @@ func runOrchestrate(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("orchestrate: %w", err)
 	}
-	timeout := c.Duration("timeout")
-	if timeout <= 0 {
-		timeout = 5 * time.Minute
-	}
-	ctx, cancel := context.WithTimeout(c.Context, timeout)
+	ctx, cancel := context.WithTimeout(c.Context, timeoutOr(c, orchestrateTimeout))
 	defer cancel()
 
 	view := newProgressView(c.App.Writer, c.App.ErrWriter, c.Bool("json"))

@@ -278,11 +278,7 @@ func sendViaEdge(c *cli.Context, path string, addr protocol.Address) error {
 	if err != nil {
 		return err
 	}
-	timeout := c.Duration("timeout")
-	if timeout <= 0 {
-		timeout = 10 * time.Minute
-	}
-	ctx, cancel := context.WithTimeout(c.Context, timeout)
+	ctx, cancel := context.WithTimeout(c.Context, timeoutOr(c, sendEdgeTimeout))
 	defer cancel()
 	s, err := openSessionFor(c, false)
 	if err != nil {

@@ -23,10 +23,6 @@ import (
 // shellPrompt is printed before each line the shell reads.
 const shellPrompt = "mcpv2> "
 
-// defaultCallTimeout bounds one call of a shell command when --timeout is
-// not given.
-const defaultCallTimeout = 2 * time.Minute
-
 func shellCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "shell",
@@ -64,10 +60,7 @@ func runShell(c *cli.Context) error {
 	if p := c.Int("default-port"); p < 1 || p > 65535 {
 		return fmt.Errorf("shell: --default-port %d is not a TCP port", p)
 	}
-	timeout := c.Duration("timeout")
-	if timeout <= 0 {
-		timeout = defaultCallTimeout
-	}
+	timeout := timeoutOr(c, callTimeout)
 	sh := newShell(shellConfig{
 		Out: c.App.Writer, Log: log, Exe: exe, DataDir: dir, LogDir: c.String("log-dir"),
 		Secret: c.String("secret"), DefaultPort: c.Int("default-port"), Timeout: timeout,
