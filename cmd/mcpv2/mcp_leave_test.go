@@ -2,18 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpv2/mcpv2/internal/testenv"
 )
 
 // TestMCPClientLeaves: an MCP HTTP client (the go-sdk's) that leaves, by
@@ -47,10 +46,10 @@ func TestMCPClientLeaves(t *testing.T) {
 		}
 		a.mustCall(t, tok, "upload_file", map[string]any{"filename": name, "content": "hello\n"}, &up)
 	}
-	connect := func(opts *sdk.ClientOptions) (*sdk.ClientSession, *connSet) {
+	connect := func(opts *sdk.ClientOptions) (*sdk.ClientSession, *testenv.CutDialer) {
 		t.Helper()
-		conns := &connSet{}
-		tr := &http.Transport{DisableCompression: true, DialContext: conns.dial}
+		conns := &testenv.CutDialer{}
+		tr := &http.Transport{DisableCompression: true, DialContext: conns.DialContext}
 		t.Cleanup(tr.CloseIdleConnections)
 		cs, err := sdk.NewClient(&sdk.Implementation{Name: "leaver", Version: "1"}, opts).Connect(ctx,
 			&sdk.StreamableClientTransport{Endpoint: a.base + "/mcp", HTTPClient: &http.Client{Transport: bearer{tok: tok, base: tr}}},
@@ -107,7 +106,7 @@ func TestMCPClientLeaves(t *testing.T) {
 			t.Fatalf("the observer heard of no change of the files after %s", what)
 		}
 	}
-	conns.cut()
+	conns.Cut()
 	upload("while-gone.txt") // the gone session is still there, with no stream to take the notification
 	heard("while-gone.txt")
 	waitSessions(1) // the face took the client for gone: the observer's is left
@@ -136,36 +135,6 @@ func TestMCPClientLeaves(t *testing.T) {
 	}
 	if log := ap.stderr()[mark:]; strings.Contains(log, "rejected by transport") || strings.Contains(log, "list_changed") {
 		t.Errorf("the node tried to notify a gone MCP client after its session ended:\n%s", log)
-	}
-}
-
-// connSet dials and keeps the connections of one client, to cut them
-// all at once without a DELETE: what the client's process's end does.
-type connSet struct {
-	mu    sync.Mutex
-	conns []net.Conn
-	dead  bool // cut: no more dials (the go-sdk client would reconnect)
-}
-
-func (s *connSet) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.dead {
-		return nil, errors.New("the client is gone")
-	}
-	c, err := (&net.Dialer{Timeout: 10 * time.Second}).DialContext(ctx, network, addr)
-	if err == nil {
-		s.conns = append(s.conns, c)
-	}
-	return c, err
-}
-
-func (s *connSet) cut() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.dead = true
-	for _, c := range s.conns {
-		_ = c.Close()
 	}
 }
 

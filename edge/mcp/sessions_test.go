@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 
 	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/edge/mcp"
+	"github.com/mcpv2/mcpv2/internal/testenv"
 	"github.com/mcpv2/mcpv2/node"
 	"github.com/mcpv2/mcpv2/protocol"
 )
@@ -117,36 +116,6 @@ func waitSessionCount(t *testing.T, f *mcp.Face, want int) {
 	}
 }
 
-// cutConns dials and keeps a client's connections, to cut them all at
-// once without a DELETE: what the end of the client's process does.
-type cutConns struct {
-	mu    sync.Mutex
-	conns []net.Conn
-	dead  bool
-}
-
-func (s *cutConns) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.dead {
-		return nil, errors.New("the client is gone")
-	}
-	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-	if err == nil {
-		s.conns = append(s.conns, c)
-	}
-	return c, err
-}
-
-func (s *cutConns) cut() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.dead = true
-	for _, c := range s.conns {
-		_ = c.Close()
-	}
-}
-
 // TestSessionClientGone: the session of a client whose connections are
 // cut (its standing stream with them) is closed HTTPOptions.ClientGone
 // later; one whose client stays is kept.
@@ -155,8 +124,8 @@ func TestSessionClientGone(t *testing.T) {
 	tok, _ := e.MintSession("127.0.0.1")
 	stays := connect(t, url, tok, eraSessions, nil)
 
-	conns := &cutConns{}
-	tr := &http.Transport{DialContext: conns.dial}
+	conns := &testenv.CutDialer{}
+	tr := &http.Transport{DialContext: conns.DialContext}
 	t.Cleanup(tr.CloseIdleConnections)
 	h := http.Header{"Authorization": {"Bearer " + tok}}
 	leaver, err := sdk.NewClient(&sdk.Implementation{Name: "leaver", Version: "1"}, nil).Connect(ctxT(t),
@@ -167,7 +136,7 @@ func TestSessionClientGone(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = leaver.Close() })
 	waitSessionCount(t, f, 2)
-	conns.cut()
+	conns.Cut()
 	waitSessionCount(t, f, 1)
 	if got := f.Sessions(); got[0].ID != stays.ID() {
 		t.Fatalf("sessions %+v, want only %s", got, stays.ID())
