@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -141,24 +140,9 @@ func TestMCPClientLeaves(t *testing.T) {
 // scrapeGauge reads one unlabelled gauge from the node's /metrics at u.
 func scrapeGauge(t *testing.T, u, name string) int {
 	t.Helper()
-	resp, err := http.Get(u)
-	if err != nil {
-		t.Fatal(err)
+	f := scrapeMetrics(t, u)[name]
+	if f == nil || len(f.GetMetric()) != 1 || f.GetMetric()[0].GetGauge() == nil {
+		t.Fatalf("no gauge %s in /metrics", name)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
-			n, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("%s: %q", name, line)
-			}
-			return int(n)
-		}
-	}
-	t.Fatalf("no %s in /metrics", name)
-	return 0
+	return int(f.GetMetric()[0].GetGauge().GetValue())
 }

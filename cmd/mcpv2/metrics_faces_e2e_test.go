@@ -14,6 +14,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -155,10 +156,8 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.base.RoundTrip(r)
 }
 
-// scrapeCalls reads the node's /metrics at u: mcpv2_calls_total as "face
-// skill outcome" (summed over caller kinds) and mcpv2_refusals_total as
-// "refused face reason", zero series left out.
-func scrapeCalls(t *testing.T, u string) map[string]float64 {
+// scrapeMetrics reads and parses the node's /metrics at u.
+func scrapeMetrics(t *testing.T, u string) map[string]*dto.MetricFamily {
 	t.Helper()
 	resp, err := http.Get(u)
 	if err != nil {
@@ -174,6 +173,15 @@ func scrapeCalls(t *testing.T, u string) map[string]float64 {
 	if err != nil {
 		t.Fatalf("GET %s: %v", u, err)
 	}
+	return fams
+}
+
+// scrapeCalls reads the node's /metrics at u: mcpv2_calls_total as "face
+// skill outcome" (summed over caller kinds) and mcpv2_refusals_total as
+// "refused face reason", zero series left out.
+func scrapeCalls(t *testing.T, u string) map[string]float64 {
+	t.Helper()
+	fams := scrapeMetrics(t, u)
 	out := map[string]float64{}
 	for _, name := range []string{"mcpv2_calls_total", "mcpv2_refusals_total"} {
 		f := fams[name]
