@@ -274,7 +274,7 @@ func (s *Server) verifySession(tok, ip string) (protocol.Token, protocol.CallerK
 	case errors.Is(err, protocol.ErrTokenMalformed):
 		reason, msg = "malformed", err.Error()
 	case errors.Is(err, protocol.ErrTokenSignature):
-		reason, msg = "signature", "invalid session: bad signature: the token was altered, or minted by a node with another secret"
+		reason, msg = "signature", err.Error()
 	case errors.Is(err, protocol.ErrTokenExpired):
 		reason, msg = "expired", "invalid session: expired; get a new one from GET /mcpv2/session"
 		if pt, _, perr := protocol.ParseToken(tok); perr == nil && pt.IssuedAt+pt.TTL > pt.IssuedAt {

@@ -224,11 +224,11 @@ func (n *Node) grant(c Caller, session, purpose, skill string) *protocol.Error {
 		}
 		if _, err := protocol.VerifyMeshToken(n.secret, session, c.ID, n.PeerID(), purpose, n.now(), n.clockSkew); err != nil {
 			if errors.Is(err, protocol.ErrTokenSignature) {
-				// The edge's words for the same refusal (edge.verifySession),
+				// The edge's words for the same refusal (ErrTokenSignature's),
 				// and what to do: on the mesh the caller mints its session
 				// with its own --secret.
-				return protocol.Errorf(protocol.CodeInvalidSession, "invalid session: bad signature: the token was altered, or minted by a node with another secret; "+
-					"a call carries a session minted with the caller's --secret (MCPV2_SECRET): give the one this node runs with, or none to call as a plain peer")
+				return protocol.Errorf(protocol.CodeInvalidSession, "%v; a call carries a session minted with the caller's --secret (MCPV2_SECRET): "+
+					"give the one this node runs with, or none to call as a plain peer", err)
 			}
 			return protocol.Errorf(protocol.CodeInvalidSession, "%v", err)
 		}

@@ -20,8 +20,9 @@ var (
 	ErrInvalidSession = errors.New("invalid session")
 	// ErrTokenMalformed means the token is not payload.hmac of the spec's form.
 	ErrTokenMalformed = errors.New("malformed token")
-	// ErrTokenSignature means the HMAC does not match: tampered, or another secret.
-	ErrTokenSignature = errors.New("bad signature")
+	// ErrTokenSignature means the HMAC does not match: tampered, or another
+	// secret. Its text is what the edge and the mesh answer.
+	ErrTokenSignature = errors.New("bad signature: the token was altered, or minted by a node with another secret")
 	// ErrTokenExpired means now is past issued_at + ttl.
 	ErrTokenExpired = errors.New("expired")
 	// ErrTokenFuture means issued_at is beyond now + the allowed clock skew.
