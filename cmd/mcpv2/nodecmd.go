@@ -34,7 +34,7 @@ func nodeCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "node",
 		Usage:  "run a peer (mesh always; HTTP edge with --port)",
-		Flags:  nodeFlags(),
+		Flags:  append(nodeFlags(), profileFlags...),
 		Action: runNode,
 	}
 }
@@ -134,13 +134,17 @@ func runNode(c *cli.Context) error {
 		// A stray word is most often a flag's value that lost its flag.
 		return fmt.Errorf("node: unexpected argument %q: the node takes only flags (mcpv2 node --help)", c.Args().First())
 	}
-	r, err := launchNode(c, c.App.Writer, false)
+	stopProfiles, err := startProfiles(c)
 	if err != nil {
 		return err
 	}
+	r, err := launchNode(c, c.App.Writer, false)
+	if err != nil {
+		return errors.Join(err, stopProfiles())
+	}
 	<-c.Context.Done()
 	r.log.Info("shutting down")
-	return r.Close()
+	return errors.Join(r.Close(), stopProfiles())
 }
 
 // runningNode is a node that launchNode started: the node, its HTTP edge
