@@ -45,8 +45,9 @@ func adversarial(n int) string {
 func nearMiss(n int) string {
 	var b strings.Builder
 	for b.Len() < n {
-		for i := range promptRules {
-			ru := &promptRules[i]
+		prs := promptRules()
+		for i := range prs {
+			ru := &prs[i]
 			for k, a := range ru.anchors {
 				b.WriteString(a)
 				for _, g := range ru.required {

@@ -352,7 +352,7 @@ func TestRequiredLiterals(t *testing.T) {
 		}
 	}
 	// Every rule compiles into a scanning plan: starts or anchors.
-	for i, ru := range append(slices.Clone(promptRules), squashRules...) {
+	for i, ru := range append(slices.Clone(promptRules()), squashRules()...) {
 		if ru.anchored == nil && len(ru.anchors) == 0 {
 			t.Errorf("rule %d (%s) has neither starts nor anchors", i, ru.vector)
 		}

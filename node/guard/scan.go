@@ -60,10 +60,11 @@ func (sc *scanner) scan(text string, depth int) []hit {
 	// that the folded view missed was hidden by spacing, separators,
 	// leetspeak, rot13 or reversal.
 	v2 := squash(v1)
+	sqRules := squashRules()
 	for i, sv := range []*view{v2, rot13(v2), reversed(v2)} {
 		rev := i == 2
-		for ri := range squashRules {
-			ru := &squashRules[ri]
+		for ri := range sqRules {
+			ru := &sqRules[ri]
 			if hs.full(ru.vector) {
 				continue
 			}
@@ -191,8 +192,9 @@ func (sc *scanner) matchView(v *view, hs *hitSet, text string, fn func(vector st
 		}
 		fn(vector, s, e, v.obfuscated(vs, ve))
 	}
-	for i := range promptRules {
-		ru := &promptRules[i]
+	prs := promptRules()
+	for i := range prs {
+		ru := &prs[i]
 		if hs.full(ru.vector) {
 			continue
 		}

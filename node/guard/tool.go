@@ -3,6 +3,7 @@ package guard
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -50,16 +51,18 @@ func unescapePercent(s string) (string, bool) {
 
 // sensitivePaths are paths (after pathDecode) whose reading leaks secrets or
 // whose writing takes the machine over; matched as whole path segments.
-var sensitivePaths = regexp.MustCompile(`(?:^|/)(?:` + strings.Join([]string{
-	`etc/(?:passwd|shadow|gshadow|sudoers|master\.passwd|security/opasswd|ssh/ssh_host_[a-z0-9_]+key)(?:$|/)`,
-	`\.ssh(?:/|$)`, `id_(?:rsa|dsa|ecdsa|ed25519)(?:$|/)`, `authorized_keys`,
-	`\.env(?:\.[a-z0-9_.-]+)?$`, `identity\.key$`, `proc/(?:self|\d+|thread-self)/(?:environ|cmdline|mem|maps|root|cwd|fd)`,
-	`windows/(?:system32|syswow64|repair|win\.ini)`, `win\.ini$`, `boot\.ini$`, `system32/config`,
-	`\.aws/(?:credentials|config)`, `\.kube/config`, `\.docker/config\.json`, `\.git-credentials`, `\.netrc$`, `\.pgpass$`,
-	`\.(?:bash|zsh|sh|mysql|psql|python)_history$`, `\.htpasswd$`, `wp-config\.php$`, `\.gnupg(?:/|$)`,
-	`var/run/secrets(?:/|$)`, `run/secrets(?:/|$)`, `\.config/gcloud`, `[a-z0-9_-]*\.(?:pem|p12|pfx|jks|keystore)$`,
-	`(?:private|server|client|tls|ssl)\.key$`,
-}, "|") + `)`)
+var sensitivePaths = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:^|/)(?:` + strings.Join([]string{
+		`etc/(?:passwd|shadow|gshadow|sudoers|master\.passwd|security/opasswd|ssh/ssh_host_[a-z0-9_]+key)(?:$|/)`,
+		`\.ssh(?:/|$)`, `id_(?:rsa|dsa|ecdsa|ed25519)(?:$|/)`, `authorized_keys`,
+		`\.env(?:\.[a-z0-9_.-]+)?$`, `identity\.key$`, `proc/(?:self|\d+|thread-self)/(?:environ|cmdline|mem|maps|root|cwd|fd)`,
+		`windows/(?:system32|syswow64|repair|win\.ini)`, `win\.ini$`, `boot\.ini$`, `system32/config`,
+		`\.aws/(?:credentials|config)`, `\.kube/config`, `\.docker/config\.json`, `\.git-credentials`, `\.netrc$`, `\.pgpass$`,
+		`\.(?:bash|zsh|sh|mysql|psql|python)_history$`, `\.htpasswd$`, `wp-config\.php$`, `\.gnupg(?:/|$)`,
+		`var/run/secrets(?:/|$)`, `run/secrets(?:/|$)`, `\.config/gcloud`, `[a-z0-9_-]*\.(?:pem|p12|pfx|jks|keystore)$`,
+		`(?:private|server|client|tls|ssl)\.key$`,
+	}, "|") + `)`)
+})
 
 // ScanPath checks a file-name argument: path_traversal for parent-directory
 // segments (also percent-encoded, double-encoded, overlong UTF-8, backslash
@@ -92,7 +95,7 @@ func ScanPath(path string) []Finding {
 			}
 		}
 	}
-	if sensitivePaths.MatchString(strings.TrimRight(d, "/\x00")) {
+	if sensitivePaths().MatchString(strings.TrimRight(d, "/\x00")) {
 		add(VectorSensitivePath, p)
 	}
 	return out
@@ -106,35 +109,41 @@ func sqlNorm(q string) string {
 			q = u
 		}
 	}
-	q = sqlComment.ReplaceAllString(q, " ")
+	q = sqlComment().ReplaceAllString(q, " ")
 	return strings.Join(strings.Fields(strings.ToLower(q)), " ")
 }
 
-var sqlComment = regexp.MustCompile(`/\*.*?\*/`)
+var sqlComment = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`/\*.*?\*/`)
+})
 
 // sqlRules match in normalised query text.
-var sqlRules = []*regexp.Regexp{
-	// a quote or bracket closed, then a comment cuts the rest of the query
-	regexp.MustCompile(`['"\x60)]\s*(?:--|#|/\*)|\b(?:\d+|null)\s*--(?:\s|$)`),
-	// stacked statements
-	regexp.MustCompile(`;\s*(?:drop|delete|insert|update|alter|create|truncate|exec|execute|select|shutdown|grant|revoke|declare|waitfor|merge|replace|rename|attach|copy|load_file|call|set)\b`),
-	// UNION-based extraction
-	regexp.MustCompile(`\bunion(?:\s+all|\s+distinct)?\s+select\s+(?:null\b|\d|@@|\*|'|"|concat|char\(|version|user\(|database\(|group_concat|table_name|column_name|[\w.]+(?:\s*,\s*[\w.()]+)*\s+from\b)`),
-	// time and error based
-	regexp.MustCompile(`\b(?:sleep|pg_sleep|benchmark|dbms_lock\.sleep|randomblob)\s*\(|\bwaitfor\s+delay\b`),
-	regexp.MustCompile(`\bxp_cmdshell\b|\bload_file\s*\(|\binto\s+(?:out|dump)file\b|\bextractvalue\s*\(|\bupdatexml\s*\(|\binformation_schema\b|@@version|\bpg_read_file\b|\butl_http\b|\bdbms_pipe\b|\bsys\.(?:user|objects|tables)\b`),
-	// ORDER BY column probing after a quote
-	regexp.MustCompile(`['"]\s*\)?\s*(?:order|group)\s+by\s+\d+`),
-	// a subquery joined onto a closed string
-	regexp.MustCompile(`['"]\s*(?:\|\||\+|and|or)\s*\(\s*select\b`),
-	// always-true conditions spelled out
-	regexp.MustCompile(`(?:['"]|\b\d+)\s*(?:or|\|\|)\s+(?:true|not\s+false)\b`),
-}
+var sqlRules = sync.OnceValue(func() []*regexp.Regexp {
+	return []*regexp.Regexp{
+		// a quote or bracket closed, then a comment cuts the rest of the query
+		regexp.MustCompile(`['"\x60)]\s*(?:--|#|/\*)|\b(?:\d+|null)\s*--(?:\s|$)`),
+		// stacked statements
+		regexp.MustCompile(`;\s*(?:drop|delete|insert|update|alter|create|truncate|exec|execute|select|shutdown|grant|revoke|declare|waitfor|merge|replace|rename|attach|copy|load_file|call|set)\b`),
+		// UNION-based extraction
+		regexp.MustCompile(`\bunion(?:\s+all|\s+distinct)?\s+select\s+(?:null\b|\d|@@|\*|'|"|concat|char\(|version|user\(|database\(|group_concat|table_name|column_name|[\w.]+(?:\s*,\s*[\w.()]+)*\s+from\b)`),
+		// time and error based
+		regexp.MustCompile(`\b(?:sleep|pg_sleep|benchmark|dbms_lock\.sleep|randomblob)\s*\(|\bwaitfor\s+delay\b`),
+		regexp.MustCompile(`\bxp_cmdshell\b|\bload_file\s*\(|\binto\s+(?:out|dump)file\b|\bextractvalue\s*\(|\bupdatexml\s*\(|\binformation_schema\b|@@version|\bpg_read_file\b|\butl_http\b|\bdbms_pipe\b|\bsys\.(?:user|objects|tables)\b`),
+		// ORDER BY column probing after a quote
+		regexp.MustCompile(`['"]\s*\)?\s*(?:order|group)\s+by\s+\d+`),
+		// a subquery joined onto a closed string
+		regexp.MustCompile(`['"]\s*(?:\|\||\+|and|or)\s*\(\s*select\b`),
+		// always-true conditions spelled out
+		regexp.MustCompile(`(?:['"]|\b\d+)\s*(?:or|\|\|)\s+(?:true|not\s+false)\b`),
+	}
+})
 
 // tautology finds "OR x=x" after a closed value: ' OR '1'='1, 1 OR 1=1,
 // " OR ""=". RE2 has no back-references, so the two sides are compared in
 // code.
-var tautology = regexp.MustCompile(`(?:['"]|\b\d+|\))\s*(?:or|\|\|)\s+(['"]?)([\w]*)(['"]?)\s*(=|<>|!=|like)\s*(['"]?)([\w]*)(['"]?)`)
+var tautology = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:['"]|\b\d+|\))\s*(?:or|\|\|)\s+(['"]?)([\w]*)(['"]?)\s*(=|<>|!=|like)\s*(['"]?)([\w]*)(['"]?)`)
+})
 
 // maxSQL is how many bytes of a query ScanSQL looks at: queries and the
 // values put into them are short, and the patterns with captures cost more
@@ -159,7 +168,7 @@ func ScanSQL(query string) []Finding {
 	add := func(m string) {
 		out = append(out, Finding{Vector: VectorSQLInjection, Level: High, Match: clip(m)})
 	}
-	for _, m := range tautology.FindAllStringSubmatch(n, 8) {
+	for _, m := range tautology().FindAllStringSubmatch(n, 8) {
 		lhs, op, rhs := m[1]+m[2]+m[3], m[4], m[5]+m[6]+m[7]
 		// 'a'='a is the same value once the attacker's closing quote is
 		// added back; a quote on one side only counts as that.
@@ -174,7 +183,7 @@ func ScanSQL(query string) []Finding {
 			return out
 		}
 	}
-	for _, re := range sqlRules {
+	for _, re := range sqlRules() {
 		if m := re.FindString(n); m != "" {
 			add(m)
 			break

@@ -3,32 +3,43 @@ package guard
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // specialTokens are the chat-template tokens of the common model families:
 // ChatML, Llama 2 and 3, Gemma, Mistral, GPT's end of text.
-var specialTokens = rule{
-	vector: VectorXMLTagInjection,
-	re: regexp.MustCompile(`<\|\s*(?:im_start|im_end|im_sep|endoftext|end_of_text|begin_of_text|start_header_id|end_header_id|eot_id|eom_id|system|user|assistant|endofprompt|fim_prefix|fim_middle|fim_suffix|python_tag)\s*\|>` +
-		`|<<\s*/?\s*sys\s*>>|\[\s*/?\s*sys\s*\]|\[\s*/?\s*inst\s*\]|<\s*/?\s*(?:start_of_turn|end_of_turn|im_start|im_end)\s*>|</s>\s*<s>|\[\s*/?\s*system\s*\]`),
-	anchors: list("<| |> << [inst [/inst [ turn> <im_ </im_ </s> [system [/system [sys [/sys"),
-	back:    12,
-	fwd:     40,
-	weight:  1,
-}
+var specialTokens = sync.OnceValue(func() *rule {
+	return &rule{
+		vector: VectorXMLTagInjection,
+		re: regexp.MustCompile(`<\|\s*(?:im_start|im_end|im_sep|endoftext|end_of_text|begin_of_text|start_header_id|end_header_id|eot_id|eom_id|system|user|assistant|endofprompt|fim_prefix|fim_middle|fim_suffix|python_tag)\s*\|>` +
+			`|<<\s*/?\s*sys\s*>>|\[\s*/?\s*sys\s*\]|\[\s*/?\s*inst\s*\]|<\s*/?\s*(?:start_of_turn|end_of_turn|im_start|im_end)\s*>|</s>\s*<s>|\[\s*/?\s*system\s*\]`),
+		anchors: list("<| |> << [inst [/inst [ turn> <im_ </im_ </s> [system [/system [sys [/sys"),
+		back:    12,
+		fwd:     40,
+		weight:  1,
+	}
+})
 
 // mentionBefore and mentionAfter recognise a token that is talked about
 // ("wraps the turn in [INST] and [/INST] tokens") rather than used.
 var (
-	mentionBefore = regexp.MustCompile("(?:\\b(?:the|in|with|like|as|token|tokens|and|or|by|e\\.g\\.|such as|starts? with|begins? with|uses?|called|named|between|about|mean|means|is|are|does|do|what|what's|of)\\s*|[`'\"“‘(])$")
-	mentionAfter  = regexp.MustCompile("^(?:\\s*(?:and|or|tokens?|tags?|elements?|markers?|delimiters?|format|template|is|are|mean|means|do|does|as|closes|opens|in|around|for|to|with|before|after|between|at|on|when|inside|stands?)\\b|\\s*[,?)`'\"”’;]|\\s*\\.(?:\\s|$))")
+	mentionBefore = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile("(?:\\b(?:the|in|with|like|as|token|tokens|and|or|by|e\\.g\\.|such as|starts? with|begins? with|uses?|called|named|between|about|mean|means|is|are|does|do|what|what's|of)\\s*|[`'\"“‘(])$")
+	})
+	mentionAfter = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile("^(?:\\s*(?:and|or|tokens?|tags?|elements?|markers?|delimiters?|format|template|is|are|mean|means|do|does|as|closes|opens|in|around|for|to|with|before|after|between|at|on|when|inside|stands?)\\b|\\s*[,?)`'\"”’;]|\\s*\\.(?:\\s|$))")
+	})
 	// mentionStrong is text after a token or tag that alone says it is
 	// being talked about.
-	mentionStrong = regexp.MustCompile(`^\s*(?:(?:is|are)\s+(?:the|a|an|used|called|how|what|for)|means?|stands?\s+for|marks|closes|opens)\b`)
+	mentionStrong = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\s*(?:(?:is|are)\s+(?:the|a|an|used|called|how|what|for)|means?|stands?\s+for|marks|closes|opens)\b`)
+	})
 )
 
 // roleTag finds tags; the tag names are judged in code.
-var roleTag = regexp.MustCompile(`<\s*(/?)\s*([a-z][a-z0-9_:-]*)\s*>`)
+var roleTag = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`<\s*(/?)\s*([a-z][a-z0-9_:-]*)\s*>`)
+})
 
 // privilegedParts are the words (of a tag name split at _ - :) that claim
 // a privileged role; a tag with one, followed by a sentence, is an
@@ -70,7 +81,7 @@ func tagHas(name string, set map[string]bool) bool {
 // rather than used.
 func mentioned(t string, s, e int) bool {
 	after := t[e:min(len(t), e+24)]
-	return mentionStrong.MatchString(after) || (mentionBefore.MatchString(t[max(0, s-24):s]) && mentionAfter.MatchString(after))
+	return mentionStrong().MatchString(after) || (mentionBefore().MatchString(t[max(0, s-24):s]) && mentionAfter().MatchString(after))
 }
 
 // xmlTags calls fn with the view range of each injected role tag or special
@@ -79,7 +90,7 @@ func mentioned(t string, s, e int) bool {
 func xmlTags(v *view, budget *int, fn func(s, e int) bool) bool {
 	t := v.text
 	more := true
-	if !specialTokens.find(v, budget, func(s, e int) bool {
+	if !specialTokens().find(v, budget, func(s, e int) bool {
 		if !mentioned(t, s, e) {
 			more = fn(s, e)
 		}
@@ -98,7 +109,7 @@ func xmlTags(v *view, budget *int, fn func(s, e int) bool) bool {
 		}
 		*budget -= len(t) / 4 // the tag expression has a literal prefix: cheap
 	}
-	for _, m := range roleTag.FindAllStringSubmatchIndex(t, -1) {
+	for _, m := range roleTag().FindAllStringSubmatchIndex(t, -1) {
 		closing := m[3] > m[2]
 		name := t[m[4]:m[5]]
 		if !closing {
@@ -119,7 +130,9 @@ func xmlTags(v *view, budget *int, fn func(s, e int) bool) bool {
 
 // tagCue finds a word that makes the text in a privileged tag read as
 // orders to the model rather than a data sample.
-var tagCue = regexp.MustCompile(`\b` + alt(roleCue, fenceCue, `call`, `delete`, `now`, `execute`, `run`, `print`, `output`, `tell`, `write`, `say`, `rank`, `merge`, `praise`, `transfer`, `summari[sz]e`, `shortlist(?:ed)?`, `should`, `policy`, `everything`, `disabled?`, `enabled?`) + `\b`)
+var tagCue = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\b` + alt(roleCue, fenceCue, `call`, `delete`, `now`, `execute`, `run`, `print`, `output`, `tell`, `write`, `say`, `rank`, `merge`, `praise`, `transfer`, `summari[sz]e`, `shortlist(?:ed)?`, `should`, `policy`, `everything`, `disabled?`, `enabled?`) + `\b`)
+})
 
 // sentenceFollows reports whether the text before the next tag holds at
 // least three words and an order: a privileged tag that carries
@@ -131,7 +144,7 @@ func sentenceFollows(s string) bool {
 	if i := strings.IndexByte(s, '<'); i >= 0 {
 		s = s[:i]
 	}
-	if !tagCue.MatchString(s) {
+	if !tagCue().MatchString(s) {
 		return false
 	}
 	words, in := 0, false

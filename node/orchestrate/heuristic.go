@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -116,11 +117,11 @@ func Heuristic(request string) Plan {
 
 var (
 	// hardSplit ends a clause always.
-	hardSplit = regexp.MustCompile(`[;?!\n\r]+|\.(?:\s+|$)`)
+	hardSplit = lazyRegexp(`[;?!\n\r]+|\.(?:\s+|$)`)
 	// softSplit ends a clause when a new request starts after it.
-	softSplit = regexp.MustCompile(`(?i)\s*,\s*(?:and\s+then\s+|and\s+also\s+|and\s+|then\s+|also\s+)?|\s+and\s+then\s+|\s+and\s+also\s+|\s+then\s+|\s+and\s+`)
+	softSplit = lazyRegexp(`(?i)\s*,\s*(?:and\s+then\s+|and\s+also\s+|and\s+|then\s+|also\s+)?|\s+and\s+then\s+|\s+and\s+also\s+|\s+then\s+|\s+and\s+`)
 	// leadingConnector is dropped from the start of a clause.
-	leadingConnector = regexp.MustCompile(`(?i)^(?:(?:and|then|also|please|finally|first|firstly|second|secondly|next|lastly|so)\b[\s,]*)+`)
+	leadingConnector = lazyRegexp(`(?i)^(?:(?:and|then|also|please|finally|first|firstly|second|secondly|next|lastly|so)\b[\s,]*)+`)
 )
 
 // starters begin a new request after a soft separator.
@@ -140,9 +141,9 @@ func toSet(words string) map[string]bool {
 // splitClauses splits a request into trimmed, non-empty clauses.
 func splitClauses(request string) []string {
 	var out []string
-	for _, hard := range hardSplit.Split(request, -1) {
+	for _, hard := range hardSplit().Split(request, -1) {
 		start := 0
-		matches := softSplit.FindAllStringIndex(hard, -1)
+		matches := softSplit().FindAllStringIndex(hard, -1)
 		for i, m := range matches {
 			if m[0] < start {
 				continue
@@ -174,7 +175,7 @@ func newSkill(before, after string) bool {
 // appendClause appends c, cleaned, when something is left of it.
 func appendClause(out []string, c string) []string {
 	c = strings.TrimSpace(c)
-	c = strings.TrimSpace(leadingConnector.ReplaceAllString(c, ""))
+	c = strings.TrimSpace(leadingConnector().ReplaceAllString(c, ""))
 	c = strings.TrimRight(c, " ,.:;")
 	if strings.IndexFunc(c, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0 {
 		return out
@@ -210,7 +211,7 @@ func classify(c string) Subtask {
 		return st
 	}
 	tags := []string{"llm"}
-	if mathWords.MatchString(c) {
+	if mathWords().MatchString(c) {
 		tags = append(tags, "math")
 	}
 	return subtask(c, skillAsk, map[string]any{"query": literal(c)}, tags...)
@@ -258,37 +259,37 @@ const num = `(-?\d+(?:\.\d+)?)`
 // submatches are a and b (0: absent; for squared/cubed b is fixed).
 type calcRule struct {
 	op     string
-	re     *regexp.Regexp
+	re     func() *regexp.Regexp // lazyRegexp
 	a, b   int
 	fixedB string
 }
 
 var calcRules = []calcRule{
-	{op: "sqrt", re: regexp.MustCompile(`(?i)\b(?:square\s+root\s+of|sqrt\s+of|sqrt)\s*\(?\s*` + num), a: 1},
-	{op: "modulo", re: regexp.MustCompile(`(?i)\bremainder\s+(?:of|when)\s+` + num + `\s+(?:is\s+)?(?:divided\s+by|by|/)\s*` + num), a: 1, b: 2},
-	{op: "modulo", re: regexp.MustCompile(`(?i)` + num + `\s*(?:\bmodulo\b|\bmod\b|%)\s*` + num), a: 1, b: 2},
-	{op: "power", re: regexp.MustCompile(`(?i)` + num + `\s*(?:to\s+the\s+power\s+of|to\s+the\s+power|raised\s+to(?:\s+the\s+power\s+of)?|\^|\*\*)\s*` + num), a: 1, b: 2},
-	{op: "power", re: regexp.MustCompile(`(?i)\b(?:power\s+of)\s+` + num + `\s+(?:and|to|by)\s+` + num), a: 1, b: 2},
-	{op: "power", re: regexp.MustCompile(`(?i)` + num + `\s+squared\b`), a: 1, fixedB: "2"},
-	{op: "power", re: regexp.MustCompile(`(?i)` + num + `\s+cubed\b`), a: 1, fixedB: "3"},
-	{op: "multiply", re: regexp.MustCompile(`(?i)` + num + `\s*(?:\btimes\b|\bmultiplied\s+by\b|\*|×)\s*` + num), a: 1, b: 2},
-	{op: "multiply", re: regexp.MustCompile(`(?i)` + num + `\s+x\s+` + num), a: 1, b: 2},
-	{op: "multiply", re: regexp.MustCompile(`(?i)\bmultiply\s+` + num + `\s+(?:by|and|with|times)\s+` + num), a: 1, b: 2},
-	{op: "multiply", re: regexp.MustCompile(`(?i)\bproduct\s+of\s+` + num + `\s+and\s+` + num), a: 1, b: 2},
-	{op: "divide", re: regexp.MustCompile(`(?i)` + num + `\s*(?:\bdivided\s+by\b|\bover\b|/|÷)\s*` + num), a: 1, b: 2},
-	{op: "divide", re: regexp.MustCompile(`(?i)\bdivide\s+` + num + `\s+(?:by|into)\s+` + num), a: 1, b: 2},
-	{op: "divide", re: regexp.MustCompile(`(?i)\bquotient\s+of\s+` + num + `\s+and\s+` + num), a: 1, b: 2},
-	{op: "add", re: regexp.MustCompile(`(?i)` + num + `\s*(?:\bplus\b|\+|\badded\s+to\b)\s*` + num), a: 1, b: 2},
-	{op: "add", re: regexp.MustCompile(`(?i)\badd\s+` + num + `\s+(?:and|to|plus|with)\s+` + num), a: 1, b: 2},
-	{op: "add", re: regexp.MustCompile(`(?i)\bsum\s+of\s+` + num + `\s+and\s+` + num), a: 1, b: 2},
-	{op: "subtract", re: regexp.MustCompile(`(?i)\bsubtract\s+` + num + `\s+from\s+` + num), a: 2, b: 1},
-	{op: "subtract", re: regexp.MustCompile(`(?i)\bdifference\s+(?:between|of)\s+` + num + `\s+and\s+` + num), a: 1, b: 2},
-	{op: "subtract", re: regexp.MustCompile(`(?i)` + num + `\s*(?:\bminus\b|\bless\b|-)\s*` + num), a: 1, b: 2},
+	{op: "sqrt", re: lazyRegexp(`(?i)\b(?:square\s+root\s+of|sqrt\s+of|sqrt)\s*\(?\s*` + num), a: 1},
+	{op: "modulo", re: lazyRegexp(`(?i)\bremainder\s+(?:of|when)\s+` + num + `\s+(?:is\s+)?(?:divided\s+by|by|/)\s*` + num), a: 1, b: 2},
+	{op: "modulo", re: lazyRegexp(`(?i)` + num + `\s*(?:\bmodulo\b|\bmod\b|%)\s*` + num), a: 1, b: 2},
+	{op: "power", re: lazyRegexp(`(?i)` + num + `\s*(?:to\s+the\s+power\s+of|to\s+the\s+power|raised\s+to(?:\s+the\s+power\s+of)?|\^|\*\*)\s*` + num), a: 1, b: 2},
+	{op: "power", re: lazyRegexp(`(?i)\b(?:power\s+of)\s+` + num + `\s+(?:and|to|by)\s+` + num), a: 1, b: 2},
+	{op: "power", re: lazyRegexp(`(?i)` + num + `\s+squared\b`), a: 1, fixedB: "2"},
+	{op: "power", re: lazyRegexp(`(?i)` + num + `\s+cubed\b`), a: 1, fixedB: "3"},
+	{op: "multiply", re: lazyRegexp(`(?i)` + num + `\s*(?:\btimes\b|\bmultiplied\s+by\b|\*|×)\s*` + num), a: 1, b: 2},
+	{op: "multiply", re: lazyRegexp(`(?i)` + num + `\s+x\s+` + num), a: 1, b: 2},
+	{op: "multiply", re: lazyRegexp(`(?i)\bmultiply\s+` + num + `\s+(?:by|and|with|times)\s+` + num), a: 1, b: 2},
+	{op: "multiply", re: lazyRegexp(`(?i)\bproduct\s+of\s+` + num + `\s+and\s+` + num), a: 1, b: 2},
+	{op: "divide", re: lazyRegexp(`(?i)` + num + `\s*(?:\bdivided\s+by\b|\bover\b|/|÷)\s*` + num), a: 1, b: 2},
+	{op: "divide", re: lazyRegexp(`(?i)\bdivide\s+` + num + `\s+(?:by|into)\s+` + num), a: 1, b: 2},
+	{op: "divide", re: lazyRegexp(`(?i)\bquotient\s+of\s+` + num + `\s+and\s+` + num), a: 1, b: 2},
+	{op: "add", re: lazyRegexp(`(?i)` + num + `\s*(?:\bplus\b|\+|\badded\s+to\b)\s*` + num), a: 1, b: 2},
+	{op: "add", re: lazyRegexp(`(?i)\badd\s+` + num + `\s+(?:and|to|plus|with)\s+` + num), a: 1, b: 2},
+	{op: "add", re: lazyRegexp(`(?i)\bsum\s+of\s+` + num + `\s+and\s+` + num), a: 1, b: 2},
+	{op: "subtract", re: lazyRegexp(`(?i)\bsubtract\s+` + num + `\s+from\s+` + num), a: 2, b: 1},
+	{op: "subtract", re: lazyRegexp(`(?i)\bdifference\s+(?:between|of)\s+` + num + `\s+and\s+` + num), a: 1, b: 2},
+	{op: "subtract", re: lazyRegexp(`(?i)` + num + `\s*(?:\bminus\b|\bless\b|-)\s*` + num), a: 1, b: 2},
 }
 
 var (
 	// numberWords are replaced by digits before the calculator rules run.
-	numberWords = regexp.MustCompile(`(?i)\b(zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand)\b`)
+	numberWords = lazyRegexp(`(?i)\b(zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand)\b`)
 	wordValue   = map[string]string{
 		"zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
 		"eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "thirteen": "13",
@@ -296,14 +297,14 @@ var (
 		"nineteen": "19", "twenty": "20", "thirty": "30", "forty": "40", "fifty": "50", "sixty": "60",
 		"seventy": "70", "eighty": "80", "ninety": "90", "hundred": "100", "thousand": "1000",
 	}
-	mathWords = regexp.MustCompile(`(?i)\b(calculate|compute|evaluate|solve|math|arithmetic)\b`)
+	mathWords = lazyRegexp(`(?i)\b(calculate|compute|evaluate|solve|math|arithmetic)\b`)
 )
 
 // calculator recognizes an arithmetic clause.
 func calculator(c string) (Subtask, bool) {
-	s := numberWords.ReplaceAllStringFunc(c, func(w string) string { return wordValue[strings.ToLower(w)] })
+	s := numberWords().ReplaceAllStringFunc(c, func(w string) string { return wordValue[strings.ToLower(w)] })
 	for _, r := range calcRules {
-		m := r.re.FindStringSubmatch(s)
+		m := r.re().FindStringSubmatch(s)
 		if m == nil {
 			continue
 		}
@@ -356,26 +357,26 @@ func number(s string) (json.Number, bool) {
 // ---- weather ----
 
 var (
-	weatherWords = regexp.MustCompile(`(?i)\b(weather|temperature|forecast|rain|raining|snow|snowing|sunny|humidity|humid|windy|wind)\b`)
-	placeAfter   = regexp.MustCompile(`(?i)\b(?:in|for|at)\s+(.+)$`)
-	placeTail    = regexp.MustCompile(`(?i)\s*\b(?:today|tomorrow|tonight|now|right now|currently|this\s+(?:morning|afternoon|evening|week|weekend)|next\s+\w+|please|in\s+(?:celsius|fahrenheit|kelvin)|like)\b.*$`)
-	placeHead    = regexp.MustCompile(`(?i)^(?:the\s+city\s+of\s+|the\s+)`)
+	weatherWords = lazyRegexp(`(?i)\b(weather|temperature|forecast|rain|raining|snow|snowing|sunny|humidity|humid|windy|wind)\b`)
+	placeAfter   = lazyRegexp(`(?i)\b(?:in|for|at)\s+(.+)$`)
+	placeTail    = lazyRegexp(`(?i)\s*\b(?:today|tomorrow|tonight|now|right now|currently|this\s+(?:morning|afternoon|evening|week|weekend)|next\s+\w+|please|in\s+(?:celsius|fahrenheit|kelvin)|like)\b.*$`)
+	placeHead    = lazyRegexp(`(?i)^(?:the\s+city\s+of\s+|the\s+)`)
 )
 
 // weather recognizes a weather clause that names a place.
 func weather(c string) (Subtask, bool) {
-	loc := weatherWords.FindStringIndex(c)
+	loc := weatherWords().FindStringIndex(c)
 	if loc == nil {
 		return Subtask{}, false
 	}
 	// The place follows the keyword ("weather in Tokyo"); failing that, it
 	// may precede it ("Tokyo weather" is not parsed: it asks instead).
-	m := placeAfter.FindStringSubmatch(c[loc[1]:])
+	m := placeAfter().FindStringSubmatch(c[loc[1]:])
 	if m == nil {
 		return Subtask{}, false
 	}
-	city := placeTail.ReplaceAllString(m[1], "")
-	city = placeHead.ReplaceAllString(city, "")
+	city := placeTail().ReplaceAllString(m[1], "")
+	city = placeHead().ReplaceAllString(city, "")
 	city = strings.Trim(city, " \t,.;:!?\"'")
 	if city == "" || utf8.RuneCountInString(city) > 100 {
 		return Subtask{}, false
@@ -386,17 +387,17 @@ func weather(c string) (Subtask, bool) {
 // ---- database ----
 
 var (
-	howMany      = regexp.MustCompile(`(?i)\bhow\s+many\s+([a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)\s+(?:are\s+there\s+|are\s+|is\s+|work\s+|works\s+|working\s+|there\s+are\s+)(?:in|on|for|at|within)\s+(.+)$`)
-	dbWords      = regexp.MustCompile(`(?i)\b(database|db|employees?|staff|headcount|departments?|dept|payroll|salary|salaries|personnel|team\s+members?)\b`)
-	countWords   = regexp.MustCompile(`(?i)\b(how\s+many|count|number\s+of|headcount|total\s+of)\b`)
-	filterWords  = regexp.MustCompile(`(?i)\b(with|where|whose|earning|earns|salary|salaries|hired|over|above|below|more\s+than|less\s+than|at\s+least)\b`)
-	filterClause = regexp.MustCompile(`(?i)\b(?:with|where|whose|who)\s+(.+)$`)
+	howMany      = lazyRegexp(`(?i)\bhow\s+many\s+([a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)\s+(?:are\s+there\s+|are\s+|is\s+|work\s+|works\s+|working\s+|there\s+are\s+)(?:in|on|for|at|within)\s+(.+)$`)
+	dbWords      = lazyRegexp(`(?i)\b(database|db|employees?|staff|headcount|departments?|dept|payroll|salary|salaries|personnel|team\s+members?)\b`)
+	countWords   = lazyRegexp(`(?i)\b(how\s+many|count|number\s+of|headcount|total\s+of)\b`)
+	filterWords  = lazyRegexp(`(?i)\b(with|where|whose|earning|earns|salary|salaries|hired|over|above|below|more\s+than|less\s+than|at\s+least)\b`)
+	filterClause = lazyRegexp(`(?i)\b(?:with|where|whose|who)\s+(.+)$`)
 	// Department patterns, tried in order on the original text.
-	deptSuffixed = regexp.MustCompile(`(?i)\b(?:in|from|of|for|on|at)\s+(?:the\s+)?([\w&]+(?:[ -][\w&]+)?)\s+(?:team|department|dept|division|group|org)\b`)
-	deptPrefixed = regexp.MustCompile(`(?i)\b(?:department|dept|team|division)\s+(?:of\s+|called\s+|named\s+)?([\w&-]+)`)
-	deptCapital  = regexp.MustCompile(`\b(?:in|from|for|on|at|of)\s+(?:the\s+)?([A-Z][\w&-]*(?:\s+[A-Z][\w&-]*)*)`)
-	listRole     = regexp.MustCompile(`(?i)\b(?:list|show|get|find|name)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?([a-z][a-z-]*)\b`)
-	deptTrail    = regexp.MustCompile(`(?i)\s+(?:team|department|dept|division|group|org)\b.*$`)
+	deptSuffixed = lazyRegexp(`(?i)\b(?:in|from|of|for|on|at)\s+(?:the\s+)?([\w&]+(?:[ -][\w&]+)?)\s+(?:team|department|dept|division|group|org)\b`)
+	deptPrefixed = lazyRegexp(`(?i)\b(?:department|dept|team|division)\s+(?:of\s+|called\s+|named\s+)?([\w&-]+)`)
+	deptCapital  = lazyRegexp(`\b(?:in|from|for|on|at|of)\s+(?:the\s+)?([A-Z][\w&-]*(?:\s+[A-Z][\w&-]*)*)`)
+	listRole     = lazyRegexp(`(?i)\b(?:list|show|get|find|name)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?([a-z][a-z-]*)\b`)
+	deptTrail    = lazyRegexp(`(?i)\s+(?:team|department|dept|division|group|org)\b.*$`)
 )
 
 // genericRoles are nouns that name everybody, not a role.
@@ -404,29 +405,29 @@ var genericRoles = toSet(`employees employee people persons person staff members
 
 // database recognizes a question about the staff database.
 func database(c string) (Subtask, bool) {
-	hm := howMany.FindStringSubmatch(c)
-	if hm == nil && !dbWords.MatchString(c) {
+	hm := howMany().FindStringSubmatch(c)
+	if hm == nil && !dbWords().MatchString(c) {
 		return Subtask{}, false
 	}
 	args := map[string]any{}
 	var role string
 	switch {
-	case countWords.MatchString(c):
+	case countWords().MatchString(c):
 		args["action"] = "count"
-	case filterWords.MatchString(c):
+	case filterWords().MatchString(c):
 		args["action"] = "filter"
 	default:
 		args["action"] = "list"
 	}
 	dept := ""
-	if m := deptSuffixed.FindStringSubmatch(c); m != nil {
+	if m := deptSuffixed().FindStringSubmatch(c); m != nil {
 		dept = m[1]
-	} else if m := deptPrefixed.FindStringSubmatch(c); m != nil && !genericRoles[strings.ToLower(m[1])] && !stop[strings.ToLower(m[1])] {
+	} else if m := deptPrefixed().FindStringSubmatch(c); m != nil && !genericRoles[strings.ToLower(m[1])] && !stop[strings.ToLower(m[1])] {
 		dept = m[1]
 	} else if hm != nil {
-		dept = deptTrail.ReplaceAllString(strings.TrimSpace(hm[2]), "")
+		dept = deptTrail().ReplaceAllString(strings.TrimSpace(hm[2]), "")
 		dept = strings.TrimPrefix(strings.TrimPrefix(dept, "the "), "The ")
-	} else if m := deptCapital.FindStringSubmatch(c); m != nil {
+	} else if m := deptCapital().FindStringSubmatch(c); m != nil {
 		dept = m[1]
 	}
 	dept = strings.Trim(dept, " \t,.;:!?\"'")
@@ -435,14 +436,14 @@ func database(c string) (Subtask, bool) {
 	}
 	if hm != nil {
 		role = strings.TrimSpace(hm[1])
-	} else if m := listRole.FindStringSubmatch(c); m != nil {
+	} else if m := listRole().FindStringSubmatch(c); m != nil {
 		role = m[1]
 	}
-	if role = singular(strings.ToLower(role)); role != "" && len(role) <= 64 && !genericRoles[role] && !genericRoles[role+"s"] && !dbWords.MatchString(role) {
+	if role = singular(strings.ToLower(role)); role != "" && len(role) <= 64 && !genericRoles[role] && !genericRoles[role+"s"] && !dbWords().MatchString(role) {
 		args["role"] = literal(role)
 	}
 	if args["action"] == "filter" {
-		if m := filterClause.FindStringSubmatch(c); m != nil {
+		if m := filterClause().FindStringSubmatch(c); m != nil {
 			args["where"] = literal(strings.TrimSpace(m[1]))
 		}
 	}
@@ -467,16 +468,16 @@ func singular(w string) string {
 // ---- file_reader ----
 
 var (
-	fileWords = regexp.MustCompile(`(?i)\b(files?|read|open|contents?|cat|show)\b`)
-	filePath  = regexp.MustCompile("\"([^\"]{1,512})\"|'([^']{1,512})'|`([^`]{1,512})`|((?:~|\\.{1,2})?/[\\w.@+-]+(?:/[\\w.@+-]+)*|[\\w@+-]+(?:/[\\w.@+-]+)*\\.[A-Za-z][A-Za-z0-9]{0,7})")
+	fileWords = lazyRegexp(`(?i)\b(files?|read|open|contents?|cat|show)\b`)
+	filePath  = lazyRegexp("\"([^\"]{1,512})\"|'([^']{1,512})'|`([^`]{1,512})`|((?:~|\\.{1,2})?/[\\w.@+-]+(?:/[\\w.@+-]+)*|[\\w@+-]+(?:/[\\w.@+-]+)*\\.[A-Za-z][A-Za-z0-9]{0,7})")
 )
 
 // fileReader recognizes a request to read a named file.
 func fileReader(c string) (Subtask, bool) {
-	if !fileWords.MatchString(c) {
+	if !fileWords().MatchString(c) {
 		return Subtask{}, false
 	}
-	for _, m := range filePath.FindAllStringSubmatch(c, -1) {
+	for _, m := range filePath().FindAllStringSubmatch(c, -1) {
 		for _, p := range m[1:] {
 			if p = strings.TrimSpace(p); p != "" {
 				return subtask(c, skillFile, map[string]any{"path": literal(p)}, "files"), true
@@ -489,19 +490,19 @@ func fileReader(c string) (Subtask, bool) {
 // ---- web_search ----
 
 var (
-	searchWords = regexp.MustCompile(`(?i)\b(?:search(?:\s+the\s+(?:web|internet))?|look\s+up|lookup|find\s+(?:information|info|out|articles|news)|research|google|news)\b`)
-	searchHead  = regexp.MustCompile(`(?i)^(?:\s*(?:for|about|on|up|into|online|the\s+web|the\s+internet|me|some|any|information|info|articles|news)\b)+`)
-	searchTail  = regexp.MustCompile(`(?i)\s+(?:online|on\s+the\s+(?:web|internet))$`)
+	searchWords = lazyRegexp(`(?i)\b(?:search(?:\s+the\s+(?:web|internet))?|look\s+up|lookup|find\s+(?:information|info|out|articles|news)|research|google|news)\b`)
+	searchHead  = lazyRegexp(`(?i)^(?:\s*(?:for|about|on|up|into|online|the\s+web|the\s+internet|me|some|any|information|info|articles|news)\b)+`)
+	searchTail  = lazyRegexp(`(?i)\s+(?:online|on\s+the\s+(?:web|internet))$`)
 )
 
 // search recognizes a web search.
 func search(c string) (Subtask, bool) {
-	loc := searchWords.FindStringIndex(c)
+	loc := searchWords().FindStringIndex(c)
 	if loc == nil {
 		return Subtask{}, false
 	}
-	q := searchHead.ReplaceAllString(c[loc[1]:], "")
-	q = searchTail.ReplaceAllString(q, "")
+	q := searchHead().ReplaceAllString(c[loc[1]:], "")
+	q = searchTail().ReplaceAllString(q, "")
 	q = strings.Trim(q, " \t,.;:!?")
 	if q == "" {
 		q = c
@@ -512,17 +513,17 @@ func search(c string) (Subtask, bool) {
 // ---- ask, depending on earlier parts ----
 
 var (
-	summaryWords = regexp.MustCompile(`(?i)\b(summari[sz]e|summary|analy[sz]e|analysis|sentiment|compare|conclude|combine|explain|report)\b`)
-	backRefs     = regexp.MustCompile(`(?i)\b(results?|them|it|its|their|this|that|these|those|above|findings|everything|all|answers?|outputs?|both|together)\b`)
+	summaryWords = lazyRegexp(`(?i)\b(summari[sz]e|summary|analy[sz]e|analysis|sentiment|compare|conclude|combine|explain|report)\b`)
+	backRefs     = lazyRegexp(`(?i)\b(results?|them|it|its|their|this|that|these|those|above|findings|everything|all|answers?|outputs?|both|together)\b`)
 )
 
 // refersBack reports whether an ask clause works on the earlier parts: a
 // summary-like verb with a back reference, or the bare verb.
 func refersBack(c string) bool {
-	if !summaryWords.MatchString(c) {
+	if !summaryWords().MatchString(c) {
 		return false
 	}
-	return backRefs.MatchString(c) || len(strings.Fields(c)) <= 2
+	return backRefs().MatchString(c) || len(strings.Fields(c)) <= 2
 }
 
 // withDependencies makes st depend on all of earlier and puts their results
@@ -537,4 +538,12 @@ func withDependencies(st Subtask, earlier []Subtask) Subtask {
 	}
 	st.Arguments = marshalArgs(map[string]any{"query": q.String()})
 	return st
+}
+
+// lazyRegexp compiles expr on first use. The planner's expressions are
+// many (about 1.5 MB of compiled programs) and a node that is never asked
+// to plan never needs them; compiling them at package init cost every
+// mcpv2 process, down to `mcpv2 version`, their memory and time.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
