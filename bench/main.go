@@ -159,8 +159,8 @@ var groups = []group{
 var rowNames = map[int]string{
 	1:  "warm call, TCP, 1 in flight",
 	2:  "warm call, QUIC, 1 in flight",
-	3:  "calls/s, 64 in flight, TCP",
-	4:  "node CPU per call (64 in flight, TCP)",
+	3:  fmt.Sprintf("calls/s, %d in flight, TCP", inFlight),
+	4:  fmt.Sprintf("node CPU per call (%d in flight, TCP)", inFlight),
 	5:  "node CPU, 1 KiB minus 16 B payload",
 	6:  "cold connect + first call, TCP",
 	7:  "edge POST /mcpv2 calls/s, 50 clients",
