@@ -267,6 +267,26 @@ func TestBareRoles(t *testing.T) {
 	}
 }
 
+// TestProcMem reads this process's memory as the memory rows read their
+// children's: the parts of VmRSS add up, and PSS is at most VmRSS.
+func TestProcMem(t *testing.T) {
+	m, err := procPss(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.anon <= 0 || m.file <= 0 || m.pss <= 0 || m.pss > m.rss+(64<<10) {
+		t.Errorf("%+v: want RssAnon, RssFile and PSS positive, PSS at most VmRSS", m)
+	}
+	// The kernel prints VmRSS as the sum of the three (task_mem in
+	// fs/proc/task_mmu.c), from one reading of each.
+	if m.rss != m.anon+m.file+m.shmem {
+		t.Errorf("%+v: VmRSS is not RssAnon + RssFile + RssShmem", m)
+	}
+	if _, err := procMem(1 << 30); err == nil {
+		t.Error("procMem of a process that does not exist succeeded")
+	}
+}
+
 func TestAlternateOrder(t *testing.T) {
 	var got []string
 	side := func(name string) func(int) error {
@@ -312,6 +332,8 @@ func TestFlags(t *testing.T) {
 		{[]string{"--rounds", "0"}, 0, "--rounds 0"},
 		{[]string{"--rows", "("}, 0, "not a regular expression"},
 		{[]string{"extra"}, 0, "unexpected argument"},
+		{[]string{"--mesh", "20"}, 5, ""},
+		{[]string{"--mesh", "2"}, 0, "--mesh 2"},
 	} {
 		c, err := parseFlags(tc.args, io.Discard)
 		switch {
@@ -323,6 +345,18 @@ func TestFlags(t *testing.T) {
 			t.Errorf("%v: %v", tc.args, err)
 		case c.rounds != tc.rounds:
 			t.Errorf("%v: rounds %d, want %d", tc.args, c.rounds, tc.rounds)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		mesh int
+	}{{nil, 150}, {[]string{"--quick"}, 12}, {[]string{"--quick", "--mesh", "30"}, 30}} {
+		c, err := parseFlags(tc.args, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := newPlan(c); p.mesh != tc.mesh {
+			t.Errorf("%v: a mesh of %d, want %d", tc.args, p.mesh, tc.mesh)
 		}
 	}
 	c, err := parseFlags([]string{"--rows", "^(1|12) "}, io.Discard)
