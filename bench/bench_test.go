@@ -8,12 +8,14 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
 	"go.uber.org/goleak"
 
 	"github.com/mcpv2/mcpv2/node"
@@ -163,6 +165,128 @@ func echoLatency(ctx context.Context, e *env, p plan) ([]time.Duration, error) {
 	return latencyRound(ctx, p, echoCall(ss, msg))
 }
 
+// TestBareIsLean holds the memory rows' baseline binary to what its RSS
+// must measure: go-libp2p, kad-dht, go-multiaddr and the standard library,
+// and no package of mcpv2 however deep.
+func TestBareIsLean(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}: {{join .Imports \" \"}}", "./bare").Output()
+	if err != nil {
+		t.Fatalf("go list ./bare: %v", err)
+	}
+	allowed := []string{"github.com/libp2p/go-libp2p/", "github.com/libp2p/go-libp2p-kad-dht", "github.com/multiformats/go-multiaddr"}
+	_, imports, _ := strings.Cut(strings.TrimSpace(string(out)), ": ")
+	for _, imp := range strings.Fields(imports) {
+		std := !strings.Contains(strings.SplitN(imp, "/", 2)[0], ".")
+		ok := std
+		for _, a := range allowed {
+			ok = ok || strings.HasPrefix(imp+"/", a)
+		}
+		if !ok {
+			t.Errorf("bench/bare imports %s: only go-libp2p, kad-dht, go-multiaddr and the standard library", imp)
+		}
+	}
+	deps, err := exec.Command("go", "list", "-deps", "./bare").Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./bare: %v", err)
+	}
+	for _, d := range strings.Fields(string(deps)) {
+		if strings.HasPrefix(d, "github.com/mcpv2/mcpv2/") && d != "github.com/mcpv2/mcpv2/bench/bare" {
+			t.Errorf("bench/bare depends on %s", d)
+		}
+	}
+}
+
+// TestBareRoles runs the lean baseline binary for real: the echo role
+// answers the echoes of row 14 and its memory reads, and a mesh role
+// joined to an in-process mcpv2 node is in the node's DHT routing table
+// and has the node in its own (row 15's one mesh).
+func TestBareRoles(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	e, err := newEnv(config{rounds: 1, quick: true}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+
+	var echo readyInfo
+	c, err := e.startBare(ctx, "echo", &echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m memInfo
+	if err := loadEcho(ctx, echo, 100, func() (err error) { m, err = procMem(c.pid()); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if m.rss <= 0 || m.anon <= 0 || m.file <= 0 || m.anon+m.file > m.rss {
+		t.Errorf("the echo host's memory %+v: want VmRSS ≥ RssAnon + RssFile, all positive", m)
+	}
+
+	srv, err := node.New(node.Config{DataDir: t.TempDir(), ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, RateLimit: -1,
+		Mesh: &node.MeshConfig{Mode: "server", NoMDNS: true, NoNAT: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	addr, err := nodeTCPAddr(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info readyInfo
+	mc, err := e.startBare(ctx, "mesh", &info, addr.Multiaddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := info.addrOf("/tcp/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bareID, err := peer.Decode(a[strings.LastIndex(a, "/p2p/")+len("/p2p/"):])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := srv.Discovery().DHT().RoutingTable()
+	jctx, jcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer jcancel()
+	for {
+		v, err := mc.ask(jctx, "peers", "PEERS ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rt.Find(bareID) != "" && strings.Contains(v, srv.ID().String()) {
+			break
+		}
+		select {
+		case <-jctx.Done():
+			t.Fatalf("no one mesh after 30s: the node's routing table has the bare host: %v; the bare host says %s", rt.Find(bareID) != "", v)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if _, err := mc.ask(ctx, "stat", "STAT {\"rt\":1,\"peers\":1}"); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestProcMem reads this process's memory as the memory rows read their
+// children's: the parts of VmRSS add up, and PSS is at most VmRSS.
+func TestProcMem(t *testing.T) {
+	m, err := procPss(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.anon <= 0 || m.file <= 0 || m.pss <= 0 || m.pss > m.rss+(64<<10) {
+		t.Errorf("%+v: want RssAnon, RssFile and PSS positive, PSS at most VmRSS", m)
+	}
+	// The kernel prints VmRSS as the sum of the three (task_mem in
+	// fs/proc/task_mmu.c), from one reading of each.
+	if m.rss != m.anon+m.file+m.shmem {
+		t.Errorf("%+v: VmRSS is not RssAnon + RssFile + RssShmem", m)
+	}
+	if _, err := procMem(1 << 30); err == nil {
+		t.Error("procMem of a process that does not exist succeeded")
+	}
+}
+
 func TestAlternateOrder(t *testing.T) {
 	var got []string
 	side := func(name string) func(int) error {
@@ -208,6 +332,8 @@ func TestFlags(t *testing.T) {
 		{[]string{"--rounds", "0"}, 0, "--rounds 0"},
 		{[]string{"--rows", "("}, 0, "not a regular expression"},
 		{[]string{"extra"}, 0, "unexpected argument"},
+		{[]string{"--mesh", "20"}, 5, ""},
+		{[]string{"--mesh", "2"}, 0, "--mesh 2"},
 	} {
 		c, err := parseFlags(tc.args, io.Discard)
 		switch {
@@ -219,6 +345,18 @@ func TestFlags(t *testing.T) {
 			t.Errorf("%v: %v", tc.args, err)
 		case c.rounds != tc.rounds:
 			t.Errorf("%v: rounds %d, want %d", tc.args, c.rounds, tc.rounds)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		mesh int
+	}{{nil, 150}, {[]string{"--quick"}, 12}, {[]string{"--quick", "--mesh", "30"}, 30}} {
+		c, err := parseFlags(tc.args, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := newPlan(c); p.mesh != tc.mesh {
+			t.Errorf("%v: a mesh of %d, want %d", tc.args, p.mesh, tc.mesh)
 		}
 	}
 	c, err := parseFlags([]string{"--rows", "^(1|12) "}, io.Discard)

@@ -18,16 +18,19 @@ import (
 // readyTimeout bounds how long a child may take to say it is ready.
 const readyTimeout = 30 * time.Second
 
-// child is a server process of the bench: an `mcpv2 node` or this program
-// in a role. It is killed by [children.closeAll], and dies with the bench
+// child is a server process of the bench: an `mcpv2 node`, this program
+// in a role, or the lean baseline binary (bench/bare) in one. It is killed by [children.closeAll], and dies with the bench
 // anyway: a role exits when its stdin (a pipe from the bench) closes, and
 // on Linux every child gets SIGKILL when the bench dies (procattr_linux.go).
 type child struct {
 	name  string
 	cmd   *exec.Cmd
-	stdin io.Closer
+	stdin io.WriteCloser
 	// lines are the stdout lines up to and including the ready line.
 	lines []string
+	// later gets the stdout lines after the ready line, for ask; a line
+	// that finds it full is dropped.
+	later chan string
 	// stderr keeps the child's stderr for error messages.
 	stderr *tailBuffer
 	// exited is closed once the process has exited; err is then its
@@ -72,6 +75,39 @@ func (c *child) values(key string) []string {
 	return out
 }
 
+// ask writes query as a line to c's stdin and returns the rest of the
+// first stdout line after it that starts with prefix (lines that do not
+// are skipped), within askTimeout. One goroutine at a time may ask a
+// child.
+func (c *child) ask(ctx context.Context, query, prefix string) (string, error) {
+	// A line left over from an ask that timed out is not this one's answer.
+	for len(c.later) > 0 {
+		<-c.later
+	}
+	if _, err := io.WriteString(c.stdin, query+"\n"); err != nil {
+		return "", fmt.Errorf("ask %s %q: %w", c.name, query, err)
+	}
+	timer := time.NewTimer(askTimeout)
+	defer timer.Stop()
+	for {
+		select {
+		case l := <-c.later:
+			if v, ok := strings.CutPrefix(l, prefix); ok {
+				return v, nil
+			}
+		case <-c.exited:
+			return "", c.alive()
+		case <-timer.C:
+			return "", fmt.Errorf("ask %s %q: no %q line within %s", c.name, query, prefix, askTimeout)
+		case <-ctx.Done():
+			return "", context.Cause(ctx)
+		}
+	}
+}
+
+// askTimeout bounds the wait for a child's answer to ask.
+const askTimeout = 10 * time.Second
+
 // children owns the child processes of a run; mu guards list.
 type children struct {
 	mu   sync.Mutex
@@ -93,7 +129,8 @@ func (cs *children) start(ctx context.Context, name string, argv, env []string, 
 	if err != nil {
 		return nil, err
 	}
-	c := &child{name: name, cmd: cmd, stdin: stdin, stderr: &tailBuffer{max: 4 << 10}, exited: make(chan struct{})}
+	c := &child{name: name, cmd: cmd, stdin: stdin, stderr: &tailBuffer{max: 4 << 10}, exited: make(chan struct{}),
+		later: make(chan string, 16)}
 	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
@@ -110,6 +147,10 @@ func (cs *children) start(ctx context.Context, name string, argv, env []string, 
 		sent := false
 		for sc.Scan() {
 			if sent {
+				select {
+				case c.later <- sc.Text():
+				default:
+				}
 				continue
 			}
 			lines = append(lines, sc.Text())
@@ -145,15 +186,20 @@ func (cs *children) startRole(ctx context.Context, role string, info any, args .
 	if err != nil {
 		return nil, fmt.Errorf("find this program to run it as %s: %w", role, err)
 	}
-	c, err := cs.start(ctx, "the "+role+" child", append([]string{self}, args...), []string{roleEnv + "=" + role},
-		func(l string) bool { return strings.HasPrefix(l, readyPrefix) })
+	return cs.startReady(ctx, "the "+role+" child", append([]string{self}, args...), []string{roleEnv + "=" + role}, info)
+}
+
+// startReady starts argv (env added) and waits for its READY line, whose
+// JSON it returns in info.
+func (cs *children) startReady(ctx context.Context, name string, argv, env []string, info any) (*child, error) {
+	c, err := cs.start(ctx, name, argv, env, func(l string) bool { return strings.HasPrefix(l, readyPrefix) })
 	if err != nil {
 		return nil, err
 	}
 	last := c.lines[len(c.lines)-1]
 	if err := json.Unmarshal([]byte(strings.TrimPrefix(last, readyPrefix)), info); err != nil {
 		cs.kill(c)
-		return nil, fmt.Errorf("the %s child's ready line %q: %w", role, clip(last), err)
+		return nil, fmt.Errorf("%s's ready line %q: %w", name, clip(last), err)
 	}
 	return c, nil
 }

@@ -31,7 +31,8 @@ type env struct {
 	dir   string
 	procs children
 
-	bin string // the mcpv2 binary, once built or given
+	bin  string // the mcpv2 binary, once built or given
+	bare string // the lean baseline binary (bench/bare), once built
 
 	// sendKey is the identity of `mcpv2 send`'s data dir (sendDir) and
 	// adminKey the bench's own granted client; the node's policy grants
@@ -92,22 +93,74 @@ func (e *env) binary(ctx context.Context) (string, error) {
 	if e.bin != "" {
 		return e.bin, nil
 	}
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	gomod := strings.TrimSpace(string(out))
-	if err != nil || gomod == "" || gomod == os.DevNull {
-		return "", fmt.Errorf("find the mcpv2 module to build ./cmd/mcpv2 (run the bench inside it, or give --mcpv2 PATH): go env GOMOD: %q %v", gomod, err)
-	}
-	bin := filepath.Join(e.dir, "mcpv2")
-	e.log.Info("building mcpv2", "out", bin)
-	bctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(bctx, "go", "build", "-o", bin, "./cmd/mcpv2")
-	cmd.Dir = filepath.Dir(gomod)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/mcpv2: %w\n%s", err, out)
+	bin, err := e.build(ctx, "./cmd/mcpv2", "mcpv2", "run the bench inside it, or give --mcpv2 PATH")
+	if err != nil {
+		return "", err
 	}
 	e.bin = bin
 	return bin, nil
+}
+
+// bareBinary returns the lean baseline binary of the memory rows
+// (bench/bare), building it on first use.
+func (e *env) bareBinary(ctx context.Context) (string, error) {
+	if e.bare != "" {
+		return e.bare, nil
+	}
+	bin, err := e.build(ctx, "./bench/bare", "bare", "run the bench inside it")
+	if err != nil {
+		return "", err
+	}
+	e.bare = bin
+	return bin, nil
+}
+
+// build runs `go build -o <temp dir>/name pkg` in the module that holds
+// the working directory; hint says what to do when there is none.
+func (e *env) build(ctx context.Context, pkg, name, hint string) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	gomod := strings.TrimSpace(string(out))
+	if err != nil || gomod == "" || gomod == os.DevNull {
+		return "", fmt.Errorf("find the mcpv2 module to build %s (%s): go env GOMOD: %q %v", pkg, hint, gomod, err)
+	}
+	bin := filepath.Join(e.dir, name)
+	e.log.Info("building "+pkg, "out", bin)
+	bctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(bctx, "go", "build", "-o", bin, pkg)
+	cmd.Dir = filepath.Dir(gomod)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
+	}
+	return bin, nil
+}
+
+// startBare starts the lean baseline binary in role with args and waits
+// for its READY line, whose JSON it returns in info.
+func (e *env) startBare(ctx context.Context, role string, info *readyInfo, args ...string) (*child, error) {
+	bin, err := e.bareBinary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return e.procs.startReady(ctx, "the bare "+role+" host", append([]string{bin, role}, args...), nil, info)
+}
+
+// binSizes names the binaries built or given so far with their sizes,
+// e.g. "mcpv2 55.1 MiB, bare 32.9 MiB".
+func (e *env) binSizes() string {
+	var out []string
+	for _, b := range []struct{ name, path string }{{"mcpv2", e.bin}, {"bare", e.bare}} {
+		if b.path == "" {
+			continue
+		}
+		if fi, err := os.Stat(b.path); err == nil {
+			out = append(out, b.name+" "+fmtMiB(float64(fi.Size())))
+		}
+	}
+	if len(out) == 0 {
+		return "no binary built"
+	}
+	return strings.Join(out, ", ")
 }
 
 // nodeArgs are the flags of every `mcpv2 node` of the bench: loopback only,

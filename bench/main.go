@@ -2,10 +2,11 @@
 // 10): a mesh call against a raw go-libp2p stream echo, the HTTP edge
 // against a bare net/http JSON echo and the MCP go-sdk's streamable HTTP
 // server, `mcpv2 send` against a raw libp2p stream copy and a raw TCP copy,
-// a node's idle memory against a bare host with a DHT, and the heap of a
-// long run of warm calls. Each pair runs in one process run, the two sides
-// alternated (A,B,B,A,…) over several rounds, and the result is a markdown
-// table of medians, p99s, the ratio of medians and the target it must meet.
+// a node's memory (idle, after warm calls, in a DHT mesh) against a bare
+// host with a DHT, and the heap of a long run of warm calls. Each pair runs
+// in one process run, the two sides alternated (A,B,B,A,…) over several
+// rounds, and the result is a markdown table of medians, p99s, the ratio of
+// medians and the target it must meet.
 //
 //	go run ./bench                  # the full run (a few minutes)
 //	go run ./bench --quick          # CI smoke run: every row works, targets not judged
@@ -13,11 +14,14 @@
 //
 // Servers run in child processes, so that their CPU time and memory can be
 // read from /proc: the mcpv2 side is the real `mcpv2` binary, the baselines
-// are this program run again in a hidden role (see roles.go). Clients run in
-// this process. The run needs Linux (/proc) and loopback only.
+// are this program run again in a hidden role (see roles.go), but for the
+// memory rows', which are a lean binary of their own (bench/bare), built
+// into the run's temp dir. Clients run in this process. The run needs Linux
+// (/proc), the go command and loopback only.
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -27,6 +31,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -59,6 +64,7 @@ type config struct {
 	quick  bool
 	rows   *regexp.Regexp
 	mcpv2  string // a built mcpv2 binary, or "" to build one
+	mesh   int    // row 15's processes, 0 for the plan's
 	args   []string
 }
 
@@ -70,8 +76,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	quick := fs.Bool("quick", false, "CI smoke run: tiny counts, every row must work, targets are not judged")
 	rows := fs.String("rows", "", "run only the rows whose \"<number> <name>\" matches this regular expression (e.g. '^(1|2) ', 'edge')")
 	bin := fs.String("mcpv2", "", "a built mcpv2 binary to measure (default: go build ./cmd/mcpv2 into a temp dir)")
+	mesh := fs.Int("mesh", 0, "processes in row 15's DHT mesh, half mcpv2 nodes and half bare hosts (default 150, 12 with --quick)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: go run ./bench [--quick] [--rounds N] [--rows REGEX] [--mcpv2 PATH]")
+		fmt.Fprintln(stderr, "usage: go run ./bench [--quick] [--rounds N] [--rows REGEX] [--mcpv2 PATH] [--mesh N]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -80,12 +87,15 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected argument %q: bench takes flags only (see --help)", fs.Arg(0))
 	}
-	c := config{rounds: *rounds, quick: *quick, mcpv2: *bin, args: args}
+	c := config{rounds: *rounds, quick: *quick, mcpv2: *bin, mesh: *mesh, args: args}
 	if *quick && !isSet(fs, "rounds") {
 		c.rounds = 2
 	}
 	if c.rounds < 1 {
 		return config{}, fmt.Errorf("--rounds %d: give 1 or more", c.rounds)
+	}
+	if isSet(fs, "mesh") && (c.mesh < 4 || c.mesh > maxMesh) {
+		return config{}, fmt.Errorf("--mesh %d: give 4 to %d processes", c.mesh, maxMesh)
 	}
 	if *rows != "" {
 		re, err := regexp.Compile(*rows)
@@ -120,20 +130,37 @@ type plan struct {
 	coldN int
 	// sendSize is the file of the send row.
 	sendSize int64
-	// idle is how long the RSS row lets its processes idle.
+	// idle is how long the RSS rows let their processes idle.
 	idle time.Duration
+	// loadCalls is the warm calls (and echoes) of row 14.
+	loadCalls int
+	// mesh is the processes of row 15's DHT mesh (half of each kind);
+	// meshMin is the least time it is left to settle after the last
+	// start, meshMax the most, meshStable how long the peer counts must
+	// hold still, meshPoll how often they are read.
+	mesh                                   int
+	meshMin, meshMax, meshStable, meshPoll time.Duration
 	// heapCalls is the warm calls of the heap row.
 	heapCalls int
 }
 
 func newPlan(c config) plan {
+	p := plan{rounds: c.rounds, latDur: 700 * time.Millisecond, latMin: 200, warm: 150 * time.Millisecond,
+		tputDur: 2 * time.Second, coldN: 30, sendSize: 256 << 20, idle: 5 * time.Second, heapCalls: 100000,
+		loadCalls: 10000, mesh: 150, meshMin: 30 * time.Second, meshMax: 3 * time.Minute, meshStable: 15 * time.Second, meshPoll: 3 * time.Second}
 	if c.quick {
-		return plan{rounds: c.rounds, quick: true, latDur: 20 * time.Millisecond, latMin: 16, warm: 20 * time.Millisecond,
-			tputDur: 100 * time.Millisecond, coldN: 2, sendSize: 8 << 20, idle: time.Second, heapCalls: 5000}
+		p = plan{rounds: c.rounds, quick: true, latDur: 20 * time.Millisecond, latMin: 16, warm: 20 * time.Millisecond,
+			tputDur: 100 * time.Millisecond, coldN: 2, sendSize: 8 << 20, idle: time.Second, heapCalls: 5000,
+			loadCalls: 1000, mesh: 12, meshMin: 3 * time.Second, meshMax: 30 * time.Second, meshStable: 2 * time.Second, meshPoll: 500 * time.Millisecond}
 	}
-	return plan{rounds: c.rounds, latDur: 700 * time.Millisecond, latMin: 200, warm: 150 * time.Millisecond,
-		tputDur: 2 * time.Second, coldN: 30, sendSize: 256 << 20, idle: 5 * time.Second, heapCalls: 100000}
+	if c.mesh > 0 {
+		p.mesh = c.mesh
+	}
+	return p
 }
+
+// maxMesh bounds --mesh.
+const maxMesh = 1000
 
 // group is a set of rows measured together, with one setup.
 type group struct {
@@ -150,17 +177,18 @@ var groups = []group{
 	{rows: []int{8}, run: runEdgeVsMCP},
 	{rows: []int{9}, run: runEdgeBatch},
 	{rows: []int{10}, run: runSend},
-	{rows: []int{11}, run: runRSS},
+	{rows: []int{11, 14}, run: runMemory},
 	{rows: []int{12}, run: runHeap},
 	{rows: []int{13}, run: runMetricsCost},
+	{rows: []int{15}, run: runMeshRSS},
 }
 
 // rowNames are the issue table's rows, by number.
 var rowNames = map[int]string{
 	1:  "warm call, TCP, 1 in flight",
 	2:  "warm call, QUIC, 1 in flight",
-	3:  "calls/s, 64 in flight, TCP",
-	4:  "node CPU per call (64 in flight, TCP)",
+	3:  fmt.Sprintf("calls/s, %d in flight, TCP", inFlight),
+	4:  fmt.Sprintf("node CPU per call (%d in flight, TCP)", inFlight),
 	5:  "node CPU, 1 KiB minus 16 B payload",
 	6:  "cold connect + first call, TCP",
 	7:  "edge POST /mcpv2 calls/s, 50 clients",
@@ -170,6 +198,8 @@ var rowNames = map[int]string{
 	11: "idle RSS",
 	12: "heap and allocations, warm calls",
 	13: "--metrics on vs off, warm calls",
+	14: "RSS after warm calls",
+	15: "RSS per node in a DHT mesh",
 }
 
 // selected reports whether the row matches --rows.
@@ -228,10 +258,12 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 	if len(lines) == 0 {
 		return fmt.Errorf("--rows %q matched no row: rows are \"<number> <name>\", e.g. \"1 %s\"", cfg.rows, rowNames[1])
 	}
+	// Rows measured together (11 and 14) are printed in row order.
+	slices.SortStableFunc(lines, func(a, b line) int { return cmp.Compare(a.row, b.row) })
 	fmt.Fprintln(out)
 	writeTable(out, lines, p.quick)
 	fmt.Fprintln(out)
-	fmt.Fprint(out, notes(p, lines))
+	fmt.Fprint(out, notes(p, lines, e.binSizes()))
 	fmt.Fprintf(out, "\nrun time: %s\n", time.Since(start).Round(time.Second))
 	if len(failed) > 0 {
 		return fmt.Errorf("%d row(s) failed:\n  %s", len(failed), strings.Join(failed, "\n  "))

@@ -18,7 +18,7 @@ import (
 // run, the same flags but for the metrics: off, on (the node's, the
 // edge's and go-libp2p's collectors), and on with the resource manager's
 // (--metrics-rcmgr). Warm calls at one in flight (latency; the three take
-// turns call by call) and at 64 in flight (calls/s and the node's CPU per
+// turns call by call) and at inFlight (calls/s and the node's CPU per
 // call; alternated round by round), then each node's RSS.
 
 // metricsVariant is one node of row 13.
@@ -91,7 +91,7 @@ func runMetricsCost(ctx context.Context, e *env, p plan) (_ []line, err error) {
 		}
 	}
 	var sides []func(int) error
-	// Calls/s and the node's CPU per call, 64 in flight.
+	// Calls/s and the node's CPU per call, inFlight at once.
 	rate, cpu := make([][]float64, len(vs)), make([][]float64, len(vs))
 	sides = sides[:0]
 	for i, v := range vs {
@@ -151,7 +151,7 @@ func runMetricsCost(ctx context.Context, e *env, p plan) (_ []line, err error) {
 			ratio: median(lat[i]) / median(lat[off]), target: target}
 		l.judge(judged, l.ratio <= 1.03)
 		lines = append(lines, l)
-		r := line{row: 13, payload: vs[i].name + ": 1 KiB calls/s, 64 in flight", baseline: "metrics off",
+		r := line{row: 13, payload: fmt.Sprintf("%s: 1 KiB calls/s, %d in flight", vs[i].name, inFlight), baseline: "metrics off",
 			aMed: fmtRate(median(rate[i]), "calls"), bMed: fmtRate(median(rate[off]), "calls"),
 			ratio: median(rate[i]) / median(rate[off]), target: rtarget}
 		r.judge(judged, r.ratio >= 0.97)

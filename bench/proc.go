@@ -43,27 +43,80 @@ func procCPU(pid int) (time.Duration, error) {
 // procRSS returns the resident set size of process pid in bytes (VmRSS of
 // /proc/<pid>/status).
 func procRSS(pid int) (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	m, err := procMem(pid)
+	return m.rss, err
+}
+
+// memInfo is a process's resident memory in bytes, from /proc/<pid>/status:
+// rss (VmRSS) = anon (RssAnon: heap, stacks, the runtime's memory) + file
+// (RssFile: the binary's and libraries' pages, shared by every process of
+// the same binary) + shmem (RssShmem); pss is the proportional set size of
+// /proc/<pid>/smaps_rollup (each shared page divided among the processes
+// that map it), 0 unless read by procPss.
+type memInfo struct {
+	rss, anon, file, shmem, pss int64
+}
+
+// procMem reads the VmRSS, RssAnon, RssFile and RssShmem lines of
+// /proc/<pid>/status.
+func procMem(pid int) (memInfo, error) {
+	var m memInfo
+	path := fmt.Sprintf("/proc/%d/status", pid)
+	found, err := scanKB(path, map[string]*int64{"VmRSS:": &m.rss, "RssAnon:": &m.anon, "RssFile:": &m.file, "RssShmem:": &m.shmem})
 	if err != nil {
-		return 0, fmt.Errorf("read the RSS of process %d (the bench needs Linux /proc): %w", pid, err)
+		return m, fmt.Errorf("read the RSS of process %d (the bench needs Linux /proc): %w", pid, err)
+	}
+	if !found["VmRSS:"] {
+		return m, fmt.Errorf("%s has no VmRSS line (a zombie?)", path)
+	}
+	return m, nil
+}
+
+// procPss returns procMem's reading of process pid with its proportional
+// set size (the Pss line of /proc/<pid>/smaps_rollup).
+func procPss(pid int) (memInfo, error) {
+	m, err := procMem(pid)
+	if err != nil {
+		return m, err
+	}
+	path := fmt.Sprintf("/proc/%d/smaps_rollup", pid)
+	found, err := scanKB(path, map[string]*int64{"Pss:": &m.pss})
+	if err != nil {
+		return m, fmt.Errorf("read the PSS of process %d: %w", pid, err)
+	}
+	if !found["Pss:"] {
+		return m, fmt.Errorf("%s has no Pss line", path)
+	}
+	return m, nil
+}
+
+// scanKB reads the lines "<key> <n> kB" of a /proc file whose key is in
+// want, stores n in bytes into want[key], and reports which it found.
+func scanKB(path string, want map[string]*int64) (map[string]bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
+	found := map[string]bool{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		v, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
-		if !ok {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		dst := want[k+":"]
+		if !ok || dst == nil || found[k+":"] {
 			continue
 		}
 		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("/proc/%d/status: VmRSS %q is not a kB count", pid, strings.TrimSpace(v))
+			return found, fmt.Errorf("%s: %s %q is not a kB count", path, k, strings.TrimSpace(v))
 		}
-		return kb << 10, nil
+		*dst = kb << 10
+		found[k+":"] = true
 	}
 	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("/proc/%d/status: %w", pid, err)
+		return found, fmt.Errorf("%s: %w", path, err)
 	}
-	return 0, fmt.Errorf("/proc/%d/status has no VmRSS line (a zombie?)", pid)
+	return found, nil
 }
 
 // cpuModel is the first "model name" of /proc/cpuinfo, or why there is none.

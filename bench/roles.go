@@ -17,11 +17,9 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p"
-	dht "github.com/libp2p/go-libp2p-kad-dht"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	libp2pproto "github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
@@ -40,7 +38,10 @@ import (
 //
 // on stdout and serves until its stdin closes (the bench closed it, or
 // died) or it gets SIGTERM or SIGINT. A sender role does its one transfer
-// and exits 0, or non-zero with the reason on stderr.
+// and exits 0, or non-zero with the reason on stderr. The memory rows'
+// baselines are not here but in a lean binary of their own (bench/bare),
+// which speaks the same ready line: this program's own pages (it carries
+// mcpv2's packages, the MCP go-sdk) would count in its resident memory.
 
 // readyPrefix starts a role's ready line.
 const readyPrefix = "READY "
@@ -84,7 +85,6 @@ var roles = map[string]func(ctx context.Context, args []string) error{
 	"tcpsend":     roleTCPSend,
 	"httpecho":    roleHTTPEcho,
 	"mcp":         roleMCP,
-	"dht":         roleDHT,
 }
 
 // runRole runs role and returns the process's exit code.
@@ -127,7 +127,9 @@ func serveUntilDone(ctx context.Context, info readyInfo) error {
 
 // bareHost is the baselines' libp2p host: libp2p's defaults with the same
 // transports, security and muxer as transport.NewHost, listening on
-// loopback TCP and QUIC-v1 when listen is set, else nowhere.
+// loopback TCP and QUIC-v1 when listen is set, else nowhere. The lean
+// baseline binary of the memory rows has a copy (bench/bare bareHost):
+// change both.
 func bareHost(listen bool) (host.Host, error) {
 	la := libp2p.NoListenAddrs
 	if listen {
@@ -455,20 +457,4 @@ func roleMCP(ctx context.Context, _ []string) error {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
 	return serveHTTP(ctx, h)
-}
-
-// roleDHT is the idle-memory baseline: a bare host with kad-dht in server
-// mode, no bootstrap peers.
-func roleDHT(ctx context.Context, _ []string) error {
-	h, err := bareHost(true)
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	d, err := dht.New(h, dht.Mode(dht.ModeServer), dht.ProtocolPrefix(libp2pproto.ID("/mcpv2-bench")))
-	if err != nil {
-		return fmt.Errorf("dht: %w", err)
-	}
-	defer d.Close()
-	return serveUntilDone(ctx, hostInfo(h))
 }

@@ -106,8 +106,9 @@ func argText(args []string) string {
 	return " " + strings.Join(q, " ")
 }
 
-// notes explains how the table was measured, under it.
-func notes(p plan, lines []line) string {
+// notes explains how the table was measured, under it; bins names the
+// binaries the run built or was given, with their sizes (env.binSizes).
+func notes(p plan, lines []line, bins string) string {
 	rows := map[int]bool{}
 	for _, l := range lines {
 		rows[l.row] = true
@@ -117,9 +118,12 @@ func notes(p plan, lines []line) string {
 	b.WriteString("- ratio = mcpv2 / baseline, of medians. Latency and CPU: lower is better; throughput: higher is better. Only the issue's own lines (1 KiB unless the row says otherwise) are judged; the other payloads are for information.\n")
 	b.WriteString("- latency rows: every call timed; median and p99 over all rounds of a side. Throughput rows: calls/s per round, median over rounds. Each side warms up before each round.\n")
 	b.WriteString("- mcpv2 side: the real binary, `mcpv2 node --no-mdns --no-nat --listen /ip4/127.0.0.1/tcp/0 --listen /ip4/127.0.0.1/udp/0/quic-v1 --rate-limit 0 --port 0 --public-ip 127.0.0.1 --max-inflight 64` (plus `--max-file 1GiB --max-partial 0 --max-store 0` for the send row); no --secret: `ping` is open to every caller (SPEC §6), and a policy.json grants the bench's client PeerIDs every skill (for send and delete_file). The mesh client is a `node.Dialer`'s, whose host listens nowhere, as the CLI's.\n")
-	b.WriteString("- baselines are this program in a child role, on bare `libp2p.New` hosts with the same transports (TCP, QUIC-v1), security (Noise, TLS) and muxer (yamux) as `transport.NewHost`; the echo gets the same request bytes the mesh client sends, as one frame (`transport.WriteFrame`) on a reused stream (64 streams at 64 in flight).\n")
+	fmt.Fprintf(&b, "- baselines are this program in a child role, on bare `libp2p.New` hosts with the same transports (TCP, QUIC-v1), security (Noise, TLS) and muxer (yamux) as `transport.NewHost`; the echo gets the same request bytes the mesh client sends, as one frame (`transport.WriteFrame`) on a reused stream (%d streams at %d in flight). The memory rows' baselines are the same host in a lean binary of its own instead (`go build ./bench/bare`: go-libp2p, kad-dht, go-multiaddr and the standard library, no package of mcpv2), since this program's pages (it carries mcpv2 and the MCP go-sdk) would count in its RSS.\n", inFlight, inFlight)
+	if rows[3] || rows[4] || rows[5] {
+		fmt.Fprintf(&b, "- rows 3–5 run %d calls in flight, the issue's figure: the mesh client opens at most %d streams to a peer (node/pool.go maxStreamsPerPeer), and calls beyond them wait for a stream, so the echo gets as many streams.\n", inFlight, inFlight)
+	}
 	if rows[4] || rows[5] {
-		b.WriteString("- CPU per call: the server child's utime+stime (/proc/<pid>/stat, 10 ms ticks) over the measured window of the 64-in-flight rounds, divided by the calls; median over rounds. Row 5 is the 1 KiB figure minus the 16 B one; it meets when mcpv2's payload cost is at most twice the echo's, or within 10 µs of it.\n")
+		b.WriteString("- CPU per call: the server child's utime+stime (/proc/<pid>/stat, 10 ms ticks) over the measured window of the throughput rounds, divided by the calls; median over rounds. Row 5 is the 1 KiB figure minus the 16 B one; it meets when mcpv2's payload cost is at most twice the echo's, or within 10 µs of it.\n")
 	}
 	if rows[6] {
 		b.WriteString("- cold: each call on a fresh client host (new key), timed from before the dial to the answer; the host's construction is not timed.\n")
@@ -130,14 +134,24 @@ func notes(p plan, lines []line) string {
 	if rows[10] {
 		fmt.Fprintf(&b, "- send: a %s file of random bytes, in the page cache; mcpv2: `mcpv2 send FILE /ip4/127.0.0.1/tcp/…/p2p/… --quiet --no-nat` as a process, timed from start to exit, the node writing into its file store; the baselines are child processes too (a fresh bare host, one stream, 256 KiB writes, close, wait for the receiver's ack after its fsync; raw TCP the same over a plain socket; the hashing copy also runs SHA-256 over every byte on both ends, inline, as a blob transfer must). MB = 10^6 bytes.\n", sizeText(p.sendSize))
 	}
-	if rows[11] {
-		fmt.Fprintf(&b, "- idle RSS: VmRSS after %s idle, started side by side; mcpv2 node with the flags above but no edge; baseline: a bare host with kad-dht in server mode, no bootstrap peers; median over rounds.\n", p.idle)
+	if rows[11] || rows[14] || rows[15] {
+		fmt.Fprintf(&b, "- memory (rows 11, 14, 15): VmRSS of /proc/<pid>/status, shown as VmRSS (anon RssAnon, file RssFile) in MiB: anonymous memory is the heap, stacks and runtime; file-backed pages are the binary's (%s), shared by every process of one binary and the first the kernel drops. The mcpv2 node runs with the GC settings `mcpv2 node` picks when GOGC and GOMEMLIMIT are unset (cmd/mcpv2/gc.go), the bare host with Go's defaults.\n", bins)
+	}
+	if rows[11] || rows[14] {
+		fmt.Fprintf(&b, "- idle RSS (row 11): VmRSS after %s idle, a fresh mcpv2 node and a fresh bare host started side by side (the order alternating), median over rounds; mcpv2 node with the flags above but no edge (the dashboard on, as by default); baseline: `bare echo`, a bare host with kad-dht in server mode (mcpv2's /mcpv2 prefix), no bootstrap peers, with the echo handler of row 14 registered.\n", p.idle)
+	}
+	if rows[14] {
+		fmt.Fprintf(&b, "- RSS after warm calls (row 14): the same two processes of row 11, right after row 11's reading: %d calls of 1 KiB pings over TCP from a fresh mesh client (%d in flight) to the node, and %d echoes of the same request bytes on %d streams of a fresh bare client host to the bare host, the two in alternating order; VmRSS read right after the last call, the client still connected; growth = that minus the idle reading, median over rounds; judged on VmRSS.\n", p.loadCalls, inFlight, p.loadCalls, inFlight)
+	}
+	if rows[15] {
+		fmt.Fprintf(&b, "- DHT mesh (row 15): %d processes on loopback, half `mcpv2 node` (the flags above plus `--dht-mode server` and `--bootstrap` to the two first processes) and half `bare mesh` (a bare host, kad-dht server with mcpv2's prefix /mcpv2 and a validator that stores mcpv2's card records unchecked, joined through the same two); one mesh: no mcpv2 node filters peers by protocol (kad-dht's routing-table and query filters are off, the connection gater judges addresses only), so each kind's routing table holds both. Started %d at a time; then each process's peer count is read every %s (a node's over its control socket, as `mcpv2 status`; a bare host's, with its routing table size, from a line it prints) until, at least %s after the last start, the total moved by at most %.0f%% over %s and every process has a peer (at most %s); then the median VmRSS of each kind, one reading per process (rounds do not apply). The info line gives the median PSS (each shared page divided among the processes that map it: what a node costs the machine) and, read after the memory, the median connected peers of each kind and the bare hosts' routing tables, split by the kind of peer (`mcpv2 peers`'s list for a node); the row fails unless each kind is connected to the other and the bare hosts' routing tables hold nodes.\n",
+			p.mesh, meshStartPar, p.meshPoll, p.meshMin, meshSettled*100, p.meshStable, p.meshMax)
 	}
 	if rows[12] {
 		fmt.Fprintf(&b, "- heap: `node.New` server (RateLimit -1) and a `node.Dialer`'s client in this one process, %d warm 1 KiB ping calls with 4 in flight; HeapInuse after runtime.GC() at 10%% and 100%% of the calls; allocations = MemStats.Mallocs between the two, over the calls between them (client and server together). Growth meets at ≤ 1 MiB.\n", p.heapCalls)
 	}
 	if rows[13] {
-		b.WriteString("- metrics: three `mcpv2 node`s with the bench's node flags (mesh on, no edge), started together: no --metrics (go-libp2p's metrics, which are process-wide, on a fresh registry that nothing reads, as before --metrics existed), `--metrics 127.0.0.1:0` (the node's counters and histograms, go-libp2p's swarm, identify, hole punching, relay, AutoNAT and event bus metrics) and the same with `--metrics-rcmgr` (the resource manager's too); a fresh mesh client each, 1 KiB pings; latency at 1 in flight with the three taking turns call by call (the first of a turn rotating), calls/s and the node's CPU per call at 64 in flight with the three alternated round by round, then VmRSS; a scrape of each /metrics must show the pings counted. Only \"on\" is judged (within 3% of off).\n")
+		b.WriteString("- metrics: three `mcpv2 node`s with the bench's node flags (mesh on, no edge), started together: no --metrics (go-libp2p's metrics, which are process-wide, on a fresh registry that nothing reads, as before --metrics existed), `--metrics 127.0.0.1:0` (the node's counters and histograms, go-libp2p's swarm, identify, hole punching, relay, AutoNAT and event bus metrics) and the same with `--metrics-rcmgr` (the resource manager's too); a fresh mesh client each, 1 KiB pings; latency at 1 in flight with the three taking turns call by call (the first of a turn rotating), calls/s and the node's CPU per call at " + fmt.Sprint(inFlight) + " in flight with the three alternated round by round, then VmRSS; a scrape of each /metrics must show the pings counted. Only \"on\" is judged (within 3% of off).\n")
 	}
 	return b.String()
 }
