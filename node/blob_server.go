@@ -200,7 +200,7 @@ func (n *Node) serveBlob(s network.Stream, c Caller, v11 bool) *protocol.Error {
 	}
 	of := blobOffset{Offset: &off, Dropped: p.Dropped()}
 	if v11 && off > 0 {
-		of.PrefixSHA256 = p.PrefixSHA256()
+		of.PrefixSHA256 = p.PrefixSum()
 	}
 	if !n.blobWrite(s, c, jsonFrame(of)) {
 		return protocol.Errorf(protocol.CodeInvalidRequest, "blob: the sender went away")
@@ -241,7 +241,7 @@ func (n *Node) serveBlob(s network.Stream, c Caller, v11 bool) *protocol.Error {
 			return n.blobRefuse(s, c, perr)
 		}
 	}
-	info, err := p.CommitSHA256(sum)
+	info, err := p.CommitSum(sum)
 	if err != nil {
 		return n.blobRefuse(s, c, n.blobStoreError(c, h, "commit", err))
 	}

@@ -368,7 +368,7 @@ func TestBlobHashMismatch(t *testing.T) {
 	_, otherSum := blobFile(t, 3*mib, 5)
 	a, b := pair(t, nil)
 	_, err := a.Client().SendFile(ctxT(t), addrOf(t, b), path, SendOptions{SHA256: otherSum}) // the sender lies
-	if codeOf(err) != protocol.CodeInvalidParams || !strings.Contains(err.Error(), "sha256 mismatch") || !strings.Contains(err.Error(), "discarded") {
+	if codeOf(err) != protocol.CodeInvalidParams || !strings.Contains(err.Error(), "hash mismatch") || !strings.Contains(err.Error(), "discarded") {
 		t.Fatalf("lying sender: %v", err)
 	}
 	if l, _ := b.Store().Files().List(); len(l) != 0 {
@@ -1356,8 +1356,8 @@ func TestBlobTrailerLies(t *testing.T) {
 	mismatch := func(what, answer string) {
 		t.Helper()
 		var r blobResult
-		if err := json.Unmarshal([]byte(answer), &r); err != nil || r.Error == nil || r.Error.Code != protocol.CodeInvalidParams || !strings.Contains(r.Error.Message, "sha256 mismatch") {
-			t.Fatalf("%s: answer %q, want -32602 sha256 mismatch", what, answer)
+		if err := json.Unmarshal([]byte(answer), &r); err != nil || r.Error == nil || r.Error.Code != protocol.CodeInvalidParams || !strings.Contains(r.Error.Message, "hash mismatch") {
+			t.Fatalf("%s: answer %q, want -32602 hash mismatch", what, answer)
 		}
 		if l, _ := b.Store().Files().List(); len(l) != 0 && l[0].SHA256 != sum {
 			t.Fatalf("%s: committed %v", what, l)
