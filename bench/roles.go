@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net"
 	"net/http"
@@ -27,6 +28,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	ma "github.com/multiformats/go-multiaddr"
+	"github.com/zeebo/blake3"
 
 	"github.com/mcpv2/mcpv2/transport"
 )
@@ -81,6 +83,8 @@ var roles = map[string]func(ctx context.Context, args []string) error{
 	"copysend":    roleCopySend,
 	"copyrecvsha": roleCopyRecvSHA,
 	"copysendsha": roleCopySendSHA,
+	"copyrecvb3":  roleCopyRecvB3,
+	"copysendb3":  roleCopySendB3,
 	"tcprecv":     roleTCPRecv,
 	"tcpsend":     roleTCPSend,
 	"httpecho":    roleHTTPEcho,
@@ -203,17 +207,26 @@ func roleEcho(ctx context.Context, _ []string) error {
 // (recv-1, recv-2, …): every byte of a stream goes to its file, which is
 // fsynced; then one byte goes back as the ack.
 func roleCopyRecv(ctx context.Context, args []string) error {
-	return copyRecv(ctx, args, false)
+	return copyRecv(ctx, args, nil)
 }
 
 // roleCopyRecvSHA is roleCopyRecv hashing (SHA-256) every byte it writes,
 // the work a blob receiver must do on top of the copy.
 func roleCopyRecvSHA(ctx context.Context, args []string) error {
-	return copyRecv(ctx, args, true)
+	return copyRecv(ctx, args, sha256.New)
 }
 
-// copyRecv serves the copy receivers; hash adds SHA-256 of the bytes.
-func copyRecv(ctx context.Context, args []string, hash bool) error {
+// roleCopyRecvB3 is roleCopyRecv hashing by BLAKE3 (blob 1.2.0's hash).
+func roleCopyRecvB3(ctx context.Context, args []string) error {
+	return copyRecv(ctx, args, newBLAKE3)
+}
+
+// newBLAKE3 returns a BLAKE3-256 hash.Hash.
+func newBLAKE3() hash.Hash { return blake3.New() }
+
+// copyRecv serves the copy receivers; newHash (when set) adds a hash of
+// the bytes.
+func copyRecv(ctx context.Context, args []string, newHash func() hash.Hash) error {
 	if len(args) != 1 {
 		return errors.New("usage: copyrecv DIR")
 	}
@@ -225,7 +238,7 @@ func copyRecv(ctx context.Context, args []string, hash bool) error {
 	var n atomic.Int64
 	h.SetStreamHandler(copyProto, func(s network.Stream) {
 		path := filepath.Join(args[0], fmt.Sprintf("recv-%d", n.Add(1)))
-		if err := receiveTo(path, s, hash); err != nil {
+		if err := receiveTo(path, s, newHash); err != nil {
 			fmt.Fprintln(os.Stderr, "copyrecv:", err)
 			_ = s.Reset()
 			return
@@ -238,17 +251,20 @@ func copyRecv(ctx context.Context, args []string, hash bool) error {
 // receiveTo copies rw to a new file at path, fsyncs and closes it, then
 // writes the one-byte ack to rw. Like the node's blob server it fills a
 // copyBuffer before each write to the file.
-func receiveTo(path string, rw io.ReadWriter, hash bool) error {
+func receiveTo(path string, rw io.ReadWriter, newHash func() hash.Hash) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	sum := sha256.New()
+	var sum hash.Hash
+	if newHash != nil {
+		sum = newHash()
+	}
 	buf := make([]byte, copyBuffer)
 	for {
 		m, rerr := io.ReadFull(rw, buf)
 		if m > 0 {
-			if hash {
+			if sum != nil {
 				sum.Write(buf[:m])
 			}
 			if _, err = f.Write(buf[:m]); err != nil {
@@ -285,17 +301,23 @@ func finishReceive(f *os.File, err error, ack io.Writer) error {
 // roleCopySend sends the file args[0] to the copyrecv host args[1] on a
 // fresh bare host: one stream, copyBuffer writes, close, wait for the ack.
 func roleCopySend(ctx context.Context, args []string) error {
-	return copySend(ctx, args, false)
+	return copySend(ctx, args, nil)
 }
 
 // roleCopySendSHA is roleCopySend hashing (SHA-256) every byte it sends,
 // the work a blob sender must do on top of the copy.
 func roleCopySendSHA(ctx context.Context, args []string) error {
-	return copySend(ctx, args, true)
+	return copySend(ctx, args, sha256.New)
 }
 
-// copySend runs the copy senders; hash adds SHA-256 of the bytes.
-func copySend(ctx context.Context, args []string, hash bool) error {
+// roleCopySendB3 is roleCopySend hashing by BLAKE3 (blob 1.2.0's hash).
+func roleCopySendB3(ctx context.Context, args []string) error {
+	return copySend(ctx, args, newBLAKE3)
+}
+
+// copySend runs the copy senders; newHash (when set) adds a hash of the
+// bytes.
+func copySend(ctx context.Context, args []string, newHash func() hash.Hash) error {
 	if len(args) != 2 {
 		return errors.New("usage: copysend FILE ADDR")
 	}
@@ -305,8 +327,8 @@ func copySend(ctx context.Context, args []string, hash bool) error {
 	}
 	defer file.Close()
 	var f io.Reader = file
-	if hash {
-		f = io.TeeReader(file, sha256.New())
+	if newHash != nil {
+		f = io.TeeReader(file, newHash())
 	}
 	h, err := bareHost(false)
 	if err != nil {

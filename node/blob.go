@@ -64,8 +64,10 @@ type SendOptions struct {
 	// SHA256, when set, is declared as the content's hash (in the header,
 	// and in 1.1.0's trailer) and SendFile does not hash the file at all:
 	// the caller vouches for it, and a wrong one makes the receiver discard
-	// the upload with a hash mismatch. Unset, SendFile hashes the file as it
-	// sends it (1.1.0), or first (a receiver that serves only 1.0.0).
+	// the upload with a hash mismatch. SendFile then offers only the
+	// versions whose hash is SHA-256 (1.1.0, then 1.0.0). Unset, SendFile
+	// hashes the file as it sends it (by BLAKE3 over 1.2.0, by SHA-256 over
+	// 1.1.0), or first (a receiver that serves only 1.0.0).
 	SHA256 string
 	// Progress, when set, is called from SendFile's goroutine at the start
 	// of each attempt, after each chunk written, and when an attempt fails
@@ -124,15 +126,23 @@ var (
 	errRestart = errors.New("the receiver holds other content under this name and size")
 )
 
-// blobProtocols are the blob protocols a sender offers, preferred first.
-var blobProtocols = []libp2pproto.ID{protocol.BlobProtocolID11, libp2pproto.ID(protocol.BlobProtocolID)}
+// blobProtocols are the blob protocols a sender offers, preferred first
+// (every version, newest first); sha256Protocols those it offers when the
+// caller declares the SHA-256 (SendOptions.SHA256).
+var (
+	blobProtocols   = []libp2pproto.ID{blob12.id, blob11.id, blob10.id}
+	sha256Protocols = []libp2pproto.ID{blob11.id, blob10.id}
+)
 
 // SendFile sends the file at path to the mesh peer at addr over
-// /mcpv2/blob/1.1.0, or 1.0.0 when the peer serves only that, and returns
-// the stored file as the receiver reports it. Over 1.1.0 it streams the
-// file's raw bytes at once, hashing them as they go, and ends with the hash;
-// over 1.0.0 it hashes the file first. The receiver commits the file
-// atomically only when the hash matches. Resuming over 1.1.0, it first
+// /mcpv2/blob/1.2.0, or the newest older version the peer serves (1.1.0,
+// then 1.0.0; libp2p's protocol negotiation picks it), and returns the
+// stored file as the receiver reports it: with its BLAKE3 over 1.2.0, its
+// SHA-256 over the others (the other digest empty). Over 1.2.0 and 1.1.0 it
+// streams the file's raw bytes at once, hashing them as they go (BLAKE3 and
+// SHA-256), and ends with the hash; over 1.0.0 it hashes the file first.
+// The receiver commits the file atomically only when the hash matches.
+// Resuming over 1.2.0 or 1.1.0, it first
 // checks that the bytes the receiver holds are the start of this file (by
 // their hash) and has the receiver start over when they are not (reported
 // as SendProgress.Discarded). A broken stream is retried
@@ -180,6 +190,10 @@ func (n *Client) SendFile(ctx context.Context, addr protocol.Address, path strin
 	if err != nil {
 		return store.FileInfo{}, err
 	}
+	offer := blobProtocols
+	if h.SHA256 != "" {
+		offer = sha256Protocols
+	}
 	hashFirst := func() error { // for a peer that speaks only 1.0.0
 		sum, err := hashFile(ctx, f, h.Size)
 		if err != nil {
@@ -192,6 +206,7 @@ func (n *Client) SendFile(ctx context.Context, addr protocol.Address, path strin
 		if err := hashFirst(); err != nil {
 			return store.FileInfo{}, err
 		}
+		offer = sha256Protocols
 	}
 
 	tr := n.transfers.add(pid.String(), h.Name, h.Size) // Transfers; nil past its bound
@@ -209,7 +224,7 @@ func (n *Client) SendFile(ctx context.Context, addr protocol.Address, path strin
 		if hdr.Session == "" { // a current token for each attempt, however late
 			hdr.Session = n.meshSession(pid, protocol.PurposeBlob)
 		}
-		info, off, err := n.sendAttempt(ctx, pid, f, hdr, attempt, &o, lim, tr)
+		info, off, err := n.sendAttempt(ctx, pid, offer, f, hdr, attempt, &o, lim, tr)
 		if err == nil {
 			return info, nil
 		}
@@ -220,6 +235,7 @@ func (n *Client) SendFile(ctx context.Context, addr protocol.Address, path strin
 			if err := hashFirst(); err != nil {
 				return store.FileInfo{}, err
 			}
+			offer = sha256Protocols
 			attempt-- // the same attempt, now with the hash
 			continue
 		case errors.Is(err, errRestart) && !hdr.Restart:
@@ -258,28 +274,29 @@ func (n *Client) SendFile(ctx context.Context, addr protocol.Address, path strin
 }
 
 // knownOnly10 reports whether identify has told ps that pid serves blob
-// 1.0.0 and not 1.1.0: then the hash is needed before the first stream.
+// 1.0.0 and no newer version: then the hash is needed before the first
+// stream.
 func knownOnly10(ps peerstore.Peerstore, pid peer.ID) bool {
 	got, err := ps.SupportsProtocols(pid, blobProtocols...)
-	return err == nil && len(got) == 1 && got[0] == blobProtocols[1]
+	return err == nil && len(got) == 1 && got[0] == blob10.id
 }
 
-// sendAttempt runs one stream of a transfer, over 1.1.0 or, when the peer
-// serves only that, 1.0.0 (whose header needs h.SHA256: without it the
-// stream is reset and errNeedHash returned). off is the receiver's offset at
-// its start, -1 when it did not get that far; tr (when set) is told the
-// attempt and its progress. errRestart means the
-// receiver's kept bytes are not the start of f: the stream was reset before
-// any byte, and the next one must say "restart".
-func (n *Client) sendAttempt(ctx context.Context, pid peer.ID, f *os.File, h BlobHeader, attempt int, o *SendOptions, lim *rate.Limiter, tr *transfer) (_ store.FileInfo, off int64, err error) {
+// sendAttempt runs one stream of a transfer, over the first of offer the
+// peer serves (1.0.0's header needs h.SHA256: without it the stream is reset
+// and errNeedHash returned). off is the receiver's offset at its start, -1
+// when it did not get that far; tr (when set) is told the attempt and its
+// progress. errRestart means the receiver's kept bytes are not the start of
+// f: the stream was reset before any byte, and the next one must say
+// "restart".
+func (n *Client) sendAttempt(ctx context.Context, pid peer.ID, offer []libp2pproto.ID, f *os.File, h BlobHeader, attempt int, o *SendOptions, lim *rate.Limiter, tr *transfer) (_ store.FileInfo, off int64, err error) {
 	off = -1
 	octx, cancel := context.WithTimeout(network.WithAllowLimitedConn(ctx, "mcpv2 blob"), blobOpenTimeout)
-	s, err := n.host.NewStream(octx, pid, blobProtocols...)
+	s, err := n.host.NewStream(octx, pid, offer...)
 	cancel()
 	if err != nil {
 		var ns msmux.ErrNotSupported[libp2pproto.ID]
 		if errors.As(err, &ns) {
-			return store.FileInfo{}, off, &sendError{fmt.Errorf("the peer serves neither %s nor %s", protocol.BlobProtocolID11, protocol.BlobProtocolID)}
+			return store.FileInfo{}, off, &sendError{fmt.Errorf("the peer serves none of %v", offer)}
 		}
 		return store.FileInfo{}, off, fmt.Errorf("open stream: %w", err)
 	}
@@ -289,13 +306,20 @@ func (n *Client) sendAttempt(ctx context.Context, pid peer.ID, f *os.File, h Blo
 			_ = s.Reset()
 		}
 	}()
-	v11 := s.Protocol() == protocol.BlobProtocolID11
-	if !v11 {
-		if h.SHA256 == "" {
-			return store.FileInfo{}, off, errNeedHash
-		}
+	v := blobVersionOf(s.Protocol())
+	if v == nil {
+		return store.FileInfo{}, off, &sendError{fmt.Errorf("the peer picked %q, which was not offered", s.Protocol())}
+	}
+	switch {
+	case v == blob10 && h.SHA256 == "":
+		return store.FileInfo{}, off, errNeedHash
+	case !v.trailer:
 		h.Restart = false
 	}
+	if v.alg != store.HashSHA256 { // 1.2.0: no sha256 member, and no BLAKE3 is declared
+		h.SHA256 = ""
+	}
+	declared := h.sum(v.alg)
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()
 
@@ -313,33 +337,31 @@ func (n *Client) sendAttempt(ctx context.Context, pid peer.ID, f *os.File, h Blo
 	if err != nil {
 		return store.FileInfo{}, off, fmt.Errorf("read the receiver's offset: %w", err)
 	}
-	var or blobOffset
-	if err := json.Unmarshal(raw, &or); err != nil || (or.Error == nil && or.Offset == nil) {
-		return store.FileInfo{}, off, &sendError{fmt.Errorf("the receiver answered the header with %.100q", raw)}
+	or, err := decodeBlobOffset(raw, v, h.Size)
+	if err != nil {
+		return store.FileInfo{}, off, &sendError{err}
 	}
 	if or.Error != nil {
 		return store.FileInfo{}, off, or.Error
 	}
-	if *or.Offset < 0 || *or.Offset > h.Size {
-		return store.FileInfo{}, off, &sendError{fmt.Errorf("the receiver asked to resume at %d of %d bytes", *or.Offset, h.Size)}
-	}
 	off = *or.Offset
 	_ = s.SetReadDeadline(time.Time{})
 
-	// 1.1.0: the trailer's hash. Declared: the caller's. Otherwise a running
-	// hash of the file, from its first byte: the receiver's prefix is checked
-	// against it, and it goes on over the bytes sent.
+	// 1.1.0 and 1.2.0: the trailer's hash. Declared: the caller's.
+	// Otherwise a running hash of the file, from its first byte: the
+	// receiver's prefix is checked against it, and it goes on over the
+	// bytes sent.
 	var sum hash.Hash
-	if v11 && h.SHA256 == "" {
+	if v.trailer && declared == "" {
 		if h.Restart && off > 0 {
 			return store.FileInfo{}, off, &sendError{fmt.Errorf("the receiver resumed at %d after being told to start over", off)}
 		}
-		sum = sha256.New()
-		if off > 0 || or.PrefixSHA256 != "" {
+		sum = v.alg.New()
+		if prefix := or.prefix(v.alg); off > 0 || prefix != "" {
 			if err := hashPrefix(ctx, sum, f, off); err != nil {
 				return store.FileInfo{}, off, &sendError{fmt.Errorf("hash the first %d bytes of the file: %w", off, err)}
 			}
-			if got := hex.EncodeToString(sum.Sum(nil)); got != or.PrefixSHA256 {
+			if got := hex.EncodeToString(sum.Sum(nil)); got != prefix {
 				// Not the start of this file: nothing is appended to it.
 				if o.Progress != nil {
 					o.Progress(SendProgress{Attempt: attempt, Size: h.Size, Dropped: or.Dropped, Discarded: off})
@@ -374,22 +396,26 @@ func (n *Client) sendAttempt(ctx context.Context, pid peer.ID, f *os.File, h Blo
 		switch {
 		case err != nil:
 			a.err = fmt.Errorf("read the receiver's answer: %w", err)
-		case json.Unmarshal(raw, &a.res) != nil || (a.res.Error == nil && a.res.Filename == ""):
-			a.err = &sendError{fmt.Errorf("the receiver answered with %.100q", raw)}
-		case a.res.Error != nil && writing.Load():
-			_ = s.Reset() // stop the writer: the receiver has given up
+		default:
+			if a.res, err = decodeBlobResult(raw, v); err != nil {
+				a.err = &sendError{err}
+				break
+			}
+			if a.res.Error != nil && writing.Load() {
+				_ = s.Reset() // stop the writer: the receiver has given up
+			}
 		}
 		answers <- a
 	}()
 
 	werr := sendData(ctx, s, f, off, h.Size, sum, lim, report)
-	if werr == nil && v11 {
-		t := blobTrailer{SHA256: h.SHA256}
+	want := declared // the digest the receiver must report
+	if werr == nil && v.trailer {
 		if sum != nil {
-			t.SHA256 = hex.EncodeToString(sum.Sum(nil))
+			want = hex.EncodeToString(sum.Sum(nil))
 		}
 		_ = s.SetWriteDeadline(time.Now().Add(writeTimeout))
-		if err := transport.WriteFrame(s, jsonFrame(t)); err != nil {
+		if err := transport.WriteFrame(s, trailerFrame(v.alg, want)); err != nil {
 			werr = fmt.Errorf("write the trailer: %w", ctxErr(ctx, err))
 		}
 	}
@@ -407,10 +433,19 @@ func (n *Client) sendAttempt(ctx context.Context, pid peer.ID, f *os.File, h Blo
 	switch {
 	case a.err == nil && a.res.Error != nil:
 		return store.FileInfo{}, off, a.res.Error
+	case a.err == nil && (a.res.Filename != h.Name || a.res.Size != h.Size || want != "" && a.res.sum(v.alg) != want):
+		return store.FileInfo{}, off, &sendError{fmt.Errorf("the receiver reports %q stored, %d bytes, %s %s; sent %q, %d bytes, %s %s",
+			a.res.Filename, a.res.Size, v.alg, a.res.sum(v.alg), h.Name, h.Size, v.alg, want)}
 	case a.err == nil:
 		_ = s.Close()
 		ok = true
-		return store.FileInfo{Filename: a.res.Filename, Size: a.res.Size, SHA256: a.res.SHA256}, off, nil
+		info := store.FileInfo{Filename: a.res.Filename, Size: a.res.Size}
+		if v.alg == store.HashBLAKE3 {
+			info.BLAKE3 = a.res.BLAKE3
+		} else {
+			info.SHA256 = a.res.SHA256
+		}
+		return info, off, nil
 	case werr != nil:
 		return store.FileInfo{}, off, werr
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/mcpv2/mcpv2/transport"
 )
 
-// Stream handling constants of the blob protocols (1.0.0 and 1.1.0).
+// Stream handling constants of the blob protocols (blobVersions).
 const (
 	// blobService is the resource manager service of the blob handler.
 	blobService = "mcpv2.blob"
@@ -67,9 +67,9 @@ func (r *idleReader) Read(p []byte) (int, error) {
 	return r.s.Read(p)
 }
 
-// handleBlob serves one /mcpv2/blob/1.0.0 or /mcpv2/blob/1.1.0 stream (the
-// stream's protocol says which): one transfer into the file store (see
-// blob_wire.go for the exchange). It follows handleRPC's order:
+// handleBlob serves one stream of a blob protocol version (/mcpv2/blob/1.0.0,
+// 1.1.0 or 1.2.0: the stream's protocol says which): one transfer into the
+// file store (see blob_wire.go for the exchange). It follows handleRPC's order:
 // service scope, memory reservation, deadlines, capped reads; Close on
 // success, Reset on error. Every transfer, allowed or refused, completed or
 // broken, is one audit line (method "blob", skill "upload_file").
@@ -93,17 +93,22 @@ func (n *Node) handleBlob(s network.Stream) {
 	stop := context.AfterFunc(n.ctx, func() { _ = s.Reset() })
 	defer stop()
 
+	v := blobVersionOf(s.Protocol())
+	if v == nil { // a handler registered for another protocol: a bug
+		n.log.Error("blob: no blob version is protocol", "protocol", s.Protocol())
+		_ = s.Reset()
+		return
+	}
 	start := time.Now()
 	c := meshPeer(s.Conn())
-	perr := n.serveBlob(s, c, s.Protocol() == protocol.BlobProtocolID11)
+	perr := n.serveBlob(s, c, v)
 	n.metrics.blobDone(perr)
 	n.audit(n.ctx, c, blobAudit, blobSkill, perr, start)
 }
 
-// serveBlob runs the exchange of 1.0.0, or of 1.1.0 when v11 is set, and
-// ends the stream; it returns the error for the audit line, nil when a file
-// was stored.
-func (n *Node) serveBlob(s network.Stream, c Caller, v11 bool) *protocol.Error {
+// serveBlob runs the exchange of version v and ends the stream; it returns
+// the error for the audit line, nil when a file was stored.
+func (n *Node) serveBlob(s network.Stream, c Caller, v *blobVersion) *protocol.Error {
 	// The whole header must arrive within one idle period; then the data may
 	// take as long as it keeps coming.
 	ir := &idleReader{s: s, idle: n.blobIdleTimeout(), hold: true}
@@ -119,11 +124,7 @@ func (n *Node) serveBlob(s network.Stream, c Caller, v11 bool) *protocol.Error {
 		_ = s.Reset()
 		return protocol.Errorf(protocol.CodeInvalidRequest, "blob: no header")
 	}
-	decode := DecodeBlobHeader
-	if v11 {
-		decode = DecodeBlobHeader11
-	}
-	h, perr := decode(raw)
+	h, perr := decodeBlobHeader(raw, v)
 	if perr != nil {
 		return n.blobRefuse(s, c, perr)
 	}
@@ -140,31 +141,33 @@ func (n *Node) serveBlob(s network.Stream, c Caller, v11 bool) *protocol.Error {
 		return n.blobRefuse(s, c, protocol.Errorf(protocol.CodeInvalidParams,
 			"blob: %q is %d bytes, over this node's %d-byte file limit", h.Name, h.Size, files.MaxSize()))
 	}
-	if info, ok := n.blobStored(files, c, h); ok {
+	declared := h.sum(v.alg)
+	if info, ok := n.blobStored(files, c, h, v); ok {
 		// Already here (say, a retry after a lost final answer): nothing to
-		// send. A 1.1.0 sender checks the hash and sends just the trailer.
+		// send. A 1.1.0 or 1.2.0 sender checks the hash and sends just the
+		// trailer.
 		off := blobOffset{Offset: &h.Size}
-		if v11 {
-			off.PrefixSHA256 = info.SHA256
+		if v.trailer {
+			off.setPrefix(v.alg, info.Sum(v.alg))
 		}
 		if !n.blobWrite(s, c, jsonFrame(off)) {
 			return protocol.Errorf(protocol.CodeInvalidRequest, "blob: the sender went away")
 		}
-		if v11 {
-			sum, perr := readTrailer(br, "; nothing was stored")
+		if v.trailer {
+			sum, perr := readTrailer(br, v.alg, "; nothing was stored")
 			if perr != nil {
 				return n.blobRefuse(s, c, perr)
 			}
-			if sum != info.SHA256 {
+			if sum != info.Sum(v.alg) {
 				return n.blobRefuse(s, c, protocol.Errorf(protocol.CodeInvalidParams,
-					"blob: the trailer's sha256 %s is not that of the stored %q (%s), which the sender accepted; nothing was stored: %v", sum, h.Name, info.SHA256, store.ErrHashMismatch))
+					"blob: the trailer's %s %s is not that of the stored %q (%s), which the sender accepted; nothing was stored: %v", v.alg, sum, h.Name, info.Sum(v.alg), store.ErrHashMismatch))
 			}
 		}
-		return n.blobFinish(s, c, info)
+		return n.blobFinish(s, c, v, info)
 	}
 
 	ctx, cancel := context.WithTimeout(n.ctx, blobLockWait)
-	p, err := files.OpenPartial(ctx, c.ID, h.Name, h.Size, h.SHA256)
+	p, err := files.OpenPartialHash(ctx, c.ID, h.Name, h.Size, v.alg, declared)
 	cancel()
 	if err != nil {
 		return n.blobRefuse(s, c, n.blobStoreError(c, h, "open the partial upload", err))
@@ -199,8 +202,8 @@ func (n *Node) serveBlob(s network.Stream, c Caller, v11 bool) *protocol.Error {
 			"peer", c.ID, "name", h.Name, "dropped", len(d))
 	}
 	of := blobOffset{Offset: &off, Dropped: p.Dropped()}
-	if v11 && off > 0 {
-		of.PrefixSHA256 = p.PrefixSHA256()
+	if v.trailer && off > 0 {
+		of.setPrefix(v.alg, p.PrefixSum())
 	}
 	if !n.blobWrite(s, c, jsonFrame(of)) {
 		return protocol.Errorf(protocol.CodeInvalidRequest, "blob: the sender went away")
@@ -231,9 +234,9 @@ func (n *Node) serveBlob(s network.Stream, c Caller, v11 bool) *protocol.Error {
 		return perr
 	}
 	var sum string // 1.0.0: the header's alone
-	if v11 {
+	if v.trailer {
 		var perr *protocol.Error
-		if sum, perr = readTrailer(br, "; the partial upload is kept: send again to finish it"); perr != nil {
+		if sum, perr = readTrailer(br, v.alg, "; the partial upload is kept: send again to finish it"); perr != nil {
 			// Every byte is here: kept, a resume sends just the trailer.
 			if err := p.Close(); err != nil {
 				n.log.Error("blob: keep partial upload", "name", h.Name, "err", err)
@@ -241,12 +244,12 @@ func (n *Node) serveBlob(s network.Stream, c Caller, v11 bool) *protocol.Error {
 			return n.blobRefuse(s, c, perr)
 		}
 	}
-	info, err := p.CommitSHA256(sum)
+	info, err := p.CommitSum(sum)
 	if err != nil {
 		return n.blobRefuse(s, c, n.blobStoreError(c, h, "commit", err))
 	}
-	n.log.Debug("blob: stored", "peer", c.ID, "name", info.Filename, "size", info.Size, "resumed_at", off)
-	return n.blobFinish(s, c, info)
+	n.log.Debug("blob: stored", "peer", c.ID, "name", info.Filename, "size", info.Size, "resumed_at", off, "hash", v.alg)
+	return n.blobFinish(s, c, v, info)
 }
 
 // writeError marks a failure of the store while receiving, as opposed to a
@@ -283,19 +286,20 @@ func receiveInto(p *store.Partial, r io.Reader, want int64, tr *transfer) (int64
 	return got, nil
 }
 
-// readTrailer reads and decodes the trailer frame of a 1.1.0 stream. after
-// ends the message of an error: what becomes of the bytes.
-func readTrailer(r io.Reader, after string) (string, *protocol.Error) {
+// readTrailer reads and decodes the trailer frame of a stream hashed by
+// alg (1.1.0 or 1.2.0). after ends the message of an error: what becomes of
+// the bytes.
+func readTrailer(r io.Reader, alg store.Hash, after string) (string, *protocol.Error) {
 	raw, err := transport.NewFrameReader(r, maxBlobTrailer).ReadFrame()
 	var perr *protocol.Error
 	switch {
 	case errors.Is(err, transport.ErrFrameTooLarge):
 		perr = protocol.Errorf(protocol.CodeInvalidRequest, "blob: the trailer exceeds the %d-byte cap", maxBlobTrailer)
 	case err != nil:
-		perr = protocol.Errorf(protocol.CodeInvalidRequest, "blob: no trailer frame (the file's sha256) after the last byte")
+		perr = protocol.Errorf(protocol.CodeInvalidRequest, "blob: no trailer frame (the file's %s) after the last byte", alg)
 	default:
 		var sum string
-		if sum, perr = DecodeBlobTrailer(raw); perr == nil {
+		if sum, perr = decodeBlobTrailer(raw, alg); perr == nil {
 			return sum, nil
 		}
 	}
@@ -304,20 +308,26 @@ func readTrailer(r io.Reader, after string) (string, *protocol.Error) {
 }
 
 // blobStored returns the stored file of h's name when it already has h's
-// size and sha256. Without a declared sha256 (1.1.0) it returns one of h's
-// size, for the sender to check by its hash, unless the sender asked to
-// restart or c keeps a partial upload of it (which goes first: the stored
-// file may be an older version of the same size).
-func (n *Node) blobStored(files *store.Files, c Caller, h BlobHeader) (store.FileInfo, bool) {
-	if h.Restart || (h.SHA256 == "" && files.PartialHeld(c.ID, h.Name, h.Size, "") > 0) {
+// size and declared digest (of v's hash). Without a declared digest (1.1.0,
+// 1.2.0) it returns one of h's size, for the sender to check by its hash,
+// unless the sender asked to restart or c keeps a partial upload of it
+// (which goes first: the stored file may be an older version of the same
+// size). The file's digest of v's hash is computed when the store does not
+// know it (it arrived by the other hash), and only for a file of h's size.
+func (n *Node) blobStored(files *store.Files, c Caller, h BlobHeader, v *blobVersion) (store.FileInfo, bool) {
+	declared := h.sum(v.alg)
+	if h.Restart || (declared == "" && files.PartialHeld(c.ID, h.Name, h.Size, "") > 0) {
 		return store.FileInfo{}, false
 	}
-	f, info, err := files.Open(h.Name)
+	if st, err := files.Stat(h.Name); err != nil || st.Size != h.Size {
+		return store.FileInfo{}, false
+	}
+	f, info, err := files.OpenHash(h.Name, v.alg)
 	if err != nil {
 		return store.FileInfo{}, false
 	}
 	_ = f.Close()
-	return info, info.Size == h.Size && (h.SHA256 == "" || info.SHA256 == h.SHA256)
+	return info, info.Size == h.Size && (declared == "" || info.Sum(v.alg) == declared)
 }
 
 // blobStoreError maps a store failure to the error sent to the caller.
@@ -353,9 +363,10 @@ func (n *Node) blobWrite(s network.Stream, c Caller, frame []byte) bool {
 	return true
 }
 
-// blobFinish sends the final answer of a stored file and closes the stream.
-func (n *Node) blobFinish(s network.Stream, c Caller, info store.FileInfo) *protocol.Error {
-	if !n.blobWrite(s, c, jsonFrame(blobResult{Filename: info.Filename, Size: info.Size, SHA256: info.SHA256})) {
+// blobFinish sends the final answer of a stored file over v and closes the
+// stream.
+func (n *Node) blobFinish(s network.Stream, c Caller, v *blobVersion, info store.FileInfo) *protocol.Error {
+	if !n.blobWrite(s, c, resultFrame(v, info)) {
 		// Stored all the same; a resend finds it (blobStored).
 		return nil
 	}

@@ -337,6 +337,8 @@ func New(cfg Config) (_ *Node, err error) {
 		transport.WithProtocolPeerLimit(libp2pproto.ID(protocol.BlobProtocolID), 8, 8, 8*blobReserve),
 		transport.WithProtocolLimit(protocol.BlobProtocolID11, 64, 64, 64*blobReserve),
 		transport.WithProtocolPeerLimit(protocol.BlobProtocolID11, 8, 8, 8*blobReserve),
+		transport.WithProtocolLimit(protocol.BlobProtocolID12, 64, 64, 64*blobReserve),
+		transport.WithProtocolPeerLimit(protocol.BlobProtocolID12, 8, 8, 8*blobReserve),
 		transport.WithServiceLimit(blobService, 64, 64, 64*blobReserve),
 		transport.WithServicePeerLimit(blobService, 8, 8, 8*blobReserve),
 		// A stream holds one request and its reply at a time.
@@ -379,8 +381,9 @@ func New(cfg Config) (_ *Node, err error) {
 		n.client.onDirectWait = n.metrics.directWait
 	}
 	n.host.SetStreamHandler(libp2pproto.ID(protocol.RPCProtocolID), n.handleRPC)
-	n.host.SetStreamHandler(libp2pproto.ID(protocol.BlobProtocolID), n.handleBlob)
-	n.host.SetStreamHandler(protocol.BlobProtocolID11, n.handleBlob)
+	for _, v := range blobVersions {
+		n.host.SetStreamHandler(v.id, n.handleBlob)
+	}
 	if cfg.Mesh != nil {
 		if err = n.startMesh(cfg.Mesh, boot); err != nil {
 			return nil, fmt.Errorf("node: %w", err)
@@ -417,8 +420,9 @@ func (n *Node) Close() error {
 	}
 	if n.host != nil {
 		n.host.RemoveStreamHandler(libp2pproto.ID(protocol.RPCProtocolID))
-		n.host.RemoveStreamHandler(libp2pproto.ID(protocol.BlobProtocolID))
-		n.host.RemoveStreamHandler(protocol.BlobProtocolID11)
+		for _, v := range blobVersions {
+			n.host.RemoveStreamHandler(v.id)
+		}
 		if n.client != nil {
 			_ = n.client.Close() // nil, or net.ErrClosed: nothing to report
 		}

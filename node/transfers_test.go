@@ -73,7 +73,7 @@ func TestTransfersAndPartials(t *testing.T) {
 			resumed = a.Client().Transfers()
 		}
 	}})
-	if err != nil || info.SHA256 != sum {
+	if err != nil || info.BLAKE3 != sum.BLAKE3 {
 		t.Fatalf("resumed send: %+v, %v", info, err)
 	}
 	if len(resumed) != 1 || resumed[0].Resumed != held || resumed[0].Done != held || resumed[0].Attempt != 1 {

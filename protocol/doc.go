@@ -18,6 +18,11 @@ const (
 	// sends, with the hash in a trailer (docs/spec.md §0). A node serves it
 	// beside BlobProtocolID, for older senders; a sender offers it first.
 	BlobProtocolID11 = "/mcpv2/blob/1.1.0"
+	// BlobProtocolID12 is BlobProtocolID11 with BLAKE3-256 as its
+	// integrity hash instead of SHA-256 (docs/spec.md §0): the hash keeps
+	// up with the transfer. A node serves it beside the older two; a sender
+	// offers it first.
+	BlobProtocolID12 = "/mcpv2/blob/1.2.0"
 	// DHTPrefix is the protocol prefix of the project's own Kademlia DHT.
 	DHTPrefix = "/mcpv2"
 	// Version is the protocol version that negotiate and agent cards name.

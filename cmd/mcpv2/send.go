@@ -29,9 +29,10 @@ const progressEvery = 250 * time.Millisecond
 func sendCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "send",
-		Usage: "upload a file into a peer's file store (blob protocol: raw bytes hashed as they go, resumable, committed only when the sha256 matches)",
+		Usage: "upload a file into a peer's file store (blob protocol: raw bytes hashed as they go, resumable, committed only when the hash matches)",
 		UsageText: "mcpv2 send FILE ADDR [--name NAME] [--limit-rate RATE]\n\n" +
-			"Prints the stored file as JSON ({\"filename\",\"size\",\"sha256\"}) and progress on stderr. An interrupted\n" +
+			"Prints the stored file as JSON ({\"filename\",\"size\",\"blake3\"}; \"sha256\" instead from a receiver older\n" +
+			"than blob 1.2.0) and progress on stderr. An interrupted\n" +
 			"send resumes where the receiver stopped when it is run again, if the receiver's bytes hash the same as\n" +
 			"FILE's start (else it starts over). --timeout bounds the whole transfer (default: none; a transfer\n" +
 			"stalled for 30 s counts as broken and is retried). Over a relayed connection it first waits\n" +
@@ -103,8 +104,9 @@ func runSend(c *cli.Context) error {
 	out, _ := json.Marshal(struct {
 		Filename string `json:"filename"`
 		Size     int64  `json:"size"`
-		SHA256   string `json:"sha256"`
-	}{info.Filename, info.Size, info.SHA256})
+		SHA256   string `json:"sha256,omitempty"`
+		BLAKE3   string `json:"blake3,omitempty"`
+	}{info.Filename, info.Size, info.SHA256, info.BLAKE3}) // the digest the transfer was verified by
 	_, err = fmt.Fprintf(c.App.Writer, "%s\n", printableJSON(out))
 	return err
 }

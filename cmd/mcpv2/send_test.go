@@ -15,8 +15,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zeebo/blake3"
+
 	"github.com/mcpv2/mcpv2/internal/testenv"
 )
+
+// blake3File returns the hex BLAKE3-256 of the file at path: what send
+// prints of a file sent over blob 1.2.0.
+func blake3File(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := blake3.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
 
 // bigFile writes size pseudo-random bytes to a temp file and returns its
 // path and hex sha256.
@@ -52,7 +66,8 @@ func (p *proc) addrOfKind(t *testing.T, kind string) string {
 type sendResult struct {
 	Filename string `json:"filename"`
 	Size     int64  `json:"size"`
-	SHA256   string `json:"sha256"`
+	SHA256   string `json:"sha256,omitempty"`
+	BLAKE3   string `json:"blake3,omitempty"`
 }
 
 // receiver starts a node that grants upload_file to the identity in client.
@@ -85,8 +100,8 @@ func TestSend64MiB(t *testing.T) {
 		t.Fatalf("send: exit %d\n%s", code, errs)
 	}
 	var r sendResult
-	if err := json.Unmarshal([]byte(out), &r); err != nil || r != (sendResult{"big.bin", 64 << 20, sum}) {
-		t.Fatalf("send printed %q (%v), want big.bin, %d bytes, %s", out, err, 64<<20, sum)
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r != (sendResult{Filename: "big.bin", Size: 64 << 20, BLAKE3: blake3File(t, path)}) {
+		t.Fatalf("send printed %q (%v), want big.bin, %d bytes, blake3 %s", out, err, 64<<20, blake3File(t, path))
 	}
 	if !strings.Contains(errs, "sending 67108864 bytes") || !strings.Contains(errs, "stored") {
 		t.Fatalf("progress on stderr: %q", errs)
@@ -148,7 +163,7 @@ func TestSendKilledMidTransferResumes(t *testing.T) {
 			}
 			t.Logf("%s in %v", m[0], time.Since(start))
 			var r sendResult
-			if err := json.Unmarshal([]byte(out), &r); err != nil || r.SHA256 != sum || r.Size != size {
+			if err := json.Unmarshal([]byte(out), &r); err != nil || r.BLAKE3 != blake3File(t, path) || r.Size != size {
 				t.Fatalf("resumed send printed %q", out)
 			}
 			got, err := os.ReadFile(filepath.Join(b.dataDir, "files", "big.bin"))
@@ -186,7 +201,7 @@ func TestSendOverAnotherVersion(t *testing.T) {
 		t.Fatalf("second send's progress: %q", errs)
 	}
 	var r sendResult
-	if err := json.Unmarshal([]byte(out), &r); err != nil || r != (sendResult{"big.bin", size, sum}) {
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r != (sendResult{Filename: "big.bin", Size: size, BLAKE3: blake3File(t, second)}) {
 		t.Fatalf("second send printed %q", out)
 	}
 	got, err := os.ReadFile(filepath.Join(b.dataDir, "files", "big.bin"))

@@ -40,6 +40,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
+	"github.com/zeebo/blake3"
 
 	"github.com/mcpv2/mcpv2/node"
 	"github.com/mcpv2/mcpv2/protocol"
@@ -1616,10 +1617,10 @@ func (w *soakBlobWorker) sendOne(ctx context.Context) {
 		w.s.t.Errorf("soak: %v", err)
 		return
 	}
-	h := sha256.New()
+	h, b3 := sha256.New(), blake3.New()
 	var seed [32]byte
 	binary.LittleEndian.PutUint64(seed[:], w.rng.Uint64())
-	if _, err := io.CopyN(io.MultiWriter(f, h), mrand.NewChaCha8(seed), size); err != nil {
+	if _, err := io.CopyN(io.MultiWriter(f, h, b3), mrand.NewChaCha8(seed), size); err != nil {
 		w.s.t.Errorf("soak: %v", err)
 	}
 	f.Close()
@@ -1658,9 +1659,15 @@ func (w *soakBlobWorker) sendOne(ctx context.Context) {
 			continue
 		}
 		if cmd.ProcessState.Success() {
-			var r soakListed
-			if err := json.Unmarshal(stdout.Bytes(), &r); err != nil || r != (soakListed{name, size, sha}) {
-				w.s.record(&w.s.stats.wrong, "blob send of %s (%d bytes, sha256 %s) printed %q", name, size, sha, soakClip(stdout.String(), 300))
+			// Sent over blob 1.2.0: send prints the BLAKE3 (list_files
+			// still gives the sha256 the ledger keeps).
+			var r struct {
+				Filename string `json:"filename"`
+				Size     int64  `json:"size"`
+				BLAKE3   string `json:"blake3"`
+			}
+			if err := json.Unmarshal(stdout.Bytes(), &r); err != nil || r.Filename != name || r.Size != size || r.BLAKE3 != hex.EncodeToString(b3.Sum(nil)) {
+				w.s.record(&w.s.stats.wrong, "blob send of %s (%d bytes, blake3 %x) printed %q", name, size, b3.Sum(nil), soakClip(stdout.String(), 300))
 				return
 			}
 			w.s.ledger.commit(name)

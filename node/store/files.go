@@ -25,10 +25,38 @@ type FileInfo struct {
 	Filename string `json:"filename"`
 	// Size is the file's length in bytes.
 	Size int64 `json:"size"`
-	// SHA256 is the lowercase hex SHA-256 of the content.
+	// SHA256 is the lowercase hex SHA-256 of the content. Open and List
+	// always give it; a Partial committed by BLAKE3, and OpenHash asked for
+	// BLAKE3, give it only when the store knows it already (see Hash).
 	SHA256 string `json:"sha256"`
+	// BLAKE3 is the lowercase hex BLAKE3-256 of the content when the store
+	// knows it (the file was received over blob 1.2.0, or a reader asked
+	// for it since it last changed); empty, and left out of the JSON,
+	// otherwise.
+	BLAKE3 string `json:"blake3,omitempty"`
 	// Modified is the file's modification time, in UTC.
 	Modified time.Time `json:"modified"`
+}
+
+// Sum returns the digest of h in i, empty when i does not carry it.
+func (i FileInfo) Sum(h Hash) string {
+	switch h {
+	case HashSHA256:
+		return i.SHA256
+	case HashBLAKE3:
+		return i.BLAKE3
+	}
+	return ""
+}
+
+// setSum sets the digest of h in i.
+func (i *FileInfo) setSum(h Hash, sum string) {
+	switch h {
+	case HashSHA256:
+		i.SHA256 = sum
+	case HashBLAKE3:
+		i.BLAKE3 = sum
+	}
 }
 
 // Files is the file skills' directory. Every access goes through one
@@ -45,7 +73,7 @@ type Files struct {
 	closed     atomic.Bool
 
 	mu    sync.Mutex           // guards cache
-	cache map[string]cacheItem // file name -> last known hash
+	cache map[string]cacheItem // file name -> the digests known of it
 
 	// qmu guards used, and makes each rename or removal one step with the
 	// stat of the file it replaces or removes, so that used stays exact.
@@ -69,11 +97,12 @@ type filesConfig struct {
 	quota      int64
 }
 
-// cacheItem remembers a file's hash while its identity, size and mtime are
-// unchanged.
+// cacheItem remembers a file's digests while its identity, size and mtime
+// are unchanged: those it was verified with, and those computed since for a
+// reader. An empty one is not known.
 type cacheItem struct {
-	st  os.FileInfo
-	sum string
+	st   os.FileInfo
+	sums FileInfo // SHA256 and BLAKE3 only
 }
 
 // openFiles creates (0700) and opens dir, removes stale temp files, and
@@ -205,17 +234,28 @@ func (f *Files) Write(name string, r io.Reader) (_ FileInfo, err error) {
 		return FileInfo{}, f.errorf(op, name, "sync directory: %w", scrub(err))
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
-	f.remember(name, st, sum)
+	f.remember(name, st, HashSHA256, sum)
 	return FileInfo{Filename: name, Size: n, SHA256: sum, Modified: st.ModTime().UTC()}, nil
 }
 
 // Open opens name for reading, with its FileInfo. The caller must close the
 // file. The file's Name, and the errors its methods return, carry the host
-// path: do not pass them verbatim to a remote caller. The SHA-256 comes from the in-memory cache when the file is
-// unchanged, otherwise it is computed without moving the file's offset.
+// path: do not pass them verbatim to a remote caller. The SHA-256 comes from
+// the in-memory cache when the file is unchanged, otherwise it is computed
+// without moving the file's offset; the BLAKE3 is given when known.
 // Errors wrap ErrInvalidName or ErrNotFound where they apply.
-func (f *Files) Open(name string) (_ *os.File, _ FileInfo, err error) {
+func (f *Files) Open(name string) (*os.File, FileInfo, error) {
+	return f.OpenHash(name, HashSHA256)
+}
+
+// OpenHash is Open for a reader that needs the digest of h rather than the
+// SHA-256: it computes only that one when the store does not know it, and
+// gives the other when known. A hash that is not Known is an error.
+func (f *Files) OpenHash(name string, h Hash) (_ *os.File, _ FileInfo, err error) {
 	const op = "open"
+	if !h.Known() {
+		return nil, FileInfo{}, f.errorf(op, name, "unknown hash %.20q", h)
+	}
 	if err := f.check(op, name); err != nil {
 		return nil, FileInfo{}, err
 	}
@@ -243,17 +283,36 @@ func (f *Files) Open(name string) (_ *os.File, _ FileInfo, err error) {
 	if !st.Mode().IsRegular() {
 		return nil, FileInfo{}, f.errorf(op, name, "not a regular file: %w", ErrInvalidName)
 	}
-	info, err := f.describe(name, st, file)
+	info, err := f.describe(name, st, file, h)
 	if err != nil {
 		return nil, FileInfo{}, f.errorf(op, name, "%w", scrub(err))
 	}
 	return file, info, nil
 }
 
+// Stat returns name's FileInfo without reading the file: its size and
+// modification time, and the digests the store knows of it (either may be
+// empty; Open and OpenHash compute them). Errors are Open's.
+func (f *Files) Stat(name string) (FileInfo, error) {
+	const op = "stat"
+	if err := f.check(op, name); err != nil {
+		return FileInfo{}, err
+	}
+	st, err := f.lstatRegular(op, name)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	info, _ := f.cached(name, st)
+	info.Filename, info.Size, info.Modified = name, st.Size(), st.ModTime().UTC()
+	return info, nil
+}
+
 // List returns the stored files sorted by name. Temp files, symlinks,
-// directories and names ValidateName refuses are not listed. Hashes come
-// from the in-memory cache when a file's identity, size and mtime are
-// unchanged, so listing is cheap after the first time.
+// directories and names ValidateName refuses are not listed. Each has its
+// SHA-256, and its BLAKE3 when known. Digests come from the in-memory cache
+// when a file's identity, size and mtime are unchanged, so listing is cheap
+// after the first time (a file received by BLAKE3 is hashed by SHA-256 on
+// the first List after it arrived).
 func (f *Files) List() ([]FileInfo, error) {
 	const op = "list"
 	if f.closed.Load() {
@@ -302,8 +361,8 @@ func (f *Files) listOne(name string) (_ FileInfo, ok bool, _ error) {
 	if !lst.Mode().IsRegular() {
 		return FileInfo{}, false, nil
 	}
-	if sum, ok := f.cached(name, lst); ok {
-		return FileInfo{Filename: name, Size: lst.Size(), SHA256: sum, Modified: lst.ModTime().UTC()}, true, nil
+	if sums, ok := f.cached(name, lst); ok && sums.SHA256 != "" {
+		return FileInfo{Filename: name, Size: lst.Size(), SHA256: sums.SHA256, BLAKE3: sums.BLAKE3, Modified: lst.ModTime().UTC()}, true, nil
 	}
 	file, err := f.root.Open(name)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -320,7 +379,7 @@ func (f *Files) listOne(name string) (_ FileInfo, ok bool, _ error) {
 	if !st.Mode().IsRegular() {
 		return FileInfo{}, false, nil
 	}
-	info, err := f.describe(name, st, file)
+	info, err := f.describe(name, st, file, HashSHA256)
 	return info, err == nil, err
 }
 
@@ -400,38 +459,68 @@ func (f *Files) lstatRegular(op, name string) (os.FileInfo, error) {
 	return st, nil
 }
 
-// describe returns name's FileInfo from st, hashing file (without moving its
-// offset) unless the cache already knows it.
-func (f *Files) describe(name string, st os.FileInfo, file *os.File) (FileInfo, error) {
-	sum, ok := f.cached(name, st)
-	if !ok {
-		h := sha256.New()
-		if _, err := io.Copy(h, io.NewSectionReader(file, 0, st.Size())); err != nil {
+// describe returns name's FileInfo from st, with the digests the cache
+// knows of it, hashing file by need (without moving its offset) when the
+// cache does not know that one.
+func (f *Files) describe(name string, st os.FileInfo, file *os.File, need Hash) (FileInfo, error) {
+	info, _ := f.cached(name, st)
+	if info.Sum(need) == "" {
+		sum, err := hashSection(need, file, st.Size())
+		if err != nil {
 			return FileInfo{}, err
 		}
-		sum = hex.EncodeToString(h.Sum(nil))
-		f.remember(name, st, sum)
+		info.setSum(need, sum)
+		f.remember(name, st, need, sum)
 	}
-	return FileInfo{Filename: name, Size: st.Size(), SHA256: sum, Modified: st.ModTime().UTC()}, nil
+	info.Filename, info.Size, info.Modified = name, st.Size(), st.ModTime().UTC()
+	return info, nil
 }
 
-// cached returns name's hash if the cache holds it for the same file, size
-// and mtime as st.
-func (f *Files) cached(name string, st os.FileInfo) (string, bool) {
+// hashSection returns the hex digest of h of the first size bytes of file,
+// read with pread (the file's offset does not move).
+func hashSection(h Hash, file *os.File, size int64) (string, error) {
+	w := h.New()
+	buf := make([]byte, max(1, min(size, hashBuffer)))
+	if _, err := io.CopyBuffer(w, io.NewSectionReader(file, 0, size), buf); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(w.Sum(nil)), nil
+}
+
+// hashBuffer is the read size of hashSection: large enough that BLAKE3
+// hashes many chunks per call, where its vector instructions pay.
+const hashBuffer = 256 << 10
+
+// cached returns the digests the cache knows of name, if it holds them for
+// the same file, size and mtime as st (SHA256 and BLAKE3 set, either
+// possibly empty).
+func (f *Files) cached(name string, st os.FileInfo) (FileInfo, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c, ok := f.cache[name]
-	if !ok || !os.SameFile(c.st, st) || c.st.Size() != st.Size() || !c.st.ModTime().Equal(st.ModTime()) {
-		return "", false
+	if !ok || !sameVersion(c.st, st) {
+		return FileInfo{}, false
 	}
-	return c.sum, true
+	return c.sums, true
 }
 
-// remember caches name's hash for the file st describes.
-func (f *Files) remember(name string, st os.FileInfo, sum string) {
+// sameVersion reports whether a and b describe the same file with the same
+// size and mtime.
+func sameVersion(a, b os.FileInfo) bool {
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
+}
+
+// remember caches name's digest of h for the file st describes, beside the
+// digests known of that same file; those of an earlier file of the name go.
+func (f *Files) remember(name string, st os.FileInfo, h Hash, sum string) {
 	f.mu.Lock()
-	f.cache[name] = cacheItem{st: st, sum: sum}
-	f.mu.Unlock()
+	defer f.mu.Unlock()
+	c, ok := f.cache[name]
+	if !ok || !sameVersion(c.st, st) {
+		c = cacheItem{st: st}
+	}
+	c.sums.setSum(h, sum)
+	f.cache[name] = c
 }
 
 // readDir returns the names in the directory, unsorted.

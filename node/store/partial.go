@@ -41,18 +41,20 @@ const DefaultPartialTTL = 24 * time.Hour
 const DefaultMaxPartial = 256 << 20
 
 // ErrHashMismatch is wrapped by Partial.Commit when the received content
-// does not hash to the declared SHA-256. The partial upload is then
-// discarded: nothing of it is visible, and a new upload starts from zero.
-var ErrHashMismatch = errors.New("sha256 mismatch")
+// does not hash to the declared digest (the error names the hash and both
+// digests). The partial upload is then discarded: nothing of it is
+// visible, and a new upload starts from zero.
+var ErrHashMismatch = errors.New("hash mismatch")
 
 // ErrIncomplete is wrapped by Partial.Commit when fewer bytes than the
 // declared size have been written.
 var ErrIncomplete = errors.New("upload incomplete")
 
 // Partial is one resumable upload into Files: the bytes received so far of
-// a file whose name and size were declared up front, and its SHA-256 either
-// up front too or only at the end (CommitSHA256). Get it from
-// Files.OpenPartial; it must end with exactly one of Commit, CommitSHA256,
+// a file whose name and size were declared up front, and its digest (of the
+// upload's Hash) either up front too or only at the end (CommitSum). Get it
+// from Files.OpenPartial or OpenPartialHash; it must end with exactly one
+// of Commit, CommitSum,
 // Close (keep the bytes for a later resume) or Discard. Only one Partial of
 // a given upload is open at a time in the process (see Superseded). A
 // Partial is not safe for concurrent use, except Superseded, Name, Size and
@@ -62,9 +64,10 @@ type Partial struct {
 	name   string // target name
 	part   string // partial file's name in the directory
 	size   int64  // declared size
-	want   string // declared SHA-256, lowercase hex; empty until CommitSHA256 when not declared
+	alg    Hash   // the hash the upload is checked by
+	want   string // declared digest of alg, lowercase hex; empty until CommitSum when not declared
 	file   *os.File
-	h      hash.Hash
+	h      hash.Hash // alg's, of the bytes held
 	off    int64
 	lock   *partLock
 	done   bool // set once Commit, Close or Discard has released the file
@@ -178,11 +181,23 @@ func (l *partLock) release() {
 // the same uploader sending under the same name and size, and the same
 // declared SHA-256, resumes it; an upload declared without one is keyed by
 // owner, name and size alone, and whoever resumes it must check the kept
-// bytes (Partial.PrefixSHA256) against its own.
+// bytes (Partial.PrefixSum) against its own. That key is the same whatever
+// the upload's Hash, so an upload begun by SHA-256 resumes by BLAKE3 and
+// the other way round (the kept bytes are rehashed by the resuming one's).
+// A declared BLAKE3 digest d is keyed as "blake3:" + d.
 func PartName(owner, name string, size int64, sha256hex string) string {
+	return partName(owner, name, size, HashSHA256, sha256hex)
+}
+
+// partName is PartName for an upload of alg declared as sum (or not, "").
+func partName(owner, name string, size int64, alg Hash, sum string) string {
+	key := sum
+	if alg != HashSHA256 && sum != "" {
+		key = string(alg) + ":" + sum
+	}
 	h := sha256.New()
 	var b [8]byte
-	for _, s := range []string{owner, name, sha256hex} {
+	for _, s := range []string{owner, name, key} {
 		binary.BigEndian.PutUint64(b[:], uint64(len(s)))
 		h.Write(b[:])
 		h.Write([]byte(s))
@@ -199,24 +214,23 @@ func ownerPrefix(owner string) string {
 }
 
 // ValidSHA256 reports whether s is a SHA-256 in lowercase hex (64 digits).
-func ValidSHA256(s string) bool {
-	if len(s) != 2*sha256.Size {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
+func ValidSHA256(s string) bool { return HashSHA256.Valid(s) }
 
 // OpenPartial opens the upload of name (size bytes hashing to sha256hex,
 // lowercase hex, or to a hash given only at the end when sha256hex is empty)
 // by owner, creating it or resuming the bytes kept from an earlier attempt:
 // Offset says how many, and the running hash is rebuilt from them
-// (PrefixSHA256). A size over MaxSize gives an error wrapping ErrTooLarge; a bad
+// (PrefixSum). It is OpenPartialHash with HashSHA256.
+func (f *Files) OpenPartial(ctx context.Context, owner, name string, size int64, sha256hex string) (*Partial, error) {
+	return f.OpenPartialHash(ctx, owner, name, size, HashSHA256, sha256hex)
+}
+
+// OpenPartialHash opens the upload of name by owner, checked by the hash
+// alg: size bytes whose digest is sum (lowercase hex), or is given only at
+// the end when sum is empty. It creates the upload or resumes the bytes
+// kept from an earlier attempt (by either hash when sum is empty, see
+// PartName): Offset says how many, and the running hash is rebuilt from
+// them (PrefixSum). A size over MaxSize gives an error wrapping ErrTooLarge; a bad
 // name, or a name that is a symlink or directory, ErrInvalidName. When a
 // Partial of the same upload is open in this process, it is superseded (its
 // Superseded channel closes) and OpenPartial waits for it to let go, or for
@@ -230,18 +244,20 @@ func ValidSHA256(s string) bool {
 // (QuotaPartial). The bytes still to come are then reserved against the
 // directory's quota (WithMaxStore), or the upload is refused with a
 // *QuotaError (QuotaStore). Safe for concurrent use.
-func (f *Files) OpenPartial(ctx context.Context, owner, name string, size int64, sha256hex string) (_ *Partial, err error) {
+func (f *Files) OpenPartialHash(ctx context.Context, owner, name string, size int64, alg Hash, sum string) (_ *Partial, err error) {
 	const op = "open partial"
 	if err := f.check(op, name); err != nil {
 		return nil, err
 	}
 	switch {
+	case !alg.Known():
+		return nil, f.errorf(op, name, "unknown hash %.20q", alg)
 	case size < 0:
 		return nil, f.errorf(op, name, "negative size %d", size)
 	case size > f.maxSize:
 		return nil, f.errorf(op, name, "%d bytes is over the %d-byte limit: %w", size, f.maxSize, ErrTooLarge)
-	case sha256hex != "" && !ValidSHA256(sha256hex):
-		return nil, f.errorf(op, name, "the declared sha256 is not 64 lowercase hex digits")
+	case sum != "" && !alg.Valid(sum):
+		return nil, f.errorf(op, name, "the declared %s is not 64 lowercase hex digits", alg)
 	case f.maxPartial > 0 && size > f.maxPartial:
 		return nil, f.errorf(op, name, "%w", &QuotaError{Quota: QuotaPartial, Limit: f.maxPartial, Need: size})
 	}
@@ -253,7 +269,7 @@ func (f *Files) OpenPartial(ctx context.Context, owner, name string, size int64,
 	if _, err := f.lstatRegular(op, name); err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
-	part := PartName(owner, name, size, sha256hex)
+	part := partName(owner, name, size, alg, sum)
 	lock, err := acquirePart(ctx, filepath.Join(f.dir, part))
 	if err != nil {
 		return nil, f.errorf(op, name, "waiting for an earlier transfer of this upload: %w", err)
@@ -308,9 +324,9 @@ func (f *Files) OpenPartial(ctx context.Context, owner, name string, size int64,
 		f.release(off)
 		off = 0
 	}
-	h := sha256.New()
+	h := alg.New()
 	if off > 0 {
-		if _, err := io.Copy(h, io.NewSectionReader(file, 0, off)); err != nil {
+		if _, err := io.CopyBuffer(h, io.NewSectionReader(file, 0, off), make([]byte, min(off, hashBuffer))); err != nil {
 			return nil, f.errorf(op, name, "rehash the kept bytes: %w", scrub(err))
 		}
 	}
@@ -320,7 +336,7 @@ func (f *Files) OpenPartial(ctx context.Context, owner, name string, size int64,
 	if off+reserved != size { // the file changed between admission and open
 		f.release(off + reserved - size)
 	}
-	return &Partial{f: f, name: name, part: part, size: size, want: sha256hex, file: file, h: h, off: off, lock: lock, dropped: dropped}, nil
+	return &Partial{f: f, name: name, part: part, size: size, alg: alg, want: sum, file: file, h: h, off: off, lock: lock, dropped: dropped}, nil
 }
 
 // admitPartial applies the quotas to the upload whose lock the caller holds:
@@ -444,7 +460,8 @@ func (f *Files) removePart(name string, remove func(os.FileInfo) bool) (have int
 }
 
 // PartialHeld returns how many bytes of owner's upload of name (size bytes,
-// declared SHA-256 sha256hex or empty: the PartName key) the store keeps,
+// declared SHA-256 sha256hex or empty: the PartName key, which for an empty
+// one is that of an upload by either hash) the store keeps,
 // without opening it: 0 when there is none, or when the kept file is longer
 // than size (OpenPartial would start it over). Safe for concurrent use.
 func (f *Files) PartialHeld(owner, name string, size int64, sha256hex string) int64 {
@@ -474,10 +491,13 @@ func (p *Partial) Size() int64 { return p.size }
 // Offset returns how many bytes the upload holds: where the sender resumes.
 func (p *Partial) Offset() int64 { return p.off }
 
-// PrefixSHA256 returns the lowercase hex SHA-256 of the Offset bytes the
-// upload holds: what a sender resuming an upload declared without a hash
-// compares with its own first Offset bytes.
-func (p *Partial) PrefixSHA256() string { return hex.EncodeToString(p.h.Sum(nil)) }
+// Hash returns the hash the upload is checked by.
+func (p *Partial) Hash() Hash { return p.alg }
+
+// PrefixSum returns the lowercase hex digest (of the upload's Hash) of the
+// Offset bytes the upload holds: what a sender resuming an upload declared
+// without a hash compares with its own first Offset bytes.
+func (p *Partial) PrefixSum() string { return hex.EncodeToString(p.h.Sum(nil)) }
 
 // Restart drops the bytes the upload holds and starts it again from zero
 // (Offset 0), keeping its place in the quotas: the sender found that they
@@ -551,21 +571,23 @@ func (p *Partial) Write(b []byte) (int, error) {
 }
 
 // Commit checks that the upload is complete and hashes to the declared
-// SHA-256, then makes it visible under its name atomically (fsync, rename
+// digest, then makes it visible under its name atomically (fsync, rename
 // within the directory, fsync of the directory), replacing any file of that
 // name. On a hash mismatch the partial file is removed and the error wraps
-// ErrHashMismatch and names both hashes; an incomplete upload gives
-// ErrIncomplete and is kept. Either way the Partial is finished. An upload
-// opened without a declared SHA-256 commits with CommitSHA256 instead
-// (Commit gives an error wrapping ErrHashMismatch and keeps the bytes).
-func (p *Partial) Commit() (FileInfo, error) { return p.CommitSHA256("") }
+// ErrHashMismatch and names the hash and both digests; an incomplete upload
+// gives ErrIncomplete and is kept. Either way the Partial is finished. An
+// upload opened without a declared digest commits with CommitSum instead
+// (Commit gives an error wrapping ErrHashMismatch and keeps the bytes). The
+// FileInfo returned, and the store's record of the file, carry the digest
+// of the upload's Hash (see Hash for the other).
+func (p *Partial) Commit() (FileInfo, error) { return p.CommitSum("") }
 
-// CommitSHA256 is Commit with the content's SHA-256 (lowercase hex) given
-// now, as the blob protocol's trailer gives it: the upload must hash to
-// sum, and to the SHA-256 declared at OpenPartial when one was (so a sum
-// that differs from the declared one is a mismatch). An empty sum means the
-// declared one alone.
-func (p *Partial) CommitSHA256(sum string) (_ FileInfo, err error) {
+// CommitSum is Commit with the content's digest (of the upload's Hash,
+// lowercase hex) given now, as the blob protocol's trailer gives it: the
+// upload must hash to sum, and to the digest declared at open when one was
+// (so a sum that differs from the declared one is a mismatch). An empty sum
+// means the declared one alone.
+func (p *Partial) CommitSum(sum string) (_ FileInfo, err error) {
 	const op = "commit"
 	if p.done {
 		return FileInfo{}, p.f.errorf(op, p.name, "the upload is finished: %w", net.ErrClosed)
@@ -575,13 +597,13 @@ func (p *Partial) CommitSHA256(sum string) (_ FileInfo, err error) {
 		return FileInfo{}, errors.Join(err, p.Close())
 	}
 	if sum == "" && p.want == "" {
-		err := p.f.errorf(op, p.name, "no sha256 was declared to check the content against: %w", ErrHashMismatch)
+		err := p.f.errorf(op, p.name, "no %s was declared to check the content against: %w", p.alg, ErrHashMismatch)
 		return FileInfo{}, errors.Join(err, p.Close())
 	}
 	got := hex.EncodeToString(p.h.Sum(nil))
 	for _, want := range []string{p.want, sum} {
 		if want != "" && got != want {
-			err := p.f.errorf(op, p.name, "the received content hashes to %s, not the declared %s; the partial upload was discarded: %w", got, want, ErrHashMismatch)
+			err := p.f.errorf(op, p.name, "the received content's %s is %s, not the declared %s; the partial upload was discarded: %w", p.alg, got, want, ErrHashMismatch)
 			return FileInfo{}, errors.Join(err, p.Discard())
 		}
 	}
@@ -618,8 +640,10 @@ func (p *Partial) CommitSHA256(sum string) (_ FileInfo, err error) {
 	if err := p.f.syncDir(); err != nil {
 		return FileInfo{}, p.f.errorf(op, p.name, "sync directory: %w", scrub(err))
 	}
-	p.f.remember(p.name, st, got)
-	return FileInfo{Filename: p.name, Size: p.size, SHA256: got, Modified: st.ModTime().UTC()}, nil
+	p.f.remember(p.name, st, p.alg, got)
+	info := FileInfo{Filename: p.name, Size: p.size, Modified: st.ModTime().UTC()}
+	info.setSum(p.alg, got)
+	return info, nil
 }
 
 // Close keeps the bytes received so far for a later resume: it fsyncs and

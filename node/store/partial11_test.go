@@ -25,8 +25,8 @@ func TestPartialUndeclaredHash(t *testing.T) {
 	if _, err := p.Write(data[:half]); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := p.PrefixSHA256(), sumHex(data[:half]); got != want {
-		t.Fatalf("PrefixSHA256 %s, want %s", got, want)
+	if got, want := p.PrefixSum(), sumHex(data[:half]); got != want {
+		t.Fatalf("PrefixSum %s, want %s", got, want)
 	}
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
@@ -48,16 +48,16 @@ func TestPartialUndeclaredHash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Offset() != half || p.PrefixSHA256() != sumHex(data[:half]) {
-		t.Fatalf("reopened at %d with %s", p.Offset(), p.PrefixSHA256())
+	if p.Offset() != half || p.PrefixSum() != sumHex(data[:half]) {
+		t.Fatalf("reopened at %d with %s", p.Offset(), p.PrefixSum())
 	}
 	used, _ := f.Usage()
 	// Restart: from zero, in place, the quota count unchanged.
 	if err := p.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	if after, _ := f.Usage(); p.Offset() != 0 || p.PrefixSHA256() != sumHex(nil) || after != used {
-		t.Fatalf("after Restart: offset %d, prefix %s, usage %d (was %d)", p.Offset(), p.PrefixSHA256(), after, used)
+	if after, _ := f.Usage(); p.Offset() != 0 || p.PrefixSum() != sumHex(nil) || after != used {
+		t.Fatalf("after Restart: offset %d, prefix %s, usage %d (was %d)", p.Offset(), p.PrefixSum(), after, used)
 	}
 	if _, err := p.Write(data); err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func TestPartialUndeclaredHash(t *testing.T) {
 	if p.Offset() != size {
 		t.Fatalf("reopened at %d", p.Offset())
 	}
-	if _, err := p.CommitSHA256(sumHex([]byte("other"))); !errors.Is(err, ErrHashMismatch) {
+	if _, err := p.CommitSum(sumHex([]byte("other"))); !errors.Is(err, ErrHashMismatch) {
 		t.Fatalf("CommitSHA256 with another hash = %v", err)
 	}
 	if n := partNames(t, f.Dir()); len(n) != 0 {
@@ -96,7 +96,7 @@ func TestPartialUndeclaredHash(t *testing.T) {
 	if _, err := p.Write(data); err != nil {
 		t.Fatal(err)
 	}
-	info, err := p.CommitSHA256(sumHex(data))
+	info, err := p.CommitSum(sumHex(data))
 	if err != nil || info.SHA256 != sumHex(data) || info.Size != size {
 		t.Fatalf("CommitSHA256: %+v, %v", info, err)
 	}
@@ -112,7 +112,7 @@ func TestPartialUndeclaredHash(t *testing.T) {
 	if _, err := p.Write(data); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.CommitSHA256(sumHex([]byte("other"))); !errors.Is(err, ErrHashMismatch) {
+	if _, err := p.CommitSum(sumHex([]byte("other"))); !errors.Is(err, ErrHashMismatch) {
 		t.Fatalf("declared hash right, given hash wrong: %v", err)
 	}
 	if used, _ := f.Usage(); used != size {

@@ -51,7 +51,7 @@ func TestPartials(t *testing.T) {
 	if _, err := p.Write(data[4:]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.CommitSHA256(sumHex(data)); err != nil {
+	if _, err := p.CommitSum(sumHex(data)); err != nil {
 		t.Fatal(err)
 	}
 	if ps := s2.Files().Partials(); len(ps) != 0 {
