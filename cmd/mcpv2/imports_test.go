@@ -36,8 +36,8 @@ var importRules = []importRule{
 	{prefix: "node/skills/custom", allowed: []string{"node/skills", "node/guard", "node/llm", "protocol"}},
 	// node/localapi, the local node API (mcpv2 status, id, key; the
 	// dashboard), serves a node: what node may import, no edge.
-	{prefix: "node/localapi", allowed: []string{"node", "protocol", "transport", "discovery", "internal/suggest"}},
-	{prefix: "node", allowed: []string{"node", "protocol", "transport", "discovery", "internal/suggest"}},
+	{prefix: "node/localapi", allowed: []string{"node", "protocol", "transport", "discovery", "internal/suggest", "internal/lazyre"}},
+	{prefix: "node", allowed: []string{"node", "protocol", "transport", "discovery", "internal/suggest", "internal/lazyre"}},
 	{prefix: "edge", allowed: []string{"edge", "protocol"}},
 	{prefix: "examples", allowed: []string{"node", "protocol", "transport", "discovery", "edge"}},
 	{prefix: "cmd", allowed: []string{"node", "protocol", "transport", "discovery", "edge", "internal/supervise", "internal/suggest"}},
@@ -59,6 +59,9 @@ var importRules = []importRule{
 	// the CLI (commands, flags, settings, shell): no package of the
 	// project, one third-party module (levenshtein).
 	{prefix: "internal/suggest", allowed: nil},
+	// internal/lazyre compiles a regular expression on first use (the
+	// guard's and the planner's): the standard library only.
+	{prefix: "internal/lazyre", allowed: nil, stdOnly: true},
 	// internal/oidctest is a real OpenID provider for the tests (_test.go
 	// files only): any third-party module, no package of the project.
 	{prefix: "internal/oidctest", allowed: nil},

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"github.com/mcpv2/mcpv2/internal/lazyre"
 	"regexp"
 	"strings"
 	"sync"
@@ -51,18 +52,16 @@ func unescapePercent(s string) (string, bool) {
 
 // sensitivePaths are paths (after pathDecode) whose reading leaks secrets or
 // whose writing takes the machine over; matched as whole path segments.
-var sensitivePaths = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(?:^|/)(?:` + strings.Join([]string{
-		`etc/(?:passwd|shadow|gshadow|sudoers|master\.passwd|security/opasswd|ssh/ssh_host_[a-z0-9_]+key)(?:$|/)`,
-		`\.ssh(?:/|$)`, `id_(?:rsa|dsa|ecdsa|ed25519)(?:$|/)`, `authorized_keys`,
-		`\.env(?:\.[a-z0-9_.-]+)?$`, `identity\.key$`, `proc/(?:self|\d+|thread-self)/(?:environ|cmdline|mem|maps|root|cwd|fd)`,
-		`windows/(?:system32|syswow64|repair|win\.ini)`, `win\.ini$`, `boot\.ini$`, `system32/config`,
-		`\.aws/(?:credentials|config)`, `\.kube/config`, `\.docker/config\.json`, `\.git-credentials`, `\.netrc$`, `\.pgpass$`,
-		`\.(?:bash|zsh|sh|mysql|psql|python)_history$`, `\.htpasswd$`, `wp-config\.php$`, `\.gnupg(?:/|$)`,
-		`var/run/secrets(?:/|$)`, `run/secrets(?:/|$)`, `\.config/gcloud`, `[a-z0-9_-]*\.(?:pem|p12|pfx|jks|keystore)$`,
-		`(?:private|server|client|tls|ssl)\.key$`,
-	}, "|") + `)`)
-})
+var sensitivePaths = lazyre.New(`(?:^|/)(?:` + strings.Join([]string{
+	`etc/(?:passwd|shadow|gshadow|sudoers|master\.passwd|security/opasswd|ssh/ssh_host_[a-z0-9_]+key)(?:$|/)`,
+	`\.ssh(?:/|$)`, `id_(?:rsa|dsa|ecdsa|ed25519)(?:$|/)`, `authorized_keys`,
+	`\.env(?:\.[a-z0-9_.-]+)?$`, `identity\.key$`, `proc/(?:self|\d+|thread-self)/(?:environ|cmdline|mem|maps|root|cwd|fd)`,
+	`windows/(?:system32|syswow64|repair|win\.ini)`, `win\.ini$`, `boot\.ini$`, `system32/config`,
+	`\.aws/(?:credentials|config)`, `\.kube/config`, `\.docker/config\.json`, `\.git-credentials`, `\.netrc$`, `\.pgpass$`,
+	`\.(?:bash|zsh|sh|mysql|psql|python)_history$`, `\.htpasswd$`, `wp-config\.php$`, `\.gnupg(?:/|$)`,
+	`var/run/secrets(?:/|$)`, `run/secrets(?:/|$)`, `\.config/gcloud`, `[a-z0-9_-]*\.(?:pem|p12|pfx|jks|keystore)$`,
+	`(?:private|server|client|tls|ssl)\.key$`,
+}, "|") + `)`)
 
 // ScanPath checks a file-name argument: path_traversal for parent-directory
 // segments (also percent-encoded, double-encoded, overlong UTF-8, backslash
@@ -113,9 +112,7 @@ func sqlNorm(q string) string {
 	return strings.Join(strings.Fields(strings.ToLower(q)), " ")
 }
 
-var sqlComment = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`/\*.*?\*/`)
-})
+var sqlComment = lazyre.New(`/\*.*?\*/`)
 
 // sqlRules match in normalised query text.
 var sqlRules = sync.OnceValue(func() []*regexp.Regexp {
@@ -141,9 +138,7 @@ var sqlRules = sync.OnceValue(func() []*regexp.Regexp {
 // tautology finds "OR x=x" after a closed value: ' OR '1'='1, 1 OR 1=1,
 // " OR ""=". RE2 has no back-references, so the two sides are compared in
 // code.
-var tautology = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(?:['"]|\b\d+|\))\s*(?:or|\|\|)\s+(['"]?)([\w]*)(['"]?)\s*(=|<>|!=|like)\s*(['"]?)([\w]*)(['"]?)`)
-})
+var tautology = lazyre.New(`(?:['"]|\b\d+|\))\s*(?:or|\|\|)\s+(['"]?)([\w]*)(['"]?)\s*(=|<>|!=|like)\s*(['"]?)([\w]*)(['"]?)`)
 
 // maxSQL is how many bytes of a query ScanSQL looks at: queries and the
 // values put into them are short, and the patterns with captures cost more

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"github.com/mcpv2/mcpv2/internal/lazyre"
 	"regexp"
 	"strings"
 	"sync"
@@ -23,23 +24,15 @@ var specialTokens = sync.OnceValue(func() *rule {
 // mentionBefore and mentionAfter recognise a token that is talked about
 // ("wraps the turn in [INST] and [/INST] tokens") rather than used.
 var (
-	mentionBefore = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile("(?:\\b(?:the|in|with|like|as|token|tokens|and|or|by|e\\.g\\.|such as|starts? with|begins? with|uses?|called|named|between|about|mean|means|is|are|does|do|what|what's|of)\\s*|[`'\"“‘(])$")
-	})
-	mentionAfter = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile("^(?:\\s*(?:and|or|tokens?|tags?|elements?|markers?|delimiters?|format|template|is|are|mean|means|do|does|as|closes|opens|in|around|for|to|with|before|after|between|at|on|when|inside|stands?)\\b|\\s*[,?)`'\"”’;]|\\s*\\.(?:\\s|$))")
-	})
+	mentionBefore = lazyre.New("(?:\\b(?:the|in|with|like|as|token|tokens|and|or|by|e\\.g\\.|such as|starts? with|begins? with|uses?|called|named|between|about|mean|means|is|are|does|do|what|what's|of)\\s*|[`'\"“‘(])$")
+	mentionAfter  = lazyre.New("^(?:\\s*(?:and|or|tokens?|tags?|elements?|markers?|delimiters?|format|template|is|are|mean|means|do|does|as|closes|opens|in|around|for|to|with|before|after|between|at|on|when|inside|stands?)\\b|\\s*[,?)`'\"”’;]|\\s*\\.(?:\\s|$))")
 	// mentionStrong is text after a token or tag that alone says it is
 	// being talked about.
-	mentionStrong = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^\s*(?:(?:is|are)\s+(?:the|a|an|used|called|how|what|for)|means?|stands?\s+for|marks|closes|opens)\b`)
-	})
+	mentionStrong = lazyre.New(`^\s*(?:(?:is|are)\s+(?:the|a|an|used|called|how|what|for)|means?|stands?\s+for|marks|closes|opens)\b`)
 )
 
 // roleTag finds tags; the tag names are judged in code.
-var roleTag = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`<\s*(/?)\s*([a-z][a-z0-9_:-]*)\s*>`)
-})
+var roleTag = lazyre.New(`<\s*(/?)\s*([a-z][a-z0-9_:-]*)\s*>`)
 
 // privilegedParts are the words (of a tag name split at _ - :) that claim
 // a privileged role; a tag with one, followed by a sentence, is an
@@ -130,9 +123,7 @@ func xmlTags(v *view, budget *int, fn func(s, e int) bool) bool {
 
 // tagCue finds a word that makes the text in a privileged tag read as
 // orders to the model rather than a data sample.
-var tagCue = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`\b` + alt(roleCue, fenceCue, `call`, `delete`, `now`, `execute`, `run`, `print`, `output`, `tell`, `write`, `say`, `rank`, `merge`, `praise`, `transfer`, `summari[sz]e`, `shortlist(?:ed)?`, `should`, `policy`, `everything`, `disabled?`, `enabled?`) + `\b`)
-})
+var tagCue = lazyre.New(`\b` + alt(roleCue, fenceCue, `call`, `delete`, `now`, `execute`, `run`, `print`, `output`, `tell`, `write`, `say`, `rank`, `merge`, `praise`, `transfer`, `summari[sz]e`, `shortlist(?:ed)?`, `should`, `policy`, `everything`, `disabled?`, `enabled?`) + `\b`)
 
 // sentenceFollows reports whether the text before the next tag holds at
 // least three words and an order: a privileged tag that carries

@@ -5,10 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mcpv2/mcpv2/internal/lazyre"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -117,11 +117,11 @@ func Heuristic(request string) Plan {
 
 var (
 	// hardSplit ends a clause always.
-	hardSplit = lazyRegexp(`[;?!\n\r]+|\.(?:\s+|$)`)
+	hardSplit = lazyre.New(`[;?!\n\r]+|\.(?:\s+|$)`)
 	// softSplit ends a clause when a new request starts after it.
-	softSplit = lazyRegexp(`(?i)\s*,\s*(?:and\s+then\s+|and\s+also\s+|and\s+|then\s+|also\s+)?|\s+and\s+then\s+|\s+and\s+also\s+|\s+then\s+|\s+and\s+`)
+	softSplit = lazyre.New(`(?i)\s*,\s*(?:and\s+then\s+|and\s+also\s+|and\s+|then\s+|also\s+)?|\s+and\s+then\s+|\s+and\s+also\s+|\s+then\s+|\s+and\s+`)
 	// leadingConnector is dropped from the start of a clause.
-	leadingConnector = lazyRegexp(`(?i)^(?:(?:and|then|also|please|finally|first|firstly|second|secondly|next|lastly|so)\b[\s,]*)+`)
+	leadingConnector = lazyre.New(`(?i)^(?:(?:and|then|also|please|finally|first|firstly|second|secondly|next|lastly|so)\b[\s,]*)+`)
 )
 
 // starters begin a new request after a soft separator.
@@ -259,37 +259,37 @@ const num = `(-?\d+(?:\.\d+)?)`
 // submatches are a and b (0: absent; for squared/cubed b is fixed).
 type calcRule struct {
 	op     string
-	re     func() *regexp.Regexp // lazyRegexp
+	re     func() *regexp.Regexp // lazyre.New
 	a, b   int
 	fixedB string
 }
 
 var calcRules = []calcRule{
-	{op: "sqrt", re: lazyRegexp(`(?i)\b(?:square\s+root\s+of|sqrt\s+of|sqrt)\s*\(?\s*` + num), a: 1},
-	{op: "modulo", re: lazyRegexp(`(?i)\bremainder\s+(?:of|when)\s+` + num + `\s+(?:is\s+)?(?:divided\s+by|by|/)\s*` + num), a: 1, b: 2},
-	{op: "modulo", re: lazyRegexp(`(?i)` + num + `\s*(?:\bmodulo\b|\bmod\b|%)\s*` + num), a: 1, b: 2},
-	{op: "power", re: lazyRegexp(`(?i)` + num + `\s*(?:to\s+the\s+power\s+of|to\s+the\s+power|raised\s+to(?:\s+the\s+power\s+of)?|\^|\*\*)\s*` + num), a: 1, b: 2},
-	{op: "power", re: lazyRegexp(`(?i)\b(?:power\s+of)\s+` + num + `\s+(?:and|to|by)\s+` + num), a: 1, b: 2},
-	{op: "power", re: lazyRegexp(`(?i)` + num + `\s+squared\b`), a: 1, fixedB: "2"},
-	{op: "power", re: lazyRegexp(`(?i)` + num + `\s+cubed\b`), a: 1, fixedB: "3"},
-	{op: "multiply", re: lazyRegexp(`(?i)` + num + `\s*(?:\btimes\b|\bmultiplied\s+by\b|\*|×)\s*` + num), a: 1, b: 2},
-	{op: "multiply", re: lazyRegexp(`(?i)` + num + `\s+x\s+` + num), a: 1, b: 2},
-	{op: "multiply", re: lazyRegexp(`(?i)\bmultiply\s+` + num + `\s+(?:by|and|with|times)\s+` + num), a: 1, b: 2},
-	{op: "multiply", re: lazyRegexp(`(?i)\bproduct\s+of\s+` + num + `\s+and\s+` + num), a: 1, b: 2},
-	{op: "divide", re: lazyRegexp(`(?i)` + num + `\s*(?:\bdivided\s+by\b|\bover\b|/|÷)\s*` + num), a: 1, b: 2},
-	{op: "divide", re: lazyRegexp(`(?i)\bdivide\s+` + num + `\s+(?:by|into)\s+` + num), a: 1, b: 2},
-	{op: "divide", re: lazyRegexp(`(?i)\bquotient\s+of\s+` + num + `\s+and\s+` + num), a: 1, b: 2},
-	{op: "add", re: lazyRegexp(`(?i)` + num + `\s*(?:\bplus\b|\+|\badded\s+to\b)\s*` + num), a: 1, b: 2},
-	{op: "add", re: lazyRegexp(`(?i)\badd\s+` + num + `\s+(?:and|to|plus|with)\s+` + num), a: 1, b: 2},
-	{op: "add", re: lazyRegexp(`(?i)\bsum\s+of\s+` + num + `\s+and\s+` + num), a: 1, b: 2},
-	{op: "subtract", re: lazyRegexp(`(?i)\bsubtract\s+` + num + `\s+from\s+` + num), a: 2, b: 1},
-	{op: "subtract", re: lazyRegexp(`(?i)\bdifference\s+(?:between|of)\s+` + num + `\s+and\s+` + num), a: 1, b: 2},
-	{op: "subtract", re: lazyRegexp(`(?i)` + num + `\s*(?:\bminus\b|\bless\b|-)\s*` + num), a: 1, b: 2},
+	{op: "sqrt", re: lazyre.New(`(?i)\b(?:square\s+root\s+of|sqrt\s+of|sqrt)\s*\(?\s*` + num), a: 1},
+	{op: "modulo", re: lazyre.New(`(?i)\bremainder\s+(?:of|when)\s+` + num + `\s+(?:is\s+)?(?:divided\s+by|by|/)\s*` + num), a: 1, b: 2},
+	{op: "modulo", re: lazyre.New(`(?i)` + num + `\s*(?:\bmodulo\b|\bmod\b|%)\s*` + num), a: 1, b: 2},
+	{op: "power", re: lazyre.New(`(?i)` + num + `\s*(?:to\s+the\s+power\s+of|to\s+the\s+power|raised\s+to(?:\s+the\s+power\s+of)?|\^|\*\*)\s*` + num), a: 1, b: 2},
+	{op: "power", re: lazyre.New(`(?i)\b(?:power\s+of)\s+` + num + `\s+(?:and|to|by)\s+` + num), a: 1, b: 2},
+	{op: "power", re: lazyre.New(`(?i)` + num + `\s+squared\b`), a: 1, fixedB: "2"},
+	{op: "power", re: lazyre.New(`(?i)` + num + `\s+cubed\b`), a: 1, fixedB: "3"},
+	{op: "multiply", re: lazyre.New(`(?i)` + num + `\s*(?:\btimes\b|\bmultiplied\s+by\b|\*|×)\s*` + num), a: 1, b: 2},
+	{op: "multiply", re: lazyre.New(`(?i)` + num + `\s+x\s+` + num), a: 1, b: 2},
+	{op: "multiply", re: lazyre.New(`(?i)\bmultiply\s+` + num + `\s+(?:by|and|with|times)\s+` + num), a: 1, b: 2},
+	{op: "multiply", re: lazyre.New(`(?i)\bproduct\s+of\s+` + num + `\s+and\s+` + num), a: 1, b: 2},
+	{op: "divide", re: lazyre.New(`(?i)` + num + `\s*(?:\bdivided\s+by\b|\bover\b|/|÷)\s*` + num), a: 1, b: 2},
+	{op: "divide", re: lazyre.New(`(?i)\bdivide\s+` + num + `\s+(?:by|into)\s+` + num), a: 1, b: 2},
+	{op: "divide", re: lazyre.New(`(?i)\bquotient\s+of\s+` + num + `\s+and\s+` + num), a: 1, b: 2},
+	{op: "add", re: lazyre.New(`(?i)` + num + `\s*(?:\bplus\b|\+|\badded\s+to\b)\s*` + num), a: 1, b: 2},
+	{op: "add", re: lazyre.New(`(?i)\badd\s+` + num + `\s+(?:and|to|plus|with)\s+` + num), a: 1, b: 2},
+	{op: "add", re: lazyre.New(`(?i)\bsum\s+of\s+` + num + `\s+and\s+` + num), a: 1, b: 2},
+	{op: "subtract", re: lazyre.New(`(?i)\bsubtract\s+` + num + `\s+from\s+` + num), a: 2, b: 1},
+	{op: "subtract", re: lazyre.New(`(?i)\bdifference\s+(?:between|of)\s+` + num + `\s+and\s+` + num), a: 1, b: 2},
+	{op: "subtract", re: lazyre.New(`(?i)` + num + `\s*(?:\bminus\b|\bless\b|-)\s*` + num), a: 1, b: 2},
 }
 
 var (
 	// numberWords are replaced by digits before the calculator rules run.
-	numberWords = lazyRegexp(`(?i)\b(zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand)\b`)
+	numberWords = lazyre.New(`(?i)\b(zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand)\b`)
 	wordValue   = map[string]string{
 		"zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
 		"eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "thirteen": "13",
@@ -297,7 +297,7 @@ var (
 		"nineteen": "19", "twenty": "20", "thirty": "30", "forty": "40", "fifty": "50", "sixty": "60",
 		"seventy": "70", "eighty": "80", "ninety": "90", "hundred": "100", "thousand": "1000",
 	}
-	mathWords = lazyRegexp(`(?i)\b(calculate|compute|evaluate|solve|math|arithmetic)\b`)
+	mathWords = lazyre.New(`(?i)\b(calculate|compute|evaluate|solve|math|arithmetic)\b`)
 )
 
 // calculator recognizes an arithmetic clause.
@@ -357,10 +357,10 @@ func number(s string) (json.Number, bool) {
 // ---- weather ----
 
 var (
-	weatherWords = lazyRegexp(`(?i)\b(weather|temperature|forecast|rain|raining|snow|snowing|sunny|humidity|humid|windy|wind)\b`)
-	placeAfter   = lazyRegexp(`(?i)\b(?:in|for|at)\s+(.+)$`)
-	placeTail    = lazyRegexp(`(?i)\s*\b(?:today|tomorrow|tonight|now|right now|currently|this\s+(?:morning|afternoon|evening|week|weekend)|next\s+\w+|please|in\s+(?:celsius|fahrenheit|kelvin)|like)\b.*$`)
-	placeHead    = lazyRegexp(`(?i)^(?:the\s+city\s+of\s+|the\s+)`)
+	weatherWords = lazyre.New(`(?i)\b(weather|temperature|forecast|rain|raining|snow|snowing|sunny|humidity|humid|windy|wind)\b`)
+	placeAfter   = lazyre.New(`(?i)\b(?:in|for|at)\s+(.+)$`)
+	placeTail    = lazyre.New(`(?i)\s*\b(?:today|tomorrow|tonight|now|right now|currently|this\s+(?:morning|afternoon|evening|week|weekend)|next\s+\w+|please|in\s+(?:celsius|fahrenheit|kelvin)|like)\b.*$`)
+	placeHead    = lazyre.New(`(?i)^(?:the\s+city\s+of\s+|the\s+)`)
 )
 
 // weather recognizes a weather clause that names a place.
@@ -387,17 +387,17 @@ func weather(c string) (Subtask, bool) {
 // ---- database ----
 
 var (
-	howMany      = lazyRegexp(`(?i)\bhow\s+many\s+([a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)\s+(?:are\s+there\s+|are\s+|is\s+|work\s+|works\s+|working\s+|there\s+are\s+)(?:in|on|for|at|within)\s+(.+)$`)
-	dbWords      = lazyRegexp(`(?i)\b(database|db|employees?|staff|headcount|departments?|dept|payroll|salary|salaries|personnel|team\s+members?)\b`)
-	countWords   = lazyRegexp(`(?i)\b(how\s+many|count|number\s+of|headcount|total\s+of)\b`)
-	filterWords  = lazyRegexp(`(?i)\b(with|where|whose|earning|earns|salary|salaries|hired|over|above|below|more\s+than|less\s+than|at\s+least)\b`)
-	filterClause = lazyRegexp(`(?i)\b(?:with|where|whose|who)\s+(.+)$`)
+	howMany      = lazyre.New(`(?i)\bhow\s+many\s+([a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)\s+(?:are\s+there\s+|are\s+|is\s+|work\s+|works\s+|working\s+|there\s+are\s+)(?:in|on|for|at|within)\s+(.+)$`)
+	dbWords      = lazyre.New(`(?i)\b(database|db|employees?|staff|headcount|departments?|dept|payroll|salary|salaries|personnel|team\s+members?)\b`)
+	countWords   = lazyre.New(`(?i)\b(how\s+many|count|number\s+of|headcount|total\s+of)\b`)
+	filterWords  = lazyre.New(`(?i)\b(with|where|whose|earning|earns|salary|salaries|hired|over|above|below|more\s+than|less\s+than|at\s+least)\b`)
+	filterClause = lazyre.New(`(?i)\b(?:with|where|whose|who)\s+(.+)$`)
 	// Department patterns, tried in order on the original text.
-	deptSuffixed = lazyRegexp(`(?i)\b(?:in|from|of|for|on|at)\s+(?:the\s+)?([\w&]+(?:[ -][\w&]+)?)\s+(?:team|department|dept|division|group|org)\b`)
-	deptPrefixed = lazyRegexp(`(?i)\b(?:department|dept|team|division)\s+(?:of\s+|called\s+|named\s+)?([\w&-]+)`)
-	deptCapital  = lazyRegexp(`\b(?:in|from|for|on|at|of)\s+(?:the\s+)?([A-Z][\w&-]*(?:\s+[A-Z][\w&-]*)*)`)
-	listRole     = lazyRegexp(`(?i)\b(?:list|show|get|find|name)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?([a-z][a-z-]*)\b`)
-	deptTrail    = lazyRegexp(`(?i)\s+(?:team|department|dept|division|group|org)\b.*$`)
+	deptSuffixed = lazyre.New(`(?i)\b(?:in|from|of|for|on|at)\s+(?:the\s+)?([\w&]+(?:[ -][\w&]+)?)\s+(?:team|department|dept|division|group|org)\b`)
+	deptPrefixed = lazyre.New(`(?i)\b(?:department|dept|team|division)\s+(?:of\s+|called\s+|named\s+)?([\w&-]+)`)
+	deptCapital  = lazyre.New(`\b(?:in|from|for|on|at|of)\s+(?:the\s+)?([A-Z][\w&-]*(?:\s+[A-Z][\w&-]*)*)`)
+	listRole     = lazyre.New(`(?i)\b(?:list|show|get|find|name)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?([a-z][a-z-]*)\b`)
+	deptTrail    = lazyre.New(`(?i)\s+(?:team|department|dept|division|group|org)\b.*$`)
 )
 
 // genericRoles are nouns that name everybody, not a role.
@@ -468,8 +468,8 @@ func singular(w string) string {
 // ---- file_reader ----
 
 var (
-	fileWords = lazyRegexp(`(?i)\b(files?|read|open|contents?|cat|show)\b`)
-	filePath  = lazyRegexp("\"([^\"]{1,512})\"|'([^']{1,512})'|`([^`]{1,512})`|((?:~|\\.{1,2})?/[\\w.@+-]+(?:/[\\w.@+-]+)*|[\\w@+-]+(?:/[\\w.@+-]+)*\\.[A-Za-z][A-Za-z0-9]{0,7})")
+	fileWords = lazyre.New(`(?i)\b(files?|read|open|contents?|cat|show)\b`)
+	filePath  = lazyre.New("\"([^\"]{1,512})\"|'([^']{1,512})'|`([^`]{1,512})`|((?:~|\\.{1,2})?/[\\w.@+-]+(?:/[\\w.@+-]+)*|[\\w@+-]+(?:/[\\w.@+-]+)*\\.[A-Za-z][A-Za-z0-9]{0,7})")
 )
 
 // fileReader recognizes a request to read a named file.
@@ -490,9 +490,9 @@ func fileReader(c string) (Subtask, bool) {
 // ---- web_search ----
 
 var (
-	searchWords = lazyRegexp(`(?i)\b(?:search(?:\s+the\s+(?:web|internet))?|look\s+up|lookup|find\s+(?:information|info|out|articles|news)|research|google|news)\b`)
-	searchHead  = lazyRegexp(`(?i)^(?:\s*(?:for|about|on|up|into|online|the\s+web|the\s+internet|me|some|any|information|info|articles|news)\b)+`)
-	searchTail  = lazyRegexp(`(?i)\s+(?:online|on\s+the\s+(?:web|internet))$`)
+	searchWords = lazyre.New(`(?i)\b(?:search(?:\s+the\s+(?:web|internet))?|look\s+up|lookup|find\s+(?:information|info|out|articles|news)|research|google|news)\b`)
+	searchHead  = lazyre.New(`(?i)^(?:\s*(?:for|about|on|up|into|online|the\s+web|the\s+internet|me|some|any|information|info|articles|news)\b)+`)
+	searchTail  = lazyre.New(`(?i)\s+(?:online|on\s+the\s+(?:web|internet))$`)
 )
 
 // search recognizes a web search.
@@ -513,8 +513,8 @@ func search(c string) (Subtask, bool) {
 // ---- ask, depending on earlier parts ----
 
 var (
-	summaryWords = lazyRegexp(`(?i)\b(summari[sz]e|summary|analy[sz]e|analysis|sentiment|compare|conclude|combine|explain|report)\b`)
-	backRefs     = lazyRegexp(`(?i)\b(results?|them|it|its|their|this|that|these|those|above|findings|everything|all|answers?|outputs?|both|together)\b`)
+	summaryWords = lazyre.New(`(?i)\b(summari[sz]e|summary|analy[sz]e|analysis|sentiment|compare|conclude|combine|explain|report)\b`)
+	backRefs     = lazyre.New(`(?i)\b(results?|them|it|its|their|this|that|these|those|above|findings|everything|all|answers?|outputs?|both|together)\b`)
 )
 
 // refersBack reports whether an ask clause works on the earlier parts: a
@@ -538,12 +538,4 @@ func withDependencies(st Subtask, earlier []Subtask) Subtask {
 	}
 	st.Arguments = marshalArgs(map[string]any{"query": q.String()})
 	return st
-}
-
-// lazyRegexp compiles expr on first use. The planner's expressions are
-// many (about 1.5 MB of compiled programs) and a node that is never asked
-// to plan never needs them; compiling them at package init cost every
-// mcpv2 process, down to `mcpv2 version`, their memory and time.
-func lazyRegexp(expr string) func() *regexp.Regexp {
-	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
