@@ -136,17 +136,18 @@ func runNode(c *cli.Context) error {
 		// A stray word is most often a flag's value that lost its flag.
 		return fmt.Errorf("node: unexpected argument %q: the node takes only flags (mcpv2 node --help)", c.Args().First())
 	}
-	stopProfiles, err := startProfiles(c)
+	prof, err := startProfiles(c)
 	if err != nil {
 		return err
 	}
 	r, err := launchNode(c, c.App.Writer, false)
 	if err != nil {
-		return errors.Join(err, stopProfiles())
+		return errors.Join(err, prof.stop())
 	}
 	<-c.Context.Done()
 	r.log.Info("shutting down")
-	return errors.Join(r.Close(), stopProfiles())
+	heapErr := prof.writeHeap()
+	return errors.Join(r.Close(), heapErr, prof.stop())
 }
 
 // runningNode is a node that launchNode started: the node, its HTTP edge

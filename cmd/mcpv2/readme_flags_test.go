@@ -26,7 +26,7 @@ func TestREADMEFlagsTable(t *testing.T) {
 		t.Fatal("README.md has no section \"Flags of `mcpv2 node`\"")
 	}
 	flags := map[string]cli.Flag{}
-	for _, f := range nodeFlags() {
+	for _, f := range nodeCommand().Flags {
 		for _, n := range f.Names() {
 			flags[n] = f
 		}
