@@ -31,8 +31,9 @@ func sendCommand() *cli.Command {
 		Name:  "send",
 		Usage: "upload a file into a peer's file store (blob protocol: raw bytes hashed as they go, resumable, committed only when the hash matches)",
 		UsageText: "mcpv2 send FILE ADDR [--name NAME] [--limit-rate RATE]\n\n" +
-			"Prints the stored file as JSON ({\"filename\",\"size\",\"blake3\"}; \"sha256\" instead from a receiver older\n" +
-			"than blob 1.2.0) and progress on stderr. An interrupted\n" +
+			"Prints the stored file as JSON ({\"filename\",\"size\",\"blake3\"}: the digest the transfer was verified by;\n" +
+			"\"sha256\" instead from a receiver older than blob 1.2.0, from an edge, or with --sha256) and progress on\n" +
+			"stderr. An interrupted\n" +
 			"send resumes where the receiver stopped when it is run again, if the receiver's bytes hash the same as\n" +
 			"FILE's start (else it starts over). --timeout bounds the whole transfer (default: none; a transfer\n" +
 			"stalled for 30 s counts as broken and is retried). Over a relayed connection it first waits\n" +
@@ -41,6 +42,7 @@ func sendCommand() *cli.Command {
 			&cli.StringFlag{Name: "name", EnvVars: []string{"MCPV2_SEND_NAME"}, Usage: "store the file under this name (default: FILE's base name)"},
 			&cli.StringFlag{Name: "limit-rate", EnvVars: []string{"MCPV2_LIMIT_RATE"}, Usage: "cap the sending rate, in bytes per second (suffixes K, M, G: powers of 1024)"},
 			&cli.IntFlag{Name: "attempts", EnvVars: []string{"MCPV2_SEND_ATTEMPTS"}, Value: node.DefaultSendAttempts, Usage: "attempts in a row without progress before giving up"},
+			&cli.BoolFlag{Name: "sha256", EnvVars: []string{"MCPV2_SEND_SHA256"}, Usage: "verify by SHA-256 (blob 1.1.0) and print it: FILE is hashed once before it is sent, for scripts that need its sha256"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress (a bar when stderr is a terminal, else a line every 0.25 s)"},
 		}, clientFlags...),
 		Action: runSend,
@@ -85,8 +87,15 @@ func runSend(c *cli.Context) error {
 	if direct <= 0 {
 		direct = -1 // SendFile's "never"
 	}
+	var sum string // declared: SendFile then speaks a SHA-256 version
+	if c.Bool("sha256") {
+		if sum, err = fileSHA256(path); err != nil {
+			return fmt.Errorf("send: %w", err)
+		}
+	}
 	pr := &progressPrinter{w: c.App.ErrWriter, quiet: c.Bool("quiet"), tty: isTerminal(c.App.ErrWriter)}
 	info, err := s.Client().SendFile(ctx, addr, path, node.SendOptions{
+		SHA256:      sum,
 		Name:        c.String("name"),
 		MaxAttempts: c.Int("attempts"),
 		RateLimit:   rateLimit,
@@ -299,4 +308,18 @@ func sendViaEdge(c *cli.Context, path string, addr protocol.Address) error {
 		return fmt.Errorf("send: the edge stored %s with sha256 %s, not the file's %x", name, got.SHA256, want)
 	}
 	return printJSON(c, res)
+}
+
+// fileSHA256 hashes the file at path with SHA-256, as hex.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("hash %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -261,3 +261,19 @@ func TestParseRate(t *testing.T) {
 		}
 	}
 }
+
+// TestSendSHA256: --sha256 verifies by SHA-256 (blob 1.1.0) and prints the
+// file's sha256, for scripts that read it; without it send prints blake3.
+func TestSendSHA256(t *testing.T) {
+	client := t.TempDir()
+	b := receiver(t, client)
+	path, sum := bigFile(t, 1<<20, 6)
+	out, errs, code := run(t, "send", path, b.tcpAddr(t), "--data-dir", client, "--sha256", "--quiet")
+	if code != 0 {
+		t.Fatalf("send --sha256: exit %d\n%s", code, errs)
+	}
+	var r sendResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r != (sendResult{Filename: "big.bin", Size: 1 << 20, SHA256: sum}) {
+		t.Fatalf("send --sha256 printed %q, want big.bin's sha256 %s", out, sum)
+	}
+}
