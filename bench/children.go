@@ -10,8 +10,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -37,6 +39,8 @@ type child struct {
 	// Wait error.
 	exited chan struct{}
 	err    error
+	// asked counts the questions of ask, which tags each with its count.
+	asked atomic.Uint64
 }
 
 // pid is the child's process id.
@@ -75,15 +79,16 @@ func (c *child) values(key string) []string {
 	return out
 }
 
-// ask writes query as a line to c's stdin and returns the rest of the
-// first stdout line after it that starts with prefix (lines that do not
-// are skipped), within askTimeout. One goroutine at a time may ask a
-// child.
-func (c *child) ask(ctx context.Context, query, prefix string) (string, error) {
-	// A line left over from an ask that timed out is not this one's answer.
-	for len(c.later) > 0 {
-		<-c.later
-	}
+// ask asks a bare host (bench/bare) the question word (lean.AskStat,
+// lean.AskPeers) and returns the JSON of its answer, the line
+// "name TAG JSON", within askTimeout. Each question has a tag of its own,
+// so that the answer to an earlier question that timed out, arriving late,
+// is skipped and not taken for this one's. One goroutine at a time may ask
+// a child.
+func (c *child) ask(ctx context.Context, word, name string) (string, error) {
+	tag := strconv.FormatUint(c.asked.Add(1), 10)
+	query := word + " " + tag
+	prefix := name + " " + tag + " "
 	if _, err := io.WriteString(c.stdin, query+"\n"); err != nil {
 		return "", fmt.Errorf("ask %s %q: %w", c.name, query, err)
 	}
