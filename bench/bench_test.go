@@ -467,3 +467,32 @@ func TestTable(t *testing.T) {
 		t.Errorf("a quick table judges targets or hides a failure:\n%s", b.String())
 	}
 }
+
+// TestCleanEnv keeps the bench's MCPV2_* and Go runtime settings from the
+// children, and says in the header which runtime settings it kept back.
+func TestCleanEnv(t *testing.T) {
+	t.Setenv("GOGC", "50")
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	t.Setenv("GODEBUG", "madvdontneed=1")
+	t.Setenv("MCPV2_RATE_LIMIT", "1")
+	t.Setenv("BENCH_TEST_KEPT", "yes")
+	env := cleanEnv()
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if slices.Contains([]string{"GOGC", "GOMEMLIMIT", "GODEBUG", "MCPV2_RATE_LIMIT"}, name) {
+			t.Errorf("a child's environment has %s", kv)
+		}
+	}
+	if !slices.Contains(env, "BENCH_TEST_KEPT=yes") {
+		t.Error("a child's environment lost BENCH_TEST_KEPT=yes")
+	}
+	if h := header(config{rounds: 1}); !strings.Contains(h, "GOGC=50 GOMEMLIMIT=1GiB GODEBUG=madvdontneed=1") {
+		t.Errorf("the header does not say which runtime settings the children did not get:\n%s", h)
+	}
+	os.Unsetenv("GOGC")
+	os.Unsetenv("GOMEMLIMIT")
+	os.Unsetenv("GODEBUG")
+	if h := header(config{rounds: 1}); strings.Contains(h, "environment sets") {
+		t.Errorf("the header names runtime settings that are not set:\n%s", h)
+	}
+}

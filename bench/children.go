@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -263,16 +264,38 @@ func runProc(ctx context.Context, timeout time.Duration, argv, env []string) (ti
 	return took, out.Bytes(), nil
 }
 
+// runtimeEnv are the Go runtime's settings that the children do not
+// inherit from the bench's environment: each side of a row runs its own
+// defaults (`mcpv2 node` picks its GC settings only when GOGC and
+// GOMEMLIMIT are unset, cmd/mcpv2/gc.go; the baselines run Go's), so a
+// GOGC left in the shell cannot silently change what the memory rows
+// compare.
+var runtimeEnv = []string{"GOGC", "GOMEMLIMIT", "GODEBUG"}
+
 // cleanEnv is the bench's environment without MCPV2_* settings, which would
-// change how an mcpv2 process or a role behaves.
+// change how an mcpv2 process or a role behaves, and without runtimeEnv.
 func cleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "MCPV2_") {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "MCPV2_") && !slices.Contains(runtimeEnv, name) {
 			env = append(env, kv)
 		}
 	}
 	return env
+}
+
+// strippedRuntimeEnv returns the runtimeEnv settings of the bench's own
+// environment ("GOGC=50"), which the bench's process runs with and
+// cleanEnv keeps from the children.
+func strippedRuntimeEnv() []string {
+	var out []string
+	for _, name := range runtimeEnv {
+		if v, ok := os.LookupEnv(name); ok {
+			out = append(out, name+"="+v)
+		}
+	}
+	return out
 }
 
 // tailBuffer keeps the last max bytes written to it; safe for concurrent
