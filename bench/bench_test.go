@@ -18,7 +18,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"go.uber.org/goleak"
 
+	"github.com/mcpv2/mcpv2/bench/internal/lean"
 	"github.com/mcpv2/mcpv2/node"
+	"github.com/mcpv2/mcpv2/transport"
 )
 
 // TestMain runs a role when the test binary is started as a bench child
@@ -167,32 +169,95 @@ func echoLatency(ctx context.Context, e *env, p plan) ([]time.Duration, error) {
 
 // TestBareIsLean holds the memory rows' baseline binary to what its RSS
 // must measure: go-libp2p, kad-dht, go-multiaddr and the standard library,
-// and no package of mcpv2 however deep.
+// and of mcpv2's packages only the lean leaf it shares with the bench
+// (bench/internal/lean), which itself imports none of mcpv2's.
 func TestBareIsLean(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}: {{join .Imports \" \"}}", "./bare").Output()
+	const bare, leanPkg = "github.com/mcpv2/mcpv2/bench/bare", "github.com/mcpv2/mcpv2/bench/internal/lean"
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}: {{join .Imports \" \"}}", "./bare", "./internal/lean").Output()
 	if err != nil {
-		t.Fatalf("go list ./bare: %v", err)
+		t.Fatalf("go list ./bare ./internal/lean: %v", err)
 	}
 	allowed := []string{"github.com/libp2p/go-libp2p/", "github.com/libp2p/go-libp2p-kad-dht", "github.com/multiformats/go-multiaddr"}
-	_, imports, _ := strings.Cut(strings.TrimSpace(string(out)), ": ")
-	for _, imp := range strings.Fields(imports) {
-		std := !strings.Contains(strings.SplitN(imp, "/", 2)[0], ".")
-		ok := std
-		for _, a := range allowed {
-			ok = ok || strings.HasPrefix(imp+"/", a)
+	listed := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imports, _ := strings.Cut(line, ": ")
+		listed++
+		for _, imp := range strings.Fields(imports) {
+			std := !strings.Contains(strings.SplitN(imp, "/", 2)[0], ".")
+			ok := std || (pkg == bare && imp == leanPkg)
+			for _, a := range allowed {
+				ok = ok || strings.HasPrefix(imp+"/", a)
+			}
+			if !ok {
+				t.Errorf("%s imports %s: only go-libp2p, kad-dht, go-multiaddr and the standard library (and bench/bare the lean package)", pkg, imp)
+			}
 		}
-		if !ok {
-			t.Errorf("bench/bare imports %s: only go-libp2p, kad-dht, go-multiaddr and the standard library", imp)
-		}
+	}
+	if listed != 2 {
+		t.Fatalf("go list ./bare ./internal/lean listed %d packages: %s", listed, out)
 	}
 	deps, err := exec.Command("go", "list", "-deps", "./bare").Output()
 	if err != nil {
 		t.Fatalf("go list -deps ./bare: %v", err)
 	}
 	for _, d := range strings.Fields(string(deps)) {
-		if strings.HasPrefix(d, "github.com/mcpv2/mcpv2/") && d != "github.com/mcpv2/mcpv2/bench/bare" {
+		if strings.HasPrefix(d, "github.com/mcpv2/mcpv2/") && d != bare && d != leanPkg {
 			t.Errorf("bench/bare depends on %s", d)
 		}
+	}
+}
+
+// TestLeanAgrees checks the values the lean package repeats from mcpv2,
+// which it may not import, against mcpv2's own.
+func TestLeanAgrees(t *testing.T) {
+	if lean.MaxFrame != transport.DefaultMaxMessage {
+		t.Errorf("lean.MaxFrame %d, transport.DefaultMaxMessage %d", lean.MaxFrame, transport.DefaultMaxMessage)
+	}
+	if lean.ConnLow != transport.DefaultConnLow || lean.ConnHigh != transport.DefaultConnHigh || lean.ConnGrace != transport.DefaultConnGrace {
+		t.Errorf("lean's connection manager %d/%d/%s, transport's defaults %d/%d/%s",
+			lean.ConnLow, lean.ConnHigh, lean.ConnGrace, transport.DefaultConnLow, transport.DefaultConnHigh, transport.DefaultConnGrace)
+	}
+}
+
+// answerWriter is a child's stdin that answers each question written to
+// it with the lines answers returns, as a bare host's stdout would.
+type answerWriter struct {
+	later   chan string
+	answers func(query string) []string
+}
+
+func (w answerWriter) Write(p []byte) (int, error) {
+	for _, l := range w.answers(strings.TrimSpace(string(p))) {
+		w.later <- l
+	}
+	return len(p), nil
+}
+
+func (answerWriter) Close() error { return nil }
+
+// TestAskSkipsStaleAnswer asks twice; the first question gets no answer
+// in time, and its answer arrives only after the second question, just
+// before the second's answer: ask must return the second's.
+func TestAskSkipsStaleAnswer(t *testing.T) {
+	later := make(chan string, 16)
+	c := &child{name: "fake", later: later, exited: make(chan struct{}), stderr: &tailBuffer{max: 64},
+		stdin: answerWriter{later: later, answers: func(q string) []string {
+			if q == "stat 2" {
+				return []string{"STAT 1 {\"rt\":1}", "STAT 2 {\"rt\":2}"}
+			}
+			return nil
+		}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if v, err := c.ask(ctx, lean.AskStat, lean.NameStat); err == nil {
+		t.Fatalf("the first ask, which gets no answer, returned %q", v)
+	}
+	v, err := c.ask(context.Background(), lean.AskStat, lean.NameStat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v != "{\"rt\":2}" {
+		t.Errorf("the second ask returned %q, want the second answer {\"rt\":2}", v)
 	}
 }
 
@@ -249,7 +314,7 @@ func TestBareRoles(t *testing.T) {
 	jctx, jcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer jcancel()
 	for {
-		v, err := mc.ask(jctx, "peers", "PEERS ")
+		v, err := mc.ask(jctx, lean.AskPeers, lean.NamePeers)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,8 +327,12 @@ func TestBareRoles(t *testing.T) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	if _, err := mc.ask(ctx, "stat", "STAT {\"rt\":1,\"peers\":1}"); err != nil {
-		t.Error(err)
+	v, err := mc.ask(ctx, lean.AskStat, lean.NameStat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v != `{"rt":1,"peers":1}` {
+		t.Errorf("the bare host's STAT is %s, want one peer in its routing table and one connected", v)
 	}
 }
 
@@ -396,5 +465,34 @@ func TestTable(t *testing.T) {
 	writeTable(&b, lines, true)
 	if strings.Contains(b.String(), "MISS") || !strings.Contains(b.String(), "| works |") || !strings.Contains(b.String(), "FAILED") {
 		t.Errorf("a quick table judges targets or hides a failure:\n%s", b.String())
+	}
+}
+
+// TestCleanEnv keeps the bench's MCPV2_* and Go runtime settings from the
+// children, and says in the header which runtime settings it kept back.
+func TestCleanEnv(t *testing.T) {
+	t.Setenv("GOGC", "50")
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	t.Setenv("GODEBUG", "madvdontneed=1")
+	t.Setenv("MCPV2_RATE_LIMIT", "1")
+	t.Setenv("BENCH_TEST_KEPT", "yes")
+	env := cleanEnv()
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if slices.Contains([]string{"GOGC", "GOMEMLIMIT", "GODEBUG", "MCPV2_RATE_LIMIT"}, name) {
+			t.Errorf("a child's environment has %s", kv)
+		}
+	}
+	if !slices.Contains(env, "BENCH_TEST_KEPT=yes") {
+		t.Error("a child's environment lost BENCH_TEST_KEPT=yes")
+	}
+	if h := header(config{rounds: 1}); !strings.Contains(h, "GOGC=50 GOMEMLIMIT=1GiB GODEBUG=madvdontneed=1") {
+		t.Errorf("the header does not say which runtime settings the children did not get:\n%s", h)
+	}
+	os.Unsetenv("GOGC")
+	os.Unsetenv("GOMEMLIMIT")
+	os.Unsetenv("GODEBUG")
+	if h := header(config{rounds: 1}); strings.Contains(h, "environment sets") {
+		t.Errorf("the header names runtime settings that are not set:\n%s", h)
 	}
 }

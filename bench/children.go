@@ -10,8 +10,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -37,6 +40,8 @@ type child struct {
 	// Wait error.
 	exited chan struct{}
 	err    error
+	// asked counts the questions of ask, which tags each with its count.
+	asked atomic.Uint64
 }
 
 // pid is the child's process id.
@@ -75,15 +80,16 @@ func (c *child) values(key string) []string {
 	return out
 }
 
-// ask writes query as a line to c's stdin and returns the rest of the
-// first stdout line after it that starts with prefix (lines that do not
-// are skipped), within askTimeout. One goroutine at a time may ask a
-// child.
-func (c *child) ask(ctx context.Context, query, prefix string) (string, error) {
-	// A line left over from an ask that timed out is not this one's answer.
-	for len(c.later) > 0 {
-		<-c.later
-	}
+// ask asks a bare host (bench/bare) the question word (lean.AskStat,
+// lean.AskPeers) and returns the JSON of its answer, the line
+// "name TAG JSON", within askTimeout. Each question has a tag of its own,
+// so that the answer to an earlier question that timed out, arriving late,
+// is skipped and not taken for this one's. One goroutine at a time may ask
+// a child.
+func (c *child) ask(ctx context.Context, word, name string) (string, error) {
+	tag := strconv.FormatUint(c.asked.Add(1), 10)
+	query := word + " " + tag
+	prefix := name + " " + tag + " "
 	if _, err := io.WriteString(c.stdin, query+"\n"); err != nil {
 		return "", fmt.Errorf("ask %s %q: %w", c.name, query, err)
 	}
@@ -258,16 +264,38 @@ func runProc(ctx context.Context, timeout time.Duration, argv, env []string) (ti
 	return took, out.Bytes(), nil
 }
 
+// runtimeEnv are the Go runtime's settings that the children do not
+// inherit from the bench's environment: each side of a row runs its own
+// defaults (`mcpv2 node` picks its GC settings only when GOGC and
+// GOMEMLIMIT are unset, cmd/mcpv2/gc.go; the baselines run Go's), so a
+// GOGC left in the shell cannot silently change what the memory rows
+// compare.
+var runtimeEnv = []string{"GOGC", "GOMEMLIMIT", "GODEBUG"}
+
 // cleanEnv is the bench's environment without MCPV2_* settings, which would
-// change how an mcpv2 process or a role behaves.
+// change how an mcpv2 process or a role behaves, and without runtimeEnv.
 func cleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "MCPV2_") {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "MCPV2_") && !slices.Contains(runtimeEnv, name) {
 			env = append(env, kv)
 		}
 	}
 	return env
+}
+
+// strippedRuntimeEnv returns the runtimeEnv settings of the bench's own
+// environment ("GOGC=50"), which the bench's process runs with and
+// cleanEnv keeps from the children.
+func strippedRuntimeEnv() []string {
+	var out []string
+	for _, name := range runtimeEnv {
+		if v, ok := os.LookupEnv(name); ok {
+			out = append(out, name+"="+v)
+		}
+	}
+	return out
 }
 
 // tailBuffer keeps the last max bytes written to it; safe for concurrent

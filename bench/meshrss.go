@@ -11,8 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/mcpv2/mcpv2/bench/internal/lean"
 	"github.com/mcpv2/mcpv2/node/localapi"
 )
 
@@ -248,14 +250,11 @@ func pollMesh(ctx context.Context, members []*meshMember) error {
 	for _, m := range members {
 		g.Go(func() error {
 			if m.kind == kindBare {
-				v, err := m.c.ask(gctx, "stat", "STAT ")
+				v, err := m.c.ask(gctx, lean.AskStat, lean.NameStat)
 				if err != nil {
 					return err
 				}
-				var st struct {
-					RT    int `json:"rt"`
-					Peers int `json:"peers"`
-				}
+				var st lean.Stat
 				if err := json.Unmarshal([]byte(v), &st); err != nil {
 					return fmt.Errorf("%s's STAT line %q: %w", m.c.name, clip(v), err)
 				}
@@ -324,18 +323,15 @@ func meshCensus(ctx context.Context, members []*meshMember) (census, error) {
 		g.Go(func() error {
 			var connIDs, rtIDs []string
 			if m.kind == kindBare {
-				v, err := m.c.ask(ctx2, "peers", "PEERS ")
+				v, err := m.c.ask(ctx2, lean.AskPeers, lean.NamePeers)
 				if err != nil {
 					return err
 				}
-				var ps struct {
-					RT    []string `json:"rt"`
-					Conns []string `json:"conns"`
-				}
+				var ps lean.PeerLists
 				if err := json.Unmarshal([]byte(v), &ps); err != nil {
 					return fmt.Errorf("%s's PEERS line %q: %w", m.c.name, clip(v), err)
 				}
-				connIDs, rtIDs = ps.Conns, ps.RT
+				connIDs, rtIDs = idStrings(ps.Conns), idStrings(ps.RT)
 			} else {
 				cl := localapi.NewClient(m.dir)
 				defer cl.Close()
@@ -375,4 +371,13 @@ func meshCensus(ctx context.Context, members []*meshMember) (census, error) {
 		return fmt.Sprintf("%.0f (%.0f mcpv2 + %.0f bare)", median(t.all), median(t.of[kindMCPV2]), median(t.of[kindBare]))
 	}
 	return census{conns: [2]string{text(conns[kindMCPV2]), text(conns[kindBare])}, rt: text(rt)}, nil
+}
+
+// idStrings are ids in their text form (as meshMember.id).
+func idStrings(ids []peer.ID) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id.String()
+	}
+	return out
 }

@@ -17,19 +17,14 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
-	"github.com/libp2p/go-libp2p/p2p/security/noise"
-	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
-	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
-	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/zeebo/blake3"
 
+	"github.com/mcpv2/mcpv2/bench/internal/lean"
 	"github.com/mcpv2/mcpv2/transport"
 )
 
@@ -45,35 +40,31 @@ import (
 // which speaks the same ready line: this program's own pages (it carries
 // mcpv2's packages, the MCP go-sdk) would count in its resident memory.
 
-// readyPrefix starts a role's ready line.
-const readyPrefix = "READY "
-
-// Protocol IDs of the baselines' libp2p streams.
+// The ready line's prefix and JSON, and the echo's protocol ID, are the
+// lean package's, shared with bench/bare.
 const (
-	echoProto = "/mcpv2-bench/echo/1.0.0"
-	copyProto = "/mcpv2-bench/copy/1.0.0"
+	readyPrefix = lean.ReadyPrefix
+	echoProto   = lean.EchoProto
 )
+
+// copyProto is the protocol ID of the copy baselines' libp2p streams.
+const copyProto = "/mcpv2-bench/copy/1.0.0"
 
 // copyBuffer is the write size of the copy baselines: the blob sender's.
 const copyBuffer = 256 << 10
 
-// readyInfo is what a server role tells the bench.
-type readyInfo struct {
-	// Addrs are a libp2p role's full multiaddrs (with /p2p/).
-	Addrs []string `json:"addrs,omitempty"`
-	// Addr is an HTTP or TCP role's host:port.
-	Addr string `json:"addr,omitempty"`
-}
+// readyInfo is what a server role tells the bench: lean.ReadyInfo, the
+// ready line bench/bare prints too.
+type readyInfo lean.ReadyInfo
 
 // addrOf returns the first of a libp2p role's addresses that contains
 // proto ("/tcp/" or "/quic-v1").
 func (r readyInfo) addrOf(proto string) (string, error) {
-	for _, a := range r.Addrs {
-		if containsProto(a, proto) {
-			return a, nil
-		}
+	a, err := lean.ReadyInfo(r).AddrOf(proto)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", errNotReady, err)
 	}
-	return "", fmt.Errorf("%w: no %s address in %v", errNotReady, proto, r.Addrs)
+	return a, nil
 }
 
 // roles maps a role name to its main; args are the child's arguments.
@@ -110,11 +101,7 @@ func runRole(role string, args []string) int {
 // serveUntilDone prints the ready line and blocks until stdin closes or ctx
 // ends.
 func serveUntilDone(ctx context.Context, info readyInfo) error {
-	b, err := json.Marshal(info)
-	if err != nil {
-		return err
-	}
-	if _, err := fmt.Printf("%s%s\n", readyPrefix, b); err != nil {
+	if err := lean.PrintReady(os.Stdout, lean.ReadyInfo(info)); err != nil {
 		return err
 	}
 	stdinClosed := make(chan struct{})
@@ -129,33 +116,12 @@ func serveUntilDone(ctx context.Context, info readyInfo) error {
 	return nil
 }
 
-// bareHost is the baselines' libp2p host: libp2p's defaults with the same
-// transports, security and muxer as transport.NewHost, listening on
-// loopback TCP and QUIC-v1 when listen is set, else nowhere. The lean
-// baseline binary of the memory rows has a copy (bench/bare bareHost):
-// change both.
-func bareHost(listen bool) (host.Host, error) {
-	la := libp2p.NoListenAddrs
-	if listen {
-		la = libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1")
-	}
-	return libp2p.New(la,
-		libp2p.Security(noise.ID, noise.New),
-		libp2p.Security(libp2ptls.ID, libp2ptls.New),
-		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
-		libp2p.Transport(tcp.NewTCPTransport),
-		libp2p.Transport(libp2pquic.NewTransport),
-	)
-}
+// bareHost is the baselines' libp2p host (lean.NewHost, also bench/bare's),
+// listening on loopback TCP and QUIC-v1 when listen is set, else nowhere.
+func bareHost(listen bool) (host.Host, error) { return lean.NewHost(listen) }
 
 // hostInfo is a listening host's ready line.
-func hostInfo(h host.Host) readyInfo {
-	var info readyInfo
-	for _, a := range h.Addrs() {
-		info.Addrs = append(info.Addrs, a.Encapsulate(ma.StringCast("/p2p/"+h.ID().String())).String())
-	}
-	return info
-}
+func hostInfo(h host.Host) readyInfo { return readyInfo(lean.HostInfo(h)) }
 
 // dialAddr parses a full multiaddr and connects h to it.
 func dialAddr(ctx context.Context, h host.Host, addr string) (peer.ID, error) {
@@ -173,25 +139,6 @@ func dialAddr(ctx context.Context, h host.Host, addr string) (peer.ID, error) {
 	return ai.ID, nil
 }
 
-// echoHandler echoes every frame of a stream back on it.
-func echoHandler(s network.Stream) {
-	defer s.Close()
-	fr := transport.NewFrameReader(s, 0)
-	for {
-		msg, err := fr.ReadFrame()
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				_ = s.Reset()
-			}
-			return
-		}
-		if err := transport.WriteFrame(s, msg); err != nil {
-			_ = s.Reset()
-			return
-		}
-	}
-}
-
 // roleEcho is the raw libp2p stream echo.
 func roleEcho(ctx context.Context, _ []string) error {
 	h, err := bareHost(true)
@@ -199,7 +146,7 @@ func roleEcho(ctx context.Context, _ []string) error {
 		return err
 	}
 	defer h.Close()
-	h.SetStreamHandler(echoProto, echoHandler)
+	h.SetStreamHandler(echoProto, lean.EchoHandler)
 	return serveUntilDone(ctx, hostInfo(h))
 }
 

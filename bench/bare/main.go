@@ -9,24 +9,27 @@
 //	bare echo                  the same, also echoing every frame of /mcpv2-bench/echo/1.0.0
 //	bare mesh ADDR [ADDR…]     the same as idle, joined to the mesh through the bootstrap peers ADDR
 //
-// Every role prints one line
+// Every role prints the ready line of bench/internal/lean
 //
 //	READY {"addrs":[full multiaddrs with /p2p/]}
 //
 // then serves until its stdin closes or it gets SIGTERM or SIGINT. Each
-// line "stat" on stdin is answered with a line
+// line "stat TAG" on stdin is answered with a line
 //
-//	STAT {"rt":N,"peers":M}
+//	STAT TAG {"rt":N,"peers":M}
 //
-// (the DHT routing table's size and the connected peers), each line "peers"
-// with
+// (the DHT routing table's size and the connected peers), each line
+// "peers TAG" with
 //
-//	PEERS {"rt":[PeerIDs],"conns":[PeerIDs]}
+//	PEERS TAG {"rt":[PeerIDs],"conns":[PeerIDs]}
 //
-// (the routing table's peers and the connected ones). The host is the
-// bench's bareHost (bench/roles.go): libp2p's defaults with the transports
-// (TCP, QUIC-v1), security (Noise, TLS) and muxer (yamux) of mcpv2's
-// transport.NewHost, listening on loopback. The DHT speaks mcpv2's
+// (the routing table's peers and the connected ones); other lines are
+// ignored. The host is lean.NewHost, the bench's own baselines' host:
+// libp2p's defaults with the transports (TCP, QUIC-v1), security (Noise,
+// TLS) and muxer (yamux) of mcpv2's transport.NewHost, listening on
+// loopback; in the mesh role it also has an mcpv2 node's connection
+// manager (lean.MeshOptions), so that in a large mesh it holds and trims
+// connections as the nodes beside it do. The DHT speaks mcpv2's
 // /mcpv2/kad/1.0.0 (discovery.ProtocolPrefix) in server mode, and stores
 // the mesh's card records (namespace "mcpv2card") without checking their
 // signatures, so that in a mesh of mcpv2 nodes it holds what an mcpv2 node
@@ -36,41 +39,29 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
-	"slices"
 	"syscall"
 
 	"github.com/libp2p/go-libp2p"
 	dht "github.com/libp2p/go-libp2p-kad-dht"
 	"github.com/libp2p/go-libp2p/core/host"
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
-	"github.com/libp2p/go-libp2p/p2p/security/noise"
-	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
-	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
-	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
-	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/mcpv2/mcpv2/bench/internal/lean"
 )
 
-// The wire names this program shares with mcpv2 and with the bench; it
-// imports neither, so they are written here again.
+// The wire names this program shares with mcpv2; it imports no package of
+// mcpv2, so they are written here again (the bench's TestLeanAgrees checks
+// them).
 const (
 	// dhtPrefix is mcpv2's DHT protocol prefix (discovery.ProtocolPrefix).
 	dhtPrefix = "/mcpv2"
 	// cardNamespace is the namespace of mcpv2's card records
 	// (discovery.CardNamespace).
 	cardNamespace = "mcpv2card"
-	// echoProto is the bench's echo protocol (bench/roles.go echoProto).
-	echoProto = "/mcpv2-bench/echo/1.0.0"
-	// maxFrame caps an echoed frame (transport.DefaultMaxMessage).
-	maxFrame = 8 << 20
 )
 
 func main() {
@@ -89,7 +80,10 @@ func main() {
 
 // run runs role with args until stdin closes or ctx ends.
 func run(ctx context.Context, role string, args []string) error {
-	var boot []peer.AddrInfo
+	var (
+		boot  []peer.AddrInfo
+		hopts []libp2p.Option
+	)
 	switch role {
 	case "idle", "echo":
 		if len(args) > 0 {
@@ -106,11 +100,15 @@ func run(ctx context.Context, role string, args []string) error {
 			}
 			boot = append(boot, *ai)
 		}
+		var err error
+		if hopts, err = lean.MeshOptions(); err != nil {
+			return err
+		}
 	default:
 		return fmt.Errorf("unknown role %q (idle, echo, mesh)", role)
 	}
 
-	h, err := bareHost()
+	h, err := lean.NewHost(true, hopts...)
 	if err != nil {
 		return err
 	}
@@ -131,7 +129,7 @@ func run(ctx context.Context, role string, args []string) error {
 	}
 	defer d.Close()
 	if role == "echo" {
-		h.SetStreamHandler(echoProto, echoHandler)
+		h.SetStreamHandler(lean.EchoProto, lean.EchoHandler)
 	}
 	if len(boot) > 0 {
 		if err := join(ctx, h, d, boot); err != nil {
@@ -139,20 +137,6 @@ func run(ctx context.Context, role string, args []string) error {
 		}
 	}
 	return serve(ctx, h, d)
-}
-
-// bareHost is bench/roles.go's bareHost(true): libp2p's defaults with the
-// same transports, security and muxer as mcpv2's transport.NewHost,
-// listening on loopback TCP and QUIC-v1.
-func bareHost() (host.Host, error) {
-	return libp2p.New(
-		libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"),
-		libp2p.Security(noise.ID, noise.New),
-		libp2p.Security(libp2ptls.ID, libp2ptls.New),
-		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
-		libp2p.Transport(tcp.NewTCPTransport),
-		libp2p.Transport(libp2pquic.NewTransport),
-	)
 }
 
 // join connects to the bootstrap peers (it fails when none answers) and
@@ -182,61 +166,27 @@ func (anyRecord) Validate(string, []byte) error { return nil }
 // Select picks the first value.
 func (anyRecord) Select(string, [][]byte) (int, error) { return 0, nil }
 
-// readyInfo is the ready line's JSON (bench/roles.go readyInfo).
-type readyInfo struct {
-	Addrs []string `json:"addrs"`
-}
-
-// stat is the answer to a "stat" line.
-type stat struct {
-	// RT is the DHT routing table's size.
-	RT int `json:"rt"`
-	// Peers is the number of connected peers.
-	Peers int `json:"peers"`
-}
-
-// peers is the answer to a "peers" line.
-type peers struct {
-	// RT are the PeerIDs in the DHT routing table.
-	RT []peer.ID `json:"rt"`
-	// Conns are the PeerIDs of the connected peers.
-	Conns []peer.ID `json:"conns"`
-}
-
-// answer returns the line that answers query, or "" for a query it does
-// not know.
-func answer(query string, h host.Host, d *dht.IpfsDHT) (string, error) {
-	var (
-		v    any
-		name string
-	)
-	switch query {
-	case "stat":
-		v, name = stat{RT: d.RoutingTable().Size(), Peers: len(h.Network().Peers())}, "STAT"
-	case "peers":
-		v, name = peers{RT: d.RoutingTable().ListPeers(), Conns: h.Network().Peers()}, "PEERS"
+// answer returns the line that answers the question line q, or "" for a
+// line it does not know.
+func answer(q string, h host.Host, d *dht.IpfsDHT) (string, error) {
+	word, tag, ok := lean.Question(q)
+	if !ok {
+		return "", nil
+	}
+	switch word {
+	case lean.AskStat:
+		return lean.AnswerLine(lean.NameStat, tag, lean.Stat{RT: d.RoutingTable().Size(), Peers: len(h.Network().Peers())})
+	case lean.AskPeers:
+		return lean.AnswerLine(lean.NamePeers, tag, lean.PeerLists{RT: d.RoutingTable().ListPeers(), Conns: h.Network().Peers()})
 	default:
 		return "", nil
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", err
-	}
-	return name + " " + string(b) + "\n", nil
 }
 
-// serve prints the ready line, then answers the "stat" and "peers" lines
-// on stdin until stdin closes or ctx ends.
+// serve prints the ready line, then answers the question lines on stdin
+// until stdin closes or ctx ends.
 func serve(ctx context.Context, h host.Host, d *dht.IpfsDHT) error {
-	var info readyInfo
-	for _, a := range h.Addrs() {
-		info.Addrs = append(info.Addrs, a.Encapsulate(ma.StringCast("/p2p/"+h.ID().String())).String())
-	}
-	b, err := json.Marshal(info)
-	if err != nil {
-		return err
-	}
-	if _, err := fmt.Printf("READY %s\n", b); err != nil {
+	if err := lean.PrintReady(os.Stdout, lean.HostInfo(h)); err != nil {
 		return err
 	}
 	done := make(chan error, 1)
@@ -259,37 +209,5 @@ func serve(ctx context.Context, h host.Host, d *dht.IpfsDHT) error {
 		return err
 	case <-ctx.Done():
 		return nil
-	}
-}
-
-// echoHandler echoes every frame of a stream back on it. A frame is an
-// unsigned varint length and that many bytes (mcpv2's transport framing).
-func echoHandler(s network.Stream) {
-	defer s.Close()
-	br := bufio.NewReader(s)
-	var buf []byte
-	for {
-		n, err := binary.ReadUvarint(br)
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				_ = s.Reset()
-			}
-			return
-		}
-		if n > maxFrame {
-			_ = s.Reset()
-			return
-		}
-		buf = binary.AppendUvarint(buf[:0], n)
-		hdr := len(buf)
-		buf = slices.Grow(buf, int(n))[:hdr+int(n)]
-		if _, err := io.ReadFull(br, buf[hdr:]); err != nil {
-			_ = s.Reset()
-			return
-		}
-		if _, err := s.Write(buf); err != nil {
-			_ = s.Reset()
-			return
-		}
 	}
 }
