@@ -26,6 +26,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	libp2pproto "github.com/libp2p/go-libp2p/core/protocol"
+	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	relayclient "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	ma "github.com/multiformats/go-multiaddr"
@@ -2034,5 +2035,29 @@ func TestBlobAcrossVersions(t *testing.T) {
 	}
 	if l, err := files.List(); err != nil || len(l) != 0 || len(hiddenEntries(t, b)) != 0 {
 		t.Fatalf("after the deletes: %v, %v, hidden %v", l, err, hiddenEntries(t, b))
+	}
+}
+
+// Every blob version a node serves has the blob stream caps in the
+// resource manager, not the library's default protocol limits: they are
+// set from blobVersions, as the handlers are.
+func TestBlobLimitsEveryVersion(t *testing.T) {
+	n := newTestNode(t, nil)
+	rm := n.host.Network().ResourceManager()
+	for _, v := range blobVersions {
+		err := rm.ViewProtocol(v.id, func(s network.ProtocolScope) error {
+			l, ok := s.(rcmgr.ResourceScopeLimiter)
+			if !ok {
+				return fmt.Errorf("scope %T has no limits to read", s)
+			}
+			lim := l.Limit()
+			if in, mem := lim.GetStreamLimit(network.DirInbound), lim.GetMemoryLimit(); in != 64 || mem != 64*blobReserve {
+				return fmt.Errorf("inbound streams %d, memory %d; want 64, %d", in, mem, 64*blobReserve)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Errorf("%s: %v", v.id, err)
+		}
 	}
 }
