@@ -95,7 +95,7 @@ func (n *Node) handleBlob(s network.Stream) {
 
 	v := blobVersionOf(s.Protocol())
 	if v == nil { // a handler registered for another protocol: a bug
-		n.log.Error("blob: no blob version is protocol", "protocol", s.Protocol())
+		n.log.Error("blob: stream of an unknown blob protocol", "protocol", s.Protocol())
 		_ = s.Reset()
 		return
 	}
