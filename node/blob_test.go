@@ -832,7 +832,7 @@ func TestDecodeBlobHeader12(t *testing.T) {
 		`{"size":0,"name":"a","session":"tok","restart":true}`:         {Name: "a", Session: "tok", Restart: true},
 		`{"name":"a","size":1,"blake3":"` + sum + `","restart":false}`: {Name: "a", Size: 1, BLAKE3: sum},
 	} {
-		if h, perr := DecodeBlobHeader12([]byte(in)); perr != nil || h != want {
+		if h, perr := decodeBlobHeader([]byte(in), blob12); perr != nil || h != want {
 			t.Errorf("%s: %+v, %v; want %+v", in, h, perr, want)
 		}
 	}
@@ -857,7 +857,7 @@ func TestDecodeBlobHeader12(t *testing.T) {
 		{`{"name":"a","size":1}x`, protocol.CodeParseError},
 		{`{"name":"a","size":1,"session":"` + strings.Repeat("x", MaxBlobHeader) + `"}`, protocol.CodeInvalidRequest},
 	} {
-		if _, perr := DecodeBlobHeader12([]byte(c.in)); perr == nil || perr.Code != c.code {
+		if _, perr := decodeBlobHeader([]byte(c.in), blob12); perr == nil || perr.Code != c.code {
 			t.Errorf("%.70s: %v, want code %d", c.in, perr, c.code)
 		}
 	}
@@ -872,7 +872,7 @@ func TestDecodeBlobTrailer(t *testing.T) {
 	for _, c := range []struct {
 		alg, other store.Hash
 		decode     func([]byte) (string, *protocol.Error)
-	}{{store.HashSHA256, store.HashBLAKE3, DecodeBlobTrailer}, {store.HashBLAKE3, store.HashSHA256, DecodeBlobTrailer12}} {
+	}{{store.HashSHA256, store.HashBLAKE3, DecodeBlobTrailer}, {store.HashBLAKE3, store.HashSHA256, func(b []byte) (string, *protocol.Error) { return decodeBlobTrailer(b, store.HashBLAKE3) }}} {
 		t.Run(string(c.alg), func(t *testing.T) {
 			m := `"` + string(c.alg) + `"`
 			if got, perr := c.decode([]byte(`{` + m + `:"` + sum + `"}`)); perr != nil || got != sum {

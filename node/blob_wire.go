@@ -287,14 +287,11 @@ func DecodeBlobHeader11(b []byte) (BlobHeader, *protocol.Error) {
 	return decodeBlobHeader(b, blob11)
 }
 
-// DecodeBlobHeader12 decodes and checks a header frame of
-// /mcpv2/blob/1.2.0, as DecodeBlobHeader11 does, with the optional member
-// blake3 (the BLAKE3-256, 64 lowercase hex digits) in place of sha256,
-// which it refuses. It is a pure function, safe to call concurrently.
-func DecodeBlobHeader12(b []byte) (BlobHeader, *protocol.Error) {
-	return decodeBlobHeader(b, blob12)
-}
-
+// decodeBlobHeader decodes and checks a header frame of version v as
+// DecodeBlobHeader does for 1.0.0 and DecodeBlobHeader11 for 1.1.0; for
+// 1.2.0 as DecodeBlobHeader11, with the optional member blake3 (the
+// BLAKE3-256, 64 lowercase hex digits) in place of sha256, which it
+// refuses. It is a pure function, safe to call concurrently.
 func decodeBlobHeader(b []byte, v *blobVersion) (BlobHeader, *protocol.Error) {
 	if len(b) > MaxBlobHeader {
 		return BlobHeader{}, protocol.Errorf(protocol.CodeInvalidRequest, "blob: header of %d bytes exceeds the %d-byte cap", len(b), MaxBlobHeader)
@@ -367,14 +364,10 @@ func DecodeBlobTrailer(b []byte) (string, *protocol.Error) {
 	return decodeBlobTrailer(b, store.HashSHA256)
 }
 
-// DecodeBlobTrailer12 decodes and checks the trailer frame of
-// /mcpv2/blob/1.2.0 as DecodeBlobTrailer does that of 1.1.0: exactly
+// decodeBlobTrailer decodes and checks the trailer frame of a stream
+// hashed by alg as DecodeBlobTrailer does that of 1.1.0: for 1.2.0 exactly
 // {"blake3":"<64 lowercase hex digits>"}. It is a pure function, safe to
 // call concurrently.
-func DecodeBlobTrailer12(b []byte) (string, *protocol.Error) {
-	return decodeBlobTrailer(b, store.HashBLAKE3)
-}
-
 func decodeBlobTrailer(b []byte, alg store.Hash) (string, *protocol.Error) {
 	if len(b) > maxBlobTrailer {
 		return "", protocol.Errorf(protocol.CodeInvalidRequest, "blob: trailer of %d bytes exceeds the %d-byte cap", len(b), maxBlobTrailer)
