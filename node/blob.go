@@ -357,7 +357,7 @@ func (n *Client) sendAttempt(ctx context.Context, pid peer.ID, offer []libp2ppro
 			return store.FileInfo{}, off, &sendError{fmt.Errorf("the receiver resumed at %d after being told to start over", off)}
 		}
 		sum = v.alg.New()
-		if prefix := or.prefix(v.alg); off > 0 || prefix != "" {
+		if prefix := *or.prefix(v.alg); off > 0 || prefix != "" {
 			if err := hashPrefix(ctx, sum, f, off); err != nil {
 				return store.FileInfo{}, off, &sendError{fmt.Errorf("hash the first %d bytes of the file: %w", off, err)}
 			}
@@ -439,13 +439,8 @@ func (n *Client) sendAttempt(ctx context.Context, pid peer.ID, offer []libp2ppro
 	case a.err == nil:
 		_ = s.Close()
 		ok = true
-		info := store.FileInfo{Filename: a.res.Filename, Size: a.res.Size}
-		if v.alg == store.HashBLAKE3 {
-			info.BLAKE3 = a.res.BLAKE3
-		} else {
-			info.SHA256 = a.res.SHA256
-		}
-		return info, off, nil
+		// decodeBlobResult sets the digest of v's hash alone.
+		return store.FileInfo{Filename: a.res.Filename, Size: a.res.Size, SHA256: a.res.SHA256, BLAKE3: a.res.BLAKE3}, off, nil
 	case werr != nil:
 		return store.FileInfo{}, off, werr
 	}

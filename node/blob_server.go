@@ -148,7 +148,7 @@ func (n *Node) serveBlob(s network.Stream, c Caller, v *blobVersion) *protocol.E
 		// trailer.
 		off := blobOffset{Offset: &h.Size}
 		if v.trailer {
-			off.setPrefix(v.alg, info.Sum(v.alg))
+			*off.prefix(v.alg) = info.Sum(v.alg)
 		}
 		if !n.blobWrite(s, c, jsonFrame(off)) {
 			return protocol.Errorf(protocol.CodeInvalidRequest, "blob: the sender went away")
@@ -203,7 +203,7 @@ func (n *Node) serveBlob(s network.Stream, c Caller, v *blobVersion) *protocol.E
 	}
 	of := blobOffset{Offset: &off, Dropped: p.Dropped()}
 	if v.trailer && off > 0 {
-		of.setPrefix(v.alg, p.PrefixSum())
+		*of.prefix(v.alg) = p.PrefixSum()
 	}
 	if !n.blobWrite(s, c, jsonFrame(of)) {
 		return protocol.Errorf(protocol.CodeInvalidRequest, "blob: the sender went away")

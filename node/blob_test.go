@@ -1096,7 +1096,7 @@ func FuzzBlobOffset(f *testing.F) {
 					t.Fatalf("%s: accepted %q as %+v", v.id, b, o)
 				}
 				for _, alg := range []store.Hash{store.HashSHA256, store.HashBLAKE3} {
-					if p := o.prefix(alg); p != "" && (!v.trailer || alg != v.alg || !alg.Valid(p)) {
+					if p := *o.prefix(alg); p != "" && (!v.trailer || alg != v.alg || !alg.Valid(p)) {
 						t.Fatalf("%s: accepted %q with prefix %s %q", v.id, b, alg, p)
 					}
 				}
@@ -1720,7 +1720,7 @@ func TestBlobTrailerLies(t *testing.T) {
 			t.Fatalf("interrupted: %q", answer)
 		}
 		off, answer := rawSend(t, v, a, b, header(""), data, trailer(other))
-		if *off.Offset != size/2 || off.prefix(v.alg) != digestsOf(data[:size/2]).of(v.alg) {
+		if *off.Offset != size/2 || *off.prefix(v.alg) != digestsOf(data[:size/2]).of(v.alg) {
 			t.Fatalf("resume offset %+v", off)
 		}
 		mismatch("resumed upload", answer)
@@ -1759,7 +1759,7 @@ func TestBlobTrailerLies(t *testing.T) {
 		// All the bytes are there: the receiver offers the end with the whole
 		// hash, and the trailer alone commits.
 		off, answer = rawSend(t, v, a, b, header(""), data, trailer(sum))
-		if *off.Offset != size || off.prefix(v.alg) != sum || answer != string(resultFrame(v, store.FileInfo{Filename: "lie.bin", Size: size, SHA256: sums.SHA256, BLAKE3: sums.BLAKE3})) {
+		if *off.Offset != size || *off.prefix(v.alg) != sum || answer != string(resultFrame(v, store.FileInfo{Filename: "lie.bin", Size: size, SHA256: sums.SHA256, BLAKE3: sums.BLAKE3})) {
 			t.Fatalf("trailer-only resume: %+v, %q", off, answer)
 		}
 		if storedSHA(t, b, "lie.bin") != sums.SHA256 || len(hiddenEntries(t, b)) != 0 {
@@ -1768,7 +1768,7 @@ func TestBlobTrailerLies(t *testing.T) {
 
 		// Offered the stored file, a lying trailer does not pass for it.
 		off, answer = rawSend(t, v, a, b, header(""), data, trailer(other))
-		if *off.Offset != size || off.prefix(v.alg) != sum {
+		if *off.Offset != size || *off.prefix(v.alg) != sum {
 			t.Fatalf("stored file offer: %+v", off)
 		}
 		mismatch("stored file", answer)

@@ -38,26 +38,17 @@ type FileInfo struct {
 	Modified time.Time `json:"modified"`
 }
 
-// Sum returns the digest of h in i, empty when i does not carry it.
+// Sum returns the digest of h in i, empty when i does not carry it or h is
+// not Known.
 func (i FileInfo) Sum(h Hash) string {
-	switch h {
-	case HashSHA256:
-		return i.SHA256
-	case HashBLAKE3:
-		return i.BLAKE3
+	if p := h.Pick(&i.SHA256, &i.BLAKE3); p != nil {
+		return *p
 	}
 	return ""
 }
 
-// setSum sets the digest of h in i.
-func (i *FileInfo) setSum(h Hash, sum string) {
-	switch h {
-	case HashSHA256:
-		i.SHA256 = sum
-	case HashBLAKE3:
-		i.BLAKE3 = sum
-	}
-}
+// setSum sets the digest of h, which must be Known, in i.
+func (i *FileInfo) setSum(h Hash, sum string) { *h.Pick(&i.SHA256, &i.BLAKE3) = sum }
 
 // Files is the file skills' directory. Every access goes through one
 // *os.Root, so nothing outside the directory is reachable. Get it from

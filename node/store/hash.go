@@ -47,6 +47,20 @@ func (h Hash) New() hash.Hash {
 	panic("store: unknown hash " + string(h))
 }
 
+// Pick returns whichever of sha256 and blake3 holds a digest of h: the one
+// place that maps a hash to the field of a struct that has one per hash
+// (FileInfo, and the blob protocol's frames), so that no caller switches on
+// the hash itself. It returns nil for a hash not Known.
+func (h Hash) Pick(sha256, blake3 *string) *string {
+	switch h {
+	case HashSHA256:
+		return sha256
+	case HashBLAKE3:
+		return blake3
+	}
+	return nil
+}
+
 // Valid reports whether sum is a digest of h in lowercase hex: 64 digits
 // for either hash the store knows. It is false for a hash not Known.
 func (h Hash) Valid(sum string) bool { return h.Known() && validHex32(sum) }

@@ -228,3 +228,21 @@ func TestPartialAcrossHashes(t *testing.T) {
 		}
 	}
 }
+
+// Pick maps each hash to its own field, and an unknown one to none.
+func TestHashPick(t *testing.T) {
+	var i FileInfo
+	for _, h := range []Hash{HashSHA256, HashBLAKE3} {
+		p := h.Pick(&i.SHA256, &i.BLAKE3)
+		if p == nil {
+			t.Fatalf("%s: no field", h)
+		}
+		*p = string(h)
+	}
+	if i.SHA256 != "sha256" || i.BLAKE3 != "blake3" || i.Sum(HashBLAKE3) != "blake3" {
+		t.Fatalf("fields %+v", i)
+	}
+	if Hash("md5").Pick(&i.SHA256, &i.BLAKE3) != nil || i.Sum("md5") != "" {
+		t.Fatal("an unknown hash picked a field")
+	}
+}
