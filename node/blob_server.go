@@ -316,7 +316,7 @@ func readTrailer(r io.Reader, alg store.Hash, after string) (string, *protocol.E
 // know it (it arrived by the other hash), and only for a file of h's size.
 func (n *Node) blobStored(files *store.Files, c Caller, h BlobHeader, v *blobVersion) (store.FileInfo, bool) {
 	declared := h.sum(v.alg)
-	if h.Restart || (declared == "" && files.PartialHeld(c.ID, h.Name, h.Size, "") > 0) {
+	if h.Restart || (declared == "" && files.PartialHeld(c.ID, h.Name, h.Size, v.alg, "") > 0) {
 		return store.FileInfo{}, false
 	}
 	if st, err := files.Stat(h.Name); err != nil || st.Size != h.Size {

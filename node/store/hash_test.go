@@ -205,8 +205,14 @@ func TestPartialAcrossHashes(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.PartialHeld("peerA", "d.bin", size, hexd); got != 0 {
+	if got := f.PartialHeld("peerA", "d.bin", size, HashSHA256, hexd); got != 0 {
 		t.Fatalf("a declared BLAKE3 upload is held as a SHA-256 one: %d", got)
+	}
+	if got := f.PartialHeld("peerA", "d.bin", size, HashBLAKE3, hexd); got != half {
+		t.Fatalf("PartialHeld of the declared BLAKE3 upload = %d, want %d", got, half)
+	}
+	if got := f.PartialHeld("peerA", "d.bin", size, "md5", hexd); got != 0 {
+		t.Fatalf("PartialHeld of an unknown hash = %d", got)
 	}
 	p, err = f.OpenPartialHash(ctx, "peerA", "d.bin", size, HashBLAKE3, hexd)
 	if err != nil || p.Offset() != half {

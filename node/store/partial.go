@@ -459,16 +459,18 @@ func (f *Files) removePart(name string, remove func(os.FileInfo) bool) (have int
 	return have, true, nil
 }
 
-// PartialHeld returns how many bytes of owner's upload of name (size bytes,
-// declared SHA-256 sha256hex or empty: the PartName key, which for an empty
-// one is that of an upload by either hash) the store keeps,
-// without opening it: 0 when there is none, or when the kept file is longer
-// than size (OpenPartial would start it over). Safe for concurrent use.
-func (f *Files) PartialHeld(owner, name string, size int64, sha256hex string) int64 {
-	if f.check("stat partial", name) != nil {
+// PartialHeld returns how many bytes of owner's upload of name the store
+// keeps, without opening it: the upload OpenPartialHash with the same
+// arguments would resume (size bytes checked by alg, declared as sum, or
+// undeclared when sum is empty, which is the same upload whatever alg; see
+// PartName). It is 0 when there is none, when the kept file is longer than
+// size (OpenPartialHash would start it over), or for a hash not Known.
+// Safe for concurrent use.
+func (f *Files) PartialHeld(owner, name string, size int64, alg Hash, sum string) int64 {
+	if !alg.Known() || f.check("stat partial", name) != nil {
 		return 0
 	}
-	st, err := f.root.Lstat(PartName(owner, name, size, sha256hex))
+	st, err := f.root.Lstat(partName(owner, name, size, alg, sum))
 	if err != nil || !st.Mode().IsRegular() || st.Size() > size {
 		return 0
 	}
