@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -456,7 +457,7 @@ func (f *Files) lstatRegular(op, name string) (os.FileInfo, error) {
 func (f *Files) describe(name string, st os.FileInfo, file *os.File, need Hash) (FileInfo, error) {
 	info, _ := f.cached(name, st)
 	if info.Sum(need) == "" {
-		sum, err := hashSection(need, file, st.Size())
+		sum, err := hashSum(context.TODO(), need, file, st.Size())
 		if err != nil {
 			return FileInfo{}, err
 		}
@@ -466,21 +467,6 @@ func (f *Files) describe(name string, st os.FileInfo, file *os.File, need Hash) 
 	info.Filename, info.Size, info.Modified = name, st.Size(), st.ModTime().UTC()
 	return info, nil
 }
-
-// hashSection returns the hex digest of h of the first size bytes of file,
-// read with pread (the file's offset does not move).
-func hashSection(h Hash, file *os.File, size int64) (string, error) {
-	w := h.New()
-	buf := make([]byte, max(1, min(size, hashBuffer)))
-	if _, err := io.CopyBuffer(w, io.NewSectionReader(file, 0, size), buf); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(w.Sum(nil)), nil
-}
-
-// hashBuffer is the read size of hashSection: large enough that BLAKE3
-// hashes many chunks per call, where its vector instructions pay.
-const hashBuffer = 256 << 10
 
 // cached returns the digests the cache knows of name, if it holds them for
 // the same file, size and mtime as st (SHA256 and BLAKE3 set, either

@@ -3,8 +3,10 @@ package store
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -250,5 +252,29 @@ func TestHashPick(t *testing.T) {
 	}
 	if Hash("md5").Pick(&i.SHA256, &i.BLAKE3) != nil || i.Sum("md5") != "" {
 		t.Fatal("an unknown hash picked a field")
+	}
+}
+
+// HashPrefix hashes exactly the first n bytes, across several reads, and
+// stops at a short file and at a cancelled context.
+func TestHashPrefix(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789abcdef"), (2*hashBuffer+100)/16)
+	r := bytes.NewReader(data)
+	for _, n := range []int64{0, 1, hashBuffer, hashBuffer + 7, int64(len(data))} {
+		h := sha256.New()
+		if err := HashPrefix(context.Background(), h, r, n); err != nil {
+			t.Fatalf("n=%d: %v", n, err)
+		}
+		if want := sha256.Sum256(data[:n]); !bytes.Equal(h.Sum(nil), want[:]) {
+			t.Fatalf("n=%d: wrong digest", n)
+		}
+	}
+	if err := HashPrefix(context.Background(), sha256.New(), r, int64(len(data))+1); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("past the end: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := HashPrefix(ctx, sha256.New(), r, int64(len(data))); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
 	}
 }

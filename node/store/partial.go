@@ -326,7 +326,7 @@ func (f *Files) OpenPartialHash(ctx context.Context, owner, name string, size in
 	}
 	h := alg.New()
 	if off > 0 {
-		if _, err := io.CopyBuffer(h, io.NewSectionReader(file, 0, off), make([]byte, min(off, hashBuffer))); err != nil {
+		if err := HashPrefix(ctx, h, file, off); err != nil {
 			return nil, f.errorf(op, name, "rehash the kept bytes: %w", scrub(err))
 		}
 	}
@@ -560,7 +560,7 @@ func (p *Partial) Write(b []byte) (int, error) {
 		<-done
 		if n < len(b) {
 			p.h.Reset()
-			if _, herr := io.Copy(p.h, io.NewSectionReader(p.file, 0, p.off+int64(n))); herr != nil && err == nil {
+			if herr := HashPrefix(context.Background(), p.h, p.file, p.off+int64(n)); herr != nil && err == nil {
 				err = herr
 			}
 		}
