@@ -329,15 +329,38 @@ func (f *Files) List() ([]FileInfo, error) {
 			seen[name] = true
 		}
 	}
+	f.prune(seen)
+	slices.SortFunc(out, func(a, b FileInfo) int { return strings.Compare(a.Filename, b.Filename) })
+	return out, nil
+}
+
+// prune drops the cache entries of files that are gone or changed (removed
+// or replaced behind the store's back) among those whose names a listing
+// did not see. An entry is kept when its file is still there, unchanged:
+// it was committed after the listing read the directory.
+func (f *Files) prune(seen map[string]bool) {
+	type entry struct {
+		name string
+		st   os.FileInfo
+	}
+	var unseen []entry
 	f.mu.Lock()
-	for name := range f.cache {
+	for name, c := range f.cache {
 		if !seen[name] {
-			delete(f.cache, name)
+			unseen = append(unseen, entry{name, c.st})
 		}
 	}
 	f.mu.Unlock()
-	slices.SortFunc(out, func(a, b FileInfo) int { return strings.Compare(a.Filename, b.Filename) })
-	return out, nil
+	for _, e := range unseen {
+		if st, err := f.root.Lstat(e.name); err == nil && sameVersion(st, e.st) {
+			continue // the file of the entry is there
+		}
+		f.mu.Lock()
+		if c, ok := f.cache[e.name]; ok && sameVersion(c.st, e.st) { // not replaced meanwhile
+			delete(f.cache, e.name)
+		}
+		f.mu.Unlock()
+	}
 }
 
 // listOne describes one directory entry; ok is false when it vanished or is
@@ -488,11 +511,22 @@ func sameVersion(a, b os.FileInfo) bool {
 }
 
 // remember caches name's digest of h for the file st describes, beside the
-// digests known of that same file; those of an earlier file of the name go.
+// digests known of that same file. It replaces the entry of another file of
+// the name only when st is the file the name has now: a reader that
+// finishes hashing an earlier file after a newer one was committed must
+// not make the store forget the digests the newer one was verified with.
 func (f *Files) remember(name string, st os.FileInfo, h Hash, sum string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c, ok := f.cache[name]
+	if ok && !sameVersion(c.st, st) {
+		// Under mu, so that a commit's remember of the file that replaces
+		// st's, which runs after its rename, comes after this stat.
+		cur, err := f.root.Lstat(name)
+		if err != nil || !sameVersion(cur, st) {
+			return
+		}
+	}
 	if !ok || !sameVersion(c.st, st) {
 		c = cacheItem{st: st}
 	}
