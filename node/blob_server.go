@@ -313,7 +313,9 @@ func readTrailer(r io.Reader, alg store.Hash, after string) (string, *protocol.E
 // unless the sender asked to restart or c keeps a partial upload of it
 // (which goes first: the stored file may be an older version of the same
 // size). The file's digest of v's hash is computed when the store does not
-// know it (it arrived by the other hash), and only for a file of h's size.
+// know it (it arrived by the other hash), and only for a file of h's size;
+// not for longer than the sender waits for the offset frame, nor past the
+// node's close.
 func (n *Node) blobStored(files *store.Files, c Caller, h BlobHeader, v *blobVersion) (store.FileInfo, bool) {
 	declared := h.sum(v.alg)
 	if h.Restart || (declared == "" && files.PartialHeld(c.ID, h.Name, h.Size, v.alg, "") > 0) {
@@ -322,7 +324,9 @@ func (n *Node) blobStored(files *store.Files, c Caller, h BlobHeader, v *blobVer
 	if st, err := files.Stat(h.Name); err != nil || st.Size != h.Size {
 		return store.FileInfo{}, false
 	}
-	f, info, err := files.OpenHash(h.Name, v.alg)
+	ctx, cancel := context.WithTimeout(n.ctx, blobOffsetTimeout)
+	defer cancel()
+	f, info, err := files.OpenHash(ctx, h.Name, v.alg)
 	if err != nil {
 		return store.FileInfo{}, false
 	}

@@ -45,7 +45,7 @@ func TestHash(t *testing.T) {
 	if Hash("md5").Known() || Hash("md5").Valid(strings.Repeat("0", 64)) {
 		t.Error("md5 is known")
 	}
-	if _, _, err := openTFiles(t).OpenHash("x", "md5"); err == nil {
+	if _, _, err := openTFiles(t).OpenHash(context.Background(), "x", "md5"); err == nil {
 		t.Error("OpenHash with an unknown hash")
 	}
 }
@@ -90,7 +90,7 @@ func TestFileDigestsRecorded(t *testing.T) {
 	st0, _ := os.Stat(path)
 	other := bytes.Repeat([]byte("BLAKE3 "), 50000)
 	rewriteInPlace(t, path, other, st0.ModTime())
-	r, got, err := f.OpenHash("b.bin", HashBLAKE3)
+	r, got, err := f.OpenHash(context.Background(), "b.bin", HashBLAKE3)
 	if err != nil || got.BLAKE3 != b3Hex(data) || got.SHA256 != "" {
 		t.Fatalf("OpenHash(blake3): %+v, %v", got, err)
 	}
@@ -114,7 +114,7 @@ func TestFileDigestsRecorded(t *testing.T) {
 	if st, _ := f.Stat("b.bin"); st.SHA256 != sumHex(other) || st.BLAKE3 != "" {
 		t.Fatalf("Stat after Write: %+v", st)
 	}
-	r, got, err = f.OpenHash("b.bin", HashBLAKE3)
+	r, got, err = f.OpenHash(context.Background(), "b.bin", HashBLAKE3)
 	if err != nil || got.BLAKE3 != b3Hex(other) || got.SHA256 != sumHex(other) {
 		t.Fatalf("OpenHash(blake3) of a written file: %+v, %v", got, err)
 	}
