@@ -357,8 +357,8 @@ func (n *Client) sendAttempt(ctx context.Context, pid peer.ID, offer []libp2ppro
 			return store.FileInfo{}, off, &sendError{fmt.Errorf("the receiver resumed at %d after being told to start over", off)}
 		}
 		sum = v.alg.New()
-		if prefix := or.prefix(v.alg); off > 0 || prefix != "" {
-			if err := hashPrefix(ctx, sum, f, off); err != nil {
+		if prefix := *or.prefix(v.alg); off > 0 || prefix != "" {
+			if err := store.HashPrefix(ctx, sum, f, off); err != nil {
 				return store.FileInfo{}, off, &sendError{fmt.Errorf("hash the first %d bytes of the file: %w", off, err)}
 			}
 			if got := hex.EncodeToString(sum.Sum(nil)); got != prefix {
@@ -439,13 +439,8 @@ func (n *Client) sendAttempt(ctx context.Context, pid peer.ID, offer []libp2ppro
 	case a.err == nil:
 		_ = s.Close()
 		ok = true
-		info := store.FileInfo{Filename: a.res.Filename, Size: a.res.Size}
-		if v.alg == store.HashBLAKE3 {
-			info.BLAKE3 = a.res.BLAKE3
-		} else {
-			info.SHA256 = a.res.SHA256
-		}
-		return info, off, nil
+		// decodeBlobResult sets the digest of v's hash alone.
+		return store.FileInfo{Filename: a.res.Filename, Size: a.res.Size, SHA256: a.res.SHA256, BLAKE3: a.res.BLAKE3}, off, nil
 	case werr != nil:
 		return store.FileInfo{}, off, werr
 	}
@@ -508,28 +503,8 @@ func sendData(ctx context.Context, s network.Stream, f *os.File, off, size int64
 // early when ctx ends.
 func hashFile(ctx context.Context, f *os.File, size int64) (string, error) {
 	h := sha256.New()
-	if err := hashPrefix(ctx, h, f, size); err != nil {
+	if err := store.HashPrefix(ctx, h, f, size); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// hashPrefix writes the first n bytes of f into h, stopping early when ctx
-// ends. A file shorter than n is an error.
-func hashPrefix(ctx context.Context, h hash.Hash, f *os.File, n int64) error {
-	buf := pool.Get(blobBuffer)
-	defer pool.Put(buf)
-	r := io.NewSectionReader(f, 0, n)
-	for pos := int64(0); pos < n; {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		chunk := buf[:min(int64(len(buf)), n-pos)]
-		if _, err := io.ReadFull(r, chunk); err != nil {
-			return fmt.Errorf("read the file at %d: %w (did it change while sending?)", pos, err)
-		}
-		h.Write(chunk)
-		pos += int64(len(chunk))
-	}
-	return nil
 }

@@ -95,7 +95,7 @@ func (n *Node) handleBlob(s network.Stream) {
 
 	v := blobVersionOf(s.Protocol())
 	if v == nil { // a handler registered for another protocol: a bug
-		n.log.Error("blob: no blob version is protocol", "protocol", s.Protocol())
+		n.log.Error("blob: stream of an unknown blob protocol", "protocol", s.Protocol())
 		_ = s.Reset()
 		return
 	}
@@ -148,7 +148,7 @@ func (n *Node) serveBlob(s network.Stream, c Caller, v *blobVersion) *protocol.E
 		// trailer.
 		off := blobOffset{Offset: &h.Size}
 		if v.trailer {
-			off.setPrefix(v.alg, info.Sum(v.alg))
+			*off.prefix(v.alg) = info.Sum(v.alg)
 		}
 		if !n.blobWrite(s, c, jsonFrame(off)) {
 			return protocol.Errorf(protocol.CodeInvalidRequest, "blob: the sender went away")
@@ -203,7 +203,7 @@ func (n *Node) serveBlob(s network.Stream, c Caller, v *blobVersion) *protocol.E
 	}
 	of := blobOffset{Offset: &off, Dropped: p.Dropped()}
 	if v.trailer && off > 0 {
-		of.setPrefix(v.alg, p.PrefixSum())
+		*of.prefix(v.alg) = p.PrefixSum()
 	}
 	if !n.blobWrite(s, c, jsonFrame(of)) {
 		return protocol.Errorf(protocol.CodeInvalidRequest, "blob: the sender went away")
@@ -313,16 +313,20 @@ func readTrailer(r io.Reader, alg store.Hash, after string) (string, *protocol.E
 // unless the sender asked to restart or c keeps a partial upload of it
 // (which goes first: the stored file may be an older version of the same
 // size). The file's digest of v's hash is computed when the store does not
-// know it (it arrived by the other hash), and only for a file of h's size.
+// know it (it arrived by the other hash), and only for a file of h's size;
+// not for longer than the sender waits for the offset frame, nor past the
+// node's close.
 func (n *Node) blobStored(files *store.Files, c Caller, h BlobHeader, v *blobVersion) (store.FileInfo, bool) {
 	declared := h.sum(v.alg)
-	if h.Restart || (declared == "" && files.PartialHeld(c.ID, h.Name, h.Size, "") > 0) {
+	if h.Restart || (declared == "" && files.PartialHeld(c.ID, h.Name, h.Size, v.alg, "") > 0) {
 		return store.FileInfo{}, false
 	}
 	if st, err := files.Stat(h.Name); err != nil || st.Size != h.Size {
 		return store.FileInfo{}, false
 	}
-	f, info, err := files.OpenHash(h.Name, v.alg)
+	ctx, cancel := context.WithTimeout(n.ctx, blobOffsetTimeout)
+	defer cancel()
+	f, info, err := files.OpenHash(ctx, h.Name, v.alg)
 	if err != nil {
 		return store.FileInfo{}, false
 	}

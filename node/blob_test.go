@@ -26,6 +26,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	libp2pproto "github.com/libp2p/go-libp2p/core/protocol"
+	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	relayclient "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	ma "github.com/multiformats/go-multiaddr"
@@ -831,7 +832,7 @@ func TestDecodeBlobHeader12(t *testing.T) {
 		`{"size":0,"name":"a","session":"tok","restart":true}`:         {Name: "a", Session: "tok", Restart: true},
 		`{"name":"a","size":1,"blake3":"` + sum + `","restart":false}`: {Name: "a", Size: 1, BLAKE3: sum},
 	} {
-		if h, perr := DecodeBlobHeader12([]byte(in)); perr != nil || h != want {
+		if h, perr := decodeBlobHeader([]byte(in), blob12); perr != nil || h != want {
 			t.Errorf("%s: %+v, %v; want %+v", in, h, perr, want)
 		}
 	}
@@ -856,7 +857,7 @@ func TestDecodeBlobHeader12(t *testing.T) {
 		{`{"name":"a","size":1}x`, protocol.CodeParseError},
 		{`{"name":"a","size":1,"session":"` + strings.Repeat("x", MaxBlobHeader) + `"}`, protocol.CodeInvalidRequest},
 	} {
-		if _, perr := DecodeBlobHeader12([]byte(c.in)); perr == nil || perr.Code != c.code {
+		if _, perr := decodeBlobHeader([]byte(c.in), blob12); perr == nil || perr.Code != c.code {
 			t.Errorf("%.70s: %v, want code %d", c.in, perr, c.code)
 		}
 	}
@@ -871,7 +872,7 @@ func TestDecodeBlobTrailer(t *testing.T) {
 	for _, c := range []struct {
 		alg, other store.Hash
 		decode     func([]byte) (string, *protocol.Error)
-	}{{store.HashSHA256, store.HashBLAKE3, DecodeBlobTrailer}, {store.HashBLAKE3, store.HashSHA256, DecodeBlobTrailer12}} {
+	}{{store.HashSHA256, store.HashBLAKE3, DecodeBlobTrailer}, {store.HashBLAKE3, store.HashSHA256, func(b []byte) (string, *protocol.Error) { return decodeBlobTrailer(b, store.HashBLAKE3) }}} {
 		t.Run(string(c.alg), func(t *testing.T) {
 			m := `"` + string(c.alg) + `"`
 			if got, perr := c.decode([]byte(`{` + m + `:"` + sum + `"}`)); perr != nil || got != sum {
@@ -1095,7 +1096,7 @@ func FuzzBlobOffset(f *testing.F) {
 					t.Fatalf("%s: accepted %q as %+v", v.id, b, o)
 				}
 				for _, alg := range []store.Hash{store.HashSHA256, store.HashBLAKE3} {
-					if p := o.prefix(alg); p != "" && (!v.trailer || alg != v.alg || !alg.Valid(p)) {
+					if p := *o.prefix(alg); p != "" && (!v.trailer || alg != v.alg || !alg.Valid(p)) {
 						t.Fatalf("%s: accepted %q with prefix %s %q", v.id, b, alg, p)
 					}
 				}
@@ -1719,7 +1720,7 @@ func TestBlobTrailerLies(t *testing.T) {
 			t.Fatalf("interrupted: %q", answer)
 		}
 		off, answer := rawSend(t, v, a, b, header(""), data, trailer(other))
-		if *off.Offset != size/2 || off.prefix(v.alg) != digestsOf(data[:size/2]).of(v.alg) {
+		if *off.Offset != size/2 || *off.prefix(v.alg) != digestsOf(data[:size/2]).of(v.alg) {
 			t.Fatalf("resume offset %+v", off)
 		}
 		mismatch("resumed upload", answer)
@@ -1758,7 +1759,7 @@ func TestBlobTrailerLies(t *testing.T) {
 		// All the bytes are there: the receiver offers the end with the whole
 		// hash, and the trailer alone commits.
 		off, answer = rawSend(t, v, a, b, header(""), data, trailer(sum))
-		if *off.Offset != size || off.prefix(v.alg) != sum || answer != string(resultFrame(v, store.FileInfo{Filename: "lie.bin", Size: size, SHA256: sums.SHA256, BLAKE3: sums.BLAKE3})) {
+		if *off.Offset != size || *off.prefix(v.alg) != sum || answer != string(resultFrame(v, store.FileInfo{Filename: "lie.bin", Size: size, SHA256: sums.SHA256, BLAKE3: sums.BLAKE3})) {
 			t.Fatalf("trailer-only resume: %+v, %q", off, answer)
 		}
 		if storedSHA(t, b, "lie.bin") != sums.SHA256 || len(hiddenEntries(t, b)) != 0 {
@@ -1767,7 +1768,7 @@ func TestBlobTrailerLies(t *testing.T) {
 
 		// Offered the stored file, a lying trailer does not pass for it.
 		off, answer = rawSend(t, v, a, b, header(""), data, trailer(other))
-		if *off.Offset != size || off.prefix(v.alg) != sum {
+		if *off.Offset != size || *off.prefix(v.alg) != sum {
 			t.Fatalf("stored file offer: %+v", off)
 		}
 		mismatch("stored file", answer)
@@ -2034,5 +2035,29 @@ func TestBlobAcrossVersions(t *testing.T) {
 	}
 	if l, err := files.List(); err != nil || len(l) != 0 || len(hiddenEntries(t, b)) != 0 {
 		t.Fatalf("after the deletes: %v, %v, hidden %v", l, err, hiddenEntries(t, b))
+	}
+}
+
+// Every blob version a node serves has the blob stream caps in the
+// resource manager, not the library's default protocol limits: they are
+// set from blobVersions, as the handlers are.
+func TestBlobLimitsEveryVersion(t *testing.T) {
+	n := newTestNode(t, nil)
+	rm := n.host.Network().ResourceManager()
+	for _, v := range blobVersions {
+		err := rm.ViewProtocol(v.id, func(s network.ProtocolScope) error {
+			l, ok := s.(rcmgr.ResourceScopeLimiter)
+			if !ok {
+				return fmt.Errorf("scope %T has no limits to read", s)
+			}
+			lim := l.Limit()
+			if in, mem := lim.GetStreamLimit(network.DirInbound), lim.GetMemoryLimit(); in != 64 || mem != 64*blobReserve {
+				return fmt.Errorf("inbound streams %d, memory %d; want 64, %d", in, mem, 64*blobReserve)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Errorf("%s: %v", v.id, err)
+		}
 	}
 }

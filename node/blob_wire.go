@@ -175,12 +175,7 @@ type BlobHeader struct {
 }
 
 // sum returns the header's declared digest of alg, empty when none.
-func (h BlobHeader) sum(alg store.Hash) string {
-	if alg == store.HashBLAKE3 {
-		return h.BLAKE3
-	}
-	return h.SHA256
-}
+func (h BlobHeader) sum(alg store.Hash) string { return *alg.Pick(&h.SHA256, &h.BLAKE3) }
 
 // blobOffset is the receiver's answer to the header.
 type blobOffset struct {
@@ -195,21 +190,10 @@ type blobOffset struct {
 	Dropped []store.DroppedUpload `json:"dropped,omitempty"`
 }
 
-// prefix returns the prefix digest of alg.
-func (o *blobOffset) prefix(alg store.Hash) string {
-	if alg == store.HashBLAKE3 {
-		return o.PrefixBLAKE3
-	}
-	return o.PrefixSHA256
-}
-
-// setPrefix sets the prefix digest of alg.
-func (o *blobOffset) setPrefix(alg store.Hash, sum string) {
-	if alg == store.HashBLAKE3 {
-		o.PrefixBLAKE3 = sum
-	} else {
-		o.PrefixSHA256 = sum
-	}
+// prefix returns the prefix digest of alg, which must be Known (as every
+// blobVersion's is), for reading or setting.
+func (o *blobOffset) prefix(alg store.Hash) *string {
+	return alg.Pick(&o.PrefixSHA256, &o.PrefixBLAKE3)
 }
 
 // blobTrailer is the sender's last frame in 1.1.0 ({"sha256"}) and 1.2.0
@@ -221,10 +205,9 @@ type blobTrailer struct {
 
 // trailerFrame encodes the trailer of a stream hashed by alg.
 func trailerFrame(alg store.Hash, sum string) []byte {
-	if alg == store.HashBLAKE3 {
-		return jsonFrame(blobTrailer{BLAKE3: sum})
-	}
-	return jsonFrame(blobTrailer{SHA256: sum})
+	var t blobTrailer
+	*alg.Pick(&t.SHA256, &t.BLAKE3) = sum
+	return jsonFrame(t)
 }
 
 // blobResult is the receiver's final frame: the stored file with the digest
@@ -242,21 +225,12 @@ type blobResult struct {
 // of v's hash alone, which info must carry.
 func resultFrame(v *blobVersion, info store.FileInfo) []byte {
 	r := blobResult{Filename: info.Filename, Size: info.Size}
-	if v.alg == store.HashBLAKE3 {
-		r.BLAKE3 = info.BLAKE3
-	} else {
-		r.SHA256 = info.SHA256
-	}
+	*v.alg.Pick(&r.SHA256, &r.BLAKE3) = info.Sum(v.alg)
 	return jsonFrame(r)
 }
 
 // sum returns the result's digest of alg.
-func (r blobResult) sum(alg store.Hash) string {
-	if alg == store.HashBLAKE3 {
-		return r.BLAKE3
-	}
-	return r.SHA256
-}
+func (r blobResult) sum(alg store.Hash) string { return *alg.Pick(&r.SHA256, &r.BLAKE3) }
 
 // blobErrorFrame encodes {"error":{…}}.
 func blobErrorFrame(perr *protocol.Error) []byte {
@@ -287,14 +261,11 @@ func DecodeBlobHeader11(b []byte) (BlobHeader, *protocol.Error) {
 	return decodeBlobHeader(b, blob11)
 }
 
-// DecodeBlobHeader12 decodes and checks a header frame of
-// /mcpv2/blob/1.2.0, as DecodeBlobHeader11 does, with the optional member
-// blake3 (the BLAKE3-256, 64 lowercase hex digits) in place of sha256,
-// which it refuses. It is a pure function, safe to call concurrently.
-func DecodeBlobHeader12(b []byte) (BlobHeader, *protocol.Error) {
-	return decodeBlobHeader(b, blob12)
-}
-
+// decodeBlobHeader decodes and checks a header frame of version v as
+// DecodeBlobHeader does for 1.0.0 and DecodeBlobHeader11 for 1.1.0; for
+// 1.2.0 as DecodeBlobHeader11, with the optional member blake3 (the
+// BLAKE3-256, 64 lowercase hex digits) in place of sha256, which it
+// refuses. It is a pure function, safe to call concurrently.
 func decodeBlobHeader(b []byte, v *blobVersion) (BlobHeader, *protocol.Error) {
 	if len(b) > MaxBlobHeader {
 		return BlobHeader{}, protocol.Errorf(protocol.CodeInvalidRequest, "blob: header of %d bytes exceeds the %d-byte cap", len(b), MaxBlobHeader)
@@ -350,11 +321,7 @@ func decodeBlobHeader(b []byte, v *blobVersion) (BlobHeader, *protocol.Error) {
 	if seen[hashKey] && !v.alg.Valid(sum) {
 		return BlobHeader{}, protocol.Errorf(protocol.CodeInvalidParams, "blob: %s must be 64 lowercase hex digits", v.alg)
 	}
-	if v.alg == store.HashBLAKE3 {
-		h.BLAKE3 = sum
-	} else {
-		h.SHA256 = sum
-	}
+	*v.alg.Pick(&h.SHA256, &h.BLAKE3) = sum
 	return h, nil
 }
 
@@ -367,14 +334,10 @@ func DecodeBlobTrailer(b []byte) (string, *protocol.Error) {
 	return decodeBlobTrailer(b, store.HashSHA256)
 }
 
-// DecodeBlobTrailer12 decodes and checks the trailer frame of
-// /mcpv2/blob/1.2.0 as DecodeBlobTrailer does that of 1.1.0: exactly
+// decodeBlobTrailer decodes and checks the trailer frame of a stream
+// hashed by alg as DecodeBlobTrailer does that of 1.1.0: for 1.2.0 exactly
 // {"blake3":"<64 lowercase hex digits>"}. It is a pure function, safe to
 // call concurrently.
-func DecodeBlobTrailer12(b []byte) (string, *protocol.Error) {
-	return decodeBlobTrailer(b, store.HashBLAKE3)
-}
-
 func decodeBlobTrailer(b []byte, alg store.Hash) (string, *protocol.Error) {
 	if len(b) > maxBlobTrailer {
 		return "", protocol.Errorf(protocol.CodeInvalidRequest, "blob: trailer of %d bytes exceeds the %d-byte cap", len(b), maxBlobTrailer)
@@ -439,7 +402,7 @@ func decodeBlobOffset(b []byte, v *blobVersion, size int64) (blobOffset, error) 
 			if !v.alg.Valid(prefix) {
 				return errors.New("must be 64 lowercase hex digits")
 			}
-			o.setPrefix(v.alg, prefix)
+			*o.prefix(v.alg) = prefix
 		}
 		return nil // unknown: ignored
 	})
@@ -506,11 +469,7 @@ func decodeBlobResult(b []byte, v *blobVersion) (blobResult, error) {
 	if err != nil {
 		return blobResult{}, fmt.Errorf("the receiver's answer %.100q: %v", b, err)
 	}
-	if v.alg == store.HashBLAKE3 {
-		r.BLAKE3 = sum
-	} else {
-		r.SHA256 = sum
-	}
+	*v.alg.Pick(&r.SHA256, &r.BLAKE3) = sum
 	return r, nil
 }
 

@@ -333,16 +333,15 @@ func New(cfg Config) (_ *Node, err error) {
 		transport.WithProtocolPeerLimit(libp2pproto.ID(protocol.RPCProtocolID), 64, 64, int64(2*cfg.MaxMessage+streamReserve)),
 		transport.WithServiceLimit(rpcService, 256, 256, int64(4*cfg.MaxMessage)),
 		transport.WithServicePeerLimit(rpcService, 64, 64, int64(2*cfg.MaxMessage+streamReserve)),
-		transport.WithProtocolLimit(libp2pproto.ID(protocol.BlobProtocolID), 64, 64, 64*blobReserve),
-		transport.WithProtocolPeerLimit(libp2pproto.ID(protocol.BlobProtocolID), 8, 8, 8*blobReserve),
-		transport.WithProtocolLimit(protocol.BlobProtocolID11, 64, 64, 64*blobReserve),
-		transport.WithProtocolPeerLimit(protocol.BlobProtocolID11, 8, 8, 8*blobReserve),
-		transport.WithProtocolLimit(protocol.BlobProtocolID12, 64, 64, 64*blobReserve),
-		transport.WithProtocolPeerLimit(protocol.BlobProtocolID12, 8, 8, 8*blobReserve),
 		transport.WithServiceLimit(blobService, 64, 64, 64*blobReserve),
 		transport.WithServicePeerLimit(blobService, 8, 8, 8*blobReserve),
 		// A stream holds one request and its reply at a time.
 		transport.WithStreamMemory(int64(2*cfg.MaxMessage + streamReserve)),
+	}
+	for _, v := range blobVersions { // the same versions get handlers below
+		hopts = append(hopts,
+			transport.WithProtocolLimit(v.id, 64, 64, 64*blobReserve),
+			transport.WithProtocolPeerLimit(v.id, 8, 8, 8*blobReserve))
 	}
 	if len(cfg.ListenAddrs) > 0 {
 		addrs := make([]ma.Multiaddr, 0, len(cfg.ListenAddrs))

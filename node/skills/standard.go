@@ -302,8 +302,8 @@ type ListResult struct {
 	Files []store.FileInfo `json:"files"`
 }
 
-func (s *standard) list(context.Context, ListArgs) (ListResult, error) {
-	fs, err := s.Files.List()
+func (s *standard) list(ctx context.Context, _ ListArgs) (ListResult, error) {
+	fs, err := s.Files.ListContext(ctx)
 	if err != nil {
 		return ListResult{}, err
 	}
@@ -334,7 +334,7 @@ type ProcessResult struct {
 }
 
 func (s *standard) process(ctx context.Context, a ProcessArgs) (ProcessResult, error) {
-	f, _, err := s.Files.Open(a.Filename)
+	f, _, err := s.Files.OpenHash(ctx, a.Filename, store.HashSHA256)
 	if err != nil {
 		return ProcessResult{}, fileError("process_instructions", a.Filename, err)
 	}
@@ -451,12 +451,12 @@ type ReadResult struct {
 	Content  string `json:"content"`
 }
 
-func (s *standard) read(_ context.Context, a ReadArgs) (ReadResult, error) {
+func (s *standard) read(ctx context.Context, a ReadArgs) (ReadResult, error) {
 	n := a.Length
 	if n == 0 {
 		n = DefaultReadLength
 	}
-	f, info, err := s.Files.Open(a.Filename)
+	f, info, err := s.Files.OpenHash(ctx, a.Filename, store.HashSHA256)
 	if err != nil {
 		return ReadResult{}, fileError("read_file", a.Filename, err)
 	}

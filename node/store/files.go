@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -17,6 +18,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // FileInfo describes a stored file, as the file skills report it.
@@ -38,26 +41,17 @@ type FileInfo struct {
 	Modified time.Time `json:"modified"`
 }
 
-// Sum returns the digest of h in i, empty when i does not carry it.
+// Sum returns the digest of h in i, empty when i does not carry it or h is
+// not Known.
 func (i FileInfo) Sum(h Hash) string {
-	switch h {
-	case HashSHA256:
-		return i.SHA256
-	case HashBLAKE3:
-		return i.BLAKE3
+	if p := h.Pick(&i.SHA256, &i.BLAKE3); p != nil {
+		return *p
 	}
 	return ""
 }
 
-// setSum sets the digest of h in i.
-func (i *FileInfo) setSum(h Hash, sum string) {
-	switch h {
-	case HashSHA256:
-		i.SHA256 = sum
-	case HashBLAKE3:
-		i.BLAKE3 = sum
-	}
-}
+// setSum sets the digest of h, which must be Known, in i.
+func (i *FileInfo) setSum(h Hash, sum string) { *h.Pick(&i.SHA256, &i.BLAKE3) = sum }
 
 // Files is the file skills' directory. Every access goes through one
 // *os.Root, so nothing outside the directory is reachable. Get it from
@@ -74,6 +68,14 @@ type Files struct {
 
 	mu    sync.Mutex           // guards cache
 	cache map[string]cacheItem // file name -> the digests known of it
+
+	// hashes runs one computation of a digest the cache lacks per name,
+	// hash and file version, however many readers ask for it at once
+	// (digest).
+	hashes singleflight.Group
+	// hashHook, when set (by tests), is called as a computation of a
+	// missing digest starts.
+	hashHook func(name string, h Hash)
 
 	// qmu guards used, and makes each rename or removal one step with the
 	// stat of the file it replaces or removes, so that used stays exact.
@@ -243,15 +245,21 @@ func (f *Files) Write(name string, r io.Reader) (_ FileInfo, err error) {
 // path: do not pass them verbatim to a remote caller. The SHA-256 comes from
 // the in-memory cache when the file is unchanged, otherwise it is computed
 // without moving the file's offset; the BLAKE3 is given when known.
-// Errors wrap ErrInvalidName or ErrNotFound where they apply.
+// Errors wrap ErrInvalidName or ErrNotFound where they apply. It is OpenHash
+// with HashSHA256 and a context that never ends; a caller that may go away
+// (a skill) uses OpenHash.
 func (f *Files) Open(name string) (*os.File, FileInfo, error) {
-	return f.OpenHash(name, HashSHA256)
+	return f.OpenHash(context.Background(), name, HashSHA256)
 }
 
-// OpenHash is Open for a reader that needs the digest of h rather than the
-// SHA-256: it computes only that one when the store does not know it, and
-// gives the other when known. A hash that is not Known is an error.
-func (f *Files) OpenHash(name string, h Hash) (_ *os.File, _ FileInfo, err error) {
+// OpenHash is Open for a reader that needs the digest of h (SHA-256 or
+// BLAKE3): it computes only that one when the store does not know it, and
+// gives the other when known. Concurrent readers of one file version share
+// one computation of a digest. When ctx ends while this caller computes a
+// digest, it stops and returns ctx's error; one that waits for another
+// reader's computation waits for it (it would otherwise hash the same bytes
+// itself). A hash that is not Known is an error.
+func (f *Files) OpenHash(ctx context.Context, name string, h Hash) (_ *os.File, _ FileInfo, err error) {
 	const op = "open"
 	if !h.Known() {
 		return nil, FileInfo{}, f.errorf(op, name, "unknown hash %.20q", h)
@@ -283,7 +291,7 @@ func (f *Files) OpenHash(name string, h Hash) (_ *os.File, _ FileInfo, err error
 	if !st.Mode().IsRegular() {
 		return nil, FileInfo{}, f.errorf(op, name, "not a regular file: %w", ErrInvalidName)
 	}
-	info, err := f.describe(name, st, file, h)
+	info, err := f.describe(ctx, name, st, file, h)
 	if err != nil {
 		return nil, FileInfo{}, f.errorf(op, name, "%w", scrub(err))
 	}
@@ -312,8 +320,14 @@ func (f *Files) Stat(name string) (FileInfo, error) {
 // SHA-256, and its BLAKE3 when known. Digests come from the in-memory cache
 // when a file's identity, size and mtime are unchanged, so listing is cheap
 // after the first time (a file received by BLAKE3 is hashed by SHA-256 on
-// the first List after it arrived).
-func (f *Files) List() ([]FileInfo, error) {
+// the first List after it arrived). It is ListContext with a context that
+// never ends.
+func (f *Files) List() ([]FileInfo, error) { return f.ListContext(context.Background()) }
+
+// ListContext is List for a caller that may go away: when ctx ends it stops,
+// also in the middle of hashing a file, and returns ctx's error. Digests
+// are computed as OpenHash computes them, shared with concurrent readers.
+func (f *Files) ListContext(ctx context.Context) ([]FileInfo, error) {
 	const op = "list"
 	if f.closed.Load() {
 		return nil, fmt.Errorf("store: %s: %w", op, net.ErrClosed)
@@ -328,7 +342,10 @@ func (f *Files) List() ([]FileInfo, error) {
 		if nameProblem(name) != "" {
 			continue
 		}
-		info, ok, err := f.listOne(name)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("store: %s: %w", op, err)
+		}
+		info, ok, err := f.listOne(ctx, name)
 		if err != nil {
 			return nil, f.errorf(op, name, "%w", scrub(err))
 		}
@@ -337,20 +354,43 @@ func (f *Files) List() ([]FileInfo, error) {
 			seen[name] = true
 		}
 	}
-	f.mu.Lock()
-	for name := range f.cache {
-		if !seen[name] {
-			delete(f.cache, name)
-		}
-	}
-	f.mu.Unlock()
+	f.prune(seen)
 	slices.SortFunc(out, func(a, b FileInfo) int { return strings.Compare(a.Filename, b.Filename) })
 	return out, nil
 }
 
+// prune drops the cache entries of files that are gone or changed (removed
+// or replaced behind the store's back) among those whose names a listing
+// did not see. An entry is kept when its file is still there, unchanged:
+// it was committed after the listing read the directory.
+func (f *Files) prune(seen map[string]bool) {
+	type entry struct {
+		name string
+		st   os.FileInfo
+	}
+	var unseen []entry
+	f.mu.Lock()
+	for name, c := range f.cache {
+		if !seen[name] {
+			unseen = append(unseen, entry{name, c.st})
+		}
+	}
+	f.mu.Unlock()
+	for _, e := range unseen {
+		if st, err := f.root.Lstat(e.name); err == nil && sameVersion(st, e.st) {
+			continue // the file of the entry is there
+		}
+		f.mu.Lock()
+		if c, ok := f.cache[e.name]; ok && sameVersion(c.st, e.st) { // not replaced meanwhile
+			delete(f.cache, e.name)
+		}
+		f.mu.Unlock()
+	}
+}
+
 // listOne describes one directory entry; ok is false when it vanished or is
 // not a regular file.
-func (f *Files) listOne(name string) (_ FileInfo, ok bool, _ error) {
+func (f *Files) listOne(ctx context.Context, name string) (_ FileInfo, ok bool, _ error) {
 	lst, err := f.root.Lstat(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return FileInfo{}, false, nil
@@ -379,7 +419,7 @@ func (f *Files) listOne(name string) (_ FileInfo, ok bool, _ error) {
 	if !st.Mode().IsRegular() {
 		return FileInfo{}, false, nil
 	}
-	info, err := f.describe(name, st, file, HashSHA256)
+	info, err := f.describe(ctx, name, st, file, HashSHA256)
 	return info, err == nil, err
 }
 
@@ -461,35 +501,69 @@ func (f *Files) lstatRegular(op, name string) (os.FileInfo, error) {
 
 // describe returns name's FileInfo from st, with the digests the cache
 // knows of it, hashing file by need (without moving its offset) when the
-// cache does not know that one.
-func (f *Files) describe(name string, st os.FileInfo, file *os.File, need Hash) (FileInfo, error) {
+// cache does not know that one (digest).
+func (f *Files) describe(ctx context.Context, name string, st os.FileInfo, file *os.File, need Hash) (FileInfo, error) {
 	info, _ := f.cached(name, st)
 	if info.Sum(need) == "" {
-		sum, err := hashSection(need, file, st.Size())
+		sum, err := f.digest(ctx, name, st, file, need)
 		if err != nil {
 			return FileInfo{}, err
 		}
 		info.setSum(need, sum)
-		f.remember(name, st, need, sum)
 	}
 	info.Filename, info.Size, info.Modified = name, st.Size(), st.ModTime().UTC()
 	return info, nil
 }
 
-// hashSection returns the hex digest of h of the first size bytes of file,
-// read with pread (the file's offset does not move).
-func hashSection(h Hash, file *os.File, size int64) (string, error) {
-	w := h.New()
-	buf := make([]byte, max(1, min(size, hashBuffer)))
-	if _, err := io.CopyBuffer(w, io.NewSectionReader(file, 0, size), buf); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(w.Sum(nil)), nil
+// flight is what one computation of digest gives its callers: the digest,
+// and the version of the file it is of.
+type flight struct {
+	st  os.FileInfo
+	sum string
 }
 
-// hashBuffer is the read size of hashSection: large enough that BLAKE3
-// hashes many chunks per call, where its vector instructions pay.
-const hashBuffer = 256 << 10
+// digest computes need's digest of file, the version st of name, and
+// remembers it. Concurrent callers for the same name, hash, size and mtime
+// share one computation, run by the first of them with its ctx: the others
+// wait for it, and compute it anew (the first of them again for all) when
+// it stopped because the first one's ctx ended while theirs goes on. The
+// rare file of the same size and mtime but another identity is hashed
+// alone.
+func (f *Files) digest(ctx context.Context, name string, st os.FileInfo, file *os.File, need Hash) (string, error) {
+	key := fmt.Sprintf("%s\x00%s\x00%d\x00%d", need, name, st.Size(), st.ModTime().UnixNano())
+	for {
+		v, err, _ := f.hashes.Do(key, func() (any, error) {
+			// A computation that ended just before this one began
+			// remembered the digest.
+			if c, ok := f.cached(name, st); ok && c.Sum(need) != "" {
+				return flight{st, c.Sum(need)}, nil
+			}
+			if f.hashHook != nil {
+				f.hashHook(name, need)
+			}
+			sum, err := hashSum(ctx, need, file, st.Size())
+			if err != nil {
+				return nil, err
+			}
+			f.remember(name, st, need, sum)
+			return flight{st, sum}, nil
+		})
+		if err == nil {
+			if r := v.(flight); sameVersion(r.st, st) {
+				return r.sum, nil
+			}
+			sum, err := hashSum(ctx, need, file, st.Size())
+			if err == nil {
+				f.remember(name, st, need, sum)
+			}
+			return sum, err
+		}
+		if ctx.Err() != nil || !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			return "", err
+		}
+		// The caller that computed went away; this one has not.
+	}
+}
 
 // cached returns the digests the cache knows of name, if it holds them for
 // the same file, size and mtime as st (SHA256 and BLAKE3 set, either
@@ -511,11 +585,22 @@ func sameVersion(a, b os.FileInfo) bool {
 }
 
 // remember caches name's digest of h for the file st describes, beside the
-// digests known of that same file; those of an earlier file of the name go.
+// digests known of that same file. It replaces the entry of another file of
+// the name only when st is the file the name has now: a reader that
+// finishes hashing an earlier file after a newer one was committed must
+// not make the store forget the digests the newer one was verified with.
 func (f *Files) remember(name string, st os.FileInfo, h Hash, sum string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c, ok := f.cache[name]
+	if ok && !sameVersion(c.st, st) {
+		// Under mu, so that a commit's remember of the file that replaces
+		// st's, which runs after its rename, comes after this stat.
+		cur, err := f.root.Lstat(name)
+		if err != nil || !sameVersion(cur, st) {
+			return
+		}
+	}
 	if !ok || !sameVersion(c.st, st) {
 		c = cacheItem{st: st}
 	}

@@ -1,8 +1,14 @@
 package store
 
 import (
+	"context"
 	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
 	"hash"
+	"io"
+	"sync"
 
 	"github.com/zeebo/blake3"
 )
@@ -47,6 +53,20 @@ func (h Hash) New() hash.Hash {
 	panic("store: unknown hash " + string(h))
 }
 
+// Pick returns whichever of sha256 and blake3 holds a digest of h: the one
+// place that maps a hash to the field of a struct that has one per hash
+// (FileInfo, and the blob protocol's frames), so that no caller switches on
+// the hash itself. It returns nil for a hash not Known.
+func (h Hash) Pick(sha256, blake3 *string) *string {
+	switch h {
+	case HashSHA256:
+		return sha256
+	case HashBLAKE3:
+		return blake3
+	}
+	return nil
+}
+
 // Valid reports whether sum is a digest of h in lowercase hex: 64 digits
 // for either hash the store knows. It is false for a hash not Known.
 func (h Hash) Valid(sum string) bool { return h.Known() && validHex32(sum) }
@@ -64,3 +84,49 @@ func validHex32(s string) bool {
 	}
 	return true
 }
+
+// HashPrefix writes the first n bytes of r into w, in reads at offsets (a
+// file's own offset does not move), and stops early with ctx's error when
+// ctx ends. An r shorter than n gives an error wrapping
+// io.ErrUnexpectedEOF. It is how the store and the blob sender hash the
+// start of a file: the store to describe a file or resume an upload, the
+// sender to check a receiver's prefix digest. Safe for concurrent use.
+func HashPrefix(ctx context.Context, w io.Writer, r io.ReaderAt, n int64) error {
+	bp := hashBufs.Get().(*[]byte)
+	defer hashBufs.Put(bp)
+	buf := *bp
+	for pos := int64(0); pos < n; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		chunk := buf[:min(int64(len(buf)), n-pos)]
+		m, err := r.ReadAt(chunk, pos)
+		if m < len(chunk) {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("read at %d of %d bytes: %w", pos+int64(m), n, err)
+		}
+		w.Write(chunk) // a hash.Hash's Write never fails
+		pos += int64(m)
+	}
+	return nil
+}
+
+// hashSum returns the lowercase hex digest of h of the first n bytes of r,
+// as HashPrefix reads them.
+func hashSum(ctx context.Context, h Hash, r io.ReaderAt, n int64) (string, error) {
+	w := h.New()
+	if err := HashPrefix(ctx, w, r, n); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(w.Sum(nil)), nil
+}
+
+// hashBuffer is HashPrefix's read size: large enough that BLAKE3 hashes
+// many chunks per call, where its vector instructions pay.
+const hashBuffer = 256 << 10
+
+// hashBufs holds HashPrefix's buffers, so that rehashing files does not
+// allocate a buffer each time.
+var hashBufs = sync.Pool{New: func() any { b := make([]byte, hashBuffer); return &b }}

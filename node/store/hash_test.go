@@ -3,8 +3,10 @@ package store
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,7 +45,7 @@ func TestHash(t *testing.T) {
 	if Hash("md5").Known() || Hash("md5").Valid(strings.Repeat("0", 64)) {
 		t.Error("md5 is known")
 	}
-	if _, _, err := openTFiles(t).OpenHash("x", "md5"); err == nil {
+	if _, _, err := openTFiles(t).OpenHash(context.Background(), "x", "md5"); err == nil {
 		t.Error("OpenHash with an unknown hash")
 	}
 }
@@ -88,7 +90,7 @@ func TestFileDigestsRecorded(t *testing.T) {
 	st0, _ := os.Stat(path)
 	other := bytes.Repeat([]byte("BLAKE3 "), 50000)
 	rewriteInPlace(t, path, other, st0.ModTime())
-	r, got, err := f.OpenHash("b.bin", HashBLAKE3)
+	r, got, err := f.OpenHash(context.Background(), "b.bin", HashBLAKE3)
 	if err != nil || got.BLAKE3 != b3Hex(data) || got.SHA256 != "" {
 		t.Fatalf("OpenHash(blake3): %+v, %v", got, err)
 	}
@@ -112,7 +114,7 @@ func TestFileDigestsRecorded(t *testing.T) {
 	if st, _ := f.Stat("b.bin"); st.SHA256 != sumHex(other) || st.BLAKE3 != "" {
 		t.Fatalf("Stat after Write: %+v", st)
 	}
-	r, got, err = f.OpenHash("b.bin", HashBLAKE3)
+	r, got, err = f.OpenHash(context.Background(), "b.bin", HashBLAKE3)
 	if err != nil || got.BLAKE3 != b3Hex(other) || got.SHA256 != sumHex(other) {
 		t.Fatalf("OpenHash(blake3) of a written file: %+v, %v", got, err)
 	}
@@ -205,8 +207,14 @@ func TestPartialAcrossHashes(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.PartialHeld("peerA", "d.bin", size, hexd); got != 0 {
+	if got := f.PartialHeld("peerA", "d.bin", size, HashSHA256, hexd); got != 0 {
 		t.Fatalf("a declared BLAKE3 upload is held as a SHA-256 one: %d", got)
+	}
+	if got := f.PartialHeld("peerA", "d.bin", size, HashBLAKE3, hexd); got != half {
+		t.Fatalf("PartialHeld of the declared BLAKE3 upload = %d, want %d", got, half)
+	}
+	if got := f.PartialHeld("peerA", "d.bin", size, "md5", hexd); got != 0 {
+		t.Fatalf("PartialHeld of an unknown hash = %d", got)
 	}
 	p, err = f.OpenPartialHash(ctx, "peerA", "d.bin", size, HashBLAKE3, hexd)
 	if err != nil || p.Offset() != half {
@@ -226,5 +234,47 @@ func TestPartialAcrossHashes(t *testing.T) {
 		if _, err := f.OpenPartialHash(ctx, "peerA", "e.bin", size, c.alg, c.sum); err == nil {
 			t.Errorf("OpenPartialHash(%s, %q) succeeded", c.alg, c.sum)
 		}
+	}
+}
+
+// Pick maps each hash to its own field, and an unknown one to none.
+func TestHashPick(t *testing.T) {
+	var i FileInfo
+	for _, h := range []Hash{HashSHA256, HashBLAKE3} {
+		p := h.Pick(&i.SHA256, &i.BLAKE3)
+		if p == nil {
+			t.Fatalf("%s: no field", h)
+		}
+		*p = string(h)
+	}
+	if i.SHA256 != "sha256" || i.BLAKE3 != "blake3" || i.Sum(HashBLAKE3) != "blake3" {
+		t.Fatalf("fields %+v", i)
+	}
+	if Hash("md5").Pick(&i.SHA256, &i.BLAKE3) != nil || i.Sum("md5") != "" {
+		t.Fatal("an unknown hash picked a field")
+	}
+}
+
+// HashPrefix hashes exactly the first n bytes, across several reads, and
+// stops at a short file and at a cancelled context.
+func TestHashPrefix(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789abcdef"), (2*hashBuffer+100)/16)
+	r := bytes.NewReader(data)
+	for _, n := range []int64{0, 1, hashBuffer, hashBuffer + 7, int64(len(data))} {
+		h := sha256.New()
+		if err := HashPrefix(context.Background(), h, r, n); err != nil {
+			t.Fatalf("n=%d: %v", n, err)
+		}
+		if want := sha256.Sum256(data[:n]); !bytes.Equal(h.Sum(nil), want[:]) {
+			t.Fatalf("n=%d: wrong digest", n)
+		}
+	}
+	if err := HashPrefix(context.Background(), sha256.New(), r, int64(len(data))+1); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("past the end: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := HashPrefix(ctx, sha256.New(), r, int64(len(data))); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
 	}
 }

@@ -326,7 +326,7 @@ func (f *Files) OpenPartialHash(ctx context.Context, owner, name string, size in
 	}
 	h := alg.New()
 	if off > 0 {
-		if _, err := io.CopyBuffer(h, io.NewSectionReader(file, 0, off), make([]byte, min(off, hashBuffer))); err != nil {
+		if err := HashPrefix(ctx, h, file, off); err != nil {
 			return nil, f.errorf(op, name, "rehash the kept bytes: %w", scrub(err))
 		}
 	}
@@ -459,16 +459,18 @@ func (f *Files) removePart(name string, remove func(os.FileInfo) bool) (have int
 	return have, true, nil
 }
 
-// PartialHeld returns how many bytes of owner's upload of name (size bytes,
-// declared SHA-256 sha256hex or empty: the PartName key, which for an empty
-// one is that of an upload by either hash) the store keeps,
-// without opening it: 0 when there is none, or when the kept file is longer
-// than size (OpenPartial would start it over). Safe for concurrent use.
-func (f *Files) PartialHeld(owner, name string, size int64, sha256hex string) int64 {
-	if f.check("stat partial", name) != nil {
+// PartialHeld returns how many bytes of owner's upload of name the store
+// keeps, without opening it: the upload OpenPartialHash with the same
+// arguments would resume (size bytes checked by alg, declared as sum, or
+// undeclared when sum is empty, which is the same upload whatever alg; see
+// PartName). It is 0 when there is none, when the kept file is longer than
+// size (OpenPartialHash would start it over), or for a hash not Known.
+// Safe for concurrent use.
+func (f *Files) PartialHeld(owner, name string, size int64, alg Hash, sum string) int64 {
+	if !alg.Known() || f.check("stat partial", name) != nil {
 		return 0
 	}
-	st, err := f.root.Lstat(PartName(owner, name, size, sha256hex))
+	st, err := f.root.Lstat(partName(owner, name, size, alg, sum))
 	if err != nil || !st.Mode().IsRegular() || st.Size() > size {
 		return 0
 	}
@@ -558,7 +560,7 @@ func (p *Partial) Write(b []byte) (int, error) {
 		<-done
 		if n < len(b) {
 			p.h.Reset()
-			if _, herr := io.Copy(p.h, io.NewSectionReader(p.file, 0, p.off+int64(n))); herr != nil && err == nil {
+			if herr := HashPrefix(context.Background(), p.h, p.file, p.off+int64(n)); herr != nil && err == nil {
 				err = herr
 			}
 		}

@@ -31,14 +31,17 @@ func TestPartialUndeclaredHash(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.PartialHeld("peerA", "u.bin", size, ""); got != half {
+	if got := f.PartialHeld("peerA", "u.bin", size, HashSHA256, ""); got != half {
 		t.Fatalf("PartialHeld = %d, want %d", got, half)
+	}
+	if got := f.PartialHeld("peerA", "u.bin", size, HashBLAKE3, ""); got != half {
+		t.Fatalf("PartialHeld by BLAKE3 of an undeclared upload = %d, want %d (either hash resumes it)", got, half)
 	}
 	for _, other := range []struct {
 		owner, sum string
 		size       int64
 	}{{"peerB", "", size}, {"peerA", sumHex(data), size}, {"peerA", "", size + 1}} {
-		if got := f.PartialHeld(other.owner, "u.bin", other.size, other.sum); got != 0 {
+		if got := f.PartialHeld(other.owner, "u.bin", other.size, HashSHA256, other.sum); got != 0 {
 			t.Fatalf("PartialHeld(%q, %d, %q) = %d: keyed by owner, size and declared hash", other.owner, other.size, other.sum, got)
 		}
 	}
@@ -66,7 +69,7 @@ func TestPartialUndeclaredHash(t *testing.T) {
 	if _, err := p.Commit(); !errors.Is(err, ErrHashMismatch) {
 		t.Fatalf("Commit without a hash = %v", err)
 	}
-	if got := f.PartialHeld("peerA", "u.bin", size, ""); got != size {
+	if got := f.PartialHeld("peerA", "u.bin", size, HashSHA256, ""); got != size {
 		t.Fatalf("kept %d bytes after a Commit without a hash, want %d", got, size)
 	}
 	if used, _ := f.Usage(); used != size {
