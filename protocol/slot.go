@@ -245,7 +245,10 @@ func parseSlot(raw []byte) Slot {
 		return Slot{ID: nullID, Err: Errorf(CodeInvalidRequest, "invalid request: a slot must be a JSON object")}
 	}
 	if err := Unmarshal(raw, &s); err != nil {
-		if isSyntaxError(err) {
+		if isSyntaxError(err) || !ValidJSON(raw) {
+			// Not JSON (the decoder may find a member of the wrong type
+			// before the text ends short): for a lone slot, a parse error
+			// of the message as a whole.
 			return Slot{Err: errNotJSON()}
 		}
 		// Keep the id when it can be read, so the caller can match the error.
