@@ -124,14 +124,34 @@ func Add[In, Out any](r *Registry, name, description string, tags []string, fn f
 	}
 	h := func(ctx context.Context, args json.RawMessage) (any, error) {
 		var in In
-		if err := protocol.Unmarshal(args, &in); err != nil {
-			return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for %s: %v", name, err)
+		if d, ok := any(&in).(argsDecoder); !ok || !d.decodeArgs(args) {
+			if err := protocol.Unmarshal(args, &in); err != nil {
+				return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for %s: %v", name, err)
+			}
 		}
 		return fn(ctx, in)
 	}
 	if err := r.AddRaw(protocol.SkillDescriptor{Name: name, Description: description, Tags: tags, InputSchema: raw}, h); err != nil {
 		panic(err.Error())
 	}
+}
+
+// argsDecoder is implemented by the pointer to a skill's argument type
+// that reads the common shapes of its arguments itself, in place, the same
+// as protocol.Unmarshal would (ping's: PingArgs). args is one valid JSON
+// value, and is only valid during the call; false leaves the arguments to
+// protocol.Unmarshal, into a zero value.
+type argsDecoder interface {
+	decodeArgs(args []byte) bool
+}
+
+// resultAppender is implemented by a skill's result that writes itself,
+// byte for byte what json.Marshal writes for it, without reflection
+// (ping's: *PingResult); false leaves it to json.Marshal. Call trusts what
+// it appends to be valid JSON (tests hold each one to json.Marshal).
+type resultAppender interface {
+	appendResult(b []byte) ([]byte, bool)
+	resultSize() int
 }
 
 // ErrDuplicate is returned by AddRaw when a skill of that name exists.
@@ -280,6 +300,11 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 		}
 		return raw, nil
 	}
+	if a, ok := out.(resultAppender); ok {
+		if raw, ok := a.appendResult(make([]byte, 0, a.resultSize())); ok {
+			return raw, nil
+		}
+	}
 	raw, err := json.Marshal(out)
 	if err != nil {
 		r.log.Warn("skill result not encodable", "skill", name, "err", err)
@@ -306,7 +331,28 @@ type callInfoKey struct{}
 
 // WithCallInfo returns ctx carrying ci.
 func WithCallInfo(ctx context.Context, ci CallInfo) context.Context {
-	return context.WithValue(ctx, callInfoKey{}, ci)
+	// One allocation, the context and ci together; context.WithValue would
+	// box ci in a second.
+	return &callInfoCtx{Context: ctx, ci: ci}
+}
+
+// callInfoCtx is a context carrying a CallInfo (WithCallInfo).
+type callInfoCtx struct {
+	context.Context
+	ci CallInfo
+}
+
+// Value returns the CallInfo for callInfoKey, else the parent's value.
+func (c *callInfoCtx) Value(key any) any {
+	if _, ok := key.(callInfoKey); ok {
+		return c.ci
+	}
+	return c.Context.Value(key)
+}
+
+// String names the context as context.WithValue's do.
+func (c *callInfoCtx) String() string {
+	return fmt.Sprintf("%v.WithValue(skills.CallInfo)", c.Context)
 }
 
 // CallInfoFrom returns the CallInfo in ctx, or a zero CallInfo.
