@@ -54,10 +54,11 @@ func (n *Node) AppendHandle(ctx context.Context, c Caller, msg, dst []byte) (out
 	}
 
 	var list []protocol.Response
+	var one [1]protocol.Response // a lone slot's response, not on the heap
 	if len(req.Slots) == 1 {
 		// A lone slot runs inline: no goroutine, no stack to grow.
-		if r := n.runSlot(ctx, c, &req.Slots[0]); r != nil {
-			list = []protocol.Response{*r}
+		if answered := n.runSlot(ctx, c, &req.Slots[0], &one[0]); answered {
+			list = one[:]
 		}
 	} else {
 		list = n.runBatch(ctx, c, req.Slots)
@@ -80,7 +81,8 @@ func (n *Node) AppendHandle(ctx context.Context, c Caller, msg, dst []byte) (out
 // runBatch runs the slots of a batch, at most maxConcurrentSlots at once,
 // and returns their responses in slot order (none for notifications).
 func (n *Node) runBatch(ctx context.Context, c Caller, slots []protocol.Slot) []protocol.Response {
-	resps := make([]*protocol.Response, len(slots))
+	resps := make([]protocol.Response, len(slots))
+	answered := make([]bool, len(slots))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, maxConcurrentSlots)
 	for i := range slots {
@@ -88,22 +90,23 @@ func (n *Node) runBatch(ctx context.Context, c Caller, slots []protocol.Slot) []
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			resps[i] = n.runSlot(ctx, c, &slots[i])
+			answered[i] = n.runSlot(ctx, c, &slots[i], &resps[i])
 		}()
 	}
 	wg.Wait()
-	list := make([]protocol.Response, 0, len(resps))
-	for _, r := range resps {
-		if r != nil {
-			list = append(list, *r)
+	list := resps[:0]
+	for i := range resps {
+		if answered[i] {
+			list = append(list, resps[i])
 		}
 	}
 	return list
 }
 
-// runSlot runs one slot and returns its response, nil for a notification.
-// A panic in a skill becomes CodeInternal for that slot alone.
-func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot) (resp *protocol.Response) {
+// runSlot runs one slot and sets *resp to its response; answered is false
+// for a notification, which gets none. A panic in a skill becomes
+// CodeInternal for that slot alone.
+func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot, resp *protocol.Response) (answered bool) {
 	start := time.Now()
 	ctx, span := n.startSpan(ctx, s)
 	var skill string
@@ -118,15 +121,15 @@ func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot) (resp *p
 		n.auditVerdict(ctx, c, s.Method, skill, perr, start, v)
 		n.endSpan(span, c, skill, perr)
 		if s.IsNotification() { // ParseRequest gives every invalid slot id null
-			resp = nil
+			answered = false
 			return
 		}
+		answered = true
 		if perr != nil {
-			r := protocol.ErrorResponse(s.ID, perr)
-			resp = &r
+			*resp = protocol.ErrorResponse(s.ID, perr)
 			return
 		}
-		resp = &protocol.Response{JSONRPC: "2.0", ID: s.ID, Result: result}
+		*resp = protocol.Response{JSONRPC: "2.0", ID: s.ID, Result: result}
 	}()
 	if s.Err != nil {
 		perr = s.Err

@@ -115,8 +115,12 @@ func (n *Node) startSpan(ctx context.Context, s *protocol.Slot) (context.Context
 			ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
 		}
 	}
-	return n.tracer.Start(ctx, spanMethod(s.Method), trace.WithSpanKind(trace.SpanKindServer))
+	return n.tracer.Start(ctx, spanMethod(s.Method), serverSpan)
 }
+
+// serverSpan is startSpan's option, made once: made per call, it was an
+// allocation of every call.
+var serverSpan = trace.WithSpanKind(trace.SpanKindServer)
 
 // spanMethod is the name of a slot's span: its method when it is one of
 // the protocol's, else "unknown".
