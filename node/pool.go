@@ -34,9 +34,9 @@ type pooledStream struct {
 	s    network.Stream
 	fr   *transport.FrameReader
 	last time.Time
-	// deadline is set while the stream carries a call's deadline, which
-	// put clears.
-	deadline bool
+	// deadline is the deadline the stream carries (zero: none), the last
+	// call's (exchange).
+	deadline time.Time
 }
 
 // peerStreams are the client's streams to one peer.
@@ -126,10 +126,6 @@ func (p *streamPool) get(ctx context.Context, pid peer.ID, maxMsg int) (*pooledS
 // closed).
 func (p *streamPool) put(pid peer.ID, s *pooledStream) {
 	s.last = p.now()
-	if s.deadline {
-		_ = s.s.SetDeadline(time.Time{})
-		s.deadline = false
-	}
 	p.mu.Lock()
 	if ps := p.peers[pid]; !p.closed && ps != nil {
 		ps.idle = append(ps.idle, s)

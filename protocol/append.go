@@ -78,6 +78,27 @@ func escapeBits(w uint64) uint64 {
 // must be valid JSON (or empty, and then left out); [Slot.Check] is for
 // slots whose params come from outside.
 func AppendSlot(b []byte, s *Slot) []byte {
+	b = appendSlotHead(b, s)
+	if len(s.Params) > 0 {
+		b = append(b, `,"params":`...)
+		b = append(b, s.Params...)
+	}
+	return appendSlotTail(b, s)
+}
+
+// AppendCallSlot is AppendSlot for a tools/call slot whose params are
+// {"name":skill,"arguments":args} (AppendCallParams), written in place
+// rather than built first; s.Params is not used. args must be valid JSON
+// (or empty, and then left out).
+func AppendCallSlot(b []byte, s *Slot, skill string, args json.RawMessage) []byte {
+	b = appendSlotHead(b, s)
+	b = append(b, `,"params":`...)
+	b = AppendCallParams(b, skill, args)
+	return appendSlotTail(b, s)
+}
+
+// appendSlotHead appends the members of s before its params.
+func appendSlotHead(b []byte, s *Slot) []byte {
 	b = append(b, `{"jsonrpc":`...)
 	b = AppendJSONString(b, s.JSONRPC)
 	if len(s.ID) > 0 {
@@ -85,11 +106,11 @@ func AppendSlot(b []byte, s *Slot) []byte {
 		b = append(b, s.ID...)
 	}
 	b = append(b, `,"method":`...)
-	b = AppendJSONString(b, s.Method)
-	if len(s.Params) > 0 {
-		b = append(b, `,"params":`...)
-		b = append(b, s.Params...)
-	}
+	return AppendJSONString(b, s.Method)
+}
+
+// appendSlotTail appends the members of s after its params, and closes it.
+func appendSlotTail(b []byte, s *Slot) []byte {
 	if c := s.Context; c != nil {
 		b = append(b, `,"context":{`...)
 		open := len(b)
