@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // The hot path writes its few fixed JSON shapes (a slot, a response, an
@@ -19,7 +20,10 @@ import (
 // anything else goes through encoding/json, escapes and all.
 func AppendJSONString(b []byte, s string) []byte {
 	if !verbatimString(s) {
-		q, _ := json.Marshal(s) // a string always encodes
+		// A string always encodes. The clone keeps s from escaping (to
+		// the interface json.Marshal takes), so that a caller's slot or
+		// record can stay on its stack.
+		q, _ := json.Marshal(strings.Clone(s))
 		return append(b, q...)
 	}
 	b = append(b, '"')
