@@ -50,9 +50,17 @@ func Verbatim(s []byte) bool {
 	return true
 }
 
-// verbatimString is Verbatim for a string, which in the protocol's own
-// fields (PeerIDs, names, methods) is short: a byte at a time.
+// verbatimString is Verbatim for a string: eight bytes at a time (the
+// protocol's own fields, PeerIDs and multiaddrs, are some 50 bytes long).
 func verbatimString(s string) bool {
+	for len(s) >= 8 {
+		w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		if escapeBits(w) != 0 {
+			return false
+		}
+		s = s[8:]
+	}
 	for i := 0; i < len(s); i++ {
 		if !verbatimByte(s[i]) {
 			return false

@@ -179,3 +179,11 @@ func BenchmarkVerbatim(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkAppendJSONString(b *testing.B) {
+	id := "12D3KooWDGWf3A9cQHJfxnotujMP8625N3TAY5t7dBodDwwrPjBZ"
+	buf := make([]byte, 0, 128)
+	for b.Loop() {
+		buf = AppendJSONString(buf[:0], id)
+	}
+}
