@@ -461,7 +461,7 @@ func (n *Client) sendTo(ctx context.Context, pid peer.ID, msg []byte, want []jso
 			return nil, nil, fmt.Errorf("node: call %s: %w", pid, err)
 		}
 		n.pool.discard(pid, ps, true)
-		if reused && attempt == 0 && (!sent || errors.Is(err, io.EOF)) {
+		if reused && attempt == 0 && (!sent || errors.Is(err, io.EOF)) && ctx.Err() == nil {
 			continue
 		}
 		return nil, nil, fmt.Errorf("node: call %s: %w", pid, err)
@@ -525,29 +525,29 @@ func (n *Client) wireID() json.RawMessage {
 
 // exchange writes msg and reads one reply frame on ps. sent reports whether
 // msg was written fully. reusable is false when ctx ended during the
-// exchange: its hook then sets (or is about to set) a past deadline on the
-// stream, which must not reach the next call through the pool.
+// exchange: its hook then set a past deadline on the stream, which must
+// not reach the next call through the pool.
 //
-// The stream keeps the deadline of the call that used it last: a call
-// with the same deadline (the calls under one context) sets none, and
-// each yamux deadline set is two timers.
+// The stream keeps the deadline of the call that used it last, and the
+// hook of its context (pooledStream.watch): a call under the same context
+// as the one before (the calls of one caller, one after the other) sets
+// neither again; each yamux deadline set is two timers.
 func exchange(ctx context.Context, ps *pooledStream, msg []byte, wantReply bool) (out []byte, sent, reusable bool, err error) {
 	if dl, _ := ctx.Deadline(); !dl.Equal(ps.deadline) {
 		_ = ps.s.SetDeadline(dl)
 		ps.deadline = dl
 	}
-	stop := func() bool { return true }
-	if ctx.Done() != nil { // a context that can end: the hook cuts the stream short
-		stop = context.AfterFunc(ctx, func() { _ = ps.s.SetDeadline(time.Unix(1, 0)) })
+	if !ps.watch(ctx) {
+		return nil, false, ps.done(), ctx.Err()
 	}
 	if err := transport.WriteFrame(ps.s, msg); err != nil {
-		stop()
+		ps.done()
 		return nil, false, false, ctxErr(ctx, err)
 	}
 	if wantReply {
 		out, err = ps.fr.ReadFrame()
 	}
-	reusable = stop() // false: the hook ran, or is running
+	reusable = ps.done()
 	if err != nil {
 		return nil, true, false, ctxErr(ctx, err)
 	}
