@@ -15,6 +15,7 @@ import (
 	"github.com/mcpv2/mcpv2/node/skills"
 	"github.com/mcpv2/mcpv2/node/store"
 	"github.com/mcpv2/mcpv2/protocol"
+	"github.com/mcpv2/mcpv2/transport"
 )
 
 // Caller is who sent a request to Handle: protocol.Caller, so that the
@@ -56,8 +57,12 @@ func (n *Node) AppendHandle(ctx context.Context, c Caller, msg, dst []byte) (out
 	var list []protocol.Response
 	var one [1]protocol.Response // a lone slot's response, not on the heap
 	if len(req.Slots) == 1 {
-		// A lone slot runs inline: no goroutine, no stack to grow.
-		if answered := n.runSlot(ctx, c, &req.Slots[0], &one[0]); answered {
+		// A lone slot runs inline: no goroutine, no stack to grow. Its
+		// result is written into a pooled buffer, given back once the
+		// response holds a copy.
+		scratch := transport.GetBuffer(responseBuffer)
+		defer func() { transport.ReleaseFrame(scratch) }()
+		if answered := n.runSlot(ctx, c, &req.Slots[0], &one[0], &scratch); answered {
 			list = one[:]
 		}
 	} else {
@@ -90,7 +95,7 @@ func (n *Node) runBatch(ctx context.Context, c Caller, slots []protocol.Slot) []
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			answered[i] = n.runSlot(ctx, c, &slots[i], &resps[i])
+			answered[i] = n.runSlot(ctx, c, &slots[i], &resps[i], nil)
 		}()
 	}
 	wg.Wait()
@@ -105,8 +110,11 @@ func (n *Node) runBatch(ctx context.Context, c Caller, slots []protocol.Slot) []
 
 // runSlot runs one slot and sets *resp to its response; answered is false
 // for a notification, which gets none. A panic in a skill becomes
-// CodeInternal for that slot alone.
-func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot, resp *protocol.Response) (answered bool) {
+// CodeInternal for that slot alone. With scratch, a skill's result is
+// appended to *scratch (Registry.AppendCall) and the response's result
+// refers to it: the caller keeps it until the response is encoded; nil:
+// the result is a buffer of its own.
+func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot, resp *protocol.Response, scratch *[]byte) (answered bool) {
 	start := time.Now()
 	ctx, span := n.startSpan(ctx, s)
 	var skill string
@@ -171,7 +179,13 @@ func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot, resp *pr
 		}
 		cctx := skills.WithCallInfo(ctx, skills.CallInfo{Caller: c.ID, Via: c.Via, Provider: provider, Kind: kind})
 		var err error
-		result, err = n.reg.Call(cctx, skill, p.Arguments)
+		if scratch != nil {
+			if *scratch, err = n.reg.AppendCall(cctx, (*scratch)[:0], skill, p.Arguments); err == nil {
+				result = *scratch
+			}
+		} else {
+			result, err = n.reg.Call(cctx, skill, p.Arguments)
+		}
 		perr = protocol.AsError(err)
 	default:
 		perr = protocol.Errorf(protocol.CodeMethodNotFound, "method not found: %q", s.Method)

@@ -46,9 +46,9 @@ var pingSeeds = []string{
 	`{"Payload":"case"}`,
 }
 
-// FuzzPing: ping's result through Registry.Call is byte for byte what
-// decoding its arguments into `any` and json.Marshal of the result give,
-// whichever way the arguments were read.
+// FuzzPing: ping's result through Registry.Call (and AppendCall) is byte
+// for byte what decoding its arguments into `any` and json.Marshal of the
+// result give, whichever way the arguments were read.
 func FuzzPing(f *testing.F) {
 	for _, s := range pingSeeds {
 		f.Add([]byte(s))
@@ -67,6 +67,10 @@ func FuzzPing(f *testing.F) {
 		}
 		if string(got) != string(want) {
 			t.Fatalf("ping(%s) = %s, want %s", args, got, want)
+		}
+		appended, err := r.AppendCall(context.Background(), []byte("prefix "), "ping", args)
+		if err != nil || string(appended) != "prefix "+string(want) {
+			t.Fatalf("AppendCall ping(%s) = %s, %v; want the prefix and %s", args, appended, err, want)
 		}
 	})
 }
@@ -98,5 +102,38 @@ func BenchmarkRegistryCallPing(b *testing.B) {
 		if _, err := r.Call(ctx, "ping", args); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestAppendCallIsCall: AppendCall appends what Call returns, for results
+// json.Marshal encodes, raw results and results that write themselves,
+// and leaves dst as it was on an error.
+func TestAppendCallIsCall(t *testing.T) {
+	r := NewRegistry(nil)
+	RegisterStandard(r, Deps{PeerID: "12D3KooWPeer", Now: func() time.Time { return time.UnixMilli(5) }})
+	Add(r, "typed", "", nil, func(context.Context, struct{}) (map[string]string, error) {
+		return map[string]string{"b": "<2>", "a": "1"}, nil
+	})
+	if err := r.AddRaw(protocol.SkillDescriptor{Name: "raw"}, func(context.Context, json.RawMessage) (any, error) {
+		return json.RawMessage(`[1, 2]`), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, c := range []struct{ skill, args string }{
+		{"typed", `{}`}, {"raw", `{}`}, {"ping", `{"payload":"p"}`}, {"ping", `{"payload":{"x":[1]}}`},
+	} {
+		want, err := r.Call(ctx, c.skill, json.RawMessage(c.args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.AppendCall(ctx, []byte("dst:"), c.skill, json.RawMessage(c.args))
+		if err != nil || string(got) != "dst:"+string(want) {
+			t.Errorf("AppendCall(%s) = %q, %v; want dst:%s", c.skill, got, err, want)
+		}
+	}
+	got, err := r.AppendCall(ctx, []byte("dst:"), "ping", json.RawMessage(`{"extra":1}`))
+	if err == nil || string(got) != "dst:" {
+		t.Errorf("AppendCall with arguments the schema refuses = %q, %v; want dst: as it was and an error", got, err)
 	}
 }
