@@ -80,6 +80,39 @@ func TestSkillCancelledWhenCallerResets(t *testing.T) {
 	t.Logf("skill cancelled %v after the reset", time.Since(reset))
 }
 
+// TestResetCancelsAfterQuickCalls: the watch timer that quick calls on a
+// stream set (and leave set) fires while a long request that follows them
+// is younger than watchDelay; it must wait out the rest and then start the
+// watch, so that a reset cancels the request.
+func TestResetCancelsAfterQuickCalls(t *testing.T) {
+	a, b := pair(t, nil)
+	started, _, ended := blockingSkill(b, "block")
+	s := rpcStream(t, a, b)
+	fr := transport.NewFrameReader(s, 1<<20)
+	for i := range 5 {
+		if err := transport.WriteFrame(s, []byte(slotJSON(i, "ping", "{}"))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fr.ReadFrame(); err != nil {
+			t.Fatalf("quick call %d: %v", i, err)
+		}
+	}
+	time.Sleep(watchDelay / 2) // the timer the quick calls set fires while the next request runs
+	if err := transport.WriteFrame(s, []byte(slotJSON(9, "block", "{}"))); err != nil {
+		t.Fatal(err)
+	}
+	begun := time.Now()
+	waitFor(t, started, "the skill to start")
+	time.Sleep(3 * watchDelay)
+	if err := s.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(t, ended, "the skill to be cancelled"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the skill ended with ctx.Err() = %v, want context.Canceled", err)
+	}
+	t.Logf("skill cancelled %v after it began", time.Since(begun))
+}
+
 // TestSkillNotCancelledByHalfClose: a caller that half-closes after its
 // request (as a one-shot client does) still gets the answer, and the skill
 // runs to its end uncancelled.

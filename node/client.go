@@ -427,6 +427,13 @@ func (n *Client) Send(ctx context.Context, pid peer.ID, msg []byte, wantReply bo
 // notification-only message it is closed, since a peer that refuses such a
 // message as a whole still answers it.
 func (n *Client) send(ctx context.Context, pid peer.ID, msg []byte, want []json.RawMessage) ([]byte, []protocol.Response, error) {
+	return n.sendTo(ctx, pid, msg, want, nil)
+}
+
+// sendTo is send appending the decoded answer to dst, so that a caller
+// with room for it (callOne: one response, on its stack) allocates no
+// slice for it.
+func (n *Client) sendTo(ctx context.Context, pid peer.ID, msg []byte, want []json.RawMessage, dst []protocol.Response) ([]byte, []protocol.Response, error) {
 	for attempt := 0; ; attempt++ {
 		ps, reused, err := n.pool.get(ctx, pid, n.maxMsg)
 		if err != nil {
@@ -439,7 +446,7 @@ func (n *Client) send(ctx context.Context, pid peer.ID, msg []byte, want []json.
 		}
 		if err == nil {
 			var resps []protocol.Response
-			if resps, err = protocol.ParseResponses(out); err == nil {
+			if resps, err = protocol.ParseResponsesTo(dst, out); err == nil {
 				err = matchIDs(resps, want)
 			}
 			if err == nil {
@@ -454,7 +461,7 @@ func (n *Client) send(ctx context.Context, pid peer.ID, msg []byte, want []json.
 			return nil, nil, fmt.Errorf("node: call %s: %w", pid, err)
 		}
 		n.pool.discard(pid, ps, true)
-		if reused && attempt == 0 && (!sent || errors.Is(err, io.EOF)) {
+		if reused && attempt == 0 && (!sent || errors.Is(err, io.EOF)) && ctx.Err() == nil {
 			continue
 		}
 		return nil, nil, fmt.Errorf("node: call %s: %w", pid, err)
@@ -518,22 +525,29 @@ func (n *Client) wireID() json.RawMessage {
 
 // exchange writes msg and reads one reply frame on ps. sent reports whether
 // msg was written fully. reusable is false when ctx ended during the
-// exchange: its hook then sets (or is about to set) a past deadline on the
-// stream, which must not reach the next call through the pool.
+// exchange: its hook then set a past deadline on the stream, which must
+// not reach the next call through the pool.
+//
+// The stream keeps the deadline of the call that used it last, and the
+// hook of its context (pooledStream.watch): a call under the same context
+// as the one before (the calls of one caller, one after the other) sets
+// neither again; each yamux deadline set is two timers.
 func exchange(ctx context.Context, ps *pooledStream, msg []byte, wantReply bool) (out []byte, sent, reusable bool, err error) {
-	if dl, ok := ctx.Deadline(); ok {
+	if dl, _ := ctx.Deadline(); !dl.Equal(ps.deadline) {
 		_ = ps.s.SetDeadline(dl)
-		ps.deadline = true
+		ps.deadline = dl
 	}
-	stop := context.AfterFunc(ctx, func() { _ = ps.s.SetDeadline(time.Unix(1, 0)) })
+	if !ps.watch(ctx) {
+		return nil, false, ps.done(), ctx.Err()
+	}
 	if err := transport.WriteFrame(ps.s, msg); err != nil {
-		stop()
+		ps.done()
 		return nil, false, false, ctxErr(ctx, err)
 	}
 	if wantReply {
 		out, err = ps.fr.ReadFrame()
 	}
-	reusable = stop() // false: the hook ran, or is running
+	reusable = ps.done()
 	if err != nil {
 		return nil, true, false, ctxErr(ctx, err)
 	}
@@ -646,8 +660,7 @@ func (n *Client) CallSkill(ctx context.Context, addr protocol.Address, skill str
 	if len(args) > 0 && !protocol.ValidJSON(args) {
 		return nil, fmt.Errorf("node: call %s: the arguments are not valid JSON", skill)
 	}
-	params := protocol.AppendCallParams(make([]byte, 0, len(args)+len(skill)+32), skill, args)
-	return n.callOne(ctx, addr, protocol.MethodToolsCall, params, o)
+	return n.callSlot(ctx, addr, protocol.MethodToolsCall, skill, args, o)
 }
 
 // CallMethod runs one slot of method (tools/list, agent/card) on addr.
@@ -655,8 +668,44 @@ func (n *Client) CallMethod(ctx context.Context, addr protocol.Address, method s
 	return n.callOne(ctx, addr, method, json.RawMessage("{}"), o)
 }
 
+// callOne runs one slot of method with params (valid JSON) on addr and
+// returns its result, or the peer's refusal as its *protocol.Error.
 func (n *Client) callOne(ctx context.Context, addr protocol.Address, method string, params json.RawMessage, o protocol.CallOptions) (json.RawMessage, error) {
-	resps, err := n.call(ctx, addr, []protocol.Slot{{ID: json.RawMessage("1"), Method: method, Params: params}}, false, o)
+	return n.callSlot(ctx, addr, method, "", params, o)
+}
+
+// callSlot is call for one slot of method, built on the stack: the slot,
+// its wire id and the answer's place are not allocated, and the message is
+// written straight into a pooled buffer. With skill (tools/call), the
+// params are {"name":skill,"arguments":params}, written in place; else
+// params are the slot's. params are valid JSON.
+func (n *Client) callSlot(ctx context.Context, addr protocol.Address, method, skill string, params json.RawMessage, o protocol.CallOptions) (json.RawMessage, error) {
+	pid, err := n.Connect(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	if o.Session == "" {
+		o.Session = n.meshSession(pid, protocol.PurposeRPC)
+	}
+	var idBuf [20]byte
+	s := protocol.Slot{JSONRPC: "2.0", ID: strconv.AppendUint(idBuf[:0], n.ids.Add(1), 10), Method: method}
+	var sc protocol.SlotContext
+	if tp := Traceparent(ctx); o.Provider != "" || o.Session != "" || tp != "" {
+		sc = protocol.SlotContext{Provider: o.Provider, Session: o.Session, Traceparent: tp}
+		s.Context = &sc
+	}
+	msg := transport.GetBuffer(len(params) + len(method) + len(skill) + len(sc.Session) + len(sc.Traceparent) + len(sc.Provider) + 192)
+	if skill != "" {
+		msg = protocol.AppendCallSlot(msg, &s, skill, params)
+	} else {
+		s.Params = params
+		msg = protocol.AppendSlot(msg, &s)
+	}
+	want := [1]json.RawMessage{s.ID}
+	var answer [1]protocol.Response
+	out, resps, err := n.sendTo(ctx, pid, msg, want[:], answer[:0])
+	transport.ReleaseFrame(msg)
+	transport.ReleaseFrame(out) // resps hold copies
 	if err != nil {
 		return nil, err
 	}

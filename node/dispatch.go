@@ -15,6 +15,7 @@ import (
 	"github.com/mcpv2/mcpv2/node/skills"
 	"github.com/mcpv2/mcpv2/node/store"
 	"github.com/mcpv2/mcpv2/protocol"
+	"github.com/mcpv2/mcpv2/transport"
 )
 
 // Caller is who sent a request to Handle: protocol.Caller, so that the
@@ -54,10 +55,15 @@ func (n *Node) AppendHandle(ctx context.Context, c Caller, msg, dst []byte) (out
 	}
 
 	var list []protocol.Response
+	var one [1]protocol.Response // a lone slot's response, not on the heap
 	if len(req.Slots) == 1 {
-		// A lone slot runs inline: no goroutine, no stack to grow.
-		if r := n.runSlot(ctx, c, &req.Slots[0]); r != nil {
-			list = []protocol.Response{*r}
+		// A lone slot runs inline: no goroutine, no stack to grow. Its
+		// result is written into a pooled buffer, given back once the
+		// response holds a copy.
+		scratch := transport.GetBuffer(responseBuffer)
+		defer func() { transport.ReleaseFrame(scratch) }()
+		if answered := n.runSlot(ctx, c, &req.Slots[0], &one[0], &scratch); answered {
+			list = one[:]
 		}
 	} else {
 		list = n.runBatch(ctx, c, req.Slots)
@@ -80,7 +86,8 @@ func (n *Node) AppendHandle(ctx context.Context, c Caller, msg, dst []byte) (out
 // runBatch runs the slots of a batch, at most maxConcurrentSlots at once,
 // and returns their responses in slot order (none for notifications).
 func (n *Node) runBatch(ctx context.Context, c Caller, slots []protocol.Slot) []protocol.Response {
-	resps := make([]*protocol.Response, len(slots))
+	resps := make([]protocol.Response, len(slots))
+	answered := make([]bool, len(slots))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, maxConcurrentSlots)
 	for i := range slots {
@@ -88,22 +95,26 @@ func (n *Node) runBatch(ctx context.Context, c Caller, slots []protocol.Slot) []
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			resps[i] = n.runSlot(ctx, c, &slots[i])
+			answered[i] = n.runSlot(ctx, c, &slots[i], &resps[i], nil)
 		}()
 	}
 	wg.Wait()
-	list := make([]protocol.Response, 0, len(resps))
-	for _, r := range resps {
-		if r != nil {
-			list = append(list, *r)
+	list := resps[:0]
+	for i := range resps {
+		if answered[i] {
+			list = append(list, resps[i])
 		}
 	}
 	return list
 }
 
-// runSlot runs one slot and returns its response, nil for a notification.
-// A panic in a skill becomes CodeInternal for that slot alone.
-func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot) (resp *protocol.Response) {
+// runSlot runs one slot and sets *resp to its response; answered is false
+// for a notification, which gets none. A panic in a skill becomes
+// CodeInternal for that slot alone. With scratch, a skill's result is
+// appended to *scratch (Registry.AppendCall) and the response's result
+// refers to it: the caller keeps it until the response is encoded; nil:
+// the result is a buffer of its own.
+func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot, resp *protocol.Response, scratch *[]byte) (answered bool) {
 	start := time.Now()
 	ctx, span := n.startSpan(ctx, s)
 	var skill string
@@ -118,15 +129,15 @@ func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot) (resp *p
 		n.auditVerdict(ctx, c, s.Method, skill, perr, start, v)
 		n.endSpan(span, c, skill, perr)
 		if s.IsNotification() { // ParseRequest gives every invalid slot id null
-			resp = nil
+			answered = false
 			return
 		}
+		answered = true
 		if perr != nil {
-			r := protocol.ErrorResponse(s.ID, perr)
-			resp = &r
+			*resp = protocol.ErrorResponse(s.ID, perr)
 			return
 		}
-		resp = &protocol.Response{JSONRPC: "2.0", ID: s.ID, Result: result}
+		*resp = protocol.Response{JSONRPC: "2.0", ID: s.ID, Result: result}
 	}()
 	if s.Err != nil {
 		perr = s.Err
@@ -168,7 +179,13 @@ func (n *Node) runSlot(ctx context.Context, c Caller, s *protocol.Slot) (resp *p
 		}
 		cctx := skills.WithCallInfo(ctx, skills.CallInfo{Caller: c.ID, Via: c.Via, Provider: provider, Kind: kind})
 		var err error
-		result, err = n.reg.Call(cctx, skill, p.Arguments)
+		if scratch != nil {
+			if *scratch, err = n.reg.AppendCall(cctx, (*scratch)[:0], skill, p.Arguments); err == nil {
+				result = *scratch
+			}
+		} else {
+			result, err = n.reg.Call(cctx, skill, p.Arguments)
+		}
 		perr = protocol.AsError(err)
 	default:
 		perr = protocol.Errorf(protocol.CodeMethodNotFound, "method not found: %q", s.Method)

@@ -29,14 +29,78 @@ const (
 	idleKeep = 45 * time.Second
 )
 
-// pooledStream is a client RPC stream with its frame reader.
+// pooledStream is a client RPC stream with its frame reader. One call uses
+// it at a time (the pool hands it to one); mu guards busy and cut, which
+// the cancellation hook reads from its own goroutine.
 type pooledStream struct {
 	s    network.Stream
 	fr   *transport.FrameReader
 	last time.Time
-	// deadline is set while the stream carries a call's deadline, which
-	// put clears.
-	deadline bool
+	// deadline is the deadline the stream carries (zero: none), the last
+	// call's (exchange).
+	deadline time.Time
+	// hookCtx is the context whose end cuts the call on this stream short
+	// (the last call's), and stopHook deregisters that hook (nil: none).
+	// Calls in a row under one context share the hook: registering one
+	// per call cost two allocations and an insert and a delete in the
+	// context's map of children, under its lock, which every call in
+	// flight under that context takes.
+	hookCtx  context.Context
+	stopHook func() bool
+
+	mu sync.Mutex
+	// busy is the context of the call in progress, nil between calls: a
+	// hook cuts the stream only during a call of its own context.
+	busy context.Context
+	// cut is set by a hook that cut the call in progress: the stream then
+	// carries a past deadline and is not reused.
+	cut bool
+}
+
+// watch makes the end of ctx cut the call about to run on the stream
+// short (a past deadline), reusing the hook of the previous call when it
+// had the same context. It reports false, and the call must not start,
+// when ctx has already ended.
+func (ps *pooledStream) watch(ctx context.Context) bool {
+	ps.mu.Lock()
+	ps.busy, ps.cut = ctx, false
+	ps.mu.Unlock()
+	if ps.hookCtx != ctx {
+		ps.unwatch()
+		if ctx.Done() != nil { // a context that cannot end needs no hook
+			ps.hookCtx = ctx
+			ps.stopHook = context.AfterFunc(ctx, func() {
+				ps.mu.Lock()
+				defer ps.mu.Unlock()
+				if ps.busy == ctx {
+					_ = ps.s.SetDeadline(time.Unix(1, 0))
+					ps.cut = true
+				}
+			})
+		}
+	}
+	// After busy is set: a hook that ran before it found the stream idle,
+	// and then ctx's error is already set.
+	return ctx.Err() == nil
+}
+
+// done ends the call's watch and reports whether the stream is fit for
+// another call: false when the hook cut it.
+func (ps *pooledStream) done() bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.busy = nil
+	return !ps.cut
+}
+
+// unwatch deregisters the stream's hook, if any: before another context's
+// hook replaces it, and when the stream is closed (a hook kept past that
+// would keep the stream reachable from its context).
+func (ps *pooledStream) unwatch() {
+	if ps.stopHook != nil {
+		ps.stopHook()
+	}
+	ps.hookCtx, ps.stopHook = nil, nil
 }
 
 // peerStreams are the client's streams to one peer.
@@ -91,6 +155,7 @@ func (p *streamPool) get(ctx context.Context, pid peer.ID, maxMsg int) (*pooledS
 				p.mu.Unlock()
 				return s, true, nil
 			}
+			s.unwatch()
 			_ = s.s.Close()
 			ps.open--
 		}
@@ -126,10 +191,6 @@ func (p *streamPool) get(ctx context.Context, pid peer.ID, maxMsg int) (*pooledS
 // closed).
 func (p *streamPool) put(pid peer.ID, s *pooledStream) {
 	s.last = p.now()
-	if s.deadline {
-		_ = s.s.SetDeadline(time.Time{})
-		s.deadline = false
-	}
 	p.mu.Lock()
 	if ps := p.peers[pid]; !p.closed && ps != nil {
 		ps.idle = append(ps.idle, s)
@@ -144,6 +205,7 @@ func (p *streamPool) put(pid peer.ID, s *pooledStream) {
 // discard ends a stream from get that does not go back: reset after a
 // failure, else closed.
 func (p *streamPool) discard(pid peer.ID, s *pooledStream, reset bool) {
+	s.unwatch()
 	if reset {
 		_ = s.s.Reset()
 	} else {
@@ -192,6 +254,7 @@ func (p *streamPool) closeAll() {
 	}
 	p.mu.Unlock()
 	for _, s := range idle {
+		s.unwatch()
 		_ = s.s.Close()
 	}
 }

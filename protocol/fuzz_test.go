@@ -90,12 +90,13 @@ func FuzzParseRequestAlloc(f *testing.F) {
 func checkSlot(t *testing.T, i int, s Slot, data []byte) {
 	t.Helper()
 	if s.ID != nil {
-		var v any
-		if err := json.Unmarshal(s.ID, &v); err != nil {
+		// By its syntax: a number past float64's range (1e700) is a JSON
+		// number, and an id goes back as it came.
+		if !json.Valid(s.ID) {
 			t.Fatalf("slot %d: id %q is not JSON", i, s.ID)
 		}
-		switch v.(type) {
-		case string, float64, nil:
+		switch s.ID[0] {
+		case '"', 'n', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		default:
 			t.Fatalf("slot %d: id %s is neither string, number nor null", i, s.ID)
 		}

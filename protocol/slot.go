@@ -135,6 +135,13 @@ const MaxNestingDepth = 64
 // multiple of its size.
 func ParseRequest(data []byte) (Request, *Error) {
 	data = trimJSONSpace(data)
+	if len(data) > 0 && data[0] == '{' {
+		// The ordinary lone slot: quickSlot follows no deeper than
+		// MaxNestingDepth, so what it reads needs no scan first.
+		if s, ok := quickSlot(data); ok {
+			return Request{Slots: []Slot{finishSlot(s, data, "")}}, nil
+		}
+	}
 	var sh shape
 	sh.scan(data)
 	if sh.tooDeep {
@@ -240,18 +247,41 @@ func (sh *shape) slots() int {
 // message, a lone slot: then invalid JSON sets Err to a -32700 parse error
 // for the message as a whole.
 func parseSlot(raw []byte) Slot {
-	var s Slot
 	if len(raw) == 0 || raw[0] != '{' {
 		return Slot{ID: nullID, Err: Errorf(CodeInvalidRequest, "invalid request: a slot must be a JSON object")}
 	}
-	if err := Unmarshal(raw, &s); err != nil {
-		if isSyntaxError(err) {
+	// The ordinary slot is read in place (quickSlot); anything else by the
+	// decoder, with the case check of its member names.
+	s, quick := quickSlot(raw)
+	variant := ""
+	if !quick {
+		// Text that is not JSON is refused before the decoder sees it:
+		// the decoder's error would name the JSON pointer where it
+		// stopped, built a member name at a time (a 100 KB message with
+		// one long name cost 950 KB), and it may find a member of the
+		// wrong type before the text ends short. For a lone slot that is
+		// a parse error of the message as a whole; a batch's slots are
+		// valid JSON already.
+		if !ValidJSON(raw) {
 			return Slot{Err: errNotJSON()}
 		}
-		// Keep the id when it can be read, so the caller can match the error.
-		return Slot{ID: exactID(raw), Err: Errorf(CodeInvalidRequest, "invalid request: %s", JSONErrorText(err))}
+		d := new(Slot) // the decoder's, so that s stays off the heap on the quick path
+		if err := Unmarshal(raw, d); err != nil {
+			if isSyntaxError(err) {
+				return Slot{Err: errNotJSON()}
+			}
+			// Keep the id when it can be read, so the caller can match the error.
+			return Slot{ID: exactID(raw), Err: Errorf(CodeInvalidRequest, "invalid request: %s", JSONErrorText(err))}
+		}
+		s, variant = *d, caseVariant(raw)
 	}
-	variant := caseVariant(raw)
+	return finishSlot(s, raw, variant)
+}
+
+// finishSlot applies the rules of a slot to s, decoded from raw (variant is
+// a member name of raw in the wrong case, or ""): what breaks one sets
+// s.Err.
+func finishSlot(s Slot, raw []byte, variant string) Slot {
 	switch {
 	case s.ID != nil && !validID(s.ID):
 		s.ID, s.Err = nullID, Errorf(CodeInvalidRequest, "invalid request: id must be a string, a number or null")
@@ -585,6 +615,13 @@ func ParseCallParams(params json.RawMessage) (CallParams, *Error) {
 
 // ParseResponses decodes a response message (object or array) into responses.
 func ParseResponses(data []byte) ([]Response, error) {
+	return ParseResponsesTo(nil, data)
+}
+
+// ParseResponsesTo is ParseResponses appending the responses to dst: a
+// caller that has room for them (one response on its stack) allocates no
+// slice. On error it returns nil.
+func ParseResponsesTo(dst []Response, data []byte) ([]Response, error) {
 	data = trimJSONSpace(data)
 	if len(data) == 0 {
 		return nil, fmt.Errorf("protocol: empty response")
@@ -594,11 +631,18 @@ func ParseResponses(data []byte) ([]Response, error) {
 		if err := Unmarshal(data, &rs); err != nil {
 			return nil, fmt.Errorf("protocol: decode response batch: %w", err)
 		}
-		return rs, nil
+		if dst == nil {
+			return rs, nil
+		}
+		return append(dst, rs...), nil
 	}
-	var r Response
-	if err := Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("protocol: decode response: %w", err)
+	r, ok := quickResponse(data)
+	if !ok {
+		d := new(Response) // the decoder's, so that r stays off the heap on the quick path
+		if err := Unmarshal(data, d); err != nil {
+			return nil, fmt.Errorf("protocol: decode response: %w", err)
+		}
+		r = *d
 	}
-	return []Response{r}, nil
+	return append(dst, r), nil
 }

@@ -124,14 +124,34 @@ func Add[In, Out any](r *Registry, name, description string, tags []string, fn f
 	}
 	h := func(ctx context.Context, args json.RawMessage) (any, error) {
 		var in In
-		if err := protocol.Unmarshal(args, &in); err != nil {
-			return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for %s: %v", name, err)
+		if d, ok := any(&in).(argsDecoder); !ok || !d.decodeArgs(args) {
+			if err := protocol.Unmarshal(args, &in); err != nil {
+				return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for %s: %v", name, err)
+			}
 		}
 		return fn(ctx, in)
 	}
 	if err := r.AddRaw(protocol.SkillDescriptor{Name: name, Description: description, Tags: tags, InputSchema: raw}, h); err != nil {
 		panic(err.Error())
 	}
+}
+
+// argsDecoder is implemented by the pointer to a skill's argument type
+// that reads the common shapes of its arguments itself, in place, the same
+// as protocol.Unmarshal would (ping's: PingArgs). args is one valid JSON
+// value, and is only valid during the call; false leaves the arguments to
+// protocol.Unmarshal, into a zero value.
+type argsDecoder interface {
+	decodeArgs(args []byte) bool
+}
+
+// resultAppender is implemented by a skill's result that writes itself,
+// byte for byte what json.Marshal writes for it, without reflection
+// (ping's: *PingResult); false leaves it to json.Marshal. Call trusts what
+// it appends to be valid JSON (tests hold each one to json.Marshal).
+type resultAppender interface {
+	appendResult(b []byte) ([]byte, bool)
+	resultSize() int
 }
 
 // ErrDuplicate is returned by AddRaw when a skill of that name exists.
@@ -239,13 +259,43 @@ func (r *Registry) NotFound(name string) *protocol.Error {
 // has decoded the slot (the node's dispatch is the caller); missing or null
 // args are an empty object. Errors are always *protocol.Error:
 // CodeSkillNotFound, CodeInvalidParams, the handler's own, or
-// CodeSkillExecution.
+// CodeSkillExecution. args need only be valid during the call.
 func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	out, raw, err := r.run(ctx, name, args)
+	if err != nil || raw != nil {
+		return raw, err
+	}
+	return r.encode(nil, name, out)
+}
+
+// AppendCall is Call appending the result to dst, for a caller that
+// writes results into a buffer of its own (the node's dispatch, into a
+// pooled one): a result that writes itself (ping's) is then written
+// once, where it is used, with no allocation. On error dst is returned
+// as it was.
+func (r *Registry) AppendCall(ctx context.Context, dst []byte, name string, args json.RawMessage) ([]byte, error) {
+	out, raw, err := r.run(ctx, name, args)
+	switch {
+	case err != nil:
+		return dst, err
+	case raw != nil:
+		return append(dst, raw...), nil
+	}
+	b, err := r.encode(dst, name, out)
+	if err != nil {
+		return dst, err
+	}
+	return b, nil
+}
+
+// run checks args and runs the skill: its result is out, or raw when the
+// handler returned JSON text (valid, checked here).
+func (r *Registry) run(ctx context.Context, name string, args json.RawMessage) (out any, raw json.RawMessage, err error) {
 	r.mu.RLock()
 	e, ok := r.byName[name]
 	r.mu.RUnlock()
 	if !ok {
-		return nil, r.NotFound(name)
+		return nil, nil, r.NotFound(name)
 	}
 	args = bytes.TrimSpace(args)
 	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
@@ -254,38 +304,56 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 	if e.quick == nil || !e.quick.acceptsRaw(args) {
 		var inst any
 		if err := protocol.Unmarshal(args, &inst); err != nil {
-			return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for %s: arguments are not JSON", name)
+			return nil, nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for %s: arguments are not JSON", name)
 		}
 		if e.quick == nil || !e.quick.accepts(inst) {
 			if err := e.schema.Validate(inst); err != nil {
-				return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for %s: %v", name, err)
+				return nil, nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for %s: %v", name, err)
 			}
 		}
 	}
-	out, err := e.handler(ctx, args)
+	out, err = e.handler(ctx, args)
 	if err != nil {
 		var pe *protocol.Error
 		if errors.As(err, &pe) {
-			return nil, pe
+			return nil, nil, pe
 		}
 		r.log.Warn("skill failed", "skill", name, "err", err)
-		return nil, protocol.Errorf(protocol.CodeSkillExecution, "skill %s failed", name)
+		return nil, nil, protocol.Errorf(protocol.CodeSkillExecution, "skill %s failed", name)
 	}
 	if raw, ok := out.(json.RawMessage); ok {
 		// Responses carry results as they are (protocol.AppendResponses):
 		// a raw result must be valid JSON here.
 		if !protocol.ValidJSON(raw) {
 			r.log.Warn("skill result is not valid JSON", "skill", name)
-			return nil, protocol.Errorf(protocol.CodeInternal, "skill %s returned an unencodable result", name)
+			return nil, nil, protocol.Errorf(protocol.CodeInternal, "skill %s returned an unencodable result", name)
 		}
-		return raw, nil
+		return nil, raw, nil // not nil: ValidJSON refuses empty text
+	}
+	return out, nil, nil
+}
+
+// encode appends the JSON of the result out to dst (nil: a buffer of its
+// own): written by the result itself when it can (resultAppender), else
+// by json.Marshal.
+func (r *Registry) encode(dst []byte, name string, out any) ([]byte, error) {
+	if a, ok := out.(resultAppender); ok {
+		if dst == nil {
+			dst = make([]byte, 0, a.resultSize())
+		}
+		if b, ok := a.appendResult(dst); ok {
+			return b, nil
+		}
 	}
 	raw, err := json.Marshal(out)
 	if err != nil {
 		r.log.Warn("skill result not encodable", "skill", name, "err", err)
 		return nil, protocol.Errorf(protocol.CodeInternal, "skill %s returned an unencodable result", name)
 	}
-	return raw, nil
+	if dst == nil {
+		return raw, nil
+	}
+	return append(dst, raw...), nil
 }
 
 // CallInfo describes who is calling a skill and how; the dispatcher puts it in
@@ -306,7 +374,28 @@ type callInfoKey struct{}
 
 // WithCallInfo returns ctx carrying ci.
 func WithCallInfo(ctx context.Context, ci CallInfo) context.Context {
-	return context.WithValue(ctx, callInfoKey{}, ci)
+	// One allocation, the context and ci together; context.WithValue would
+	// box ci in a second.
+	return &callInfoCtx{Context: ctx, ci: ci}
+}
+
+// callInfoCtx is a context carrying a CallInfo (WithCallInfo).
+type callInfoCtx struct {
+	context.Context
+	ci CallInfo
+}
+
+// Value returns the CallInfo for callInfoKey, else the parent's value.
+func (c *callInfoCtx) Value(key any) any {
+	if _, ok := key.(callInfoKey); ok {
+		return c.ci
+	}
+	return c.Context.Value(key)
+}
+
+// String names the context as context.WithValue's do.
+func (c *callInfoCtx) String() string {
+	return fmt.Sprintf("%v.WithValue(skills.CallInfo)", c.Context)
 }
 
 // CallInfoFrom returns the CallInfo in ctx, or a zero CallInfo.

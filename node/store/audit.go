@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/mcpv2/mcpv2/protocol"
@@ -80,9 +81,14 @@ func (s *Store) Audit(rec AuditRecord) error {
 	if len(rec.Findings) > MaxAuditFindings {
 		rec.Findings = rec.Findings[:MaxAuditFindings]
 	}
-	line, err := rec.appendLine(make([]byte, 0, 384)) // a call's line, trace and span ids included, fits
+	bp := lineBuffers.Get().(*[]byte)
+	defer lineBuffers.Put(bp)
+	line, err := rec.appendLine((*bp)[:0])
 	if err != nil {
 		return fmt.Errorf("store: audit: %w", err)
+	}
+	if cap(line) <= maxPooledLine {
+		*bp = line
 	}
 	s.auditMu.Lock()
 	defer s.auditMu.Unlock()
@@ -111,6 +117,17 @@ func (s *Store) Audit(rec AuditRecord) error {
 	}
 	return rerr
 }
+
+// lineBuffers hold the buffers audit lines are built in: a line is
+// written before Audit returns, and its buffer serves the next one.
+var lineBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 0, 512) // a call's line, trace and span ids included, fits
+	return &b
+}}
+
+// maxPooledLine is the largest line buffer lineBuffers keeps (a line with
+// many findings, or long names, is built in a buffer of its own).
+const maxPooledLine = 4 << 10
 
 // appendLine appends rec as one JSON line, newline included: the bytes
 // json.Marshal gives, without its reflection. A call writes one line, so the
