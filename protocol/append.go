@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -31,27 +30,11 @@ func AppendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// Verbatim reports that encoding/json writes the string s between quotes
-// as it is: ASCII from space on, without a quote, a backslash or the HTML
-// characters <, > and & (which it escapes). It looks at sixteen bytes at a
-// time, so a long payload costs a fraction of a nanosecond a byte.
-func Verbatim(s []byte) bool {
-	for len(s) >= 16 {
-		if escapeBits(binary.LittleEndian.Uint64(s))|escapeBits(binary.LittleEndian.Uint64(s[8:16])) != 0 {
-			return false
-		}
-		s = s[16:]
-	}
-	for _, c := range s {
-		if !verbatimByte(c) {
-			return false
-		}
-	}
-	return true
-}
-
-// verbatimString is Verbatim for a string: eight bytes at a time (the
-// protocol's own fields, PeerIDs and multiaddrs, are some 50 bytes long).
+// verbatimString reports that encoding/json writes the string s between
+// quotes as it is: ASCII from space on, without a quote, a backslash or the
+// HTML characters <, > and & (which it escapes). It looks at eight bytes at
+// a time (the protocol's own fields, PeerIDs and multiaddrs, are some 50
+// bytes long).
 func verbatimString(s string) bool {
 	for len(s) >= 8 {
 		w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |

@@ -144,9 +144,9 @@ func BenchmarkValidJSON(b *testing.B) {
 	}
 }
 
-// TestVerbatim holds Verbatim to encoding/json: for every byte value at
+// TestVerbatim holds verbatimString and AppendJSONString to encoding/json: for every byte value at
 // every position of strings long enough for the word-at-a-time loop and
-// its tail, Verbatim says yes exactly when json.Marshal writes the string
+// its tail, verbatimString says yes exactly when json.Marshal writes the string
 // as it is between quotes.
 func TestVerbatim(t *testing.T) {
 	for _, n := range []int{1, 8, 19, 40} {
@@ -156,9 +156,6 @@ func TestVerbatim(t *testing.T) {
 				b[pos] = byte(c)
 				q, _ := json.Marshal(string(b))
 				want := string(q) == `"`+string(b)+`"`
-				if got := Verbatim(b); got != want {
-					t.Fatalf("Verbatim(%q) = %v, want %v", b, got, want)
-				}
 				if got := verbatimString(string(b)); got != want {
 					t.Fatalf("verbatimString(%q) = %v, want %v", b, got, want)
 				}
@@ -166,16 +163,6 @@ func TestVerbatim(t *testing.T) {
 					t.Fatalf("AppendJSONString(%q) = %s, want %s", b, got, q)
 				}
 			}
-		}
-	}
-}
-
-func BenchmarkVerbatim(b *testing.B) {
-	s := []byte(strings.Repeat("x", 1024))
-	b.SetBytes(int64(len(s)))
-	for b.Loop() {
-		if !Verbatim(s) {
-			b.Fatal("not verbatim")
 		}
 	}
 }

@@ -124,34 +124,14 @@ func Add[In, Out any](r *Registry, name, description string, tags []string, fn f
 	}
 	h := func(ctx context.Context, args json.RawMessage) (any, error) {
 		var in In
-		if d, ok := any(&in).(argsDecoder); !ok || !d.decodeArgs(args) {
-			if err := protocol.Unmarshal(args, &in); err != nil {
-				return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for %s: %v", name, err)
-			}
+		if err := protocol.Unmarshal(args, &in); err != nil {
+			return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for %s: %v", name, err)
 		}
 		return fn(ctx, in)
 	}
 	if err := r.AddRaw(protocol.SkillDescriptor{Name: name, Description: description, Tags: tags, InputSchema: raw}, h); err != nil {
 		panic(err.Error())
 	}
-}
-
-// argsDecoder is implemented by the pointer to a skill's argument type
-// that reads the common shapes of its arguments itself, in place, the same
-// as protocol.Unmarshal would (ping's: PingArgs). args is one valid JSON
-// value, and is only valid during the call; false leaves the arguments to
-// protocol.Unmarshal, into a zero value.
-type argsDecoder interface {
-	decodeArgs(args []byte) bool
-}
-
-// resultAppender is implemented by a skill's result that writes itself,
-// byte for byte what json.Marshal writes for it, without reflection
-// (ping's: *PingResult); false leaves it to json.Marshal. Call trusts what
-// it appends to be valid JSON (tests hold each one to json.Marshal).
-type resultAppender interface {
-	appendResult(b []byte) ([]byte, bool)
-	resultSize() int
 }
 
 // ErrDuplicate is returned by AddRaw when a skill of that name exists.
@@ -334,17 +314,8 @@ func (r *Registry) run(ctx context.Context, name string, args json.RawMessage) (
 }
 
 // encode appends the JSON of the result out to dst (nil: a buffer of its
-// own): written by the result itself when it can (resultAppender), else
-// by json.Marshal.
+// own), as json.Marshal writes it.
 func (r *Registry) encode(dst []byte, name string, out any) ([]byte, error) {
-	if a, ok := out.(resultAppender); ok {
-		if dst == nil {
-			dst = make([]byte, 0, a.resultSize())
-		}
-		if b, ok := a.appendResult(dst); ok {
-			return b, nil
-		}
-	}
 	raw, err := json.Marshal(out)
 	if err != nil {
 		r.log.Warn("skill result not encodable", "skill", name, "err", err)

@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -145,40 +144,6 @@ func minItems(name string, n int) SchemaOption {
 // PingArgs are ping's arguments.
 type PingArgs struct {
 	Payload any `json:"payload,omitempty" jsonschema:"anything; echoed back"`
-
-	// verbatim is the payload's JSON text when decodeArgs took it in place
-	// (then Payload is nil): a string that encoding/json writes as it came.
-	verbatim []byte
-}
-
-// decodeArgs reads ping's arguments in place when the payload is absent,
-// null, or a string that encoding/json writes back as it came (printable
-// ASCII without escapes, Verbatim), as a ping's payload almost always is:
-// the result then carries the same bytes that decoding the payload into
-// Payload and encoding it again would give, without the string being
-// copied out and escaped back. Anything else is the decoder's (false).
-// args is one valid JSON object, as Registry.Call passes it; the names
-// match as the decoder matches them (exactly, escapes decoded, the last of
-// a repeated one wins).
-func (a *PingArgs) decodeArgs(args []byte) bool {
-	ok := protocol.EachMember(args, func(key, val []byte) bool {
-		if string(key) != "payload" {
-			return false
-		}
-		switch {
-		case string(val) == "null":
-			a.verbatim = nil
-		case len(val) >= 2 && val[0] == '"' && protocol.Verbatim(val[1:len(val)-1]):
-			a.verbatim = val
-		default:
-			return false
-		}
-		return true
-	})
-	if !ok {
-		a.verbatim = nil
-	}
-	return ok
 }
 
 // PingResult is ping's result.
@@ -187,35 +152,10 @@ type PingResult struct {
 	PeerID     string `json:"peer_id"`
 	TimeUnixMS int64  `json:"time_unix_ms"`
 	Payload    any    `json:"payload,omitempty"`
-
-	// verbatim is PingArgs.verbatim, written as the payload.
-	verbatim []byte
 }
-
-// appendResult appends r as json.Marshal writes it, when its payload came
-// in verbatim or there is none; else false (then json.Marshal encodes it).
-func (r *PingResult) appendResult(b []byte) ([]byte, bool) {
-	if r.Payload != nil {
-		return b, false
-	}
-	b = append(b, `{"pong":`...)
-	b = strconv.AppendBool(b, r.Pong)
-	b = append(b, `,"peer_id":`...)
-	b = protocol.AppendJSONString(b, r.PeerID)
-	b = append(b, `,"time_unix_ms":`...)
-	b = strconv.AppendInt(b, r.TimeUnixMS, 10)
-	if r.verbatim != nil {
-		b = append(b, `,"payload":`...)
-		b = append(b, r.verbatim...)
-	}
-	return append(b, '}'), true
-}
-
-// resultSize is the room appendResult needs, for one allocation.
-func (r *PingResult) resultSize() int { return len(r.verbatim) + len(r.PeerID) + 80 }
 
 func (s *standard) ping(_ context.Context, a PingArgs) (*PingResult, error) {
-	return &PingResult{Pong: true, PeerID: s.PeerID, TimeUnixMS: s.Now().UnixMilli(), Payload: a.Payload, verbatim: a.verbatim}, nil
+	return &PingResult{Pong: true, PeerID: s.PeerID, TimeUnixMS: s.Now().UnixMilli(), Payload: a.Payload}, nil
 }
 
 // --- ask
