@@ -12,16 +12,17 @@ import (
 // few KiB of short-lived garbage while the live heap stays small, so the
 // GC percent sets how often the collector runs under load and how far the
 // heap grows between runs. Measured on the real node (docs/benchmarks.md,
-// "Memory"), 60 000 warm 1 KiB calls at 48 in flight:
+// "Memory"), 60 000 warm 1 KiB calls at 48 in flight, two runs each:
 //
 //	GOGC   node CPU per call   RSS after
-//	100    27.4 µs             46.5 MiB
-//	200    24.2 µs             49.0 MiB
-//	400    22.0 µs             57.8 MiB
+//	100    23.8–25.5 µs        46.0 MiB
+//	200    22.5–22.8 µs        49.4 MiB
+//	400    21.7–22.3 µs        59.1–63.3 MiB
 //
 // --memory-profile picks one: small for laptops and fleets of small agents
 // on one host, large for a busy relay or gateway with memory to spare, and
-// default between them. The soft memory limit keeps a node with a large
+// default between them: most of large's CPU for little more memory than
+// small's. The soft memory limit keeps a node with a large
 // live heap from growing by the whole percent: past it the collector works
 // harder instead.
 var memoryProfiles = map[string]int{"small": 100, "default": 200, "large": 400}
