@@ -43,7 +43,12 @@ var importRules = []importRule{
 	{prefix: "cmd", allowed: []string{"node", "protocol", "transport", "discovery", "edge", "internal/supervise", "internal/suggest"}},
 	// bench is a program like cmd (go run ./bench) that wires a node and
 	// its client together to measure them; nothing imports it.
-	{prefix: "bench", allowed: []string{"node", "protocol", "transport", "discovery", "edge"}},
+	// bench/bare is the memory rows' lean baseline and bench/internal/lean
+	// the host and echo it shares with the bench: nothing of mcpv2, so
+	// that mcpv2's pages do not count in the baseline's RSS.
+	{prefix: "bench/internal/lean", allowed: nil},
+	{prefix: "bench/bare", allowed: []string{"bench/internal/lean"}},
+	{prefix: "bench", allowed: []string{"node", "protocol", "transport", "discovery", "edge", "bench/internal/lean"}},
 	// deploy holds the packaging (unit, image, compose) and only the tests
 	// that check it: they run the mcpv2 binary and parse bootstrap
 	// addresses as the node does.
