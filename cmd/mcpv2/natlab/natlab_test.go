@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/zeebo/blake3"
 	"io"
 	"math"
 	"os"
@@ -375,13 +376,13 @@ func natlabTrialRun(t *testing.T, lab *natLab, b *natProc, relayAddr string, tr 
 	res.sendTook = r.took
 	var out struct {
 		Size   int64  `json:"size"`
-		SHA256 string `json:"sha256"`
+		BLAKE3 string `json:"blake3"` // the digest blob 1.2.0 verified it by
 	}
 	stored := filepath.Join(b.dataDir, "files", name)
 	got := natlabSHA(stored)
-	res.sendOK = r.code == 0 && json.Unmarshal([]byte(r.stdout), &out) == nil && out.SHA256 == sum && out.Size == natlabFileSize && got == sum
+	res.sendOK = r.code == 0 && json.Unmarshal([]byte(r.stdout), &out) == nil && out.BLAKE3 == natlabBLAKE3(file) && out.Size == natlabFileSize && got == sum
 	if !res.sendOK {
-		res.fail("send: stored sha256 %q, want %q: %s", got, sum, r)
+		res.fail("send: stored sha256 %q, want %q; printed blake3 %q, want %q: %s", got, sum, out.BLAKE3, natlabBLAKE3(file), r)
 	}
 	res.sendPath = "direct"
 	if remote := natlabAudit(t, b, aID, "blob"); remote == "" {
@@ -486,6 +487,21 @@ func natlabRandomFile(t *testing.T, path string, size int64) (string, string) {
 		t.Fatal(err)
 	}
 	return path, hex.EncodeToString(h.Sum(nil))
+}
+
+// natlabBLAKE3 returns the hex BLAKE3-256 of the file at path, "" when
+// unreadable: what send prints of a file it sent over blob 1.2.0.
+func natlabBLAKE3(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := blake3.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // natlabSHA returns the hex sha256 of the file at path, "" when unreadable.
