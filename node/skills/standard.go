@@ -334,7 +334,7 @@ type ProcessResult struct {
 }
 
 func (s *standard) process(ctx context.Context, a ProcessArgs) (ProcessResult, error) {
-	f, _, err := s.Files.OpenHash(ctx, a.Filename, store.HashSHA256)
+	f, _, err := s.Files.OpenHash(ctx, a.Filename, store.HashNone) // its stats read the file; no digest is reported
 	if err != nil {
 		return ProcessResult{}, fileError("process_instructions", a.Filename, err)
 	}

@@ -199,3 +199,23 @@ func TestListKeepsFilesCommittedMeanwhile(t *testing.T) {
 		t.Fatal("a listing kept the entry of a removed file")
 	}
 }
+
+// TestOpenHashNone: a reader that asks for no digest gets the known ones
+// and costs no hash of the file (process_instructions reads it anyway).
+func TestOpenHashNone(t *testing.T) {
+	f := openTFiles(t)
+	data := bytes.Repeat([]byte("no digest "), 10000)
+	committed := commitB3(t, f, "n.bin", data)
+	f.hashHook = func(name string, h Hash) { t.Errorf("OpenHash(HashNone) computed the %s of %s", h, name) }
+	r, info, err := f.OpenHash(context.Background(), "n.bin", HashNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if info.BLAKE3 != committed.BLAKE3 || info.SHA256 != "" || info.Size != int64(len(data)) {
+		t.Errorf("OpenHash(HashNone) = %+v, want the known BLAKE3 %s, no SHA-256, %d bytes", info, committed.BLAKE3, len(data))
+	}
+	if _, _, err := f.OpenHash(context.Background(), "n.bin", Hash("md5")); err == nil {
+		t.Error("OpenHash(md5) did not fail")
+	}
+}

@@ -258,10 +258,11 @@ func (f *Files) Open(name string) (*os.File, FileInfo, error) {
 // one computation of a digest. When ctx ends while this caller computes a
 // digest, it stops and returns ctx's error; one that waits for another
 // reader's computation waits for it (it would otherwise hash the same bytes
-// itself). A hash that is not Known is an error.
+// itself). HashNone computes none; another hash that is not Known is an
+// error.
 func (f *Files) OpenHash(ctx context.Context, name string, h Hash) (_ *os.File, _ FileInfo, err error) {
 	const op = "open"
-	if !h.Known() {
+	if h != HashNone && !h.Known() {
 		return nil, FileInfo{}, f.errorf(op, name, "unknown hash %.20q", h)
 	}
 	if err := f.check(op, name); err != nil {
@@ -504,7 +505,7 @@ func (f *Files) lstatRegular(op, name string) (os.FileInfo, error) {
 // cache does not know that one (digest).
 func (f *Files) describe(ctx context.Context, name string, st os.FileInfo, file *os.File, need Hash) (FileInfo, error) {
 	info, _ := f.cached(name, st)
-	if info.Sum(need) == "" {
+	if need != HashNone && info.Sum(need) == "" {
 		sum, err := f.digest(ctx, name, st, file, need)
 		if err != nil {
 			return FileInfo{}, err

@@ -38,6 +38,11 @@ const (
 	HashBLAKE3 Hash = "blake3"
 )
 
+// HashNone asks Files.OpenHash for no digest: it gives the ones the store
+// knows and computes none, for a reader that reads the content anyway and
+// does not report a digest (process_instructions).
+const HashNone Hash = ""
+
 // Known reports whether h is one of the hashes the store knows.
 func (h Hash) Known() bool { return h == HashSHA256 || h == HashBLAKE3 }
 
