@@ -109,6 +109,10 @@ type Config struct {
 	// SkillsFile holds custom skills (default <DataDir>/custom_skills.json,
 	// which may be missing; an explicitly named file must exist).
 	SkillsFile string
+	// ResourcesFile lists the node's static resources (node/resources.go);
+	// it must exist when named. Empty: each regular file of the folder
+	// <DataDir>/resources, if there is one, is a resource resource://NAME.
+	ResourcesFile string
 	// MaxCommandRuns caps the command-skill calls that run at once; one
 	// more is refused with -32005 (default custom.DefaultMaxCommandRuns).
 	MaxCommandRuns int
@@ -166,6 +170,7 @@ type Node struct {
 	store     *store.Store
 	reg       *skills.Registry
 	policy    *Policy
+	resources []resource // the static resources, fixed at New
 	limits    *limiters
 	finds     *limiters // per caller: Config.FindRate (orchestrate's finds)
 	guardMode GuardMode
@@ -272,6 +277,9 @@ func New(cfg Config) (_ *Node, err error) {
 	}()
 
 	if n.policy, err = LoadPolicy(cfg.PolicyFile, policyMust); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	if n.resources, err = loadResources(&cfg); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	key, err := transport.LoadOrCreateIdentity(filepath.Join(cfg.DataDir, "identity.key"))

@@ -70,6 +70,9 @@ func nodeFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "llm-mode", EnvVars: []string{"MCPV2_LLM_MODE"}, Usage: "ask keeps per-conversation history (persisted)"},
 		&cli.StringFlag{Name: "policy", EnvVars: []string{"MCPV2_POLICY"}, Usage: "policy file granting skills per PeerID (default <data-dir>/policy.json)"},
 		&cli.StringFlag{Name: "skills", EnvVars: []string{"MCPV2_SKILLS"}, Usage: "custom skills file (default <data-dir>/custom_skills.json)"},
+		&cli.StringFlag{Name: "a2a-text", EnvVars: []string{"MCPV2_A2A_TEXT"}, Value: "ask",
+			Usage: "what a plain-text A2A task runs: ask (answers the text whole) or orchestrate (split into subtasks by the orchestrator, each run by the best agent)"},
+		&cli.StringFlag{Name: "resources", EnvVars: []string{"MCPV2_RESOURCES"}, Usage: "resources file: static resources served on MCP and REST (default: each file of <data-dir>/resources/)"},
 		&cli.IntFlag{Name: "max-command-runs", EnvVars: []string{"MCPV2_MAX_COMMAND_RUNS"}, Value: custom.DefaultMaxCommandRuns,
 			Usage: fmt.Sprintf("command-skill calls that run at once; more are refused with -32005 (0: %d)", custom.DefaultMaxCommandRuns)},
 		&cli.StringFlag{Name: "run-as", EnvVars: []string{"MCPV2_RUN_AS"},
@@ -300,7 +303,7 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 		Name: c.String("name"), Description: c.String("description"),
 		MaxMessage: c.Int("max-message"), MaxFile: c.Int64("max-file"), FilesDir: c.String("file-store"),
 		LLM: backend, LLMMode: c.Bool("llm-mode"), Secret: []byte(c.String("secret")),
-		PolicyFile: c.String("policy"), SkillsFile: c.String("skills"), RateLimit: rl, FindRate: c.Float64("find-rate-limit"),
+		PolicyFile: c.String("policy"), SkillsFile: c.String("skills"), ResourcesFile: c.String("resources"), RateLimit: rl, FindRate: c.Float64("find-rate-limit"),
 		Guard: guardMode, GuardThreshold: guardMin,
 		MaxCommandRuns: c.Int("max-command-runs"), RunAs: c.String("run-as"),
 		MaxPartial: noneIfZero(c.Int64("max-partial")), PartialTTL: c.Duration("partial-ttl"), MaxStore: noneIfZero(c.Int64("max-store")),
@@ -331,8 +334,12 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 	}
 	// The A2A face: on the edge, and for any edge that serves this node's
 	// card for it (agent/a2a-card over the mesh) even without one.
-	if r.a2a, err = a2a.New(n, a2a.WithLogger(log), a2a.WithMetrics(reg)); err != nil {
-		return nil, err
+	textSkill := c.String("a2a-text")
+	if textSkill == a2a.TextOrchestrate && c.Bool("no-mesh") {
+		return nil, errors.New("--a2a-text orchestrate needs the mesh (the orchestrator finds agents in the DHT): drop --no-mesh, or use --a2a-text ask")
+	}
+	if r.a2a, err = a2a.New(n, a2a.WithLogger(log), a2a.WithMetrics(reg), a2a.WithTextSkill(textSkill)); err != nil {
+		return nil, fmt.Errorf("--a2a-text: %w", err)
 	}
 	n.SetA2ACard(r.a2a.CardFor)
 	var ring *keys.Ring // the edge's key ring, which the local API changes too

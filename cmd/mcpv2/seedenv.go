@@ -212,17 +212,24 @@ func withEnvCheck(app *cli.App) *cli.App {
 // envCheck checks the MCPV2_* variables of environ for c's command: a seed
 // setting that is refused stops a command that starts a node, two twins of
 // one flag that disagree stop any command that has the flag, and any other
-// unknown name is a warning on the command's logger.
+// unknown name is a warning on the command's logger. Then it applies the
+// MCP & A2A seed's MCP_A2A_* variables (applyA2AEnv).
 func envCheck(c *cli.Context, environ []string) error {
-	env := mcpv2Env(environ)
-	if len(env) == 0 {
-		return nil
+	var warnings []string
+	var err error
+	if env := mcpv2Env(environ); len(env) > 0 {
+		var refs map[string]bool
+		if c.Command.Name == "node" {
+			refs = skillsEnvRefs(c)
+		}
+		warnings, err = checkEnv(env, envTwins(c.App), c.Command, refs)
 	}
-	var refs map[string]bool
-	if c.Command.Name == "node" {
-		refs = skillsEnvRefs(c)
+	// The MCP & A2A seed's MCP_A2A_* variables (seedenv_a2a.go).
+	if err == nil {
+		var aw []string
+		aw, err = applyA2AEnv(c, environ)
+		warnings = append(warnings, aw...)
 	}
-	warnings, err := checkEnv(env, envTwins(c.App), c.Command, refs)
 	if err != nil || len(warnings) == 0 {
 		return err
 	}

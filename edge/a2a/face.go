@@ -100,6 +100,7 @@ type Face struct {
 	ownerPrefix string
 	peers       *edge.Cache[*Face] // the faces of mesh peers; set by Mount
 	metrics     *metrics           // nil without WithMetrics; shared with the peers' faces
+	textSkill   string             // what a plain-text message runs; "" is ask (text.go)
 }
 
 // config is what the options set; New copies it into the Face.
@@ -107,6 +108,7 @@ type config struct {
 	log        *slog.Logger
 	maxRunning int
 	metrics    prometheus.Registerer
+	textSkill  string // WithTextSkill (text.go)
 }
 
 // Option configures New. An option returns an error for a value it cannot
@@ -149,7 +151,7 @@ func New(b Backend, opts ...Option) (*Face, error) {
 			return nil, err
 		}
 	}
-	f := &Face{b: b, log: cfg.log, maxRunning: cfg.maxRunning, runs: map[string]*run{}}
+	f := &Face{b: b, log: cfg.log, maxRunning: cfg.maxRunning, runs: map[string]*run{}, textSkill: cfg.textSkill}
 	if cfg.metrics != nil {
 		var err error
 		if f.metrics, err = newMetrics(cfg.metrics, f); err != nil {

@@ -295,7 +295,7 @@ func (f *Face) send(q *req, params json.RawMessage, stream bool) {
 			t.ContextID = newID()
 		}
 	}
-	calls, e := callsOf(m, prev)
+	calls, e := f.callsOf(m, prev)
 	if e != nil {
 		q.fail(e)
 		return
@@ -544,7 +544,7 @@ func resultParts(res json.RawMessage) []Part {
 	_ = json.Unmarshal(res, &v)
 	parts := []Part{{Data: v}}
 	if m, ok := v.(map[string]any); ok {
-		for _, k := range []string{"response", "text", "result"} {
+		for _, k := range []string{"response", "text", "result", "answer"} {
 			if s, ok := m[k].(string); ok && s != "" {
 				parts = append([]Part{{Text: &s}}, parts...)
 				break

@@ -292,6 +292,12 @@ func (f *Face) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 			if err == nil {
 				res, err = f.listResources(ctx, callerOf(ctx, req), res)
 			}
+		case "resources/read":
+			if r, ok := req.(*sdk.ReadResourceRequest); ok && r.Params != nil && f.isStatic(r.Params.URI) {
+				res, err = f.readStatic(ctx, callerOf(ctx, req), r.Params.URI)
+			} else {
+				res, err = next(ctx, method, req)
+			}
 		default:
 			res, err = next(ctx, method, req)
 		}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"text/template"
 
@@ -41,6 +42,10 @@ type PromptArgument struct {
 	Required    bool   `json:"required"`
 	// Enum, when set, lists the values the argument may take.
 	Enum []string `json:"enum,omitempty"`
+	// Aliases are other names the argument may be given by (the seed's
+	// "text" for summarize's "content"). Given under two names, the
+	// values must agree; a required argument is there under any of them.
+	Aliases []string `json:"aliases,omitempty"`
 }
 
 // Limits of a prompts file.
@@ -115,11 +120,25 @@ func (p *Prompt) compile() error {
 		return fmt.Errorf("prompt %q: the template is empty", p.Name)
 	}
 	args := map[string]bool{}
+	names := map[string]bool{} // arguments and aliases
 	for _, a := range p.Arguments {
-		if !promptName.MatchString(a.Name) || args[a.Name] {
+		if !promptName.MatchString(a.Name) || names[a.Name] {
 			return fmt.Errorf("prompt %q: argument %q is not a valid name or is declared twice", p.Name, protocol.Clip(a.Name, 80))
 		}
-		args[a.Name] = true
+		args[a.Name], names[a.Name] = true, true
+		for _, al := range a.Aliases {
+			if !promptName.MatchString(al) || names[al] {
+				return fmt.Errorf("prompt %q: alias %q of argument %q is not a valid name or is declared twice", p.Name, protocol.Clip(al, 80), a.Name)
+			}
+			names[al] = true
+		}
+	}
+	for _, a := range p.Arguments {
+		for _, al := range a.Aliases {
+			if args[al] {
+				return fmt.Errorf("prompt %q: alias %q of argument %q is also an argument", p.Name, al, a.Name)
+			}
+		}
 	}
 	t, err := template.New(p.Name).Option("missingkey=error").Parse(p.Template)
 	if err != nil {
@@ -139,14 +158,32 @@ func (p *Prompt) compile() error {
 }
 
 // render fills p's template with args, checking them against p's
-// declaration: every required argument present, none unknown, each within
-// its enum and size.
+// declaration: every required argument present (under its name or an
+// alias), none unknown, names of one argument agreeing, each within its
+// enum and size.
 func (p *Prompt) render(args map[string]string) (string, *protocol.Error) {
 	vals := make(map[string]string, len(p.Arguments))
+	known := make(map[string]bool, len(p.Arguments))
 	for _, a := range p.Arguments {
+		known[a.Name] = true
 		v, ok := args[a.Name]
+		from := a.Name
+		for _, al := range a.Aliases {
+			known[al] = true
+			av, has := args[al]
+			if !has {
+				continue
+			}
+			if ok && av != v {
+				return "", protocol.Errorf(protocol.CodeInvalidParams, "invalid params: prompt %q: arguments %q and %q name the same argument and disagree; give one of them", p.Name, from, al)
+			}
+			v, ok, from = av, true, al
+		}
 		switch {
 		case !ok && a.Required:
+			if len(a.Aliases) > 0 {
+				return "", protocol.Errorf(protocol.CodeInvalidParams, "invalid params: prompt %q needs argument %q (or %s)", p.Name, a.Name, strings.Join(quoteAll(a.Aliases), " or "))
+			}
 			return "", protocol.Errorf(protocol.CodeInvalidParams, "invalid params: prompt %q needs argument %q", p.Name, a.Name)
 		case len(v) > maxPromptArg:
 			return "", protocol.Errorf(protocol.CodeInvalidParams, "invalid params: argument %q of prompt %q is larger than %d bytes", a.Name, p.Name, maxPromptArg)
@@ -156,7 +193,7 @@ func (p *Prompt) render(args map[string]string) (string, *protocol.Error) {
 		vals[a.Name] = v
 	}
 	for k := range args {
-		if _, ok := vals[k]; !ok {
+		if !known[k] {
 			return "", protocol.Errorf(protocol.CodeInvalidParams, "invalid params: prompt %q has no argument %q", p.Name, protocol.Clip(k, 64))
 		}
 	}
@@ -181,6 +218,19 @@ func (l *limitBuffer) Write(p []byte) (int, error) {
 	return l.b.Write(p)
 }
 
+// quoteAll quotes each of ss, for messages.
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}
+
+// sdkPrompt is p as prompts/list shows it. An alias is listed as an
+// argument of its own, after its argument; an argument that has aliases
+// is listed as not required (MCP has no way to say "one of these"), and
+// its description says that it is required under one of its names.
 func (p *Prompt) sdkPrompt() *sdk.Prompt {
 	sp := &sdk.Prompt{Name: p.Name, Description: p.Description}
 	for _, a := range p.Arguments {
@@ -188,7 +238,18 @@ func (p *Prompt) sdkPrompt() *sdk.Prompt {
 		if len(a.Enum) > 0 {
 			d = strings.TrimSpace(d + " (one of: " + strings.Join(a.Enum, ", ") + ")")
 		}
-		sp.Arguments = append(sp.Arguments, &sdk.PromptArgument{Name: a.Name, Description: d, Required: a.Required})
+		req := a.Required
+		if len(a.Aliases) > 0 {
+			if req {
+				d = strings.TrimSpace(d + "; required, as " + strconv.Quote(a.Name) + " or " + strings.Join(quoteAll(a.Aliases), " or "))
+			}
+			req = false
+		}
+		sp.Arguments = append(sp.Arguments, &sdk.PromptArgument{Name: a.Name, Description: d, Required: req})
+		for _, al := range a.Aliases {
+			sp.Arguments = append(sp.Arguments, &sdk.PromptArgument{Name: al,
+				Description: "another name of " + strconv.Quote(a.Name) + " (give one of them; both must agree)"})
+		}
 	}
 	return sp
 }
@@ -209,7 +270,7 @@ func builtinPrompts() []Prompt {
 	ps := []Prompt{
 		{Name: "summarize", Description: "Summarize a text: brief, detailed, or as bullet points.",
 			Arguments: []PromptArgument{
-				{Name: "content", Description: "the text to summarize", Required: true},
+				{Name: "content", Description: "the text to summarize", Required: true, Aliases: []string{"text"}},
 				{Name: "style", Description: "brief (default), detailed or bullets", Enum: []string{"brief", "detailed", "bullets"}},
 			},
 			Template: `{{if eq .style "detailed"}}Write a detailed summary of the text below: every main point, in order, with the reasoning that connects them.` +
@@ -220,7 +281,7 @@ Text:
 {{.content}}`},
 		{Name: "analyze", Description: "Analyze a text for its sentiment, key themes, entities, or in general.",
 			Arguments: []PromptArgument{
-				{Name: "content", Description: "the text to analyze", Required: true},
+				{Name: "content", Description: "the text to analyze", Required: true, Aliases: []string{"text"}},
 				{Name: "focus", Description: "sentiment, key_themes, entities or general (default)", Enum: []string{"sentiment", "key_themes", "entities", "general"}},
 			},
 			Template: `{{if eq .focus "sentiment"}}Analyze the sentiment of the text below: overall tone (positive, negative, neutral or mixed), how strong it is, and the passages that show it.` +

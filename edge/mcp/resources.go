@@ -29,7 +29,11 @@ const (
 	AgentsURI = "mcpv2://agents"
 )
 
-func fileURI(name string) string    { return FilesURI + "/" + url.PathEscape(name) }
+func fileURI(name string) string { return FilesURI + "/" + url.PathEscape(name) }
+func cardResource() *sdk.Resource {
+	return &sdk.Resource{URI: CardURI, Name: "card", Title: "This node's agent card", MIMEType: "application/json",
+		Description: "The signed self-description of this mcpv2 node: PeerID, addresses, skills, capabilities."}
+}
 func agentURI(peerID string) string { return AgentsURI + "/" + peerID }
 func filesIndex() *sdk.Resource {
 	return &sdk.Resource{URI: FilesURI, Name: "files", Title: "Stored files", MIMEType: "application/json",
@@ -39,8 +43,7 @@ func filesIndex() *sdk.Resource {
 // addResources registers the fixed resources and the templates; the files
 // and the agents found are listed per request (listResources).
 func (f *Face) addResources(s *sdk.Server) {
-	s.AddResource(&sdk.Resource{URI: CardURI, Name: "card", Title: "This node's agent card", MIMEType: "application/json",
-		Description: "The signed self-description of this mcpv2 node: PeerID, addresses, skills, capabilities."}, f.readCard)
+	s.AddResource(cardResource(), f.readCard)
 	s.AddResource(filesIndex(), f.readFilesIndex)
 	s.AddResourceTemplate(&sdk.ResourceTemplate{URITemplate: FilesURI + "/{name}", Name: "file", Title: "A stored file",
 		Description: fmt.Sprintf("A file of the node's store, whole when at most %d bytes; larger files are read in pages with the read_file tool.", f.maxRes)}, f.readFile)
@@ -68,6 +71,7 @@ func (f *Face) listResources(ctx context.Context, c protocol.Caller, res sdk.Res
 		out.Resources = append(out.Resources, &sdk.Resource{URI: agentURI(card.PeerID), Name: "agent " + card.Name,
 			MIMEType: "application/json", Description: protocol.Clip(card.Description, 200)})
 	}
+	out.Resources = append(out.Resources, f.staticResources(c)...)
 	out.CacheScope = scopePrivate // the list depends on who asks
 	return &out, nil
 }

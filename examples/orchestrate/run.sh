@@ -24,6 +24,11 @@
 #    (SIGKILL) mid-call, and the subtask must complete on the other one,
 #    at its second attempt. checkrun/ reads the JSON lines and says PASS or
 #    FAIL; the script exits non-zero on any FAIL.
+# 3. The seed's front agent (agents/front.json): the five tools itself, the
+#    seed's two resources (resources.json), an edge (--port), anonymous
+#    callers granted the tools, the resources and the seed's REST
+#    operations (front-policy.json), and text A2A tasks orchestrated. The
+#    script calls four tools with the seed's argument names.
 #
 # Linux only (command skills are), Go to build. Everything lives in a temp
 # dir that the exit trap removes, after stopping every process it started.
@@ -211,6 +216,30 @@ else
 	echo "FAIL  mcpv2 orchestrate exited $orch_status after the failover"
 	FAILED=1
 fi
+
+echo
+echo "== the seed's front agent: its five tools and two resources itself, an edge, anonymous callers granted"
+start front DEMOTOOLS_FILES="$HERE/files" DEMOTOOLS_SLEEP_MS=0 -- \
+	--skills "$HERE/agents/front.json" --resources "$HERE/resources.json" --policy "$HERE/front-policy.json" \
+	--a2a-text orchestrate --port 0 --public-ip 127.0.0.1 --bootstrap "$BOOT" --secret "$SECRET"
+FRONT=http://127.0.0.1:$(banner front MCPV2_BOUND_PORT)
+echo "   $FRONT  (the seed's curls: $FRONT/api/v1/…)"
+# Anonymous calls with the seed's argument names, as its curls send them.
+front_call() {
+	local want=$1
+	shift
+	local out
+	if out=$("$BIN" call "$FRONT" "$@" --data-dir "$WORK/anon" 2>&1) && grep -q -- "$want" <<<"$out"; then
+		echo "PASS  $1 $2"
+	else
+		echo "FAIL  $1 $2: $out"
+		FAILED=1
+	fi
+}
+front_call '"result":42' calculator '{"operation":"multiply","a":7,"b":6}'
+front_call '"city":"Tokyo"' weather '{"city":"Tokyo"}'
+front_call '"count":6' database_query '{"query_type":"filter","filter_field":"department","filter_value":"Platform"}'
+front_call '"results"' web_search '{"query":"Model Context Protocol","num_results":5}'
 
 echo
 if [ "$FAILED" = 0 ]; then

@@ -32,6 +32,9 @@ var wantAgents = map[string][]string{
 	"weather":  {"weather", "web_search"},
 	"data":     {"database_query", "file_reader"},
 	"research": {"database_query", "web_search"},
+	// front is the seed's one agent with all five tools (run.sh's third
+	// part); it joins the mesh only after the first two parts ran.
+	"front": {"calculator", "weather", "database_query", "web_search", "file_reader"},
 }
 
 // loadAgents builds demotools, puts it on PATH as the skills files expect,
@@ -102,7 +105,9 @@ func TestAgents(t *testing.T) {
 	offered := map[string][]string{}
 	for agent, r := range regs {
 		for _, name := range r.Names() {
-			offered[name] = append(offered[name], agent)
+			if agent != "front" {
+				offered[name] = append(offered[name], agent)
+			}
 			c, ok := calls[name]
 			if !ok {
 				t.Errorf("%s: unexpected skill %s", agent, name)
@@ -145,6 +150,33 @@ func TestAgents(t *testing.T) {
 		var pe *protocol.Error
 		if !errors.As(err, &pe) || pe.Code != tc.code || !strings.Contains(pe.Message, tc.want) {
 			t.Errorf("%s %s: %v; want code %d holding %q", tc.skill, tc.args, err, tc.code, tc.want)
+		}
+	}
+	// The seed's argument names pass every agent's schema, as its curls
+	// send them; what the schema can tell apart is refused by it.
+	seed := []struct{ agent, skill, args, want string }{
+		{"data", "database_query", `{"query_type":"filter","filter_field":"department","filter_value":"Platform"}`, `"count":6`},
+		{"research", "database_query", `{"query_type":"count","filter_field":"min_salary","filter_value":170000}`, `"count":6`},
+		{"research", "web_search", `{"query":"Model Context Protocol","num_results":5}`, `"results":[`},
+		{"weather", "web_search", `{"query":"Model Context Protocol","num_results":1}`, `"results":[`},
+	}
+	for _, c := range seed {
+		got, err := regs[c.agent].Call(ctx, c.skill, json.RawMessage(c.args))
+		if err != nil || !strings.Contains(string(got), c.want) {
+			t.Errorf("%s: %s %s = %s, %v; want %s", c.agent, c.skill, c.args, got, err, c.want)
+		}
+	}
+	for _, args := range []string{
+		`{"department":"Platform"}`, // neither action nor query_type
+		`{"query_type":"drop"}`,
+		`{"query_type":"count","filter_field":"salary","filter_value":"1"}`,
+		`{"query_type":"count","filter_field":"department"}`,
+		`{"query_type":"count","filter_value":"Data"}`,
+	} {
+		_, err := regs["data"].Call(ctx, "database_query", json.RawMessage(args))
+		var pe *protocol.Error
+		if !errors.As(err, &pe) || pe.Code != protocol.CodeInvalidParams {
+			t.Errorf("database_query %s: %v; want -32602 from the schema", args, err)
 		}
 	}
 	for agent, skill := range map[string]string{"data": "database_query", "weather": "weather"} {

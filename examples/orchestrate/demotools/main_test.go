@@ -182,6 +182,16 @@ func TestDatabaseQuery(t *testing.T) {
 		`{"action":"filter","where":"salary at most 104000"}`:               2,
 		`{"action":"count","where":"salary over 150k","min_salary":200000}`: 1,
 		`{"action":"count","role":"engineer","where":"under 145k"}`:         2,
+		// The seed's names: query_type, filter_field and filter_value.
+		`{"query_type":"filter","filter_field":"department","filter_value":"Platform"}`:    6,
+		`{"query_type":"count","filter_field":"role","filter_value":"engineer"}`:           8,
+		`{"query_type":"count","filter_field":"title","filter_value":"engineer"}`:          8,
+		`{"query_type":"count","filter_field":"min_salary","filter_value":170000}`:         6,
+		`{"query_type":"count","filter_field":"max_salary","filter_value":"112000"}`:       3,
+		`{"query_type":"filter","filter_field":"where","filter_value":"salary over 150k"}`: 10,
+		`{"query_type":"list"}`: 20,
+		`{"action":"count","query_type":"COUNT","department":"Platform","filter_field":"role","filter_value":"engineer"}`: 4,
+		`{"action":"count","department":"Platform","filter_field":"department","filter_value":"platform"}`:                6,
 	} {
 		if got := count(args); got != want {
 			t.Errorf("%s: count %d, want %d", args, got, want)
@@ -211,6 +221,15 @@ func TestDatabaseQuery(t *testing.T) {
 	fails(t, nil, "database_query", `{"action":"filter","where":"`+strings.Repeat("1", 201)+`"}`, "longer than 200")
 	fails(t, nil, "database_query", `{"action":"count","role":"--"}`, "no words")
 	fails(t, nil, "database_query", `{"action":"count","salary":1}`, `unknown field "salary"`)
+	fails(t, nil, "database_query", `{"action":"list","query_type":"count"}`, `"action" "list" and "query_type" "count" disagree`)
+	fails(t, nil, "database_query", `{"query_type":"count","department":"Data","filter_field":"department","filter_value":"Sales"}`, "disagree")
+	fails(t, nil, "database_query", `{"query_type":"count","min_salary":1,"filter_field":"min_salary","filter_value":2}`, "disagree")
+	fails(t, nil, "database_query", `{"query_type":"count","filter_field":"salary","filter_value":"1"}`, `unknown filter_field "salary"`)
+	fails(t, nil, "database_query", `{"query_type":"count","filter_field":"department"}`, `without "filter_value"`)
+	fails(t, nil, "database_query", `{"query_type":"count","filter_value":"Data"}`, `without "filter_field"`)
+	fails(t, nil, "database_query", `{"query_type":"count","filter_field":"department","filter_value":3}`, "want a string")
+	fails(t, nil, "database_query", `{"query_type":"count","filter_field":"min_salary","filter_value":"lots"}`, "not a number")
+	fails(t, nil, "database_query", `{"query_type":"count","filter_field":"department","filter_value":"Marketing"}`, "known: Platform")
 }
 
 func TestWebSearch(t *testing.T) {
@@ -237,6 +256,14 @@ func TestWebSearch(t *testing.T) {
 	if res := ok(t, nil, "web_search", `{"query":"the weather","limit":1}`)["results"].([]any); len(res) != 1 {
 		t.Errorf("limit 1: %d results", len(res))
 	}
+	if res := ok(t, nil, "web_search", `{"query":"agent","num_results":1}`)["results"].([]any); len(res) != 1 {
+		t.Errorf("num_results 1 (the seed's name of limit): %d results", len(res))
+	}
+	if res := ok(t, nil, "web_search", `{"query":"agent","num_results":1,"limit":1}`)["results"].([]any); len(res) != 1 {
+		t.Errorf("num_results and limit 1: %d results", len(res))
+	}
+	fails(t, nil, "web_search", `{"query":"agent","num_results":1,"limit":2}`, `"limit" 2 and "num_results" 1 disagree`)
+	fails(t, nil, "web_search", `{"query":"agent","num_results":11}`, "out of range")
 	if res := ok(t, nil, "web_search", `{"query":"agent"}`)["results"].([]any); len(res) < 2 {
 		t.Errorf("agent: %d results, want the MCP and orchestration documents", len(res))
 	}

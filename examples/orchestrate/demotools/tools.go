@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -147,12 +148,17 @@ func knownCities() string {
 
 // databaseIn are database_query's arguments.
 type databaseIn struct {
-	Action     string   `json:"action"`
-	Department string   `json:"department"`
-	Role       string   `json:"role"`
-	MinSalary  *float64 `json:"min_salary"`
-	MaxSalary  *float64 `json:"max_salary"`
-	Where      string   `json:"where"`
+	Action    string `json:"action"`
+	QueryType string `json:"query_type"` // the seed's name of action
+	// FilterField and FilterValue are the seed's one filter: a field of
+	// filterFields and its value.
+	FilterField string          `json:"filter_field"`
+	FilterValue json.RawMessage `json:"filter_value"`
+	Department  string          `json:"department"`
+	Role        string          `json:"role"`
+	MinSalary   *float64        `json:"min_salary"`
+	MaxSalary   *float64        `json:"max_salary"`
+	Where       string          `json:"where"`
 }
 
 // databaseOut is database_query's result; Rows is absent for count.
@@ -186,6 +192,9 @@ var databaseActions = []string{"list", "count", "filter"}
 func databaseQuery(_ config, args []byte) (any, error) {
 	var in databaseIn
 	if err := decodeArgs(args, &in); err != nil {
+		return nil, err
+	}
+	if err := in.seedAliases(); err != nil {
 		return nil, err
 	}
 	action := strings.ToLower(strings.TrimSpace(in.Action))
@@ -325,10 +334,77 @@ func containsWords(ws, sub []string) bool {
 	return false
 }
 
+// filterFields are the fields the seed's filter_field may name, each a
+// filter of database_query ("title" is the seed's name of role).
+var filterFields = []string{"department", "role", "title", "min_salary", "max_salary", "where"}
+
+// seedAliases folds the seed's names into today's: query_type into action,
+// filter_field and filter_value into the filter they name. A name given
+// both ways must agree.
+func (in *databaseIn) seedAliases() error {
+	if qt := strings.TrimSpace(in.QueryType); qt != "" {
+		if a := strings.TrimSpace(in.Action); a != "" && !strings.EqualFold(a, qt) {
+			return fmt.Errorf(`"action" %q and "query_type" %q disagree (query_type is the seed's name of action): give one`, in.Action, in.QueryType)
+		}
+		in.Action = qt
+	}
+	field := strings.ToLower(strings.TrimSpace(in.FilterField))
+	hasValue := len(in.FilterValue) > 0 && string(in.FilterValue) != "null"
+	switch {
+	case field == "" && !hasValue:
+		return nil
+	case field == "":
+		return errors.New(`"filter_value" without "filter_field" (one of ` + strings.Join(filterFields, ", ") + `)`)
+	case !hasValue:
+		return fmt.Errorf(`"filter_field" %q without "filter_value"`, in.FilterField)
+	case !slices.Contains(filterFields, field):
+		return fmt.Errorf(`unknown filter_field %q (one of %s)`, in.FilterField, strings.Join(filterFields, ", "))
+	}
+	switch field {
+	case "min_salary", "max_salary":
+		var v float64
+		if err := json.Unmarshal(in.FilterValue, &v); err != nil {
+			var s string
+			if json.Unmarshal(in.FilterValue, &s) != nil {
+				return fmt.Errorf(`filter_value of %s: want a number`, field)
+			}
+			if v, err = strconv.ParseFloat(strings.TrimSpace(s), 64); err != nil {
+				return fmt.Errorf(`filter_value of %s: %q is not a number`, field, s)
+			}
+		}
+		dst := &in.MinSalary
+		if field == "max_salary" {
+			dst = &in.MaxSalary
+		}
+		if *dst != nil && **dst != v {
+			return fmt.Errorf(`%q %g and filter_value %g of filter_field %q disagree: give one`, field, **dst, v, field)
+		}
+		*dst = &v
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(in.FilterValue, &s); err != nil {
+		return fmt.Errorf(`filter_value of %s: want a string`, field)
+	}
+	dst := &in.Department
+	switch field {
+	case "role", "title":
+		dst, field = &in.Role, "role"
+	case "where":
+		dst = &in.Where
+	}
+	if cur := strings.TrimSpace(*dst); cur != "" && !strings.EqualFold(cur, strings.TrimSpace(s)) {
+		return fmt.Errorf(`%q %q and filter_value %q of filter_field %q disagree: give one`, field, *dst, s, in.FilterField)
+	}
+	*dst = s
+	return nil
+}
+
 // webSearchIn are web_search's arguments.
 type webSearchIn struct {
-	Query string `json:"query"`
-	Limit *int   `json:"limit"`
+	Query      string `json:"query"`
+	Limit      *int   `json:"limit"`
+	NumResults *int   `json:"num_results"` // the seed's name of limit
 }
 
 // webSearchOut is web_search's result.
@@ -370,6 +446,12 @@ func webSearch(_ config, args []byte) (any, error) {
 	}
 	if len(in.Query) > maxQueryLen {
 		return nil, fmt.Errorf("query longer than %d bytes", maxQueryLen)
+	}
+	if in.NumResults != nil {
+		if in.Limit != nil && *in.Limit != *in.NumResults {
+			return nil, fmt.Errorf(`"limit" %d and "num_results" %d disagree (num_results is the seed's name of limit): give one`, *in.Limit, *in.NumResults)
+		}
+		in.Limit = in.NumResults
 	}
 	limit := defaultSearchLimit
 	if in.Limit != nil {
