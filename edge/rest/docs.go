@@ -30,7 +30,7 @@ func OpenAPI() []byte { return append([]byte(nil), openAPIDoc...) }
 
 // docsPolicy keeps the page's requests on this origin and runs only its
 // own inline script and style.
-const docsPolicy = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+const docsPolicy = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // serveStatic answers GET (and HEAD) of an open document with one audit
 // line.
