@@ -64,11 +64,14 @@ func (n *Node) SecurityScan(ctx context.Context, c protocol.Caller, text string)
 }
 
 // restLimit applies the node's per-caller rate limit and the policy's
-// limit of skill to one REST call of c.
+// limit of skill ("": none) to one REST call of c.
 func (n *Node) restLimit(c protocol.Caller, skill string, now time.Time) *protocol.Error {
 	if ok, wait := n.limits.allow(c.ID, 1, now); !ok {
 		return &protocol.Error{Code: protocol.CodeRateLimited, Message: fmt.Sprintf("rate limited: retry after %dms", wait.Milliseconds()),
 			Data: map[string]any{"retry_after_ms": wait.Milliseconds()}}
+	}
+	if skill == "" {
+		return nil
 	}
 	if ok, wait := n.policy.allowSkill(c.ID, skill, now); !ok {
 		return &protocol.Error{Code: protocol.CodeRateLimited,
@@ -101,8 +104,8 @@ var scannerVectors = []struct{ vector, what string }{
 func (n *Node) ScannerInfo(ctx context.Context, c protocol.Caller) (out json.RawMessage, err error) {
 	start := time.Now()
 	var perr *protocol.Error
-	defer func() { n.audit(ctx, c, "rest security/scanner", SecurityScanSkill, perr, start) }()
-	if perr = n.restLimit(c, SecurityScanSkill, start); perr != nil {
+	defer func() { n.audit(ctx, c, "rest security/scanner", "", perr, start) }()
+	if perr = n.restLimit(c, "", start); perr != nil {
 		return nil, perr
 	}
 	type vector struct {
