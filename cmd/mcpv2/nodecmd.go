@@ -20,6 +20,7 @@ import (
 	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/edge/a2a"
 	"github.com/mcpv2/mcpv2/edge/mcp"
+	"github.com/mcpv2/mcpv2/edge/rest"
 	"github.com/mcpv2/mcpv2/node"
 	"github.com/mcpv2/mcpv2/node/guard"
 	"github.com/mcpv2/mcpv2/node/keys"
@@ -161,6 +162,7 @@ type runningNode struct {
 	srv  *edge.Server
 	face *mcp.Face
 	a2a  *a2a.Face
+	rest *rest.Face    // the seed's /api/v1 (nil without --port)
 	api  *localapi.API // the control socket (mcpv2 status, id, key)
 	log  *slog.Logger
 	// metrics serves --metrics (nil without it).
@@ -183,6 +185,9 @@ func (r *runningNode) Close() error {
 	}
 	if r.srv != nil {
 		errs = append(errs, r.srv.Close())
+	}
+	if r.rest != nil {
+		errs = append(errs, r.rest.Close())
 	}
 	if r.a2a != nil {
 		errs = append(errs, r.a2a.Close())
@@ -356,6 +361,12 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 		}
 		r.face.Mount(r.srv, mcp.HTTPOptions{})
 		r.a2a.Mount(r.srv)
+		// The seed's REST API (/api/v1, /docs) beside the two faces, through
+		// them and the node's dispatch.
+		if r.rest, err = rest.New(n, rest.WithLogger(log), rest.WithMCP(r.face), rest.WithTasks(r.a2a)); err != nil {
+			return nil, err
+		}
+		r.rest.Mount(r.srv)
 		if err = r.srv.Start(); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,216 @@
+package a2a
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// The task API below is the face's task engine for another face: the REST
+// face's /api/v1/a2a/tasks routes (edge/rest). It is the engine that the
+// JSON-RPC methods use (the same store, owner rule, event log, limits on
+// running tasks and the node's dispatch for every skill a task runs); only
+// the wire form is the caller's. It writes no audit line of its own: the
+// caller's face does, and the skills a task runs enter Backend.Handle.
+
+// A2A error codes the task API returns (as *protocol.Error codes).
+const (
+	// CodeTaskNotFound: no task of that id is the caller's.
+	CodeTaskNotFound = codeTaskNotFound
+	// CodeTaskNotCancelable: the task is in a final state already.
+	CodeTaskNotCancelable = codeTaskNotCancelable
+)
+
+// MaxText caps the text of a task SubmitText starts.
+const MaxText = 1 << 20
+
+// StreamEvent is one event of a task for StreamTask: Seq numbers the
+// task's events from 1 (the SSE id, for Last-Event-ID); Kind is "task"
+// (the task whole), "status" or "artifact"; Data is the event in A2A 1.0
+// form (a StreamResponse: {"task"}, {"statusUpdate"} or
+// {"artifactUpdate"}); Final says that the stream ends after it (a final
+// or input-required state). A zero Seq with Kind "ping" is a keep-alive.
+type StreamEvent struct {
+	Seq   uint64
+	Kind  string
+	Data  json.RawMessage
+	Final bool
+}
+
+func toProtocol(e *rpcError) *protocol.Error {
+	if e == nil {
+		return nil
+	}
+	return &protocol.Error{Code: e.Code, Message: e.Message, Data: e.Data}
+}
+
+// loadFor is req.load for a caller of the task API.
+func (f *Face) loadFor(c protocol.Caller, id string) (Task, protocol.StoredTask, *protocol.Error) {
+	q := &req{f: f, c: c, owner: f.ownerPrefix + c.Holder()}
+	t, st, e := q.load(id)
+	return t, st, toProtocol(e)
+}
+
+// SubmitText starts a task for c whose message is text, one text part,
+// in the conversation contextID ("" starts a new one), as message/send
+// with a text part does (the text goes to the skill the face routes text
+// to), and returns the task as stored when it started (submitted). The
+// errors are *protocol.Error: -32602 for an empty or oversized text or
+// contextID, -32603 when the face is busy or stopping.
+func (f *Face) SubmitText(ctx context.Context, c protocol.Caller, text, contextID string) (Task, error) {
+	if strings.TrimSpace(text) == "" {
+		return Task{}, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: message is empty; send the task as text")
+	}
+	if len(text) > MaxText {
+		return Task{}, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: message is %d bytes; at most %d", len(text), MaxText)
+	}
+	if len(contextID) > maxContextID {
+		return Task{}, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: session_id is longer than %d bytes", maxContextID)
+	}
+	t := Task{ID: newID(), ContextID: contextID}
+	if t.ContextID == "" {
+		t.ContextID = newID()
+	}
+	m := Message{MessageID: newID(), ContextID: t.ContextID, TaskID: t.ID, Role: "user", Parts: []Part{{Text: &text}}}
+	calls, e := callsOf(m, nil)
+	if e != nil {
+		return Task{}, toProtocol(e)
+	}
+	if perr := f.refusal(c, calls); perr != nil {
+		m = withheld(m, perr) // the node will refuse it: its body is never stored
+	}
+	t.History = append(t.History, m)
+	t.Status = Status{State: StateSubmitted, Timestamp: time.Now().UTC()}
+	owner := f.ownerPrefix + c.Holder()
+	ch, _, rerr := f.start(ctx, t, owner, c, calls)
+	if rerr != nil {
+		return Task{}, toProtocol(rerr)
+	}
+	f.unwatch(t.ID, ch)
+	return t, nil
+}
+
+// GetTask returns c's task id as it is now: CodeTaskNotFound when it does
+// not exist or is another caller's.
+func (f *Face) GetTask(_ context.Context, c protocol.Caller, id string) (Task, error) {
+	t, _, perr := f.loadFor(c, id)
+	if perr != nil {
+		return Task{}, perr
+	}
+	return t, nil
+}
+
+// CancelTask cancels c's task id and returns it canceled (waiting, bounded
+// by ctx, for a running task to record its state): CodeTaskNotFound as
+// GetTask, CodeTaskNotCancelable when it is final already.
+func (f *Face) CancelTask(ctx context.Context, c protocol.Caller, id string) (Task, error) {
+	t, _, perr := f.loadFor(c, id)
+	if perr != nil {
+		return Task{}, perr
+	}
+	if t.Status.State.Terminal() {
+		return Task{}, protocol.Errorf(CodeTaskNotCancelable, "task not cancelable: %q is %s already", t.ID, t.Status.State)
+	}
+	if e := f.cancelRun(ctx, t, f.ownerPrefix+c.Holder()); e != nil {
+		return Task{}, toProtocol(e)
+	}
+	return f.GetTask(ctx, c, id)
+}
+
+// StreamTask sends c's task id to emit as events until it reaches a final
+// or input-required state, ctx ends, or emit fails (the client left).
+// Without replay, the first event is the task as it is now (Kind "task",
+// Seq its last event's); with replay, the events after the event after
+// are read from the store, then the live ones follow (Last-Event-ID). A
+// keep-alive is sent when the stream is idle. It returns CodeTaskNotFound
+// as GetTask before anything is sent; later errors are emit's.
+func (f *Face) StreamTask(ctx context.Context, c protocol.Caller, id string, after uint64, replay bool, emit func(StreamEvent) error) error {
+	t, st, perr := f.loadFor(c, id)
+	if perr != nil {
+		return perr
+	}
+	// Watch, then read again: an event between the two reads is not lost
+	// (subscribe does the same).
+	ch, unsub := f.watch(t.ID)
+	defer unsub()
+	if now, nst, e := f.loadFor(c, id); e == nil {
+		t, st = now, nst
+	}
+	send := func(ev Event) (bool, error) {
+		b, err := json.Marshal(ev.v1())
+		if err != nil {
+			return true, err
+		}
+		kind := "artifact"
+		switch {
+		case ev.Task != nil:
+			kind = "task"
+		case ev.Status != nil:
+			kind = "status"
+		}
+		end := ev.ends()
+		return end, emit(StreamEvent{Seq: ev.Seq, Kind: kind, Data: b, Final: end})
+	}
+	last := st.Seq
+	if replay {
+		evs, err := f.b.TaskEvents(t.ID, after, 0)
+		if err != nil {
+			return errors.Join(protocol.Errorf(protocol.CodeInternal, "internal error: the task's events could not be read"), err)
+		}
+		if now, _, e := f.loadFor(c, id); e == nil {
+			t = now
+		}
+		last = after
+		for _, se := range evs {
+			ev, ok := eventFrom(se.Event, t)
+			if !ok {
+				continue
+			}
+			ev.Seq = se.Seq
+			if end, err := send(ev); err != nil || end {
+				return err
+			}
+			last = se.Seq
+		}
+	} else {
+		snap := t
+		if end, err := send(Event{Task: &snap, Seq: st.Seq}); err != nil || end {
+			return err
+		}
+	}
+	if ch == nil { // not running
+		return nil
+	}
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			if err := emit(StreamEvent{Kind: "ping"}); err != nil {
+				return err
+			}
+		case ev, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			if ev.Seq <= last {
+				continue
+			}
+			if end, err := send(ev); err != nil || end {
+				return err
+			}
+		}
+	}
+}
+
+// TaskJSON is t in A2A 1.0 form, with its whole history and artifacts.
+func TaskJSON(t Task) json.RawMessage {
+	b, _ := json.Marshal(t.v1(-1, true))
+	return b
+}
