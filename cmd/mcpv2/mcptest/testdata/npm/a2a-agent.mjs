@@ -61,7 +61,9 @@ class Executor {
     const msg = ctx.userMessage;
     const skill = ctx.task?.metadata?.skill ?? msg.metadata?.skill ?? 'echo';
     const base = { id: ctx.taskId, contextId: ctx.contextId, artifacts: [], history: [msg], metadata: { skill } };
-    bus.publish(AgentEvent.task(ctx.task ?? { ...base, status: status(TaskState.TASK_STATE_SUBMITTED, undefined) }));
+    // The first event is the task (a follow-up turn's too, working again).
+    bus.publish(AgentEvent.task(ctx.task ? { ...ctx.task, status: status(TaskState.TASK_STATE_WORKING, undefined) }
+      : { ...base, status: status(TaskState.TASK_STATE_SUBMITTED, undefined) }));
     bus.publish(AgentEvent.statusUpdate({ taskId: ctx.taskId, contextId: ctx.contextId, status: status(TaskState.TASK_STATE_WORKING, undefined), metadata: undefined }));
     await new Promise((r) => setTimeout(r, 20)); // some work, so that a poller sees "working"
     const artifact = (parts) => bus.publish(AgentEvent.artifactUpdate({
