@@ -210,7 +210,7 @@ func (c *Client) stream(ctx context.Context, card *Card, msg map[string]any) (*t
 		}
 		ev, err := decodeEvent(res)
 		if err != nil {
-			return fmt.Errorf("a2a agent %s: %s: event: %w", card.Endpoint, method, err)
+			return fmt.Errorf("event: %w", err)
 		}
 		t = apply(t, ev)
 		if terminal(t.State) || interrupted(t.State) {
@@ -219,8 +219,11 @@ func (c *Client) stream(ctx context.Context, card *Card, msg map[string]any) (*t
 		return nil
 	})
 	if err != nil && !errors.Is(err, errDone) {
-		if t == nil || t.ID == "" || errors.As(err, new(*RPCError)) {
-			return nil, fmt.Errorf("a2a agent %s: %s: %w", card.Endpoint, method, err)
+		if errors.As(err, new(*RPCError)) {
+			return nil, err
+		}
+		if t == nil || t.ID == "" {
+			return nil, fmt.Errorf("a2a agent %s: %s: reading the event stream: %w", card.Endpoint, method, err)
 		}
 		c.log.Debug("a2a stream broke; polling", "agent", card.Endpoint, "task", t.ID, "err", err)
 	}

@@ -2,12 +2,15 @@ package mcptest
 
 import (
 	"encoding/json"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/mcpv2/mcpv2/internal/netscope"
 	"github.com/mcpv2/mcpv2/internal/testenv"
+	"github.com/mcpv2/mcpv2/node/a2aclient"
 )
 
 // TestA2AExternalCLI: mcpv2 card, call and ping against external A2A
@@ -75,6 +78,19 @@ func TestA2ASkillThroughNode(t *testing.T) {
 	code, out, errs = mcpv2(t, "call", edgeOf(open), "remote_ask", `{"text":"Lin","task_id":"`+r.TaskID+`","context_id":"`+r.ContextID+`"}`)
 	if code != 0 || !strings.Contains(out, `"text":"hello Lin"`) {
 		t.Fatalf("ask, second turn: exit %d\n%s\n%s", code, out, errs)
+	}
+
+	// The client verifies an mcpv2 edge's own card too: its signature's
+	// kid is the node's PeerID, whose Ed25519 key verifies it.
+	hc := netscope.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}).Client(0)
+	defer hc.CloseIdleConnections()
+	ac, err := a2aclient.New(a2aclient.WithHTTPClient(hc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	card, err := ac.Card(ctxT(t), "http://127.0.0.1:"+open.first("MCPV2_BOUND_PORT"))
+	if err != nil || !card.Signed || card.ProtocolVersion != "1.0" {
+		t.Errorf("the mcpv2 edge's card: %+v, %v; want it signed (PeerID kid) and verified, v1.0", card, err)
 	}
 
 	closed := startNodeWithPolicy(t, grantHTTPAll, "--skills", skillsFile, "--port", "0")
