@@ -72,13 +72,17 @@ func TestSignedByJKU(t *testing.T) {
 }
 
 // TestStreamBreaks: a stream that ends before a final state is followed
-// by polls of the task.
+// by polls of the task; WithHeaders' key goes out on every request.
 func TestStreamBreaks(t *testing.T) {
 	var polls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			ID     any    `json:"id"`
 			Method string `json:"method"`
+		}
+		if r.Header.Get("X-Api-Key") != "k-7" || r.Header.Get("A2A-Version") != "1.0" {
+			http.Error(w, "want the key and A2A-Version 1.0", http.StatusUnauthorized)
+			return
 		}
 		body, _ := io.ReadAll(r.Body)
 		json.Unmarshal(body, &req)
@@ -100,7 +104,10 @@ func TestStreamBreaks(t *testing.T) {
 	}))
 	defer srv.Close()
 	card := &Card{URL: srv.URL, Endpoint: srv.URL, ProtocolVersion: "1.0", Streaming: true}
-	c := loopbackOK(t, WithPollInterval(DefaultPollMin, DefaultPollMin))
+	if _, err := loopbackOK(t).Call(context.Background(), card, "", nil); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("without the key: %v, want the 401 named", err)
+	}
+	c := loopbackOK(t, WithPollInterval(DefaultPollMin, DefaultPollMin), WithHeaders(http.Header{"X-Api-Key": {"k-7"}}))
 	r := result(t, c, card, "", json.RawMessage(`{"text":"x"}`))
 	if r.State != StateCompleted || r.Text != "late" || polls.Load() != 2 {
 		t.Fatalf("after the stream broke: %+v after %d polls", r, polls.Load())
