@@ -37,9 +37,10 @@ type target struct {
 //     such as https://agent.example/a2a or …/agent-card.json) is an A2A
 //     agent;
 //   - an http(s) URL without the /mcpv2 path is asked for the edge's
-//     health; an edge answers it, else, when the answer is an HTTP status
-//     or not an mcpv2 health document (an A2A agent's 404), the agent's
-//     card is looked for (a2aclient.Card): found, ADDR is that agent;
+//     health; an edge answers it, else, when the answer is 404 or 405 or
+//     not an mcpv2 health document (an A2A agent's 404; notAnEdge), the
+//     agent's card is looked for (a2aclient.Card): found, ADDR is that
+//     agent;
 //   - anything else (mcpv2://, /mcpv2, a multiaddr, a PeerID) is the mesh
 //     or an edge, as before.
 //
@@ -76,7 +77,7 @@ func withTarget(c *cli.Context, fn func(ctx context.Context, t target) error) er
 		return fn(ctx, target{s: s, addr: addr})
 	}
 	if web && !strings.Contains(strings.TrimPrefix(strings.TrimPrefix(raw, "http://"), "https://"), "/mcpv2") {
-		if _, herr := s.edge.Health(ctx, addr); herr != nil && !errors.Is(herr, edge.ErrUnreachable) && ctx.Err() == nil {
+		if _, herr := s.edge.Health(ctx, addr); notAnEdge(herr) && ctx.Err() == nil {
 			ag, aerr := resolveA2A(ctx, c, raw)
 			if aerr != nil {
 				return fmt.Errorf("%s is neither an mcpv2 edge (%v) nor an A2A agent (%w)", raw, herr, aerr)
@@ -85,6 +86,21 @@ func withTarget(c *cli.Context, fn func(ctx context.Context, t target) error) er
 		}
 	}
 	return fn(ctx, target{s: s, addr: addr})
+}
+
+// notAnEdge says a health request's failure means no mcpv2 edge is
+// there: 404 or 405 (an A2A agent has no /mcpv2/health), or an answer
+// that is no mcpv2 health document. An unreachable host, or an edge that
+// is busy (429, 503) or unwell, is still the edge.
+func notAnEdge(herr error) bool {
+	if herr == nil || errors.Is(herr, edge.ErrUnreachable) {
+		return false
+	}
+	var he *edge.HTTPError
+	if errors.As(herr, &he) {
+		return he.StatusCode == http.StatusNotFound || he.StatusCode == http.StatusMethodNotAllowed
+	}
+	return true
 }
 
 // resolveA2A resolves the card of the A2A agent at raw; --key, when set,
