@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -287,5 +286,3 @@ func clip(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
-
-var errNoResult = errors.New("no task or message")
