@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -155,6 +157,12 @@ type Config struct {
 	// span ids only, for the audit log and the calls out. The node never
 	// shuts it down: whoever made it does, after Close.
 	TracerProvider trace.TracerProvider
+	// OutboundAllow are the prefixes the outbound scope lets through
+	// (--outbound-allow): the node's requests to A2A agents at URLs (a2a
+	// skills, agent discovery, health checks) refuse loopback,
+	// link-local, private, CGNAT, unspecified and multicast addresses
+	// unless one of these covers them (internal/netscope). Nil: none.
+	OutboundAllow []netip.Prefix
 	// Metrics, when set, receives the node's collectors (calls, refusals,
 	// latency, bytes, blobs, connections, store sizes; node/metrics.go)
 	// and go-libp2p's own (transport.WithMetrics); the node takes its
@@ -211,6 +219,9 @@ type Node struct {
 	// blob streams this node serves; only tests set it, atomically, while
 	// the node runs.
 	blobIdleTest atomic.Int64
+
+	outboundOnce sync.Once
+	outbound     *http.Client // OutboundClient's
 }
 
 // Client returns the node's client: it calls other peers (mesh or HTTP
@@ -318,7 +329,7 @@ func New(cfg Config) (_ *Node, err error) {
 	}
 	if _, statErr := os.Stat(cfg.SkillsFile); statErr == nil || skillsMust {
 		cl, cerr := custom.New(n.reg, custom.WithLogger(n.log), custom.WithMaxCommandRuns(cfg.MaxCommandRuns),
-			custom.WithRunAs(cfg.RunAs)) // scratch: under os.TempDir, outside DataDir
+			custom.WithRunAs(cfg.RunAs), custom.WithA2AHTTPClient(n.OutboundClient())) // scratch: under os.TempDir, outside DataDir
 		if cerr != nil {
 			return nil, fmt.Errorf("node: custom skills file %s: %w", cfg.SkillsFile, cerr)
 		}

@@ -194,7 +194,7 @@ func (s *session) connect(ctx context.Context, c *cli.Context, addr protocol.Add
 func callCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "call",
-		Usage:     "run one skill on a peer and print the result JSON",
+		Usage:     "run one skill on a peer, or on an A2A agent at a URL, and print the result JSON",
 		UsageText: "mcpv2 call ADDR SKILL [ARGS_JSON|-|@FILE] [--provider P]",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "provider", EnvVars: []string{"MCPV2_PROVIDER"}, Usage: "context.provider: claude, openai, gemini or deepseek"},
@@ -214,8 +214,15 @@ func callCommand() *cli.Command {
 				}
 				args = b
 			}
-			return withSession(c, func(ctx context.Context, s *session, addr protocol.Address) error {
-				res, err := s.CallSkill(ctx, addr, c.Args().Get(1), args, protocol.CallOptions{Provider: c.String("provider")})
+			return withTarget(c, func(ctx context.Context, t target) error {
+				var res json.RawMessage
+				var err error
+				if t.agent != nil {
+					fmt.Fprint(c.App.ErrWriter, a2aSummary(t.agent.card))
+					res, err = t.agent.client.Call(ctx, t.agent.card, c.Args().Get(1), args)
+				} else {
+					res, err = t.s.CallSkill(ctx, t.addr, c.Args().Get(1), args, protocol.CallOptions{Provider: c.String("provider")})
+				}
 				if err != nil {
 					return err
 				}
@@ -238,7 +245,7 @@ func printJSON(c *cli.Context, raw json.RawMessage) error {
 func pingCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "ping",
-		Usage:     "measure round-trip times to a peer with its ping skill",
+		Usage:     "measure round-trip times to a peer with its ping skill (an A2A agent's: a fetch of its card)",
 		UsageText: "mcpv2 ping ADDR [--count N]",
 		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "count", Aliases: []string{"c"}, Value: 4, Usage: "how many pings"},
@@ -249,7 +256,7 @@ func pingCommand() *cli.Command {
 			if count < 1 {
 				return errors.New("ping: --count must be at least 1")
 			}
-			return withSession(c, func(ctx context.Context, s *session, addr protocol.Address) error {
+			return withTarget(c, func(ctx context.Context, t target) error {
 				var rtts []time.Duration
 				for i := range count {
 					if i > 0 {
@@ -260,7 +267,17 @@ func pingCommand() *cli.Command {
 						}
 					}
 					start := time.Now()
-					res, err := s.CallSkill(ctx, addr, "ping", json.RawMessage(fmt.Sprintf(`{"payload":{"seq":%d}}`, i+1)), protocol.CallOptions{})
+					if t.agent != nil { // an A2A agent: one card fetch is one ping (no message: it might start work)
+						card, err := t.agent.client.Card(ctx, t.agent.card.URL)
+						if err != nil {
+							return err
+						}
+						rtt := time.Since(start)
+						rtts = append(rtts, rtt)
+						fmt.Fprintf(c.App.Writer, "card from %s (A2A %s): seq=%d time=%.2f ms\n", printableLine(card.Name), card.ProtocolVersion, i+1, ms(rtt))
+						continue
+					}
+					res, err := t.s.CallSkill(ctx, t.addr, "ping", json.RawMessage(fmt.Sprintf(`{"payload":{"seq":%d}}`, i+1)), protocol.CallOptions{})
 					if err != nil {
 						return err
 					}
@@ -339,11 +356,15 @@ func printToolsBrief(c *cli.Context, raw json.RawMessage) error {
 
 func cardCommand() *cli.Command {
 	return &cli.Command{
-		Name: "card", Usage: "print a peer's agent card", UsageText: "mcpv2 card ADDR",
+		Name: "card", Usage: "print a peer's agent card, or an A2A agent's at a URL", UsageText: "mcpv2 card ADDR",
 		Flags: clientFlags,
 		Action: func(c *cli.Context) error {
-			return withSession(c, func(ctx context.Context, s *session, addr protocol.Address) error {
-				res, err := s.CallMethod(ctx, addr, protocol.MethodAgentCard, protocol.CallOptions{})
+			return withTarget(c, func(ctx context.Context, t target) error {
+				if t.agent != nil {
+					fmt.Fprint(c.App.ErrWriter, a2aSummary(t.agent.card))
+					return printIndented(c, t.agent.card.Raw)
+				}
+				res, err := t.s.CallMethod(ctx, t.addr, protocol.MethodAgentCard, protocol.CallOptions{})
 				if err != nil {
 					return err
 				}

@@ -33,14 +33,14 @@ var importRules = []importRule{
 	// node/skills/custom, the custom-skill engine, registers into
 	// node/skills and uses the node's guard kinds and llm's same-origin
 	// check; it never sees the node itself (the node wires it).
-	{prefix: "node/skills/custom", allowed: []string{"node/skills", "node/guard", "node/llm", "protocol"}},
+	{prefix: "node/skills/custom", allowed: []string{"node/skills", "node/guard", "node/llm", "node/a2aclient", "protocol", "internal/netscope"}},
 	// node/localapi, the local node API (mcpv2 status, id, key; the
 	// dashboard), serves a node: what node may import, no edge.
-	{prefix: "node/localapi", allowed: []string{"node", "protocol", "transport", "discovery", "internal/suggest", "internal/lazyre"}},
-	{prefix: "node", allowed: []string{"node", "protocol", "transport", "discovery", "internal/suggest", "internal/lazyre"}},
-	{prefix: "edge", allowed: []string{"edge", "protocol"}},
+	{prefix: "node/localapi", allowed: []string{"node", "protocol", "transport", "discovery", "internal/suggest", "internal/lazyre", "internal/netscope"}},
+	{prefix: "node", allowed: []string{"node", "protocol", "transport", "discovery", "internal/suggest", "internal/lazyre", "internal/netscope"}},
+	{prefix: "edge", allowed: []string{"edge", "protocol", "internal/netscope"}},
 	{prefix: "examples", allowed: []string{"node", "protocol", "transport", "discovery", "edge"}},
-	{prefix: "cmd", allowed: []string{"node", "protocol", "transport", "discovery", "edge", "internal/supervise", "internal/suggest"}},
+	{prefix: "cmd", allowed: []string{"node", "protocol", "transport", "discovery", "edge", "internal/supervise", "internal/suggest", "internal/netscope"}},
 	// bench is a program like cmd (go run ./bench) that wires a node and
 	// its client together to measure them; nothing imports it.
 	// bench/bare is the memory rows' lean baseline and bench/internal/lean
@@ -64,6 +64,10 @@ var importRules = []importRule{
 	// the CLI (commands, flags, settings, shell): no package of the
 	// project, one third-party module (levenshtein).
 	{prefix: "internal/suggest", allowed: nil},
+	// internal/netscope is the outbound address scope (issue 23): the
+	// node's, the edge's and cmd's requests to A2A agents at URLs. The
+	// standard library only.
+	{prefix: "internal/netscope", allowed: nil, stdOnly: true},
 	// internal/lazyre compiles a regular expression on first use (the
 	// guard's and the planner's): the standard library only.
 	{prefix: "internal/lazyre", allowed: nil, stdOnly: true},

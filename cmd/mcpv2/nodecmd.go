@@ -21,6 +21,7 @@ import (
 	"github.com/mcpv2/mcpv2/edge/a2a"
 	"github.com/mcpv2/mcpv2/edge/mcp"
 	"github.com/mcpv2/mcpv2/edge/rest"
+	"github.com/mcpv2/mcpv2/internal/netscope"
 	"github.com/mcpv2/mcpv2/node"
 	"github.com/mcpv2/mcpv2/node/guard"
 	"github.com/mcpv2/mcpv2/node/keys"
@@ -78,6 +79,8 @@ func nodeFlags() []cli.Flag {
 			Usage: fmt.Sprintf("command-skill calls that run at once; more are refused with -32005 (0: %d)", custom.DefaultMaxCommandRuns)},
 		&cli.StringFlag{Name: "run-as", EnvVars: []string{"MCPV2_RUN_AS"},
 			Usage: "user (name or uid) that command skills run as; needs the node to run as root"},
+		&cli.StringSliceFlag{Name: "outbound-allow", EnvVars: []string{"MCPV2_OUTBOUND_ALLOW"},
+			Usage: "CIDR prefixes (or addresses) the node's requests to A2A agents at URLs may reach although loopback, link-local or private (a2a skills, agent discovery, health checks); repeatable, or comma-separated"},
 		&cli.StringFlag{Name: "file-store", EnvVars: []string{"MCPV2_FILE_STORE"}, Usage: "directory of the file skills (default <data-dir>/files)"},
 		&cli.Int64Flag{Name: "max-file", EnvVars: []string{"MCPV2_MAX_FILE"}, Value: 64 << 20, Usage: "largest stored file in bytes"},
 		// Disk bounds (docs/spec.md §2, §3); 0 turns a cap off.
@@ -302,8 +305,16 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 			ecfg.Metrics = reg
 		}
 	}
+	outAllow, err := netscope.ParseAllow(c.StringSlice("outbound-allow"))
+	if err != nil {
+		shutdownTracer(tp, log)
+		if ms != nil {
+			err = errors.Join(err, ms.Close())
+		}
+		return nil, err
+	}
 	n, err := node.New(node.Config{
-		Mesh: mesh, Metrics: reg, HostOptions: hostOpts,
+		Mesh: mesh, Metrics: reg, HostOptions: hostOpts, OutboundAllow: outAllow,
 		DataDir: dir, ListenAddrs: listen,
 		Name: c.String("name"), Description: c.String("description"),
 		MaxMessage: c.Int("max-message"), MaxFile: c.Int64("max-file"), FilesDir: c.String("file-store"),

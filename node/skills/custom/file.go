@@ -50,7 +50,7 @@ const (
 type Skill struct {
 	// Descriptor is what tools/list and the agent card publish.
 	Descriptor protocol.SkillDescriptor
-	// Kind is the handler type: "template", "command", "http" or "mcp".
+	// Kind is the handler type: "template", "command", "http", "mcp" or "a2a".
 	Kind string
 	// Handler runs the skill; it expects arguments already validated
 	// against Descriptor.InputSchema (Registry.Call does that).
@@ -82,6 +82,7 @@ type Skill struct {
 //	{"type": "command", "command": ["prog", "arg"], "timeout_s"?: 30, "memory_mb"?: 1024, "env"?: {"K": "v"}}
 //	{"type": "http", "url": "https://...", "timeout_s"?: 30, "headers"?: {"Authorization": "Bearer ${ENV:API_KEY}"}}
 //	{"type": "mcp", ...} (see mcp.go; ResolveMCP makes such skills concrete)
+//	{"type": "a2a", "url": "https://agent", "skill"?: "echo", "timeout_s"?: 30, "card_ttl_s"?: 600, "headers"?: {...}} (see a2a.go)
 //
 // Header and env values may hold ${ENV:NAME}, replaced at load time by the
 // node's environment variable NAME (so that keys stay out of the file); no
@@ -256,10 +257,12 @@ func (l *Loader) parseSkill(raw json.RawMessage, baseDir string) (Skill, error) 
 		h, err = newHTTP(sj.Name, sj.Handler, l)
 	case "mcp":
 		m, err = newMCP(sj.Name, sj.Handler, l, baseDir)
+	case "a2a":
+		h, err = newA2A(sj.Name, sj.Handler, l)
 	case "":
-		err = fieldf("type", "missing (want template, command, http or mcp)")
+		err = fieldf("type", "missing (want template, command, http, mcp or a2a)")
 	default:
-		err = fieldf("type", "unknown handler type %q (want template, command, http or mcp)", peek.Type)
+		err = fieldf("type", "unknown handler type %q (want template, command, http, mcp or a2a)", peek.Type)
 	}
 	if err != nil {
 		if fe, ok := err.(*fieldError); ok {

@@ -317,7 +317,7 @@ func TestBadFiles(t *testing.T) {
 		{name: "clash with a registered skill", skills: []any{good, templateSkill("ping", "x")}, skill: `skill "ping"`, reason: `duplicate skill name "ping" (already registered)`},
 		{name: "missing handler", skills: []any{good, map[string]any{"name": "b"}}, skill: `skill "b"`, reason: "handler: missing"},
 		{name: "missing handler type", skills: []any{good, handler(map[string]any{"template": "x"})}, skill: `skill "x"`, reason: "handler.type: missing"},
-		{name: "unknown handler type", skills: []any{good, handler(map[string]any{"type": "python"})}, skill: `skill "x"`, reason: `handler.type: unknown handler type "python" (want template, command, http or mcp)`},
+		{name: "unknown handler type", skills: []any{good, handler(map[string]any{"type": "python"})}, skill: `skill "x"`, reason: `handler.type: unknown handler type "python" (want template, command, http, mcp or a2a)`},
 		{name: "bad guard kind", skills: []any{good, map[string]any{"name": "g", "guard": map[string]string{"q": "html"}, "handler": map[string]any{"type": "template", "template": "x"}}},
 			skill: `skill "g"`, reason: `guard: "q": "html" is not prompt, path or sql`},
 		{name: "guard not a map", skills: []any{good, map[string]any{"name": "g", "guard": []string{"q"}, "handler": map[string]any{"type": "template", "template": "x"}}},

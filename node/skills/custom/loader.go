@@ -1,6 +1,6 @@
 // Package custom is the custom-skill engine of a node (SPEC §3): it reads a
 // custom skills file, checks it (file.go), builds one handler per skill
-// (template.go, http.go, command.go, mcp.go) and registers the skills into
+// (template.go, http.go, command.go, mcp.go, a2a.go) and registers the skills into
 // a skills.Registry. A Loader owns what the handlers share at run time: the
 // cap on concurrent command runs and the MCP servers that "mcp" skills
 // call; its Close stops those servers.
@@ -33,6 +33,7 @@ const DefaultMaxCommandRuns = 4
 type config struct {
 	scratchDir     string
 	httpClient     *http.Client
+	a2aClient      *http.Client
 	log            *slog.Logger
 	maxOutput      int64
 	baseDir        string
@@ -64,6 +65,14 @@ func WithScratchDir(dir string) Option {
 // call is bounded by the skill's timeout_s.
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *config) error { c.httpClient = hc; return nil }
+}
+
+// WithA2AHTTPClient sets the client of a2a handlers (their cards and
+// messages): the node's outbound-scoped client (node.Node.OutboundClient).
+// Nil (the default) is a client of the outbound scope with nothing
+// allowed (internal/netscope): no loopback, link-local or private agent.
+func WithA2AHTTPClient(hc *http.Client) Option {
+	return func(c *config) error { c.a2aClient = hc; return nil }
 }
 
 // WithLogger sets the logger that receives load notes and per-call failure

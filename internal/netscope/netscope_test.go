@@ -1,0 +1,80 @@
+package netscope
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func TestClassify(t *testing.T) {
+	for addr, want := range map[string]string{
+		"127.0.0.1": "loopback", "::1": "loopback", "10.1.2.3": "private", "192.168.0.1": "private",
+		"172.16.5.5": "private", "fd00::1": "private", "100.64.0.1": "shared (CGNAT)", "169.254.169.254": "link-local",
+		"fe80::1": "link-local", "0.0.0.0": "unspecified", "::": "unspecified", "0.1.2.3": "unspecified",
+		"224.0.0.1": "link-local", "239.1.1.1": "multicast", "ff05::1": "multicast", "255.255.255.255": "broadcast",
+		"::ffff:127.0.0.1": "loopback", "8.8.8.8": "", "2606:4700::1": "", "100.128.0.1": "",
+	} {
+		if got := Classify(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("Classify(%s) = %q, want %q", addr, got, want)
+		}
+	}
+}
+
+func TestCheckAllow(t *testing.T) {
+	allow, err := ParseAllow([]string{"127.0.0.0/8, 10.0.0.5", "fd00::/8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(allow)
+	for _, a := range []string{"127.0.0.1", "10.0.0.5", "fd00::7", "8.8.8.8"} {
+		if err := s.Check(netip.MustParseAddr(a)); err != nil {
+			t.Errorf("Check(%s) = %v, want allowed", a, err)
+		}
+	}
+	for _, a := range []string{"10.0.0.6", "192.168.1.1", "::1"} {
+		err := s.Check(netip.MustParseAddr(a))
+		var se *Error
+		if !errors.As(err, &se) || !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), a) || !strings.Contains(err.Error(), Flag) {
+			t.Errorf("Check(%s) = %v, want a refusal naming it and %s", a, err, Flag)
+		}
+	}
+	if _, err := ParseAllow([]string{"nope"}); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("ParseAllow(nope) = %v, want an error naming it", err)
+	}
+}
+
+// TestClientRefusesLoopback dials a real server on 127.0.0.1: refused by
+// the default scope (also after a redirect from an allowed one), reached
+// with the prefix allowed.
+func TestClientRefusesLoopback(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer srv.Close()
+	_, err := New(nil).Client(0).Get(srv.URL)
+	var se *Error
+	if !errors.As(err, &se) || se.Class != "loopback" || !strings.Contains(err.Error(), "--outbound-allow 127.0.0.1/32") {
+		t.Fatalf("default scope: got %v, want a loopback refusal naming the flag", err)
+	}
+	resp, err := New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}).Client(0).Get(srv.URL)
+	if err != nil {
+		t.Fatalf("allowed 127.0.0.0/8: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "ok" {
+		t.Fatalf("allowed: body %q", b)
+	}
+	// A redirect from an allowed address to a refused one (localhost ::1
+	// vs 127.0.0.1) is refused by the same dial check.
+	redir := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, strings.Replace(srv.URL, "127.0.0.1", "[::1]", 1), http.StatusFound)
+	}))
+	defer redir.Close()
+	_, err = New([]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}).Client(0).Get(redir.URL)
+	if !errors.As(err, &se) || se.Addr != netip.MustParseAddr("::1") {
+		t.Fatalf("redirect to ::1: got %v, want it refused", err)
+	}
+}

@@ -1,0 +1,459 @@
+package a2aclient
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/gowebpki/jcs"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// Well-known card paths: v1.0's (also v0.3.x's later releases) and the
+// older v0.3 one.
+const (
+	CardPath    = "/.well-known/agent-card.json"
+	CardPathV03 = "/.well-known/agent.json"
+)
+
+// Caps of what the client decodes.
+const (
+	// DefaultMaxCard caps a card's body (WithMaxCard).
+	DefaultMaxCard = 1 << 20
+	// maxJWKS caps a JWK set fetched from a signature's jku.
+	maxJWKS = 64 << 10
+	// maxSkills caps the skills read from a card.
+	maxSkills = 256
+	// maxSignatures caps the signatures tried on a card.
+	maxSignatures = 8
+)
+
+// ErrBadSignature is wrapped when a card carries signatures and none
+// verifies.
+var ErrBadSignature = errors.New("card signature does not verify")
+
+// wireCard is the part of a card (either version) the client reads.
+type wireCard struct {
+	Name                string `json:"name"`
+	Description         string `json:"description"`
+	Version             string `json:"version"`
+	SupportedInterfaces []struct {
+		URL             string `json:"url"`
+		ProtocolBinding string `json:"protocolBinding"`
+		ProtocolVersion string `json:"protocolVersion"`
+	} `json:"supportedInterfaces"`
+	// v0.3
+	URL                  string `json:"url"`
+	PreferredTransport   string `json:"preferredTransport"`
+	ProtocolVersion      string `json:"protocolVersion"`
+	AdditionalInterfaces []struct {
+		URL       string `json:"url"`
+		Transport string `json:"transport"`
+	} `json:"additionalInterfaces"`
+	Capabilities struct {
+		Streaming bool `json:"streaming"`
+	} `json:"capabilities"`
+	Skills []struct {
+		ID          string   `json:"id"`
+		Name        string   `json:"name"`
+		Description string   `json:"description"`
+		Tags        []string `json:"tags"`
+		Examples    []string `json:"examples"`
+	} `json:"skills"`
+	Signatures []json.RawMessage `json:"signatures"`
+}
+
+// ParseCard decodes an agent card (either version) read from cardURL and
+// decides the version the client will speak: v1.0 when
+// supportedInterfaces has a JSONRPC interface of protocolVersion 1.x,
+// else v0.3 when it has one of 0.3.x, or when the card has a url whose
+// preferredTransport is JSONRPC (or unset) and a protocolVersion of 0.3.x
+// (or none). The endpoint is resolved against cardURL and must be http or
+// https. It does not verify signatures (Client.Card does). Errors name
+// what was wrong.
+func ParseCard(raw []byte, cardURL string) (*Card, error) {
+	if len(raw) > DefaultMaxCard {
+		return nil, fmt.Errorf("card is larger than %d bytes", DefaultMaxCard)
+	}
+	var w wireCard
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return nil, fmt.Errorf("card is not a JSON object of an A2A agent card: %w", err)
+	}
+	base, err := url.Parse(cardURL)
+	if err != nil {
+		return nil, fmt.Errorf("card URL %q: %w", cardURL, err)
+	}
+	c := &Card{CardURL: cardURL, Name: w.Name, Description: w.Description, Version: w.Version, Streaming: w.Capabilities.Streaming,
+		Raw: append(json.RawMessage(nil), raw...)}
+	var seen []string
+	endpoint := ""
+	for _, want := range []string{"1.", "0.3"} {
+		for _, i := range w.SupportedInterfaces {
+			seen = append(seen, i.ProtocolBinding+" "+i.ProtocolVersion)
+			if strings.EqualFold(i.ProtocolBinding, "JSONRPC") && (i.ProtocolVersion == strings.TrimSuffix(want, ".") || strings.HasPrefix(i.ProtocolVersion, want)) && i.URL != "" {
+				endpoint, c.ProtocolVersion = i.URL, map[string]string{"1.": "1.0", "0.3": "0.3"}[want]
+				break
+			}
+		}
+		if endpoint != "" {
+			break
+		}
+	}
+	if endpoint == "" && w.URL != "" && (w.ProtocolVersion == "" || strings.HasPrefix(w.ProtocolVersion, "0.3")) {
+		if w.PreferredTransport == "" || strings.EqualFold(w.PreferredTransport, "JSONRPC") {
+			endpoint, c.ProtocolVersion = w.URL, "0.3"
+		} else {
+			for _, ai := range w.AdditionalInterfaces {
+				if strings.EqualFold(ai.Transport, "JSONRPC") && ai.URL != "" {
+					endpoint, c.ProtocolVersion = ai.URL, "0.3"
+					break
+				}
+			}
+		}
+		if endpoint == "" {
+			seen = append(seen, "url with preferredTransport "+w.PreferredTransport)
+		}
+	} else if endpoint == "" && w.URL != "" {
+		seen = append(seen, "url with protocolVersion "+w.ProtocolVersion)
+	}
+	if endpoint == "" {
+		if len(seen) == 0 {
+			return nil, errors.New("card names no interface (neither supportedInterfaces nor url)")
+		}
+		return nil, fmt.Errorf("card offers no JSON-RPC interface of A2A 1.0 or 0.3 (it offers: %s)", clip(strings.Join(seen, "; "), 200))
+	}
+	eu, err := base.Parse(endpoint)
+	if err != nil || (eu.Scheme != "http" && eu.Scheme != "https") || eu.Host == "" {
+		return nil, fmt.Errorf("card's JSON-RPC endpoint %q is not an http(s) URL", clip(endpoint, 200))
+	}
+	c.Endpoint = eu.String()
+	for i, s := range w.Skills {
+		if i == maxSkills {
+			break
+		}
+		c.Skills = append(c.Skills, Skill{ID: s.ID, Name: s.Name, Description: s.Description, Tags: s.Tags, Examples: s.Examples})
+	}
+	return c, nil
+}
+
+// cardCandidates are the URLs a card is looked for at, for a user's URL:
+// the URL itself when it names a .json file, else the well-known paths
+// under its path (when it has one) and under its origin.
+func cardCandidates(u *url.URL) []string {
+	if strings.HasSuffix(u.Path, ".json") {
+		return []string{u.String()}
+	}
+	origin := u.Scheme + "://" + u.Host
+	var out []string
+	if p := strings.TrimSuffix(u.Path, "/"); p != "" {
+		out = append(out, origin+p+CardPath, origin+p+CardPathV03)
+	}
+	return append(out, origin+CardPath, origin+CardPathV03)
+}
+
+// Card resolves the card of the agent at rawURL: the URL itself when it
+// names a .json card, else /.well-known/agent-card.json (asked for with
+// A2A-Version 1.0, then without, which a v0.3 agent answers), then the
+// v0.3 /.well-known/agent.json. When the card carries signatures, one must
+// verify (JWS over the JCS canonical card without its signatures, A2A
+// §8.4), with the key in its header's jwk, from its jku (fetched through
+// the same client), or, for an mcpv2 node's card, the Ed25519 key of the
+// PeerID its kid names; else Card fails with ErrBadSignature.
+func (c *Client) Card(ctx context.Context, rawURL string) (*Card, error) {
+	u, err := checkURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	var errs []string
+	for _, cu := range cardCandidates(u) {
+		versions := []string{""}
+		if strings.HasSuffix(cu, CardPath) {
+			versions = []string{"1.0", ""}
+		}
+		for _, v := range versions {
+			raw, status, err := c.get(ctx, cu, v, c.cfg.maxCard)
+			if err != nil {
+				if ctx.Err() != nil || status == 0 {
+					return nil, fmt.Errorf("a2a agent %s: card: %w", rawURL, err)
+				}
+				errs = append(errs, fmt.Sprintf("%s: %v", cu, err))
+				continue
+			}
+			card, err := ParseCard(raw, cu)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("%s: %v", cu, err))
+				continue
+			}
+			card.URL, card.FetchedAt = rawURL, time.Now()
+			if err := c.verify(ctx, card); err != nil {
+				return nil, fmt.Errorf("a2a agent %s: card %s: %w", rawURL, cu, err)
+			}
+			return card, nil
+		}
+	}
+	return nil, fmt.Errorf("a2a agent %s: no A2A agent card found (%s)", rawURL, strings.Join(errs, "; "))
+}
+
+// checkURL parses an agent URL: http or https, a host, no credentials.
+func checkURL(rawURL string) (*url.URL, error) {
+	u, err := url.Parse(rawURL)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("a2a agent URL %q: %w", clip(rawURL, 200), err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("a2a agent URL %q: scheme %q is not http or https", clip(rawURL, 200), u.Scheme)
+	case u.Host == "":
+		return nil, fmt.Errorf("a2a agent URL %q: no host", clip(rawURL, 200))
+	case u.User != nil:
+		return nil, fmt.Errorf("a2a agent URL %q: credentials in the URL are not allowed (use a header)", u.Redacted())
+	}
+	return u, nil
+}
+
+// get GETs u (with A2A-Version: version when set) and returns its body,
+// capped at limit; status is the HTTP status (0: no answer).
+func (c *Client) get(ctx context.Context, u, version string, limit int64) ([]byte, int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	req.Header = c.cfg.headers.Clone()
+	req.Header.Set("Accept", "application/json")
+	if version != "" {
+		req.Header.Set(versionHeader, version)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, resp.StatusCode, fmt.Errorf("reading the answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, resp.StatusCode, fmt.Errorf("HTTP status %s", resp.Status)
+	}
+	if int64(len(body)) > limit {
+		return nil, resp.StatusCode, fmt.Errorf("answer is larger than %d bytes", limit)
+	}
+	return body, resp.StatusCode, nil
+}
+
+// wireSignature is one of a card's signatures (a JWS, JSON serialization,
+// detached payload).
+type wireSignature struct {
+	Protected string          `json:"protected"`
+	Signature string          `json:"signature"`
+	Header    json.RawMessage `json:"header"`
+}
+
+// sigHeader is what the client reads of a signature's headers.
+type sigHeader struct {
+	Alg string           `json:"alg"`
+	Kid string           `json:"kid"`
+	JKU string           `json:"jku"`
+	JWK *jose.JSONWebKey `json:"jwk"`
+}
+
+// signatureAlgs are the JWS algorithms accepted on a card.
+var signatureAlgs = []jose.SignatureAlgorithm{jose.EdDSA, jose.ES256, jose.ES384, jose.ES512, jose.RS256, jose.RS384, jose.RS512, jose.PS256, jose.PS384, jose.PS512}
+
+// verify checks card's signatures, if it has any: one must verify. It sets
+// card.Signed.
+func (c *Client) verify(ctx context.Context, card *Card) error {
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(card.Raw))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return fmt.Errorf("card is not a JSON object: %w", err)
+	}
+	sigs, _ := m["signatures"].([]any)
+	if len(sigs) == 0 {
+		return nil
+	}
+	payloads, err := canonicalPayloads(m)
+	if err != nil {
+		return err
+	}
+	var w struct {
+		Signatures []wireSignature `json:"signatures"`
+	}
+	if err := json.Unmarshal(card.Raw, &w); err != nil {
+		return fmt.Errorf("card's signatures: %w: %v", ErrBadSignature, err)
+	}
+	var why []string
+	for i, s := range w.Signatures {
+		if i == maxSignatures {
+			break
+		}
+		err := c.verifyOne(ctx, s, payloads)
+		if err == nil {
+			card.Signed = true
+			return nil
+		}
+		why = append(why, fmt.Sprintf("signatures[%d]: %v", i, err))
+	}
+	return fmt.Errorf("%w: %s", ErrBadSignature, strings.Join(why, "; "))
+}
+
+// verifyOne checks one signature over either payload.
+func (c *Client) verifyOne(ctx context.Context, s wireSignature, payloads [][]byte) error {
+	hb, err := base64.RawURLEncoding.DecodeString(s.Protected)
+	if err != nil {
+		return errors.New("protected header is not base64url")
+	}
+	var h sigHeader
+	if err := json.Unmarshal(hb, &h); err != nil {
+		return fmt.Errorf("protected header: %v", err)
+	}
+	if h.JWK == nil && h.JKU == "" && len(s.Header) > 0 {
+		var uh sigHeader // the unprotected header may name the key
+		if json.Unmarshal(s.Header, &uh) == nil {
+			h.JWK, h.JKU = uh.JWK, uh.JKU
+			if h.Kid == "" {
+				h.Kid = uh.Kid
+			}
+		}
+	}
+	key, err := c.signingKey(ctx, h)
+	if err != nil {
+		return err
+	}
+	var last error
+	for _, p := range payloads {
+		obj, err := jose.ParseDetached(s.Protected+".."+s.Signature, p, signatureAlgs)
+		if err != nil {
+			return fmt.Errorf("not a JWS of an accepted algorithm (%s): %v", clip(h.Alg, 20), err)
+		}
+		if _, err := obj.Verify(key); err == nil {
+			return nil
+		} else {
+			last = err
+		}
+	}
+	return fmt.Errorf("the signature does not match the card: %v", last)
+}
+
+// signingKey is the key a signature names: its jwk, the key of its kid in
+// the JWK set at its jku, or the Ed25519 key of the PeerID its kid is.
+func (c *Client) signingKey(ctx context.Context, h sigHeader) (any, error) {
+	switch {
+	case h.JWK != nil:
+		if !h.JWK.IsPublic() {
+			return nil, errors.New("the jwk in the header is not a public key")
+		}
+		return h.JWK.Key, nil
+	case h.JKU != "":
+		u, err := checkURL(h.JKU)
+		if err != nil {
+			return nil, fmt.Errorf("jku: %w", err)
+		}
+		body, _, err := c.get(ctx, u.String(), "", maxJWKS)
+		if err != nil {
+			return nil, fmt.Errorf("jku %s: %w", u.Redacted(), err)
+		}
+		var set jose.JSONWebKeySet
+		if err := json.Unmarshal(body, &set); err != nil {
+			return nil, fmt.Errorf("jku %s: not a JWK set: %v", u.Redacted(), err)
+		}
+		keys := set.Key(h.Kid)
+		if h.Kid == "" && len(set.Keys) == 1 {
+			keys = set.Keys
+		}
+		if len(keys) == 0 {
+			return nil, fmt.Errorf("jku %s has no key %q", u.Redacted(), clip(h.Kid, 80))
+		}
+		return keys[0].Key, nil
+	}
+	id, err := peer.Decode(h.Kid)
+	if err != nil {
+		return nil, fmt.Errorf("no key to verify with: the header has no jwk or jku, and kid %q is not a PeerID", clip(h.Kid, 80))
+	}
+	pub, err := id.ExtractPublicKey()
+	if err != nil || pub.Type() != crypto.Ed25519 {
+		return nil, fmt.Errorf("kid %s holds no Ed25519 key", id)
+	}
+	raw, err := pub.Raw()
+	if err != nil {
+		return nil, err
+	}
+	return ed25519.PublicKey(raw), nil
+}
+
+// canonicalPayloads are the payloads a card's signature may cover: JCS
+// (RFC 8785) of the card without its signatures and without its empty
+// members (strings, lists, objects, null; as @a2a-js/sdk and mcpv2 sign),
+// and, when different, with them.
+func canonicalPayloads(m map[string]any) ([][]byte, error) {
+	c := make(map[string]any, len(m))
+	for k, v := range m {
+		if k != "signatures" {
+			c[k] = v
+		}
+	}
+	var out [][]byte
+	for _, v := range []any{dropEmpty(c), c} {
+		if v == nil {
+			v = map[string]any{}
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("card: %w", err)
+		}
+		if b, err = jcs.Transform(b); err != nil {
+			return nil, fmt.Errorf("card: canonical JSON: %w", err)
+		}
+		if len(out) == 0 || !bytes.Equal(out[0], b) {
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
+// dropEmpty is v (decoded JSON) without its empty members, nil when
+// nothing is left.
+func dropEmpty(v any) any {
+	switch x := v.(type) {
+	case string:
+		if x == "" {
+			return nil
+		}
+	case []any:
+		out := make([]any, 0, len(x))
+		for _, e := range x {
+			if e := dropEmpty(e); e != nil {
+				out = append(out, e)
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if e := dropEmpty(e); e != nil {
+				out[k] = e
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	}
+	return v
+}

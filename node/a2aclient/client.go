@@ -1,0 +1,288 @@
+package a2aclient
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mcpv2/mcpv2/internal/netscope"
+)
+
+// Defaults of the options.
+const (
+	// DefaultTimeout bounds a Card or a Call (WithTimeout).
+	DefaultTimeout = 60 * time.Second
+	// DefaultMaxResponse caps one JSON-RPC answer, and one stream event
+	// (WithMaxResponse).
+	DefaultMaxResponse = 8 << 20
+	// DefaultPollMin and DefaultPollMax bound the pause between two
+	// GetTask polls: it starts at the first and doubles to the second.
+	DefaultPollMin = 50 * time.Millisecond
+	DefaultPollMax = 2 * time.Second
+)
+
+// versionHeader is the A2A version a request speaks (v1.0: "1.0"; a
+// request without it is v0.3).
+const versionHeader = "A2A-Version"
+
+type config struct {
+	hc               *http.Client
+	log              *slog.Logger
+	timeout          time.Duration
+	maxCard          int64
+	maxResponse      int64
+	pollMin, pollMax time.Duration
+	headers          http.Header
+	streaming        *bool
+}
+
+// Option configures a Client (see New).
+type Option func(*config) error
+
+// WithHTTPClient sets the client every request goes through (the card,
+// a jku's key set, messages, polls). Nil (the default) is a client of the
+// outbound scope with no prefix allowed (internal/netscope): no loopback,
+// link-local or private target. A node passes its scoped client
+// (node.Node.OutboundClient).
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *config) error { c.hc = hc; return nil }
+}
+
+// WithLogger sets the logger of request details (Debug). Nil discards.
+func WithLogger(log *slog.Logger) Option {
+	return func(c *config) error { c.log = log; return nil }
+}
+
+// WithTimeout bounds each Card and Call (default DefaultTimeout); the
+// caller's context may bound it more. It must be positive.
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("a2aclient: timeout %v is not positive", d)
+		}
+		c.timeout = d
+		return nil
+	}
+}
+
+// WithHeaders adds headers to every request (an API key the agent asks
+// for). Content-Type, Accept and A2A-Version are the client's own.
+func WithHeaders(h http.Header) Option {
+	return func(c *config) error {
+		for k := range h {
+			switch http.CanonicalHeaderKey(k) {
+			case "Content-Type", "Accept", versionHeader, "Content-Length", "Host":
+				return fmt.Errorf("a2aclient: header %s is the client's own", k)
+			}
+		}
+		c.headers = h.Clone()
+		return nil
+	}
+}
+
+// WithMaxCard caps a card's body in bytes (default DefaultMaxCard; at most
+// that).
+func WithMaxCard(n int64) Option {
+	return func(c *config) error {
+		if n <= 0 || n > DefaultMaxCard {
+			return fmt.Errorf("a2aclient: card cap %d is not in 1..%d", n, DefaultMaxCard)
+		}
+		c.maxCard = n
+		return nil
+	}
+}
+
+// WithMaxResponse caps one JSON-RPC answer and one stream event in bytes
+// (default DefaultMaxResponse).
+func WithMaxResponse(n int64) Option {
+	return func(c *config) error {
+		if n <= 0 {
+			return fmt.Errorf("a2aclient: response cap %d is not positive", n)
+		}
+		c.maxResponse = n
+		return nil
+	}
+}
+
+// WithPollInterval sets the first and the largest pause between two
+// polls of a task (defaults DefaultPollMin, DefaultPollMax).
+func WithPollInterval(first, most time.Duration) Option {
+	return func(c *config) error {
+		if first <= 0 || most < first {
+			return fmt.Errorf("a2aclient: poll interval %v..%v: want 0 < first <= most", first, most)
+		}
+		c.pollMin, c.pollMax = first, most
+		return nil
+	}
+}
+
+// WithStreaming forces streaming on (only where the card says the agent
+// streams) or off (always send and poll). Without it the client streams
+// when the card says the agent streams.
+func WithStreaming(on bool) Option {
+	return func(c *config) error { c.streaming = &on; return nil }
+}
+
+// Client calls A2A agents (v1.0 or v0.3, JSON-RPC binding). It owns no
+// goroutine: every request runs on its caller's. Safe for concurrent use.
+type Client struct {
+	cfg config
+	hc  *http.Client
+	log *slog.Logger
+}
+
+// New returns a Client. Errors name the bad option.
+func New(opts ...Option) (*Client, error) {
+	cfg := config{timeout: DefaultTimeout, maxCard: DefaultMaxCard, maxResponse: DefaultMaxResponse,
+		pollMin: DefaultPollMin, pollMax: DefaultPollMax, headers: http.Header{}}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.hc == nil {
+		cfg.hc = netscope.New(nil).Client(0)
+	}
+	if cfg.log == nil {
+		cfg.log = slog.New(slog.DiscardHandler)
+	}
+	return &Client{cfg: cfg, hc: cfg.hc, log: cfg.log}, nil
+}
+
+// bound is ctx with the client's timeout.
+func (c *Client) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.cfg.timeout)
+}
+
+// RPCError is a JSON-RPC error an agent answered.
+type RPCError struct {
+	Agent   string // the agent's endpoint
+	Method  string
+	Code    int
+	Message string
+	Data    json.RawMessage
+}
+
+// Error names the agent, the method and the agent's error.
+func (e *RPCError) Error() string {
+	s := fmt.Sprintf("a2a agent %s: %s: error %d: %s", e.Agent, e.Method, e.Code, clip(e.Message, 300))
+	if len(e.Data) > 0 && string(e.Data) != "null" {
+		s += " (data: " + clip(string(e.Data), 200) + ")"
+	}
+	return s
+}
+
+// rpcResponse is a JSON-RPC 2.0 answer.
+type rpcResponse struct {
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	} `json:"error"`
+}
+
+// decodeRPC reads one JSON-RPC answer: its result, or an *RPCError.
+func decodeRPC(body []byte, card *Card, method string) (json.RawMessage, error) {
+	var r rpcResponse
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("a2a agent %s: %s: the answer is not JSON-RPC: %v", card.Endpoint, method, err)
+	}
+	if r.Error != nil {
+		return nil, &RPCError{Agent: card.Endpoint, Method: method, Code: r.Error.Code, Message: r.Error.Message, Data: r.Error.Data}
+	}
+	if len(r.Result) == 0 || string(r.Result) == "null" {
+		return nil, fmt.Errorf("a2a agent %s: %s: the answer has neither result nor error", card.Endpoint, method)
+	}
+	return r.Result, nil
+}
+
+// post sends one JSON-RPC request to card's endpoint. With stream, it asks
+// for an event stream; the caller closes the response's body. A non-2xx
+// status is an error naming it and the start of the body.
+func (c *Client) post(ctx context.Context, card *Card, method string, params any, stream bool) (*http.Response, error) {
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": newID(), "method": method, "params": params})
+	if err != nil {
+		return nil, fmt.Errorf("a2a agent %s: %s: %w", card.Endpoint, method, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, card.Endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("a2a agent %s: %s: %w", card.Endpoint, method, err)
+	}
+	req.Header = c.cfg.headers.Clone()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(versionHeader, card.ProtocolVersion)
+	if stream {
+		req.Header.Set("Accept", "text/event-stream, application/json")
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
+	c.log.Debug("a2a request", "agent", card.Endpoint, "method", method, "version", card.ProtocolVersion)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("a2a agent %s: %s: %w", card.Endpoint, method, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		resp.Body.Close()
+		var r rpcResponse // a JSON-RPC error on a non-2xx status says more than the status
+		if json.Unmarshal(b, &r) == nil && r.Error != nil {
+			return nil, &RPCError{Agent: card.Endpoint, Method: method, Code: r.Error.Code, Message: r.Error.Message + " (HTTP " + resp.Status + ")", Data: r.Error.Data}
+		}
+		return nil, fmt.Errorf("a2a agent %s: %s: HTTP status %s: %s", card.Endpoint, method, resp.Status, clip(strings.TrimSpace(string(b)), 200))
+	}
+	return resp, nil
+}
+
+// call sends one JSON-RPC request and returns its result.
+func (c *Client) call(ctx context.Context, card *Card, method string, params any) (json.RawMessage, error) {
+	resp, err := c.post(ctx, card, method, params, false)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.maxResponse+1))
+	if err != nil {
+		return nil, fmt.Errorf("a2a agent %s: %s: reading the answer: %w", card.Endpoint, method, err)
+	}
+	if int64(len(body)) > c.cfg.maxResponse {
+		return nil, fmt.Errorf("a2a agent %s: %s: the answer is larger than %d bytes", card.Endpoint, method, c.cfg.maxResponse)
+	}
+	return decodeRPC(body, card, method)
+}
+
+// isEventStream says the response is an SSE stream.
+func isEventStream(resp *http.Response) bool {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return mt == "text/event-stream"
+}
+
+// newID is a random id (messages, JSON-RPC requests).
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// clip shortens s (the agent wrote it) to n bytes of valid UTF-8, with an
+// ellipsis.
+func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
