@@ -202,7 +202,7 @@ func (p *Policy) UnknownGrants(known []string) []UnknownGrant {
 // warnUnknownGrants logs, once at start, each grant or limit of a skill
 // the node does not have.
 func (n *Node) warnUnknownGrants() {
-	names := n.reg.Names()
+	names := append(n.reg.Names(), pseudoSkills...)
 	for _, u := range n.policy.UnknownGrants(names) {
 		what := []any{"grant", u.Who}
 		if u.Limit {
@@ -230,7 +230,7 @@ func PolicyWarnings(dataDir, policyFile, skillsFile string, withMesh bool) ([]Un
 	if len(p.grants) == 0 && len(p.rates) == 0 {
 		return nil, nil
 	}
-	known := append(slices.Clone(skills.StandardNames), skills.ScanSkill)
+	known := append(append(slices.Clone(skills.StandardNames), skills.ScanSkill), pseudoSkills...)
 	if withMesh {
 		known = append(known, OrchestrateSkill)
 	}

@@ -223,6 +223,29 @@ type FindResult struct {
 	Bridged *BridgedAgent `json:"bridged,omitempty"`
 }
 
+// TaskMatch is one agent ranked for a free-text task (mcpv2 find --task,
+// the seed's find_agents_for_task): a mesh agent, an external agent a mesh
+// node bridges, or an external agent registered on this node.
+type TaskMatch struct {
+	// Kind is "mesh", "bridged" or "external".
+	Kind        string `json:"kind"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// PeerID is the mesh agent's, or the bridging node's ("" for an
+	// external agent that no node bridges).
+	PeerID string `json:"peer_id,omitempty"`
+	// URL is the external agent's base URL ("" for a mesh agent).
+	URL string `json:"url,omitempty"`
+	// Skills are the agent's skill names (as the mesh calls them).
+	Skills []string `json:"skills"`
+	// Score is the rank: capability name match 2.0, skill name match 2.0,
+	// skill tag match 1.5, description word match 0.5, healthy 1.0, summed.
+	Score float64 `json:"score"`
+	// Healthy says the agent was reachable (a bridged or external agent:
+	// its last health check passed).
+	Healthy bool `json:"healthy"`
+}
+
 // AuditQuery selects lines of a node's audit log (the edge's GET
 // /mcpv2/audit): the last Limit lines that match every field that is set.
 type AuditQuery struct {
