@@ -372,6 +372,24 @@ func (n *Node) Agents(ctx context.Context, c Caller) ([]protocol.ExternalAgent, 
 // discovery.DefaultFindLimit), best first; an error only when the task has
 // no words to rank by, or ctx ended.
 func (n *Node) FindAgentsForTask(ctx context.Context, task string, limit int) ([]protocol.TaskMatch, error) {
+	var find FindFunc
+	if n.disc != nil {
+		find = n.Find
+	}
+	var registered []protocol.ExternalAgent
+	if n.agents != nil {
+		registered = n.agents.List()
+	}
+	return RankAgentsForTask(ctx, find, n.PeerID(), registered, task, limit)
+}
+
+// FindFunc finds mesh agents by skill or tag (Node.Find, discovery.Find).
+type FindFunc func(ctx context.Context, skillOrTag string, limit int) ([]protocol.FindResult, error)
+
+// RankAgentsForTask is FindAgentsForTask over the finds of find (nil: no
+// mesh) and the agents registered on the node self (its PeerID; those it
+// bridges count as bridged by it): mcpv2 find --task runs it from a client.
+func RankAgentsForTask(ctx context.Context, find FindFunc, self string, registered []protocol.ExternalAgent, task string, limit int) ([]protocol.TaskMatch, error) {
 	words := discovery.TaskWords(task)
 	if len(words) == 0 {
 		return nil, fmt.Errorf("node: find agents for a task: %q has no words to rank agents by", clip(task, 80))
@@ -394,14 +412,14 @@ func (n *Node) FindAgentsForTask(ctx context.Context, task string, limit int) ([
 		mu.Lock()
 		defer mu.Unlock()
 		k := key{m.PeerID, m.URL}
-		if m.Kind == "bridged" && m.PeerID == n.PeerID() {
+		if m.Kind == "bridged" && m.PeerID == self {
 			k.peer = "" // the registry's entry and the card's are one agent
 		}
 		if prev, ok := best[k]; !ok || m.Score > prev.Score {
 			best[k] = m
 		}
 	}
-	if n.disc != nil {
+	if find != nil {
 		qs := slices.Sorted(func(yield func(string) bool) {
 			for w := range words {
 				if !yield(w) {
@@ -414,10 +432,9 @@ func (n *Node) FindAgentsForTask(ctx context.Context, task string, limit int) ([
 		g.SetLimit(4)
 		for _, q := range qs {
 			g.Go(func() error {
-				res, err := n.Find(gctx, q, taskFindLimit)
+				res, err := find(gctx, q, taskFindLimit)
 				if err != nil {
-					n.log.Debug("agents: find for a task", "word", q, "err", err)
-					return nil
+					return nil // a word no agent offers: the others may
 				}
 				for _, r := range res {
 					if r.Bridged != nil {
@@ -446,18 +463,16 @@ func (n *Node) FindAgentsForTask(ctx context.Context, task string, limit int) ([
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if n.agents != nil {
-		for _, a := range n.agents.List() {
-			m := protocol.TaskMatch{Kind: "external", Name: a.Name, Description: a.Description, URL: a.URL, Healthy: a.Healthy, Skills: []string{}}
-			for _, sk := range a.Skills {
-				m.Skills = append(m.Skills, sk.Name)
-			}
-			if a.Bridged {
-				m.Kind, m.PeerID = "bridged", n.PeerID()
-			}
-			m.Score = discovery.ScoreTask(protocol.AgentCard{Name: a.Name, Description: a.Description, Skills: a.Skills}, words)
-			keep(m)
+	for _, a := range registered {
+		m := protocol.TaskMatch{Kind: "external", Name: a.Name, Description: a.Description, URL: a.URL, Healthy: a.Healthy, Skills: []string{}}
+		for _, sk := range a.Skills {
+			m.Skills = append(m.Skills, sk.Name)
 		}
+		if a.Bridged {
+			m.Kind, m.PeerID = "bridged", self
+		}
+		m.Score = discovery.ScoreTask(protocol.AgentCard{Name: a.Name, Description: a.Description, Skills: a.Skills}, words)
+		keep(m)
 	}
 	out := make([]protocol.TaskMatch, 0, len(best))
 	for _, m := range best {
