@@ -93,11 +93,15 @@ func (n *Node) startAgents(c AgentsConfig) error {
 	if c.Max > 0 {
 		opts = append(opts, agents.WithMaxAgents(c.Max))
 	}
+	// The registry's first check may report before New returns: its
+	// syncBridge waits on bridge.mu for n.agents to be set.
+	n.bridge.mu.Lock()
 	r, err := agents.New(c.Resolver, opts...)
+	n.agents = r
+	n.bridge.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	n.agents = r
 	n.syncBridge()
 	return nil
 }
@@ -153,11 +157,11 @@ func clip(s string, n int) string {
 // own has that name (logged), and the card lists each bridged agent with
 // its health. The card is republished.
 func (n *Node) syncBridge() {
+	n.bridge.mu.Lock()
+	defer n.bridge.mu.Unlock()
 	if n.agents == nil {
 		return
 	}
-	n.bridge.mu.Lock()
-	defer n.bridge.mu.Unlock()
 	taken := map[string]bool{}
 	for _, name := range n.reg.Names() {
 		if _, ours := n.bridge.skills[name]; !ours {

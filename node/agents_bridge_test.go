@@ -208,3 +208,34 @@ func TestBridgeAgentIntoMesh(t *testing.T) {
 		t.Error("no audit line for the agent's registration")
 	}
 }
+
+// TestAgentsGrants: the policy knows the agents' pseudo-skills (no
+// warning), grants them like skills, and never lets a grantee register.
+func TestAgentsGrants(t *testing.T) {
+	dir := t.TempDir()
+	pol := writePolicy(t, map[string][]string{"http": {DiscoverAgentsGrant, ListAgentsGrant, "no_such_skill"}})
+	warns, err := PolicyWarnings(dir, pol, "", false)
+	if err != nil || len(warns) != 1 || warns[0].Skill != "no_such_skill" {
+		t.Fatalf("warnings: %+v %v", warns, err)
+	}
+	ext := &extAgents{down: map[string]bool{}}
+	n := newTestNode(t, func(c *Config) {
+		c.PolicyFile = pol
+		c.Agents = AgentsConfig{Resolver: ext, Interval: time.Hour}
+	})
+	anon := Caller{ID: "ip:10.0.0.3", Via: "http", Kind: protocol.CallerAnonymous}
+	got, err := n.DiscoverAgents(ctxT(t), anon, []string{"http://x.example"})
+	if err != nil || len(got) != 1 || !got[0].Healthy || got[0].Bridged {
+		t.Fatalf("discover by a grantee: %+v %v", got, err)
+	}
+	if list, err := n.Agents(ctxT(t), anon); err != nil || len(list) != 1 {
+		t.Fatalf("list by a grantee: %+v %v", list, err)
+	}
+	if _, err := n.AddAgents(ctxT(t), anon, []string{"http://x.example"}, true); codeOf(err) != protocol.CodeNotPermitted {
+		t.Fatalf("a grantee bridged: %v", err)
+	}
+	peer := Caller{ID: n.PeerID(), Via: "mesh", Kind: protocol.CallerPeer}
+	if _, err := n.DiscoverAgents(ctxT(t), peer, []string{"http://y.example"}); codeOf(err) != protocol.CodeNotPermitted {
+		t.Fatalf("discover by a peer without the grant: %v", err)
+	}
+}
