@@ -43,6 +43,10 @@ const (
 	maxBridgedName   = 64
 	maxTaskWords     = 8
 	taskFindLimit    = 16
+	// maxBridgedBytes bounds the JSON that bridged agents add to the card
+	// (their entries and their skills' descriptors), so that the signed
+	// card stays under discovery.MaxCardSize beside the node's own skills.
+	maxBridgedBytes = 6 << 10
 )
 
 // AgentsConfig configures the node's registry of external A2A agents.
@@ -170,6 +174,7 @@ func (n *Node) syncBridge() {
 	}
 	want := map[string]bridgeTarget{}
 	var card []protocol.BridgedAgent
+	budget := maxBridgedBytes
 	for _, a := range n.agents.List() {
 		if !a.Bridged {
 			continue
@@ -180,6 +185,12 @@ func (n *Node) syncBridge() {
 		}
 		ba := protocol.BridgedAgent{Name: clip(a.Name, maxBridgedName), URL: a.URL, Description: clip(a.Description, maxBridgedText),
 			Healthy: a.Healthy, Skills: []string{}}
+		if size := jsonSize(ba); size > budget {
+			n.log.Warn("agents: no room left in the card for this bridged agent; not bridged", "url", a.URL, "budget_bytes", maxBridgedBytes)
+			continue
+		} else {
+			budget -= size
+		}
 		for i, sk := range a.Skills {
 			if i == maxBridgedSkills {
 				n.log.Warn("agents: a bridged agent has more skills than a card holds; the rest are not bridged", "url", a.URL, "max", maxBridgedSkills)
@@ -204,8 +215,14 @@ func (n *Node) syncBridge() {
 			if desc == "" {
 				desc = fmt.Sprintf("%s of the A2A agent %s", sk.Name, clip(a.Name, maxBridgedName))
 			}
-			want[name] = bridgeTarget{url: a.URL, skill: sk.Name,
-				desc: protocol.SkillDescriptor{Name: name, Description: desc, Tags: tags}}
+			d := protocol.SkillDescriptor{Name: name, Description: desc, Tags: tags}
+			if size := jsonSize(d) + len(name) + 3; size > budget {
+				n.log.Warn("agents: no room left in the card for a bridged skill; the rest are not bridged", "skill", sk.Name, "url", a.URL, "budget_bytes", maxBridgedBytes)
+				break
+			} else {
+				budget -= size
+			}
+			want[name] = bridgeTarget{url: a.URL, skill: sk.Name, desc: d}
 			ba.Skills = append(ba.Skills, name)
 		}
 		card = append(card, ba)
@@ -233,6 +250,12 @@ func (n *Node) syncBridge() {
 	}
 	n.bridge.card = card
 	n.CardChanged()
+}
+
+// jsonSize is the length of v's JSON (0 when it has none).
+func jsonSize(v any) int {
+	b, _ := json.Marshal(v)
+	return len(b)
 }
 
 func sameDesc(a, b protocol.SkillDescriptor) bool {

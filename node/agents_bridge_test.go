@@ -239,3 +239,44 @@ func TestAgentsGrants(t *testing.T) {
 		t.Fatalf("discover by a peer without the grant: %v", err)
 	}
 }
+
+// bigAgents answers cards of 32 skills with long descriptions and tags.
+type bigAgents struct{}
+
+func (bigAgents) Card(_ context.Context, url string) (*a2aclient.Card, error) {
+	c := &a2aclient.Card{URL: url, Name: "Big " + url, Description: strings.Repeat("d", 1000), FetchedAt: time.Now()}
+	for i := range 32 {
+		c.Skills = append(c.Skills, a2aclient.Skill{ID: fmt.Sprintf("skill_%d_%s", i, strings.Repeat("x", 40)),
+			Description: strings.Repeat("words ", 100), Tags: []string{strings.Repeat("t", 80), "a", "b", "c", "d", "e", "f", "g", "h", "i"}})
+	}
+	return c, nil
+}
+
+func (bigAgents) Call(context.Context, *a2aclient.Card, string, json.RawMessage) (json.RawMessage, error) {
+	return nil, nil
+}
+
+// TestBridgeCardFits: however many and however large the bridged agents,
+// the node's signed card stays publishable.
+func TestBridgeCardFits(t *testing.T) {
+	n := newTestNode(t, func(c *Config) {
+		c.Mesh = &MeshConfig{NoMDNS: true, NoNAT: true}
+		c.ListenAddrs = []string{"/ip4/127.0.0.1/tcp/0"}
+		c.Agents = AgentsConfig{Resolver: bigAgents{}, Interval: time.Hour}
+	})
+	op := Caller{ID: "local", Kind: protocol.CallerSecretHolder}
+	var urls []string
+	for i := range 12 {
+		urls = append(urls, fmt.Sprintf("http://big%d.example", i))
+	}
+	if _, err := n.AddAgents(ctxT(t), op, urls, true); err != nil {
+		t.Fatal(err)
+	}
+	card := n.Card()
+	if len(card.Bridged) == 0 || len(card.Bridged[0].Skills) == 0 {
+		t.Fatalf("nothing bridged: %+v", card.Bridged)
+	}
+	if err := n.Discovery().Publish(ctxT(t), card); err != nil {
+		t.Fatalf("publish the card with %d bridged agents: %v", len(card.Bridged), err)
+	}
+}
