@@ -170,7 +170,7 @@ func (d *Discovery) FindWithStats(ctx context.Context, query string, limit int) 
 				return
 			}
 			defer func() { <-sem }()
-			r, fetched, ok := d.rankProvider(ctx, ai, query)
+			rs, fetched := d.rankProvider(ctx, ai, query)
 			mu.Lock()
 			defer mu.Unlock()
 			if fetched {
@@ -178,9 +178,7 @@ func (d *Discovery) FindWithStats(ctx context.Context, query string, limit int) 
 			} else {
 				st.CardFailures++
 			}
-			if ok {
-				results = append(results, r)
-			}
+			results = append(results, rs...)
 		}()
 	}
 	wg.Wait()
@@ -198,12 +196,23 @@ func (d *Discovery) FindWithStats(ctx context.Context, query string, limit int) 
 		if c := cmp.Compare(b.Score, a.Score); c != 0 {
 			return c
 		}
-		return strings.Compare(a.Card.PeerID, b.Card.PeerID)
+		if c := strings.Compare(a.Card.PeerID, b.Card.PeerID); c != 0 {
+			return c
+		}
+		return strings.Compare(bridgedURL(a), bridgedURL(b))
 	})
 	if len(results) > limit {
 		results = results[:limit]
 	}
 	return results, st, nil
+}
+
+// bridgedURL is the URL of r's bridged agent ("" for the agent itself).
+func bridgedURL(r protocol.FindResult) string {
+	if r.Bridged == nil {
+		return ""
+	}
+	return r.Bridged.URL
 }
 
 // findProviders runs the provider lookups of cids in parallel and returns
@@ -249,8 +258,10 @@ func (d *Discovery) findProviders(ctx context.Context, cids ...cid.Cid) (_ map[p
 }
 
 // rankProvider fetches, verifies and scores the card of provider ai;
-// fetched reports whether the card was had, ok whether it matches query.
-func (d *Discovery) rankProvider(ctx context.Context, ai peer.AddrInfo, query string) (_ protocol.FindResult, fetched, ok bool) {
+// fetched reports whether the card was had. It returns the card's results
+// that match query: the agent itself, and each agent it bridges (see
+// Results).
+func (d *Discovery) rankProvider(ctx context.Context, ai peer.AddrInfo, query string) (_ []protocol.FindResult, fetched bool) {
 	var (
 		card      protocol.AgentCard
 		reachable bool
@@ -258,7 +269,7 @@ func (d *Discovery) rankProvider(ctx context.Context, ai peer.AddrInfo, query st
 	if ai.ID == d.h.ID() {
 		c, _ := d.published()
 		if c == nil {
-			return protocol.FindResult{}, false, false
+			return nil, false
 		}
 		card, reachable = *c, true
 	} else {
@@ -271,13 +282,52 @@ func (d *Discovery) rankProvider(ctx context.Context, ai peer.AddrInfo, query st
 		cancel()
 		if err != nil {
 			d.log.Debug("discovery: find: provider's card", "peer", ai.ID, "err", err)
-			return protocol.FindResult{}, false, false
+			return nil, false
 		}
 	}
-	if matchScore(card, query) == 0 {
-		return protocol.FindResult{}, true, false
+	return Results(card, query, reachable), true
+}
+
+// Results ranks card for query as Find does: one result for the agent's
+// own skills when they match, and one for each agent the card bridges
+// (protocol.AgentCard.Bridged) that matches, on its own name, description
+// and skills, with Bridged set and the bridging card as Card. A bridged
+// agent counts as reachable when the bridging agent is and the bridge
+// found it healthy.
+func Results(card protocol.AgentCard, query string, reachable bool) []protocol.FindResult {
+	var out []protocol.FindResult
+	own := card
+	if len(card.Bridged) > 0 {
+		own.Skills = slices.DeleteFunc(slices.Clone(card.Skills), func(sk protocol.SkillDescriptor) bool {
+			_, bridged := card.BridgedSkill(sk.Name)
+			return bridged
+		})
 	}
-	return protocol.FindResult{Card: card, Score: score(card, query, reachable), Reachable: reachable}, true, true
+	if matchScore(own, query) > 0 {
+		out = append(out, protocol.FindResult{Card: card, Score: score(own, query, reachable), Reachable: reachable})
+	}
+	for _, b := range card.Bridged {
+		bc := BridgedCard(card, b)
+		if matchScore(bc, query) == 0 {
+			continue
+		}
+		r := reachable && b.Healthy
+		out = append(out, protocol.FindResult{Card: card, Score: score(bc, query, r), Reachable: r, Bridged: &b})
+	}
+	return out
+}
+
+// BridgedCard is the card of an agent that card bridges, for ranking it:
+// its name, description and skills (their descriptors from card.Skills),
+// the bridging agent's PeerID.
+func BridgedCard(card protocol.AgentCard, b protocol.BridgedAgent) protocol.AgentCard {
+	bc := protocol.AgentCard{Name: b.Name, Description: b.Description, PeerID: card.PeerID, Skills: []protocol.SkillDescriptor{}}
+	for _, sk := range card.Skills {
+		if slices.Contains(b.Skills, sk.Name) {
+			bc.Skills = append(bc.Skills, sk)
+		}
+	}
+	return bc
 }
 
 // reachable reports whether the agent is connected, or can be dialled within

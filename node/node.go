@@ -30,6 +30,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpv2/mcpv2/discovery"
+	"github.com/mcpv2/mcpv2/node/agents"
 	"github.com/mcpv2/mcpv2/node/guard"
 	"github.com/mcpv2/mcpv2/node/llm"
 	"github.com/mcpv2/mcpv2/node/skills"
@@ -163,6 +164,9 @@ type Config struct {
 	// link-local, private, CGNAT, unspecified and multicast addresses
 	// unless one of these covers them (internal/netscope). Nil: none.
 	OutboundAllow []netip.Prefix
+	// Agents configures the registry of external A2A agents (mcpv2 agents,
+	// issue 23); without a Resolver the node keeps none.
+	Agents AgentsConfig
 	// Metrics, when set, receives the node's collectors (calls, refusals,
 	// latency, bytes, blobs, connections, store sizes; node/metrics.go)
 	// and go-libp2p's own (transport.WithMetrics); the node takes its
@@ -214,6 +218,9 @@ type Node struct {
 	history *peerHistory // PeerHistory: the host's Notifiee and hole-punch tracer
 	// inTransfers are the blob transfers the node receives (Transfers).
 	inTransfers *transfers
+
+	agents *agents.Registry // nil without Config.Agents.Resolver
+	bridge bridge           // the bridged agents' skills and card entries
 
 	// blobIdleTest, when positive, replaces blobIdle (nanoseconds) for the
 	// blob streams this node serves; only tests set it, atomically, while
@@ -338,6 +345,9 @@ func New(cfg Config) (_ *Node, err error) {
 			return nil, fmt.Errorf("node: %w", err)
 		}
 	}
+	if err = n.startAgents(cfg.Agents); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	n.warnUnknownGrants()
 	burst := max(int(cfg.RateLimit), protocol.MaxBatchSize)
 	n.limits = newLimiters(cfg.RateLimit, burst)
@@ -447,6 +457,9 @@ func (n *Node) Close() error {
 		errs = append(errs, n.host.Close())
 	}
 	n.wg.Wait()
+	if n.agents != nil {
+		errs = append(errs, n.agents.Close())
+	}
 	if n.reg != nil {
 		errs = append(errs, n.reg.Close()) // the custom.Loader: the custom skills' MCP servers
 	}
@@ -531,6 +544,7 @@ func (n *Node) Card() protocol.AgentCard {
 		Endpoints: protocol.Endpoints{HTTP: n.cfg.HTTPEndpoint},
 		Seq:       seq,
 		IssuedAt:  now.Unix(),
+		Bridged:   n.bridgedCard(),
 	}
 }
 

@@ -199,6 +199,12 @@ func (p *Policy) UnknownGrants(known []string) []UnknownGrant {
 	return out
 }
 
+// pseudoSkills are the names a policy may grant that are no skill of the
+// registry (tools/list does not show them): the REST face's operations
+// (restapi.go), the reading of resources (resources.go) and the registry of
+// external agents (agents_bridge.go). The checks for unknown grants know them.
+var pseudoSkills = []string{SecurityScanSkill, SecurityAuditSkill, ReadResourceSkill, DiscoverAgentsGrant, ListAgentsGrant}
+
 // warnUnknownGrants logs, once at start, each grant or limit of a skill
 // the node does not have.
 func (n *Node) warnUnknownGrants() {

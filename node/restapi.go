@@ -24,11 +24,6 @@ const (
 	SecurityAuditSkill = "security_audit"
 )
 
-// pseudoSkills are the names a policy may grant that are no skill of the
-// registry (tools/list does not show them): the REST face's operations and
-// the reading of resources. The policy's checks for unknown grants know them.
-var pseudoSkills = []string{SecurityScanSkill, SecurityAuditSkill, ReadResourceSkill}
-
 // MaxAuditTail is the most audit lines AuditTail returns.
 const MaxAuditTail = 1000
 

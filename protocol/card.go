@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -27,6 +28,39 @@ type AgentCard struct {
 	Endpoints        Endpoints         `json:"endpoints"`
 	Seq              uint64            `json:"seq"`
 	IssuedAt         int64             `json:"issued_at"`
+	// Bridged lists the A2A agents outside the mesh that this node
+	// publishes into it and answers calls to (mcpv2 agents add --bridge,
+	// issue 23). It is signed with the card, by this node's key: the card
+	// says who bridges each one. Their skills are also in Skills, under the
+	// names this node serves them by.
+	Bridged []BridgedAgent `json:"bridged,omitempty"`
+}
+
+// BridgedAgent is an external A2A agent as the card of the node that
+// bridges it lists it.
+type BridgedAgent struct {
+	// Name and Description are the agent card's; URL is its base URL.
+	Name        string `json:"name"`
+	URL         string `json:"url"`
+	Description string `json:"description,omitempty"`
+	// Skills name the agent's skills as the bridging node serves them (their
+	// descriptors are in the card's Skills): the agent's skill id, or
+	// "<agent>.<skill>" when that name was taken by a skill of the node's
+	// own.
+	Skills []string `json:"skills"`
+	// Healthy says the bridging node's last health check reached the agent.
+	Healthy bool `json:"healthy"`
+}
+
+// BridgedSkill returns the bridged agent of card that skill is served
+// for, if skill is one of a bridged agent's skills.
+func (c AgentCard) BridgedSkill(skill string) (BridgedAgent, bool) {
+	for _, b := range c.Bridged {
+		if slices.Contains(b.Skills, skill) {
+			return b, true
+		}
+	}
+	return BridgedAgent{}, false
 }
 
 // Capabilities are the card's advertised capabilities.
@@ -182,6 +216,34 @@ type FindResult struct {
 	Score float64 `json:"score"`
 	// Reachable says whether the agent could be reached when ranked.
 	Reachable bool `json:"reachable"`
+	// Bridged, when set, says the result is an external A2A agent that the
+	// node of Card bridges into the mesh: its skills are called through
+	// that node (Card.PeerID), and Reachable needs both the node reachable
+	// and the agent healthy.
+	Bridged *BridgedAgent `json:"bridged,omitempty"`
+}
+
+// TaskMatch is one agent ranked for a free-text task (mcpv2 find --task,
+// the seed's find_agents_for_task): a mesh agent, an external agent a mesh
+// node bridges, or an external agent registered on this node.
+type TaskMatch struct {
+	// Kind is "mesh", "bridged" or "external".
+	Kind        string `json:"kind"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// PeerID is the mesh agent's, or the bridging node's ("" for an
+	// external agent that no node bridges).
+	PeerID string `json:"peer_id,omitempty"`
+	// URL is the external agent's base URL ("" for a mesh agent).
+	URL string `json:"url,omitempty"`
+	// Skills are the agent's skill names (as the mesh calls them).
+	Skills []string `json:"skills"`
+	// Score is the rank: capability name match 2.0, skill name match 2.0,
+	// skill tag match 1.5, description word match 0.5, healthy 1.0, summed.
+	Score float64 `json:"score"`
+	// Healthy says the agent was reachable (a bridged or external agent:
+	// its last health check passed).
+	Healthy bool `json:"healthy"`
 }
 
 // AuditQuery selects lines of a node's audit log (the edge's GET

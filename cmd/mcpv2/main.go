@@ -72,6 +72,7 @@ func newApp() *cli.App {
 			shellCommand(),
 			auditCommand(),
 			keyCommand(),
+			agentsCommand(),
 			orchestrateCommand(),
 			mcpCommand(),
 			configCommand(),

@@ -23,6 +23,7 @@ import (
 	"github.com/mcpv2/mcpv2/edge/rest"
 	"github.com/mcpv2/mcpv2/internal/netscope"
 	"github.com/mcpv2/mcpv2/node"
+	"github.com/mcpv2/mcpv2/node/agents"
 	"github.com/mcpv2/mcpv2/node/guard"
 	"github.com/mcpv2/mcpv2/node/keys"
 	"github.com/mcpv2/mcpv2/node/llm"
@@ -103,6 +104,15 @@ func nodeFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "conversation-ttl", EnvVars: []string{"MCPV2_CONVERSATION_TTL"}, Value: store.DefaultConversationTTL,
 			Usage: "drop a conversation this long after its last turn (0: never)"},
 		&cli.Float64Flag{Name: "rate-limit", EnvVars: []string{"MCPV2_RATE_LIMIT"}, Value: 200, Usage: "calls per second per caller (0: unlimited)"},
+		// External A2A agents (mcpv2 agents, issue 23).
+		&cli.DurationFlag{Name: "agents-interval", EnvVars: []string{"MCPV2_AGENTS_INTERVAL"}, Value: agents.DefaultInterval,
+			Usage: "health-check each registered A2A agent this often (±10% jitter)"},
+		&cli.DurationFlag{Name: "agents-ttl", EnvVars: []string{"MCPV2_AGENTS_TTL"}, Value: agents.DefaultTTL,
+			Usage: "use a registered agent's card this long before reading it again (the seed's discovery cache TTL)"},
+		&cli.DurationFlag{Name: "agents-timeout", EnvVars: []string{"MCPV2_AGENTS_TIMEOUT"}, Value: agents.DefaultTimeout,
+			Usage: "give up on one read of an agent's card after this long (it is then unhealthy)"},
+		&cli.IntFlag{Name: "max-agents", EnvVars: []string{"MCPV2_MAX_AGENTS"}, Value: agents.DefaultMaxAgents,
+			Usage: "register at most this many external A2A agents"},
 		&cli.StringFlag{Name: "guard", EnvVars: []string{"MCPV2_GUARD"}, Value: "block", Usage: "prompt-injection guard over ask, process_instructions, file names and opted-in custom skills: block (refuse at --guard-threshold, flag the rest), flag (audit only) or off"},
 		&cli.StringFlag{Name: "guard-threshold", EnvVars: []string{"MCPV2_GUARD_THRESHOLD"}, Value: "critical", Usage: "the lowest threat level --guard block refuses: low, medium, high or critical"},
 		// The HTTP edge (SPEC §5), on with --port.
@@ -328,6 +338,8 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 		MaxConversations: noneIfZero(c.Int("max-conversations")), ConversationTTL: noneIfZero(c.Duration("conversation-ttl")),
 		ClockSkew: secondsOf(c, "clock-skew"), TaskTTL: noneIfZero(c.Duration("task-ttl")),
 		Logger: log, TracerProvider: tpi,
+		Agents: node.AgentsConfig{Interval: c.Duration("agents-interval"), TTL: c.Duration("agents-ttl"),
+			Timeout: c.Duration("agents-timeout"), Max: c.Int("max-agents")},
 	})
 	if err != nil {
 		shutdownTracer(tp, log)

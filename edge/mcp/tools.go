@@ -162,6 +162,11 @@ type FoundAgent struct {
 	HTTP        string   `json:"http,omitempty"`
 	// Resource is the URI of the agent's card among the face's resources.
 	Resource string `json:"resource"`
+	// URL is set for an A2A agent outside the mesh that the peer PeerID
+	// bridges (issue 23): mesh_call that peer with one of Skills to reach
+	// it; BridgedBy is the bridging peer's name.
+	URL       string `json:"url,omitempty"`
+	BridgedBy string `json:"bridged_by,omitempty"`
 }
 
 func (f *Face) meshFind(ctx context.Context, c protocol.Caller, raw json.RawMessage) (res *sdk.CallToolResult) {
@@ -205,9 +210,13 @@ func (f *Face) meshFind(ctx context.Context, c protocol.Caller, raw json.RawMess
 		for _, s := range r.Card.Skills {
 			names = append(names, s.Name)
 		}
-		agents = append(agents, FoundAgent{PeerID: r.Card.PeerID, Name: r.Card.Name, Description: r.Card.Description,
+		fa := FoundAgent{PeerID: r.Card.PeerID, Name: r.Card.Name, Description: r.Card.Description,
 			Score: r.Score, Reachable: r.Reachable, Skills: names, Addrs: r.Card.Addrs, HTTP: r.Card.Endpoints.HTTP,
-			Resource: agentURI(r.Card.PeerID)})
+			Resource: agentURI(r.Card.PeerID)}
+		if b := r.Bridged; b != nil {
+			fa.Name, fa.Description, fa.Skills, fa.URL, fa.BridgedBy = b.Name, b.Description, b.Skills, b.URL, r.Card.Name
+		}
+		agents = append(agents, fa)
 		f.agents.put(r.Card)
 	}
 	b, _ := json.Marshal(map[string]any{"query": query, "agents": agents})

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/mcpv2/mcpv2/node/agents"
 	"github.com/mcpv2/mcpv2/node/keys"
 )
 
@@ -243,6 +244,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 var codeErrors = map[string]error{
 	CodeNameInUse: keys.ErrNameInUse, CodeNoKey: keys.ErrNoKey,
 	CodeAlreadyRevoked: keys.ErrAlreadyRevoked, CodeLocked: keys.ErrLocked,
+	CodeNoAgent: agents.ErrNoAgent,
 }
 
 // apiError is an error of the server, with its text as the server wrote

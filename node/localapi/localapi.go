@@ -26,6 +26,10 @@
 //	POST   /v1/call               CallRequest → CallResponse
 //	DELETE /v1/sessions/{id}      an MCP session ended
 //	GET    /v1/ui/link            LinkResponse (socket only)
+//	GET    /v1/agents             AgentsResponse
+//	POST   /v1/agents             AddAgentsRequest → AgentsResponse
+//	DELETE /v1/agents?url=URL     AgentsResponse (the agents left)
+//	GET    /v1/find/task?q=TASK   TaskResponse
 //
 // An error is {"error": text, "code": word} with a 4xx or 5xx status.
 // Text that peers supplied (addresses, agent versions, cards) and key names

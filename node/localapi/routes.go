@@ -135,6 +135,7 @@ const (
 	CodeUnreachable    = "unreachable"
 	CodeBusy           = "busy"
 	CodeNoDashboard    = "no_dashboard"
+	CodeNoAgent        = "no_agent"
 )
 
 func (a *API) routes() http.Handler {
@@ -155,6 +156,10 @@ func (a *API) routes() http.Handler {
 	mux.HandleFunc("POST /v1/call", a.postCall)
 	mux.HandleFunc("DELETE /v1/sessions/{id}", a.closeSession)
 	mux.HandleFunc("GET /v1/ui/link", a.getLink)
+	mux.HandleFunc("GET /v1/agents", a.getAgents)
+	mux.HandleFunc("POST /v1/agents", a.postAgents)
+	mux.HandleFunc("DELETE /v1/agents", a.deleteAgent)
+	mux.HandleFunc("GET /v1/find/task", a.getFindTask)
 	return jsonErrors(mux)
 }
 

@@ -110,7 +110,8 @@ type candidate struct {
 
 // rank keeps the found agents whose card offers st.Skill and has a usable
 // PeerID, merged by PeerID (the card of the highest Seq; reachable if any
-// find said so), and orders them: score, then measured latency (a measured
+// find said so, and not when st.Skill is a bridged agent's that the card
+// says is unhealthy), and orders them: score, then measured latency (a measured
 // agent before an unmeasured one, lower first), then PeerID.
 func rank(found []protocol.FindResult, st Subtask, latency func(string) (time.Duration, bool)) []candidate {
 	byID := map[string]*candidate{}
@@ -138,6 +139,12 @@ func rank(found []protocol.FindResult, st Subtask, latency func(string) (time.Du
 			continue
 		}
 		c.addr = addr
+		if b, ok := c.card.BridgedSkill(st.Skill); ok && !b.Healthy {
+			// The skill is an external agent's that this agent bridges, and
+			// its last health check failed: the call would fail at once,
+			// so another provider goes first.
+			c.reachable = false
+		}
 		c.score = score(c.card, st, c.reachable)
 		if latency != nil {
 			c.latency, c.hasLatency = latency(c.card.PeerID)

@@ -114,3 +114,22 @@ func TestRank(t *testing.T) {
 		t.Errorf("kept %v", ids(got))
 	}
 }
+
+// TestRankUnhealthyBridged: an agent that bridges the subtask's skill for
+// an external agent it found unhealthy loses the reachable bonus, so a
+// provider of its own goes first (and failover has somewhere to go).
+func TestRankUnhealthyBridged(t *testing.T) {
+	st := Subtask{Text: "echo it", Skill: "echo"}
+	bridging := card("a", "echo", "generic")
+	bridging.Bridged = []protocol.BridgedAgent{{Name: "ext", URL: "http://ext.example", Skills: []string{"echo"}, Healthy: false}}
+	other := card("b", "echo", "generic")
+	got := rank([]protocol.FindResult{{Card: bridging, Reachable: true}, {Card: other, Reachable: true}}, st, nil)
+	if len(got) != 2 || got[0].card.Name != "b" || got[1].reachable {
+		t.Fatalf("ranked %+v", got)
+	}
+	bridging.Bridged[0].Healthy = true
+	got = rank([]protocol.FindResult{{Card: bridging, Reachable: true}, {Card: other, Reachable: true}}, st, nil)
+	if len(got) != 2 || !got[0].reachable || !got[1].reachable || got[0].score != got[1].score {
+		t.Fatalf("healthy: ranked %+v", got)
+	}
+}

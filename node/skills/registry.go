@@ -168,6 +168,20 @@ func (r *Registry) AddRaw(d protocol.SkillDescriptor, h Handler) error {
 	return nil
 }
 
+// Remove unregisters the named skill and reports whether it was there: a
+// bridged agent's skill when the operator stops bridging it. A call that
+// already looked the skill up finishes.
+func (r *Registry) Remove(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.byName[name]; !ok {
+		return false
+	}
+	delete(r.byName, name)
+	r.order = slices.DeleteFunc(r.order, func(n string) bool { return n == name })
+	return true
+}
+
 // List returns the descriptors of all skills in registration order.
 func (r *Registry) List() []protocol.SkillDescriptor {
 	r.mu.RLock()

@@ -1,0 +1,509 @@
+package node
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/mcpv2/mcpv2/discovery"
+	"github.com/mcpv2/mcpv2/node/agents"
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// The pseudo-skills the policy grants for the agent registry's routes
+// (issue 23): a caller granted DiscoverAgentsGrant may have the node read
+// and register agents by URL (the REST face's discover), one granted
+// ListAgentsGrant may list them. Secret holders need neither.
+const (
+	DiscoverAgentsGrant = "discover_agents"
+	ListAgentsGrant     = "list_agents"
+)
+
+// Bridge bounds: what of the bridged agents goes into the node's card,
+// which must stay within discovery.MaxCardSize signed.
+const (
+	maxBridgedAgents = 8
+	maxBridgedSkills = 16
+	maxBridgedTags   = 8
+	maxBridgedText   = 200
+	maxBridgedName   = 64
+	maxTaskWords     = 8
+	taskFindLimit    = 16
+	// maxBridgedBytes bounds the JSON that bridged agents add to the card
+	// (their entries and their skills' descriptors), so that the signed
+	// card stays under discovery.MaxCardSize beside the node's own skills.
+	maxBridgedBytes = 6 << 10
+)
+
+// AgentsConfig configures the node's registry of external A2A agents.
+type AgentsConfig struct {
+	// Resolver reads the agents' cards and calls them: the node's A2A
+	// client. Nil: no registry (the agents methods say so).
+	Resolver agents.Resolver
+	// Interval is the time between health checks (--agents-interval,
+	// default agents.DefaultInterval); TTL how long a card is used
+	// (--agents-ttl, default agents.DefaultTTL); Timeout bounds one card
+	// fetch (--agents-timeout, default agents.DefaultTimeout).
+	Interval, TTL, Timeout time.Duration
+	// Max caps the registered agents (default agents.DefaultMaxAgents).
+	Max int
+}
+
+// bridge is the node's side of the registry: the skills it serves for
+// bridged agents and what its card lists of them.
+type bridge struct {
+	mu     sync.Mutex
+	skills map[string]bridgeTarget // mesh skill name → agent skill
+	card   []protocol.BridgedAgent
+}
+
+// bridgeTarget is one skill of a bridged agent as this node serves it.
+type bridgeTarget struct {
+	url, skill string
+	desc       protocol.SkillDescriptor
+}
+
+// startAgents opens the registry of external agents (when a resolver is
+// configured) and registers the skills of the bridged ones.
+func (n *Node) startAgents(c AgentsConfig) error {
+	if c.Resolver == nil {
+		return nil
+	}
+	opts := []agents.Option{agents.WithFile(filepath.Join(n.cfg.DataDir, agents.FileName)),
+		agents.WithLogger(n.log), agents.WithClock(n.now), agents.WithOnChange(n.syncBridge)}
+	if c.Interval > 0 {
+		opts = append(opts, agents.WithInterval(c.Interval))
+	}
+	if c.TTL > 0 {
+		opts = append(opts, agents.WithTTL(c.TTL))
+	}
+	if c.Timeout > 0 {
+		opts = append(opts, agents.WithTimeout(c.Timeout))
+	}
+	if c.Max > 0 {
+		opts = append(opts, agents.WithMaxAgents(c.Max))
+	}
+	// The registry's first check may report before New returns: its
+	// syncBridge waits on bridge.mu for n.agents to be set.
+	n.bridge.mu.Lock()
+	r, err := agents.New(c.Resolver, opts...)
+	n.agents = r
+	n.bridge.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	n.syncBridge()
+	return nil
+}
+
+// AgentRegistry returns the node's registry of external agents (nil
+// without Config.Agents.Resolver).
+func (n *Node) AgentRegistry() *agents.Registry { return n.agents }
+
+// errNoAgents is the error of the agents methods without a registry.
+var errNoAgents = errors.New("node: no registry of external agents (the node runs without an A2A client)")
+
+// bridgeName is a skill-name prefix for an agent: its name lower-cased,
+// runs of other characters than a-z, 0-9, '_' and '-' as one '-', at
+// most 32 bytes; the URL's host when that leaves nothing.
+func bridgeName(a protocol.ExternalAgent) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(a.Name) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+		if b.Len() >= 32 {
+			break
+		}
+	}
+	if s := strings.Trim(b.String(), "-"); s != "" {
+		return s
+	}
+	if u, err := url.Parse(a.URL); err == nil && u.Hostname() != "" {
+		return u.Hostname()
+	}
+	return "agent"
+}
+
+// clip cuts s to at most n bytes, at a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// syncBridge brings the node's skills and card in line with the bridged
+// agents of the registry: each skill of a bridged agent is a skill of this
+// node, by its own name, or "<agent>.<skill>" when a skill of the node's
+// own has that name (logged), and the card lists each bridged agent with
+// its health. The card is republished.
+func (n *Node) syncBridge() {
+	n.bridge.mu.Lock()
+	defer n.bridge.mu.Unlock()
+	if n.agents == nil {
+		return
+	}
+	taken := map[string]bool{}
+	for _, name := range n.reg.Names() {
+		if _, ours := n.bridge.skills[name]; !ours {
+			taken[name] = true
+		}
+	}
+	want := map[string]bridgeTarget{}
+	var card []protocol.BridgedAgent
+	budget := maxBridgedBytes
+	for _, a := range n.agents.List() {
+		if !a.Bridged {
+			continue
+		}
+		if len(card) == maxBridgedAgents {
+			n.log.Warn("agents: too many bridged agents for the card; this one is not bridged", "url", a.URL, "max", maxBridgedAgents)
+			continue
+		}
+		ba := protocol.BridgedAgent{Name: clip(a.Name, maxBridgedName), URL: a.URL, Description: clip(a.Description, maxBridgedText),
+			Healthy: a.Healthy, Skills: []string{}}
+		if size := jsonSize(ba); size > budget {
+			n.log.Warn("agents: no room left in the card for this bridged agent; not bridged", "url", a.URL, "budget_bytes", maxBridgedBytes)
+			continue
+		} else {
+			budget -= size
+		}
+		for i, sk := range a.Skills {
+			if i == maxBridgedSkills {
+				n.log.Warn("agents: a bridged agent has more skills than a card holds; the rest are not bridged", "url", a.URL, "max", maxBridgedSkills)
+				break
+			}
+			name := sk.Name
+			if taken[name] {
+				q := bridgeName(a) + "." + sk.Name
+				n.log.Info("agents: a bridged skill's name is taken; it is served qualified", "skill", sk.Name, "as", q, "url", a.URL)
+				name = q
+			}
+			if taken[name] || len(name) > 128 {
+				n.log.Warn("agents: a bridged skill cannot be named; not bridged", "skill", sk.Name, "url", a.URL)
+				continue
+			}
+			taken[name] = true
+			tags := slices.Clone(sk.Tags[:min(len(sk.Tags), maxBridgedTags)])
+			for i := range tags {
+				tags[i] = clip(tags[i], maxBridgedName)
+			}
+			desc := clip(sk.Description, maxBridgedText)
+			if desc == "" {
+				desc = fmt.Sprintf("%s of the A2A agent %s", sk.Name, clip(a.Name, maxBridgedName))
+			}
+			d := protocol.SkillDescriptor{Name: name, Description: desc, Tags: tags}
+			if size := jsonSize(d) + len(name) + 3; size > budget {
+				n.log.Warn("agents: no room left in the card for a bridged skill; the rest are not bridged", "skill", sk.Name, "url", a.URL, "budget_bytes", maxBridgedBytes)
+				break
+			} else {
+				budget -= size
+			}
+			want[name] = bridgeTarget{url: a.URL, skill: sk.Name, desc: d}
+			ba.Skills = append(ba.Skills, name)
+		}
+		card = append(card, ba)
+	}
+	for name, t := range n.bridge.skills {
+		if w, ok := want[name]; !ok || w.url != t.url || w.skill != t.skill || !sameDesc(w.desc, t.desc) {
+			n.reg.Remove(name)
+			delete(n.bridge.skills, name)
+		}
+	}
+	if n.bridge.skills == nil {
+		n.bridge.skills = map[string]bridgeTarget{}
+	}
+	for name, t := range want {
+		if _, ok := n.bridge.skills[name]; ok {
+			continue
+		}
+		if err := n.reg.AddRaw(t.desc, n.bridgeHandler(t)); err != nil {
+			n.log.Warn("agents: bridge a skill", "skill", name, "url", t.url, "err", err)
+			ba := slices.IndexFunc(card, func(b protocol.BridgedAgent) bool { return b.URL == t.url })
+			card[ba].Skills = slices.DeleteFunc(card[ba].Skills, func(s string) bool { return s == name })
+			continue
+		}
+		n.bridge.skills[name] = t
+	}
+	n.bridge.card = card
+	n.CardChanged()
+}
+
+// jsonSize is the length of v's JSON (0 when it has none).
+func jsonSize(v any) int {
+	b, _ := json.Marshal(v)
+	return len(b)
+}
+
+func sameDesc(a, b protocol.SkillDescriptor) bool {
+	return a.Name == b.Name && a.Description == b.Description && slices.Equal(a.Tags, b.Tags)
+}
+
+// bridgeHandler calls skill t of a bridged agent: at once a clear error
+// when the agent is unhealthy (the orchestrator then fails over).
+func (n *Node) bridgeHandler(t bridgeTarget) func(ctx context.Context, args json.RawMessage) (any, error) {
+	return func(ctx context.Context, args json.RawMessage) (any, error) {
+		out, err := n.agents.Call(ctx, t.url, t.skill, args)
+		switch {
+		case errors.Is(err, agents.ErrUnhealthy):
+			return nil, protocol.Errorf(protocol.CodeToolExecution, "the A2A agent at %s that this node bridges is unhealthy: %v", t.url, err)
+		case errors.Is(err, agents.ErrNoAgent):
+			return nil, protocol.Errorf(protocol.CodeToolExecution, "the A2A agent at %s is no longer bridged by this node", t.url)
+		case err != nil:
+			if perr, ok := errors.AsType[*protocol.Error](err); ok {
+				return nil, perr
+			}
+			return nil, protocol.Errorf(protocol.CodeToolExecution, "the A2A agent at %s (bridged by this node) failed skill %q: %v", t.url, t.skill, err)
+		}
+		if len(out) == 0 {
+			out = json.RawMessage("null")
+		}
+		return out, nil
+	}
+}
+
+// bridgedCard is what the node's card lists of its bridged agents.
+func (n *Node) bridgedCard() []protocol.BridgedAgent {
+	n.bridge.mu.Lock()
+	defer n.bridge.mu.Unlock()
+	out := slices.Clone(n.bridge.card)
+	for i := range out {
+		out[i].Skills = slices.Clone(out[i].Skills)
+	}
+	return out
+}
+
+// operator fails unless c is a secret holder: only the node's operator
+// registers, bridges or removes external agents.
+func operator(c Caller, what string) error {
+	if c.Kind != protocol.CallerSecretHolder {
+		return protocol.Errorf(protocol.CodeNotPermitted, "not permitted: only the node's operator (a secret holder, or mcpv2 agents on the node's control socket) may %s", what)
+	}
+	return nil
+}
+
+// withBridgedBy marks the bridged agents of list as bridged by this node.
+func (n *Node) withBridgedBy(list []protocol.ExternalAgent) []protocol.ExternalAgent {
+	for i := range list {
+		if list[i].Bridged {
+			list[i].BridgedBy = n.PeerID()
+		}
+	}
+	return list
+}
+
+// AddAgents registers the external A2A agents at urls (mcpv2 agents add),
+// bridging them into the mesh with bridge: each entry is the agent, or
+// Healthy false and LastError why it was not added. Only the operator (a
+// secret holder) may. Audited ("agents add", each URL).
+func (n *Node) AddAgents(ctx context.Context, c Caller, urls []string, bridge bool) ([]protocol.ExternalAgent, error) {
+	if err := operator(c, "register external agents"); err != nil {
+		n.audit(ctx, c, "agents add", "", protocol.AsError(err), time.Now())
+		return nil, err
+	}
+	if n.agents == nil {
+		return nil, errNoAgents
+	}
+	if len(urls) == 0 || len(urls) > agents.MaxDiscover {
+		return nil, fmt.Errorf("node: agents add: %d URLs: want 1 to %d", len(urls), agents.MaxDiscover)
+	}
+	out := make([]protocol.ExternalAgent, len(urls))
+	for i, u := range urls {
+		start := time.Now()
+		a, err := n.agents.Add(ctx, u, bridge)
+		var perr *protocol.Error
+		if err != nil {
+			perr = protocol.Errorf(protocol.CodeToolExecution, "%v", err)
+			a = protocol.ExternalAgent{URL: u, LastError: err.Error(), LastChecked: n.now(), Skills: []protocol.SkillDescriptor{}}
+		}
+		n.audit(ctx, c, "agents add", clip(u, 256), perr, start)
+		out[i] = a
+	}
+	return n.withBridgedBy(out), nil
+}
+
+// RemoveAgent forgets the external agent at u and stops bridging it. Only
+// the operator may. Audited ("agents remove").
+func (n *Node) RemoveAgent(ctx context.Context, c Caller, u string) error {
+	start := time.Now()
+	err := operator(c, "remove external agents")
+	if err == nil {
+		if n.agents == nil {
+			return errNoAgents
+		}
+		err = n.agents.Remove(u)
+	}
+	n.audit(ctx, c, "agents remove", clip(u, 256), protocol.AsError(err), start)
+	return err
+}
+
+// DiscoverAgents reads the cards of the agents at urls and registers those
+// that answered (unbridged): the REST face's POST /api/v1/a2a/discover.
+// Each URL has its entry, in order: the agent, or Healthy false and
+// LastError why. It needs a grant: a secret holder, or a caller the policy
+// grants the pseudo-skill "discover_agents". Audited ("agents discover").
+func (n *Node) DiscoverAgents(ctx context.Context, c Caller, urls []string) ([]protocol.ExternalAgent, error) {
+	start := time.Now()
+	if perr := n.grant(c, "", protocol.PurposeRPC, DiscoverAgentsGrant); perr != nil {
+		n.audit(ctx, c, "agents discover", DiscoverAgentsGrant, perr, start)
+		return nil, perr
+	}
+	if n.agents == nil {
+		return nil, errNoAgents
+	}
+	out, err := n.agents.Discover(ctx, urls)
+	n.audit(ctx, c, "agents discover", DiscoverAgentsGrant, protocol.AsError(err), start)
+	return n.withBridgedBy(out), err
+}
+
+// Agents lists the registered external agents, by URL: for a secret
+// holder, or a caller the policy grants the pseudo-skill "list_agents".
+func (n *Node) Agents(ctx context.Context, c Caller) ([]protocol.ExternalAgent, error) {
+	if perr := n.grant(c, "", protocol.PurposeRPC, ListAgentsGrant); perr != nil {
+		n.audit(ctx, c, "agents list", ListAgentsGrant, perr, time.Now())
+		return nil, perr
+	}
+	if n.agents == nil {
+		return []protocol.ExternalAgent{}, nil
+	}
+	return n.withBridgedBy(n.agents.List()), nil
+}
+
+// FindAgentsForTask ranks agents for a free-text task with the seed's
+// weights (discovery.ScoreTask, and 1.0 when healthy): the mesh agents
+// that a find of the task's words (at most 8) returns, each agent they
+// bridge, and the external agents registered here. At most limit (default
+// discovery.DefaultFindLimit), best first; an error only when the task has
+// no words to rank by, or ctx ended.
+func (n *Node) FindAgentsForTask(ctx context.Context, task string, limit int) ([]protocol.TaskMatch, error) {
+	var find FindFunc
+	if n.disc != nil {
+		find = n.Find
+	}
+	var registered []protocol.ExternalAgent
+	if n.agents != nil {
+		registered = n.agents.List()
+	}
+	return RankAgentsForTask(ctx, find, n.PeerID(), registered, task, limit)
+}
+
+// FindFunc finds mesh agents by skill or tag (Node.Find, discovery.Find).
+type FindFunc func(ctx context.Context, skillOrTag string, limit int) ([]protocol.FindResult, error)
+
+// RankAgentsForTask is FindAgentsForTask over the finds of find (nil: no
+// mesh) and the agents registered on the node self (its PeerID; those it
+// bridges count as bridged by it): mcpv2 find --task runs it from a client.
+func RankAgentsForTask(ctx context.Context, find FindFunc, self string, registered []protocol.ExternalAgent, task string, limit int) ([]protocol.TaskMatch, error) {
+	words := discovery.TaskWords(task)
+	if len(words) == 0 {
+		return nil, fmt.Errorf("node: find agents for a task: %q has no words to rank agents by", clip(task, 80))
+	}
+	if limit <= 0 {
+		limit = discovery.DefaultFindLimit
+	}
+	type key struct{ peer, url string }
+	var (
+		mu   sync.Mutex
+		best = map[key]protocol.TaskMatch{}
+	)
+	keep := func(m protocol.TaskMatch) {
+		if m.Score == 0 {
+			return
+		}
+		if m.Healthy {
+			m.Score += discovery.ScoreReachable
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		k := key{m.PeerID, m.URL}
+		if m.Kind == "bridged" && m.PeerID == self {
+			k.peer = "" // the registry's entry and the card's are one agent
+		}
+		if prev, ok := best[k]; !ok || m.Score > prev.Score {
+			best[k] = m
+		}
+	}
+	if find != nil {
+		qs := slices.Sorted(func(yield func(string) bool) {
+			for w := range words {
+				if !yield(w) {
+					return
+				}
+			}
+		})
+		qs = qs[:min(len(qs), maxTaskWords)]
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(4)
+		for _, q := range qs {
+			g.Go(func() error {
+				res, err := find(gctx, q, taskFindLimit)
+				if err != nil {
+					return nil // a word no agent offers: the others may
+				}
+				for _, r := range res {
+					if r.Bridged != nil {
+						bc := discovery.BridgedCard(r.Card, *r.Bridged)
+						keep(protocol.TaskMatch{Kind: "bridged", Name: r.Bridged.Name, Description: r.Bridged.Description, PeerID: r.Card.PeerID,
+							URL: r.Bridged.URL, Skills: slices.Clone(r.Bridged.Skills), Score: discovery.ScoreTask(bc, words), Healthy: r.Reachable})
+						continue
+					}
+					own := r.Card
+					own.Skills = slices.DeleteFunc(slices.Clone(own.Skills), func(sk protocol.SkillDescriptor) bool {
+						_, b := r.Card.BridgedSkill(sk.Name)
+						return b
+					})
+					names := make([]string, 0, len(own.Skills))
+					for _, sk := range own.Skills {
+						names = append(names, sk.Name)
+					}
+					keep(protocol.TaskMatch{Kind: "mesh", Name: own.Name, Description: own.Description, PeerID: own.PeerID,
+						Skills: names, Score: discovery.ScoreTask(own, words), Healthy: r.Reachable})
+				}
+				return nil
+			})
+		}
+		_ = g.Wait()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, a := range registered {
+		m := protocol.TaskMatch{Kind: "external", Name: a.Name, Description: a.Description, URL: a.URL, Healthy: a.Healthy, Skills: []string{}}
+		for _, sk := range a.Skills {
+			m.Skills = append(m.Skills, sk.Name)
+		}
+		if a.Bridged {
+			m.Kind, m.PeerID = "bridged", self
+		}
+		m.Score = discovery.ScoreTask(protocol.AgentCard{Name: a.Name, Description: a.Description, Skills: a.Skills}, words)
+		keep(m)
+	}
+	out := make([]protocol.TaskMatch, 0, len(best))
+	for _, m := range best {
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b protocol.TaskMatch) int {
+		return cmp.Or(cmp.Compare(b.Score, a.Score), strings.Compare(a.PeerID, b.PeerID), strings.Compare(a.URL, b.URL))
+	})
+	return out[:min(len(out), limit)], nil
+}

@@ -1,0 +1,130 @@
+package localapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/mcpv2/mcpv2/node"
+	"github.com/mcpv2/mcpv2/node/agents"
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// AgentsResponse is GET /v1/agents, POST /v1/agents and DELETE
+// /v1/agents?url=: the external A2A agents (protocol.ExternalAgent), by
+// URL; for POST, one entry per URL asked, in order (LastError says why one
+// was not added).
+type AgentsResponse struct {
+	Agents []protocol.ExternalAgent `json:"agents"`
+}
+
+// AddAgentsRequest is the body of POST /v1/agents: the agents' base URLs,
+// and whether this node bridges them into the mesh.
+type AddAgentsRequest struct {
+	URLs   []string `json:"urls"`
+	Bridge bool     `json:"bridge,omitempty"`
+}
+
+// TaskResponse is GET /v1/find/task?q=: the agents ranked for a free-text
+// task (node.FindAgentsForTask).
+type TaskResponse struct {
+	Task    string               `json:"task"`
+	Matches []protocol.TaskMatch `json:"matches"`
+}
+
+// agentsTimeout bounds the card fetches of one POST /v1/agents, and a
+// find for a task.
+const agentsTimeout = 60 * time.Second
+
+// operatorCaller is who the local API acts as: the node's owner.
+var operatorCaller = node.Caller{ID: "local", Via: "local", Kind: protocol.CallerSecretHolder, Owner: protocol.OwnerSecret}
+
+func (a *API) getAgents(w http.ResponseWriter, r *http.Request) {
+	list, err := a.n.Agents(r.Context(), operatorCaller)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, CodeInternal, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, AgentsResponse{Agents: list})
+}
+
+func (a *API) postAgents(w http.ResponseWriter, r *http.Request) {
+	req, err := decodeBody[AddAgentsRequest](http.MaxBytesReader(w, r.Body, maxBody), `{"urls": [URL, …], "bridge": BOOL}`)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+		return
+	}
+	if len(req.URLs) == 0 || len(req.URLs) > agents.MaxDiscover {
+		writeError(w, http.StatusBadRequest, CodeBadRequest, "urls: want 1 to 32 agent URLs")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), agentsTimeout)
+	defer cancel()
+	list, err := a.n.AddAgents(ctx, operatorCaller, req.URLs, req.Bridge)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, CodeUnreachable, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, AgentsResponse{Agents: list})
+}
+
+func (a *API) deleteAgent(w http.ResponseWriter, r *http.Request) {
+	u := r.URL.Query().Get("url")
+	if u == "" {
+		writeError(w, http.StatusBadRequest, CodeBadRequest, "url: the agent's URL is required (DELETE /v1/agents?url=URL)")
+		return
+	}
+	err := a.n.RemoveAgent(r.Context(), operatorCaller, u)
+	switch {
+	case errors.Is(err, agents.ErrNoAgent):
+		writeError(w, http.StatusNotFound, CodeNoAgent, err.Error())
+		return
+	case err != nil:
+		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+		return
+	}
+	a.getAgents(w, r)
+}
+
+func (a *API) getFindTask(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query().Get("q")
+	if q == "" || len(q) > 1024 {
+		writeError(w, http.StatusBadRequest, CodeBadRequest, "q: the task, 1 to 1024 bytes")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), agentsTimeout)
+	defer cancel()
+	res, err := a.n.FindAgentsForTask(ctx, q, 20)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, TaskResponse{Task: q, Matches: res})
+}
+
+// Agents is GET /v1/agents.
+func (c *Client) Agents(ctx context.Context) (*AgentsResponse, error) {
+	var out AgentsResponse
+	return &out, c.do(ctx, http.MethodGet, "/v1/agents", nil, &out)
+}
+
+// AddAgents is POST /v1/agents.
+func (c *Client) AddAgents(ctx context.Context, req AddAgentsRequest) (*AgentsResponse, error) {
+	var out AgentsResponse
+	return &out, c.do(ctx, http.MethodPost, "/v1/agents", req, &out)
+}
+
+// RemoveAgent is DELETE /v1/agents?url=: the agents left. An agent that is
+// not registered comes back wrapping agents.ErrNoAgent.
+func (c *Client) RemoveAgent(ctx context.Context, agentURL string) (*AgentsResponse, error) {
+	var out AgentsResponse
+	return &out, c.do(ctx, http.MethodDelete, "/v1/agents?url="+url.QueryEscape(agentURL), nil, &out)
+}
+
+// FindTask is GET /v1/find/task?q=.
+func (c *Client) FindTask(ctx context.Context, task string) (*TaskResponse, error) {
+	var out TaskResponse
+	return &out, c.do(ctx, http.MethodGet, "/v1/find/task?q="+url.QueryEscape(task), nil, &out)
+}
