@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/mcpv2/mcpv2/discovery"
+	"github.com/mcpv2/mcpv2/node/a2aclient"
 	"github.com/mcpv2/mcpv2/node/agents"
 	"github.com/mcpv2/mcpv2/protocol"
 )
@@ -49,7 +50,8 @@ const (
 // AgentsConfig configures the node's registry of external A2A agents.
 type AgentsConfig struct {
 	// Resolver reads the agents' cards and calls them: the node's A2A
-	// client. Nil: no registry (the agents methods say so).
+	// client. Nil: an a2aclient.Client over OutboundClient (the outbound
+	// scope of --outbound-allow).
 	Resolver agents.Resolver
 	// Interval is the time between health checks (--agents-interval,
 	// default agents.DefaultInterval); TTL how long a card is used
@@ -78,7 +80,12 @@ type bridgeTarget struct {
 // configured) and registers the skills of the bridged ones.
 func (n *Node) startAgents(c AgentsConfig) error {
 	if c.Resolver == nil {
-		return nil
+		// The node's own A2A client, through the outbound scope.
+		cl, err := a2aclient.New(a2aclient.WithHTTPClient(n.OutboundClient()), a2aclient.WithLogger(n.log))
+		if err != nil {
+			return fmt.Errorf("node: A2A client: %w", err)
+		}
+		c.Resolver = cl
 	}
 	opts := []agents.Option{agents.WithFile(filepath.Join(n.cfg.DataDir, agents.FileName)),
 		agents.WithLogger(n.log), agents.WithClock(n.now), agents.WithOnChange(n.syncBridge)}

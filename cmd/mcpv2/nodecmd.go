@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +31,7 @@ import (
 	"github.com/mcpv2/mcpv2/node/localapi"
 	"github.com/mcpv2/mcpv2/node/skills/custom"
 	"github.com/mcpv2/mcpv2/node/store"
+	"github.com/mcpv2/mcpv2/protocol"
 	"github.com/mcpv2/mcpv2/transport"
 )
 
@@ -105,6 +107,8 @@ func nodeFlags() []cli.Flag {
 			Usage: "drop a conversation this long after its last turn (0: never)"},
 		&cli.Float64Flag{Name: "rate-limit", EnvVars: []string{"MCPV2_RATE_LIMIT"}, Value: 200, Usage: "calls per second per caller (0: unlimited)"},
 		// External A2A agents (mcpv2 agents, issue 23).
+		&cli.StringSliceFlag{Name: "agents", EnvVars: []string{"MCPV2_AGENTS"},
+			Usage: "external A2A agents to register at start, as mcpv2 agents add does (repeatable, or comma-separated); one that cannot be read is logged and left out"},
 		&cli.DurationFlag{Name: "agents-interval", EnvVars: []string{"MCPV2_AGENTS_INTERVAL"}, Value: agents.DefaultInterval,
 			Usage: "health-check each registered A2A agent this often (±10% jitter)"},
 		&cli.DurationFlag{Name: "agents-ttl", EnvVars: []string{"MCPV2_AGENTS_TTL"}, Value: agents.DefaultTTL,
@@ -386,7 +390,7 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 		r.a2a.Mount(r.srv)
 		// The seed's REST API (/api/v1, /docs) beside the two faces, through
 		// them and the node's dispatch.
-		if r.rest, err = rest.New(n, rest.WithLogger(log), rest.WithMCP(r.face), rest.WithTasks(r.a2a)); err != nil {
+		if r.rest, err = rest.New(n, rest.WithLogger(log), rest.WithMCP(r.face), rest.WithTasks(r.a2a), rest.WithAgents(n)); err != nil {
 			return nil, err
 		}
 		r.rest.Mount(r.srv)
@@ -431,6 +435,7 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 	if f, ok := banner.(*os.File); ok {
 		_ = f.Sync()
 	}
+	registerKnownAgents(c, n, log)
 	ready := []any{"peer_id", n.ID().String(), "listen", n.Status().Listen}
 	if srv != nil {
 		ready = append(ready, "edge", srv.URLs())
@@ -585,4 +590,28 @@ func noneIfZero[T int | int64 | time.Duration](v T) T {
 		return -1
 	}
 	return v
+}
+
+// registerKnownAgents registers the agents of --agents (the seed's
+// MCP_A2A_KNOWN_AGENT_URLS) as the operator, each card read within
+// --agents-timeout; an agent that cannot be read is logged and left out, so
+// that a node starts while an agent is down (mcpv2 agents add retries).
+func registerKnownAgents(c *cli.Context, n *node.Node, log *slog.Logger) {
+	urls := splitList(c.StringSlice("agents"))
+	if len(urls) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.Context, c.Duration("agents-timeout")+time.Second)
+	defer cancel()
+	for _, u := range urls {
+		list, err := n.AddAgents(ctx, node.Caller{ID: "local", Via: "local", Kind: protocol.CallerSecretHolder, Owner: protocol.OwnerSecret}, []string{u}, false)
+		switch {
+		case err != nil:
+			log.Warn("--agents: not registered", "url", u, "err", err)
+		case len(list) == 1 && list[0].LastError != "":
+			log.Warn("--agents: not registered", "url", u, "err", list[0].LastError)
+		default:
+			log.Info("--agents: registered", "url", u)
+		}
+	}
 }

@@ -10,12 +10,6 @@ import (
 	"testing"
 )
 
-// pendingA2AFlags are the flags of the MCP & A2A seed's discovery
-// settings that issue 23's agent registry adds in another branch; until
-// it lands, the table names them and a node refuses the variable.
-// Remove a name here once its flag is in the node command.
-var pendingA2AFlags = map[string]bool{"agents": true, "agents-timeout": true, "agents-ttl": true}
-
 // TestA2ASettingsTable: every variable of the MCP & A2A seed is in the
 // table once, honoured by a flag of mcpv2 node (not its twin: the
 // MCPV2_* name stays the flag's) or refused naming a flag to use.
@@ -35,10 +29,8 @@ func TestA2ASettingsTable(t *testing.T) {
 		switch {
 		case (s.flag == "") == (s.instead == ""):
 			t.Errorf("%s: want exactly one of flag and instead: %+v", s.name, s)
-		case s.flag != "" && !flags[s.flag] && !pendingA2AFlags[s.flag]:
+		case s.flag != "" && !flags[s.flag]:
 			t.Errorf("%s sets --%s, which mcpv2 node does not have", s.name, s.flag)
-		case s.flag != "" && flags[s.flag] && pendingA2AFlags[s.flag]:
-			t.Errorf("--%s has landed: take it out of pendingA2AFlags", s.flag)
 		case s.instead != "" && !strings.Contains(s.instead, "--") && !strings.Contains(s.instead, "`mcpv2"):
 			t.Errorf("%s: the refusal names nothing to use instead: %q", s.name, s.instead)
 		case twins[s.name] != "":
