@@ -83,8 +83,8 @@ func TestRESTSeedCurls(t *testing.T) {
 	boot := startNode(t, "", "--no-mdns", "--no-nat", "--name", "boot")
 	port := edgeFreePort(t, "127.0.0.1")
 	dir := t.TempDir()
-	testenv.StartProc(t, "env", "PATH="+bin+":"+os.Getenv("PATH"), "DEMOTOOLS_FILES="+filepath.Join(ex, "files"), "DEMOTOOLS_SLEEP_MS=0",
-		binPath, "node", "--data-dir", dir, "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mdns", "--no-nat", "--name", "front",
+	testenv.StartProc(t, "env", "PATH="+bin+":"+os.Getenv("PATH"), "DEMOTOOLS_FILES="+filepath.Join(ex, "files"), "DEMOTOOLS_SLEEP_MS=1500",
+		binPath, "node", "--data-dir", dir, "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mdns", "--no-nat", "--name", "front", "--a2a-text", "orchestrate",
 		"--port", strconv.Itoa(port), "--public-ip", "127.0.0.1", "--bootstrap", boot.tcpAddr(t),
 		"--skills", filepath.Join(ex, "agents", "front.json"), "--policy", filepath.Join(ex, "front-policy.json"),
 		"--resources", filepath.Join(ex, "resources.json"))
@@ -112,7 +112,13 @@ func TestRESTSeedCurls(t *testing.T) {
 				t.Errorf("%s: no task was made by the submit curl before it", c)
 				continue
 			}
-			cmdline = strings.ReplaceAll(cmdline, "{task_id}", taskID)
+			id := taskID
+			if strings.HasSuffix(c, "/cancel") {
+				// A task still running, so that the cancel has something
+				// to cancel: database_query sleeps DEMOTOOLS_SLEEP_MS.
+				id = submitTask(t, base, "how many engineers are in Platform")
+			}
+			cmdline = strings.ReplaceAll(cmdline, "{task_id}", id)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		cmd := exec.CommandContext(ctx, "bash", "-c", cmdline)
@@ -192,8 +198,25 @@ func checkSeedAnswer(t *testing.T, c, path string, body []byte, taskID *string) 
 	}
 	switch {
 	case path == "/api/v1/mcp/tools":
-		if m["total"] != 5.0 {
-			t.Errorf("%s: total %v, want the seed's 5", c, m["total"])
+		// The front agent's tools: the seed's five with their schemas,
+		// beside the node's standard skills.
+		tools, _ := m["tools"].([]any)
+		if m["total"] != float64(len(tools)) {
+			t.Errorf("%s: total %v for %d tools", c, m["total"], len(tools))
+		}
+		seed := map[string]bool{"calculator": false, "weather": false, "database_query": false, "web_search": false, "file_reader": false}
+		for _, tl := range tools {
+			tl, _ := tl.(map[string]any)
+			name, _ := tl["name"].(string)
+			if _, ok := seed[name]; ok {
+				schema, _ := tl["inputSchema"].(map[string]any)
+				seed[name] = schema["type"] == "object" && schema["properties"] != nil
+			}
+		}
+		for name, ok := range seed {
+			if !ok {
+				t.Errorf("%s: the seed's tool %s is missing or has no input schema", c, name)
+			}
 		}
 	case strings.HasSuffix(path, "/execute"):
 		if m["success"] != true {
@@ -219,6 +242,10 @@ func checkSeedAnswer(t *testing.T, c, path string, body []byte, taskID *string) 
 		if m["is_safe"] != false || m["threat_level"] != "critical" {
 			t.Errorf("%s: %s", c, body)
 		}
+	case strings.HasSuffix(path, "/cancel"):
+		if st, _ := m["state"].(string); st != "canceled" {
+			t.Errorf("%s: the running task is not canceled: %s", c, body)
+		}
 	case path == "/api/v1/a2a/tasks":
 		*taskID, _ = m["task_id"].(string)
 	case path == "/api/v1/a2a/discover":
@@ -231,4 +258,23 @@ func checkSeedAnswer(t *testing.T, c, path string, body []byte, taskID *string) 
 			}
 		}
 	}
+}
+
+// submitTask submits text as an A2A task through the REST face, as the
+// seed's submit curl does, and returns its id.
+func submitTask(t *testing.T, base, text string) string {
+	t.Helper()
+	b, _ := json.Marshal(map[string]string{"message": text, "session_id": "a2a-demo"})
+	resp, err := http.Post("http://"+base+"/api/v1/a2a/tasks", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m struct {
+		TaskID string `json:"task_id"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || resp.StatusCode != http.StatusAccepted || m.TaskID == "" {
+		t.Fatalf("submit %q: %d %v", text, resp.StatusCode, err)
+	}
+	return m.TaskID
 }

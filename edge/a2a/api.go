@@ -76,7 +76,7 @@ func (f *Face) SubmitText(ctx context.Context, c protocol.Caller, text, contextI
 		t.ContextID = newID()
 	}
 	m := Message{MessageID: newID(), ContextID: t.ContextID, TaskID: t.ID, Role: "user", Parts: []Part{{Text: &text}}}
-	calls, e := callsOf(m, nil)
+	calls, e := f.callsOf(m, nil)
 	if e != nil {
 		return Task{}, toProtocol(e)
 	}
