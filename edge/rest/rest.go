@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpv2/mcpv2/edge"
@@ -338,6 +339,16 @@ func (f *Face) asProtocol(err error) *protocol.Error {
 	var perr *protocol.Error
 	if errors.As(err, &perr) {
 		return perr
+	}
+	// The MCP face answers with the go-sdk's JSON-RPC errors (resource
+	// not found, invalid params): their code and message are the caller's.
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) {
+		msg := werr.Message
+		if werr.Code == sdkResourceNotFound && len(werr.Data) > 0 {
+			msg += ": " + string(werr.Data)
+		}
+		return protocol.Errorf(int(werr.Code), "%s", msg)
 	}
 	f.log.Error("rest", "err", err)
 	return protocol.Errorf(protocol.CodeInternal, "internal error")
