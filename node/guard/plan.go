@@ -2,22 +2,29 @@ package guard
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
-// Off and Auto are the Kinds a Plan uses besides Prompt, Path and SQL.
+// Off, Auto and SQLText are the Kinds a Plan uses besides Prompt, Path
+// and SQL.
 const (
 	// Off skips an argument.
 	Off Kind = iota + SQL + 1
 	// Auto chooses an argument's kind from its name (KindFor).
 	Auto
+	// SQLText is a value that goes into a query and may also reach an
+	// LLM: ScanSQL and Scan both.
+	SQLText
 )
 
-var kindNames = [...]string{"prompt", "path", "sql", "off", "auto"}
+var kindNames = [...]string{"prompt", "path", "sql", "off", "auto", "sql+prompt"}
 
-// String returns the kind's name: "prompt", "path", "sql", "off" or "auto".
+// String returns the kind's name: "prompt", "path", "sql", "off", "auto"
+// or "sql+prompt".
 func (k Kind) String() string {
 	if k >= 0 && int(k) < len(kindNames) {
 		return kindNames[k]
@@ -33,7 +40,7 @@ func ParseKind(s string) (Kind, error) {
 			return Kind(i), nil
 		}
 	}
-	return Off, fmt.Errorf("guard: kind %q: want one of prompt, path, sql, off, auto", s)
+	return Off, fmt.Errorf("guard: kind %q: want one of prompt, path, sql, sql+prompt, off, auto", s)
 }
 
 // Plan says which string arguments of one skill's calls the guard scans,
@@ -48,7 +55,7 @@ type Plan struct {
 	// scanned) or a fixed kind.
 	Rest Kind
 	// SQLish says the skill talks to a database (SQLishSkill): Auto then
-	// reads its query-like arguments (query, q, search, value…) as SQL.
+	// reads every argument that is not a path as SQLText.
 	SQLish bool
 }
 
@@ -139,21 +146,18 @@ var (
 		"filterfield": true, "orderby": true, "sortby": true, "groupby": true, "having": true, "condition": true,
 		"statement": true, "predicate": true}
 	sqlLastWords = map[string]bool{"sql": true, "where": true, "clause": true, "condition": true, "predicate": true}
-	// sqlishNames are SQL only in a skill that talks to a database.
-	sqlishNames = map[string]bool{"query": true, "q": true, "search": true, "value": true, "expression": true,
-		"table": true, "column": true, "field": true, "sort": true, "order": true, "term": true, "keyword": true}
 )
 
 // KindFor chooses how an argument named name is scanned when nothing else
 // says: Path for file-like names (path, file, filename, filepath, dir,
 // directory, folder, and names ending in one of them: source_path,
-// config_file), SQL for query-part names (sql, where, filter,
-// filter_value, order_by, condition, statement, and names ending in _sql,
-// _where, _clause, _condition), and, in a skill that talks to a database
-// (sqlish), also for query-like names (query, q, search, value, table,
-// column, field, sort, term, and names ending in one of them); Prompt for
-// everything else. A bare "name" is Prompt: a person's or a skill's name
-// far more often than a file's.
+// config_file); SQLText (the SQL rules and the prompt rules) for
+// query-part names (sql, where, filter, filter_value, order_by,
+// condition, statement, and names ending in _sql, _where, _clause,
+// _condition) and for every other argument of a skill that talks to a
+// database (sqlish: its values go into queries); Prompt for everything
+// else. A bare "name" is Prompt: a person's or a skill's name far more
+// often than a file's.
 func KindFor(name string, sqlish bool) Kind {
 	ws := nameWords(name)
 	if len(ws) == 0 {
@@ -164,10 +168,8 @@ func KindFor(name string, sqlish bool) Kind {
 	switch {
 	case pathNames[whole] || pathNames[strings.Join(ws, "_")] || pathLastWords[last]:
 		return Path
-	case sqlNames[whole] || sqlLastWords[last] || strings.HasPrefix(whole, "sql") || strings.HasPrefix(whole, "filter"):
-		return SQL
-	case sqlish && (sqlishNames[whole] || sqlishNames[last]):
-		return SQL
+	case sqlNames[whole] || sqlLastWords[last] || strings.HasPrefix(whole, "sql") || strings.HasPrefix(whole, "filter") || sqlish:
+		return SQLText
 	}
 	return Prompt
 }
@@ -257,27 +259,33 @@ func Collect(args []byte, plan *Plan) (Collected, error) {
 	if plan == nil {
 		return c, nil
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
-		what := "null"
-		if err != nil {
-			what = err.Error()
-		}
-		return c, fmt.Errorf("guard: arguments are not a JSON object: %s", what)
+	type member struct {
+		name string
+		raw  []byte
 	}
-	names := make([]string, 0, len(obj))
-	for n, raw := range obj {
-		if len(raw) > 0 && (raw[0] == '"' || raw[0] == '[') {
-			names = append(names, n)
-		}
+	var ms []member
+	err := members(args, func(name string, raw []byte) { ms = append(ms, member{name, raw}) })
+	if err != nil {
+		return c, fmt.Errorf("guard: arguments are not a JSON object: %w", err)
 	}
-	sort.Strings(names)
+	sort.SliceStable(ms, func(i, j int) bool { return ms[i].name < ms[j].name })
+	obj := make(map[string][]byte, len(ms))
+	names := make([]string, 0, len(ms))
+	for _, m := range ms {
+		if _, dup := obj[m.name]; !dup {
+			names = append(names, m.name)
+		}
+		obj[m.name] = m.raw // the last of a duplicate name wins, as in encoding/json
+	}
 	for _, name := range names {
+		raw := obj[name]
+		if raw[0] != '"' && raw[0] != '[' {
+			continue
+		}
 		kind := plan.kindOf(name)
 		if kind == Off {
 			continue
 		}
-		raw := obj[name]
 		var s string
 		if raw[0] == '"' {
 			if json.Unmarshal(raw, &s) == nil {
@@ -338,6 +346,9 @@ func (c *Collected) Scan() Result {
 			add(a.Field, ScanPath(a.Text))
 		case SQL:
 			add(a.Field, ScanSQL(a.Text))
+		case SQLText:
+			add(a.Field, ScanSQL(a.Text))
+			add(a.Field, Scan(a.Text).Findings)
 		default:
 			add(a.Field, Scan(a.Text).Findings)
 		}
@@ -356,4 +367,223 @@ func ScanPlan(args []byte, plan *Plan) (Result, error) {
 		return Result{}, err
 	}
 	return c.Scan(), nil
+}
+
+// maxNesting bounds the nesting members walks through.
+const maxNesting = 10000
+
+// members calls fn with the name and the raw value of each member of the
+// JSON object in data, in order, without decoding the values: a string
+// value is scanned for its end only. It fails when data is not one JSON
+// object (with only white space around it); it checks the syntax of what
+// it walks through, but not that numbers or literals are well formed, nor
+// that strings are valid UTF-8 (json.Unmarshal of a value does).
+func members(data []byte, fn func(name string, raw []byte)) error {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return fmt.Errorf("want an object, found %s", peek(data, i))
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		if j := skipSpace(data, i+1); j != len(data) {
+			return fmt.Errorf("%s after the object", peek(data, j))
+		}
+		return nil
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return fmt.Errorf("want a member name at byte %d, found %s", i, peek(data, i))
+		}
+		end, err := skipValue(data, i, 0)
+		if err != nil {
+			return err
+		}
+		key := data[i:end]
+		var name string
+		if bytesIndexByte(key, '\\') < 0 && utf8.Valid(key) {
+			name = string(key[1 : len(key)-1])
+		} else if err := json.Unmarshal(key, &name); err != nil {
+			return fmt.Errorf("member name at byte %d: %w", i, err)
+		}
+		i = skipSpace(data, end)
+		if i >= len(data) || data[i] != ':' {
+			return fmt.Errorf("want ':' at byte %d, found %s", i, peek(data, i))
+		}
+		i = skipSpace(data, i+1)
+		start := i
+		if i, err = skipValue(data, i, 0); err != nil {
+			return err
+		}
+		fn(name, data[start:i])
+		i = skipSpace(data, i)
+		if i >= len(data) {
+			return errors.New("unexpected end of input in the object")
+		}
+		switch data[i] {
+		case ',':
+			i = skipSpace(data, i+1)
+		case '}':
+			if j := skipSpace(data, i+1); j != len(data) {
+				return fmt.Errorf("%s after the object", peek(data, j))
+			}
+			return nil
+		default:
+			return fmt.Errorf("want ',' or '}' at byte %d, found %s", i, peek(data, i))
+		}
+	}
+}
+
+func bytesIndexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// peek names what is at data[i] for an error message.
+func peek(data []byte, i int) string {
+	if i >= len(data) {
+		return "the end of input"
+	}
+	return fmt.Sprintf("%q", data[i:min(i+8, len(data))])
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the JSON value that starts at data[i].
+func skipValue(data []byte, i, depth int) (int, error) {
+	if i >= len(data) {
+		return i, errors.New("unexpected end of input: want a value")
+	}
+	if depth > maxNesting {
+		return i, fmt.Errorf("nested deeper than %d", maxNesting)
+	}
+	switch c := data[i]; {
+	case c == '"':
+		for j := i + 1; j < len(data); j++ {
+			switch data[j] {
+			case '\\':
+				if j+1 >= len(data) {
+					return len(data), errors.New("unexpected end of input in a string")
+				}
+				switch data[j+1] {
+				case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+					j++
+				case 'u':
+					if j+5 >= len(data) {
+						return len(data), errors.New("unexpected end of input in a string")
+					}
+					if _, ok := parseHex(string(data[j+2 : j+6])); !ok {
+						return j, fmt.Errorf("bad \\u escape in a string at byte %d", j)
+					}
+					j += 5
+				default:
+					return j, fmt.Errorf("bad escape %q in a string at byte %d", data[j:j+2], j)
+				}
+			case '"':
+				return j + 1, nil
+			default:
+				if data[j] < 0x20 {
+					return j, fmt.Errorf("control character in a string at byte %d", j)
+				}
+			}
+		}
+		return len(data), errors.New("unexpected end of input in a string")
+	case c == '{' || c == '[':
+		closer := byte('}')
+		if c == '[' {
+			closer = ']'
+		}
+		j := skipSpace(data, i+1)
+		if j < len(data) && data[j] == closer {
+			return j + 1, nil
+		}
+		for {
+			var err error
+			if c == '{' {
+				if j >= len(data) || data[j] != '"' {
+					return j, fmt.Errorf("want a member name at byte %d, found %s", j, peek(data, j))
+				}
+				if j, err = skipValue(data, j, depth+1); err != nil {
+					return j, err
+				}
+				j = skipSpace(data, j)
+				if j >= len(data) || data[j] != ':' {
+					return j, fmt.Errorf("want ':' at byte %d, found %s", j, peek(data, j))
+				}
+				j = skipSpace(data, j+1)
+			}
+			if j, err = skipValue(data, j, depth+1); err != nil {
+				return j, err
+			}
+			j = skipSpace(data, j)
+			if j >= len(data) {
+				return j, errors.New("unexpected end of input")
+			}
+			if data[j] == closer {
+				return j + 1, nil
+			}
+			if data[j] != ',' {
+				return j, fmt.Errorf("want ',' or %q at byte %d, found %s", closer, j, peek(data, j))
+			}
+			j = skipSpace(data, j+1)
+		}
+	case c == 't' || c == 'f' || c == 'n':
+		for _, lit := range []string{"true", "false", "null"} {
+			if len(data)-i >= len(lit) && string(data[i:i+len(lit)]) == lit {
+				return i + len(lit), nil
+			}
+		}
+		return i, fmt.Errorf("bad literal at byte %d: %s", i, peek(data, i))
+	case c == '-' || c >= '0' && c <= '9':
+		return skipNumber(data, i)
+	default:
+		return i, fmt.Errorf("want a value at byte %d, found %s", i, peek(data, i))
+	}
+}
+
+// skipNumber returns the end of the JSON number at data[i], checking its
+// grammar: -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?
+func skipNumber(data []byte, i int) (int, error) {
+	start := i
+	digits := func() bool {
+		n := 0
+		for i < len(data) && data[i] >= '0' && data[i] <= '9' {
+			i++
+			n++
+		}
+		return n > 0
+	}
+	bad := func() (int, error) { return i, fmt.Errorf("bad number at byte %d: %s", start, peek(data, start)) }
+	if data[i] == '-' {
+		i++
+	}
+	if i < len(data) && data[i] == '0' {
+		i++
+	} else if !digits() {
+		return bad()
+	}
+	if i < len(data) && data[i] == '.' {
+		i++
+		if !digits() {
+			return bad()
+		}
+	}
+	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
+		i++
+		if i < len(data) && (data[i] == '+' || data[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return bad()
+		}
+	}
+	return i, nil
 }
