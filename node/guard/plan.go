@@ -68,8 +68,9 @@ func DefaultPlan(skill string, tags []string, schema []byte) *Plan {
 	return &Plan{Fields: SchemaKinds(schema), Rest: Auto, SQLish: SQLishSkill(skill, tags)}
 }
 
-// kindOf is the kind p gives the argument name.
-func (p *Plan) kindOf(name string) Kind {
+// KindOf is the kind p gives the argument name: Prompt, Path, SQL,
+// SQLText or Off (Auto resolved).
+func (p *Plan) KindOf(name string) Kind {
 	k, ok := p.Fields[name]
 	if !ok {
 		k = p.Rest
@@ -282,7 +283,7 @@ func Collect(args []byte, plan *Plan) (Collected, error) {
 		if raw[0] != '"' && raw[0] != '[' {
 			continue
 		}
-		kind := plan.kindOf(name)
+		kind := plan.KindOf(name)
 		if kind == Off {
 			continue
 		}
