@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -270,16 +271,11 @@ func Collect(args []byte, plan *Plan) (Collected, error) {
 		return c, fmt.Errorf("guard: arguments are not a JSON object: %w", err)
 	}
 	sort.SliceStable(ms, func(i, j int) bool { return ms[i].name < ms[j].name })
-	obj := make(map[string][]byte, len(ms))
-	names := make([]string, 0, len(ms))
-	for _, m := range ms {
-		if _, dup := obj[m.name]; !dup {
-			names = append(names, m.name)
+	for i, m := range ms {
+		if i+1 < len(ms) && ms[i+1].name == m.name {
+			continue // the last of a duplicate name wins, as in encoding/json
 		}
-		obj[m.name] = m.raw // the last of a duplicate name wins, as in encoding/json
-	}
-	for _, name := range names {
-		raw := obj[name]
+		name, raw := m.name, m.raw
 		if raw[0] != '"' && raw[0] != '[' {
 			continue
 		}
@@ -377,8 +373,9 @@ const maxNesting = 10000
 // JSON object in data, in order, without decoding the values: a string
 // value is scanned for its end only. It fails when data is not one JSON
 // object (with only white space around it); it checks the syntax of what
-// it walks through, but not that numbers or literals are well formed, nor
-// that strings are valid UTF-8 (json.Unmarshal of a value does).
+// it walks through, but not that strings without escapes are free of
+// control characters, nor that they are valid UTF-8 (json.Unmarshal of a
+// value that is scanned does).
 func members(data []byte, fn func(name string, raw []byte)) error {
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
@@ -401,7 +398,7 @@ func members(data []byte, fn func(name string, raw []byte)) error {
 		}
 		key := data[i:end]
 		var name string
-		if bytesIndexByte(key, '\\') < 0 && utf8.Valid(key) {
+		if bytes.IndexByte(key, '\\') < 0 && utf8.Valid(key) {
 			name = string(key[1 : len(key)-1])
 		} else if err := json.Unmarshal(key, &name); err != nil {
 			return fmt.Errorf("member name at byte %d: %w", i, err)
@@ -434,15 +431,6 @@ func members(data []byte, fn func(name string, raw []byte)) error {
 	}
 }
 
-func bytesIndexByte(b []byte, c byte) int {
-	for i, x := range b {
-		if x == c {
-			return i
-		}
-	}
-	return -1
-}
-
 // peek names what is at data[i] for an error message.
 func peek(data []byte, i int) string {
 	if i >= len(data) {
@@ -468,6 +456,12 @@ func skipValue(data []byte, i, depth int) (int, error) {
 	}
 	switch c := data[i]; {
 	case c == '"':
+		// The common string has no escape: find its end at memchr's speed.
+		// Control characters are not looked for there (json.Unmarshal of
+		// a value that is scanned refuses them).
+		if k := bytes.IndexByte(data[i+1:], '"'); k >= 0 && bytes.IndexByte(data[i+1:i+1+k], '\\') < 0 {
+			return i + 2 + k, nil
+		}
 		for j := i + 1; j < len(data); j++ {
 			switch data[j] {
 			case '\\':
