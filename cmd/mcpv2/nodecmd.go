@@ -96,7 +96,7 @@ func nodeFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "conversation-ttl", EnvVars: []string{"MCPV2_CONVERSATION_TTL"}, Value: store.DefaultConversationTTL,
 			Usage: "drop a conversation this long after its last turn (0: never)"},
 		&cli.Float64Flag{Name: "rate-limit", EnvVars: []string{"MCPV2_RATE_LIMIT"}, Value: 200, Usage: "calls per second per caller (0: unlimited)"},
-		&cli.StringFlag{Name: "guard", EnvVars: []string{"MCPV2_GUARD"}, Value: "block", Usage: "prompt-injection guard over ask, process_instructions, file names and opted-in custom skills: block (refuse at --guard-threshold, flag the rest), flag (audit only) or off"},
+		&cli.StringFlag{Name: "guard", EnvVars: []string{"MCPV2_GUARD"}, Value: "block", Usage: "prompt-injection guard over the string arguments of every skill call (custom skills may opt out): block (refuse at --guard-threshold, flag the rest), flag (audit only) or off"},
 		&cli.StringFlag{Name: "guard-threshold", EnvVars: []string{"MCPV2_GUARD_THRESHOLD"}, Value: "critical", Usage: "the lowest threat level --guard block refuses: low, medium, high or critical"},
 		// The HTTP edge (SPEC §5), on with --port.
 		&cli.IntFlag{Name: "port", EnvVars: []string{"MCPV2_PORT"}, DefaultText: "no HTTP edge",
