@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -118,6 +120,35 @@ func BenchmarkMeshCallParallel(b *testing.B) {
 					}
 				}
 			})
+		})
+	}
+}
+
+// BenchmarkGuardedCall is a warm call of a skill whose string argument
+// the guard scans (every custom skill's, by default: docs/guard.md), the
+// cost the guard adds to BenchmarkMeshCall's ping (whose payload, an
+// echo, is not scanned). The skill is a template; its query is prose.
+func BenchmarkGuardedCall(b *testing.B) {
+	skillsFile := filepath.Join(b.TempDir(), "skills.json")
+	if err := os.WriteFile(skillsFile, []byte(`{"skills":[{"name":"search","input_schema":{"type":"object","properties":{"query":{"type":"string"}}},
+		"handler":{"type":"template","template":"ok"}}]}`), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	a, srv := pair(b, func(c *Config) { c.RateLimit = -1; c.SkillsFile = skillsFile })
+	addr := addrOf(b, srv)
+	ctx := context.Background()
+	for _, q := range []string{"best pizza in Naples", strings.Repeat("How do teams plan travel for a conference in Lisbon? ", 19)} {
+		b.Run(fmt.Sprintf("query=%d", len(q)), func(b *testing.B) {
+			args, _ := json.Marshal(map[string]string{"query": q})
+			if _, err := a.Client().CallSkill(ctx, addr, "search", args, protocol.CallOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := a.Client().CallSkill(ctx, addr, "search", args, protocol.CallOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }

@@ -203,7 +203,7 @@ func (p *Policy) UnknownGrants(known []string) []UnknownGrant {
 // registry (tools/list does not show them): the REST face's operations
 // (restapi.go), the reading of resources (resources.go) and the registry of
 // external agents (agents_bridge.go). The checks for unknown grants know them.
-var pseudoSkills = []string{SecurityScanSkill, SecurityAuditSkill, ReadResourceSkill, DiscoverAgentsGrant, ListAgentsGrant}
+var pseudoSkills = []string{SecurityAuditSkill, ReadResourceSkill, DiscoverAgentsGrant, ListAgentsGrant}
 
 // warnUnknownGrants logs, once at start, each grant or limit of a skill
 // the node does not have.

@@ -24,6 +24,10 @@ const (
 	GuardOff
 )
 
+// smallScan is the most bytes of text a call's scan may hold and still
+// run without waiting for one of scanSlots.
+const smallScan = 4 << 10
+
 // scanSlotsFor is how many guard scans run at once on a node: half the
 // cores, at least one.
 func scanSlotsFor(procs int) int { return max(1, procs/2) }
@@ -75,8 +79,9 @@ func (v *verdict) auditFields(rec *store.AuditRecord) {
 	}
 }
 
-// screen runs the guard over the arguments of a call of skill, when the
-// skill has fields to scan and the guard is on. It returns what it found,
+// screen runs the guard over the arguments of a call of skill, as the
+// skill's guard.Plan says (every string argument unless the skill opted
+// out), when the guard is on. It returns what it found,
 // and an error when the call is to be refused: a finding at or above the
 // threshold in block mode. Arguments that are not a JSON object are left
 // to the skill's schema check.
@@ -84,21 +89,29 @@ func (n *Node) screen(ctx context.Context, skill string, args json.RawMessage) (
 	if n.guardMode == GuardOff {
 		return nil, nil
 	}
-	fields := n.reg.GuardFields(skill)
-	if len(fields) == 0 {
+	plan := n.reg.GuardPlan(skill)
+	if plan == nil {
+		return nil, nil
+	}
+	col, err := guard.Collect(args, plan)
+	if err != nil || len(col.Args) == 0 {
 		return nil, nil
 	}
 	// A scan is linear in its input but not cheap: text built of the rules'
 	// own words costs up to about 1 s of CPU per 256 KiB scanned (docs/
-	// guard.md). Scans share scanSlots, half the cores, so a caller that
-	// sends such text slows the guarded skills, not the whole node.
-	release, perr := n.scanSlot(ctx, skill)
-	if perr != nil {
-		return nil, perr
+	// guard.md). Scans of more than smallScan bytes share scanSlots, half
+	// the cores, so a caller that sends such text slows the calls with
+	// long text, not the whole node; the short text of most calls (at
+	// most a few ms of CPU even when built to cost) is scanned at once.
+	if col.Bytes > smallScan {
+		release, perr := n.scanSlot(ctx, skill)
+		if perr != nil {
+			return nil, perr
+		}
+		defer release()
 	}
-	defer release()
-	res, err := guard.ScanArgs(args, fields)
-	if err != nil || res.IsSafe {
+	res := col.Scan()
+	if res.IsSafe {
 		return nil, nil
 	}
 	v := &verdict{threat: res.ThreatLevel, findings: res.Findings}

@@ -117,7 +117,7 @@ func nodeFlags() []cli.Flag {
 			Usage: "give up on one read of an agent's card after this long (it is then unhealthy)"},
 		&cli.IntFlag{Name: "max-agents", EnvVars: []string{"MCPV2_MAX_AGENTS"}, Value: agents.DefaultMaxAgents,
 			Usage: "register at most this many external A2A agents"},
-		&cli.StringFlag{Name: "guard", EnvVars: []string{"MCPV2_GUARD"}, Value: "block", Usage: "prompt-injection guard over ask, process_instructions, file names and opted-in custom skills: block (refuse at --guard-threshold, flag the rest), flag (audit only) or off"},
+		&cli.StringFlag{Name: "guard", EnvVars: []string{"MCPV2_GUARD"}, Value: "block", Usage: "prompt-injection guard over the string arguments of every skill call (custom skills may opt out): block (refuse at --guard-threshold, flag the rest), flag (audit only) or off"},
 		&cli.StringFlag{Name: "guard-threshold", EnvVars: []string{"MCPV2_GUARD_THRESHOLD"}, Value: "critical", Usage: "the lowest threat level --guard block refuses: low, medium, high or critical"},
 		// The HTTP edge (SPEC §5), on with --port.
 		&cli.IntFlag{Name: "port", EnvVars: []string{"MCPV2_PORT"}, DefaultText: "no HTTP edge",

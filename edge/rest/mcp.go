@@ -285,18 +285,6 @@ type scanRequest struct {
 	Text *string `json:"text"`
 }
 
-// scanResult is the guard's result as the node gives it.
-type scanResult struct {
-	IsSafe      bool   `json:"is_safe"`
-	ThreatLevel string `json:"threat_level"`
-	Findings    []struct {
-		Vector string `json:"vector"`
-		Level  string `json:"level"`
-		Match  string `json:"match"`
-	} `json:"findings"`
-	SanitizedInput string `json:"sanitized_input"`
-}
-
 // scan is POST /api/v1/mcp/security/scan (the guard over a text, in the
 // seed's shape: findings as "[LEVEL] vector: match") and GET (the
 // scanner's capabilities and attack vectors).
@@ -324,49 +312,7 @@ func (f *Face) scan(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
 		f.writeError(w, f.asProtocol(err), 0)
 		return
 	}
-	var res scanResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		f.writeError(w, f.asProtocol(err), 0)
-		return
-	}
-	findings := make([]string, 0, len(res.Findings))
-	details := make([]map[string]string, 0, len(res.Findings))
-	for _, x := range res.Findings {
-		findings = append(findings, "["+strings.ToUpper(x.Level)+"] "+describeVector(x.Vector)+": "+x.Match)
-		details = append(details, map[string]string{"vector": x.Vector, "level": x.Level, "match": x.Match})
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"is_safe": res.IsSafe, "threat_level": res.ThreatLevel,
-		"findings": findings, "details": details, "sanitized_input": res.SanitizedInput})
-}
-
-// describeVector words a guard vector as the seed's findings did ("…
-// attempt detected").
-func describeVector(v string) string {
-	switch v {
-	case "instruction_override":
-		return "Instruction override attempt detected"
-	case "persona_hijacking":
-		return "Persona hijacking attempt detected"
-	case "system_prompt_extraction":
-		return "System prompt extraction attempt detected"
-	case "xml_tag_injection":
-		return "XML/chat tag injection detected"
-	case "markdown_delimiter_injection":
-		return "Markdown delimiter injection detected"
-	case "encoding_obfuscation":
-		return "Encoded payload detected"
-	case "data_exfiltration":
-		return "Data exfiltration attempt detected"
-	case "path_traversal":
-		return "Path traversal detected"
-	case "sensitive_path":
-		return "Sensitive path detected"
-	case "sql_injection":
-		return "SQL injection detected"
-	case "truncated_scan":
-		return "Scan truncated"
-	}
-	return v
+	writeRaw(w, raw) // the seed's shape, made by the node (node/scan_api.go)
 }
 
 // auditTail is GET /api/v1/mcp/security/audit?limit=N (default 20).

@@ -21,7 +21,6 @@
 package guard
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -269,78 +268,14 @@ const (
 )
 
 // ScanArgs scans the named string fields of a JSON object of arguments,
-// each as its Kind says, sets Field on each finding to the argument's name,
-// and merges the findings into one Result (SanitizedInput empty). Fields
-// that are missing or not strings are ignored; nested values are not
-// scanned, except strings in an array that is the value of a named field
-// (at most 256 of them). At most 1 MiB of strings is scanned in all; the
-// rest adds a Low "truncated_scan" finding. It fails only when args is not
-// a JSON object.
+// each as its Kind says (Off skips it), sets Field on each finding to the
+// argument's name, and merges the findings into one Result (SanitizedInput
+// empty). Fields that are missing or not strings are ignored; nested
+// values are not scanned, except strings in an array that is the value of
+// a named field (at most 256 of them). At most 1 MiB of strings is scanned
+// in all; the rest adds a Low "truncated_scan" finding. It fails only when
+// args is not a JSON object. It is ScanPlan with a plan of these fields
+// alone; the node scans with each skill's Plan (DefaultPlan).
 func ScanArgs(args []byte, fields map[string]Kind) (Result, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
-		what := "null"
-		if err != nil {
-			what = err.Error()
-		}
-		return Result{}, fmt.Errorf("guard: arguments are not a JSON object: %s", what)
-	}
-	names := make([]string, 0, len(fields))
-	for n := range fields {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	res := Result{IsSafe: true, Findings: []Finding{}}
-	budget := maxArgBytes
-	add := func(name string, fs []Finding) {
-		for _, f := range fs {
-			f.Field = name
-			if f.Level > res.ThreatLevel {
-				res.ThreatLevel = f.Level
-			}
-			res.Findings = append(res.Findings, f)
-		}
-	}
-	scanOne := func(name string, kind Kind, s string) {
-		if budget <= 0 {
-			add(name, []Finding{{Vector: VectorTruncated, Level: Low, Match: "argument budget spent: not scanned"}})
-			return
-		}
-		budget -= min(len(s), MaxScan)
-		switch kind {
-		case Path:
-			add(name, ScanPath(s))
-		case SQL:
-			add(name, ScanSQL(s))
-		default:
-			add(name, Scan(s).Findings)
-		}
-	}
-	for _, name := range names {
-		raw, ok := obj[name]
-		if !ok {
-			continue
-		}
-		kind := fields[name]
-		var s string
-		if json.Unmarshal(raw, &s) == nil && len(raw) > 0 && raw[0] == '"' {
-			scanOne(name, kind, s)
-			continue
-		}
-		var arr []json.RawMessage
-		if json.Unmarshal(raw, &arr) != nil {
-			continue
-		}
-		for i, el := range arr {
-			if i >= maxArgStrings {
-				add(name, []Finding{{Vector: VectorTruncated, Level: Low, Match: fmt.Sprintf("scanned %d of %d array elements", maxArgStrings, len(arr))}})
-				break
-			}
-			if len(el) > 0 && el[0] == '"' && json.Unmarshal(el, &s) == nil {
-				scanOne(name, kind, s)
-			}
-		}
-	}
-	res.IsSafe = len(res.Findings) == 0
-	return res, nil
+	return ScanPlan(args, &Plan{Fields: fields, Rest: Off})
 }

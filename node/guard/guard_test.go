@@ -299,6 +299,38 @@ func TestScanPath(t *testing.T) {
 		{"ＮＯＴＥＳ／．．／．．／etc/passwd", []string{VectorPathTraversal, VectorSensitivePath}},
 		{"keys/identity.key", []string{VectorSensitivePath}},
 		{"/proc/self/environ", []string{VectorPathTraversal, VectorSensitivePath}},
+		{"/proc/1/status", []string{VectorPathTraversal, VectorSensitivePath}},
+		{"/proc", []string{VectorPathTraversal, VectorSensitivePath}},
+		{"../../../../proc/self/status", []string{VectorPathTraversal, VectorSensitivePath}},
+		{"/root/.bashrc", []string{VectorPathTraversal, VectorSensitivePath}},
+		{"/root", []string{VectorPathTraversal, VectorSensitivePath}},
+		{"../../root/notes.txt", []string{VectorPathTraversal, VectorSensitivePath}},
+		{"/sys/kernel/notes", []string{VectorPathTraversal, VectorSensitivePath}},
+		{"/dev/mem", []string{VectorPathTraversal, VectorSensitivePath}},
+		{"/boot/grub/grub.cfg", []string{VectorPathTraversal, VectorSensitivePath}},
+		{"/etc/hosts", []string{VectorPathTraversal, VectorSensitivePath}},
+		{"/var/log/auth.log", []string{VectorPathTraversal, VectorSensitivePath}},
+		{"/home/alice/.bash_profile", []string{VectorPathTraversal, VectorSensitivePath}},
+		{"file:///etc/shadow", []string{VectorPathTraversal, VectorSensitivePath}},
+		{"~root/.profile", []string{VectorPathTraversal, VectorSensitivePath}},
+		{"/tmp/x.txt", []string{VectorPathTraversal}},
+		{"..", []string{VectorPathTraversal}},
+		{"../../etc/passwd", []string{VectorPathTraversal, VectorSensitivePath}},
+		{"..\\..\\windows\\win.ini", []string{VectorPathTraversal, VectorSensitivePath}},
+		{"%2e%2e%2f%2e%2e%2fetc%2fshadow", []string{VectorPathTraversal, VectorSensitivePath}},
+		{"%252e%252e%252froot", []string{VectorPathTraversal, VectorSensitivePath}},
+		{"..%c0%af..%c0%afproc/self/environ", []string{VectorPathTraversal, VectorSensitivePath}},
+		{"%u002e%u002e%u2215secret", []string{VectorPathTraversal}},
+		{"..\u2215..\u2215etc\u2215shadow", []string{VectorPathTraversal, VectorSensitivePath}},
+		{"....//....//etc/hosts", []string{VectorPathTraversal, VectorSensitivePath}},
+		{"..;/admin", []string{VectorPathTraversal}},
+		{"a/./b/../../..", []string{VectorPathTraversal}},
+		{"reports/proc/summary.txt", nil},
+		{"root-cause.md", nil},
+		{"notes/etc.txt", nil},
+		{"v1.2..3.txt", nil},
+		{"...", []string{VectorPathTraversal}}, // Windows drops trailing dots: ".."
+		{"docs/dev/setup.md", nil},
 	}
 	for _, c := range cases {
 		fs := ScanPath(c.path)
@@ -319,12 +351,54 @@ func TestScanPath(t *testing.T) {
 }
 
 func TestScanSQL(t *testing.T) {
-	for _, q := range []string{"' OR 1=1 --", "admin'--", "1; DROP TABLE users", "x' UNION SELECT password FROM users--", "1 AND SLEEP(5)", "' or 'x'='x"} {
-		if fs := ScanSQL(q); len(fs) != 1 || fs[0].Vector != VectorSQLInjection || fs[0].Level != High {
-			t.Errorf("ScanSQL(%q) = %v", q, fs)
+	attacks := []struct{ what, q string }{
+		{"tautology", "' OR 1=1 --"},
+		{"tautology, no comment", "x' OR 1=1"},
+		{"tautology in brackets", "') OR ('1'='1"},
+		{"tautology, strings", "' or 'x'='x"},
+		{"tautology, inequality", "1 OR 2>1"},
+		{"tautology, not equal", "' OR 'a'<>'b"},
+		{"tautology, true", "' OR TRUE--"},
+		{"comment truncation", "admin'--"},
+		{"comment truncation, hash", "admin' #"},
+		{"comment-spaced keywords", "'/**/OR/**/1=1/**/--"},
+		{"comment-split keyword", "1 UN/**/ION SEL/**/ECT password FROM users"},
+		{"mysql executable comment", "1 /*!50000UNION*/ /*!SELECT*/ password FROM users"},
+		{"stacked drop", "1; DROP TABLE users"},
+		{"stacked delete", "x'; DELETE FROM accounts; --"},
+		{"stacked alter", "1;ALTER TABLE users ADD admin int"},
+		{"stacked, no space", "1;drop table x"},
+		{"drop alone", "DROP TABLE x"},
+		{"drop alone, lower case", "drop table users;"},
+		{"drop database", "DROP DATABASE IF EXISTS prod"},
+		{"drop several", "DROP TABLE a, b CASCADE"},
+		{"delete alone", "DELETE FROM x"},
+		{"delete with where", "DELETE FROM users WHERE 1=1"},
+		{"truncate", "TRUNCATE TABLE audit_log"},
+		{"truncate, short", "truncate sessions;"},
+		{"alter alone", "ALTER TABLE users DROP COLUMN password"},
+		{"alter user", "ALTER USER root IDENTIFIED BY 'x'"},
+		{"grant", "GRANT ALL PRIVILEGES ON *.* TO 'eve'@'%'"},
+		{"union select", "x' UNION SELECT password FROM users--"},
+		{"union all nulls", "' UNION ALL SELECT NULL,NULL--"},
+		{"time based", "1 AND SLEEP(5)"},
+		{"url-encoded", "%27%20OR%201%3D1--"},
+		{"quoted identifier", "DROP TABLE `users`"},
+	}
+	for _, c := range attacks {
+		if fs := ScanSQL(c.q); len(fs) != 1 || fs[0].Vector != VectorSQLInjection || fs[0].Level != High {
+			t.Errorf("%s: ScanSQL(%q) = %v, want one sql_injection", c.what, c.q, fs)
 		}
 	}
-	for _, q := range []string{"O'Brien", "SELECT name FROM users WHERE id = 7", "rock 'n' roll", "how to sleep better", "' or 'a'='b"} {
+	benign := []string{
+		"O'Brien", "SELECT name FROM users WHERE id = 7", "rock 'n' roll", "how to sleep better", "' or 'a'='b",
+		"drop table tennis lessons", "delete my account please", "please delete from my list the old ones",
+		"alter the table layout", "Platform", "salary over 150k", "earning less than 120000", "Martin's pub; open late",
+		"grant writing tips", "table tennis", "1 < 2 is true", "x OR y", "SELECT COUNT(*) FROM orders WHERE status = 'shipped'",
+		"UPDATE settings SET theme = 'dark' WHERE user_id = 7", "INSERT INTO notes (title) VALUES ('hello')",
+		"/* a comment */ SELECT 1", "it's 5 or 6", "",
+	}
+	for _, q := range benign {
 		if fs := ScanSQL(q); len(fs) != 0 {
 			t.Errorf("ScanSQL(%q) = %v, want none", q, fs)
 		}

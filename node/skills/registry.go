@@ -37,8 +37,9 @@ type entry struct {
 	// quick, when set, accepts most valid arguments without schema.
 	quick   *quickSchema
 	handler Handler
-	// guard names the arguments the prompt-injection guard scans, and how.
-	guard map[string]guard.Kind
+	// guard says which arguments the prompt-injection guard scans, and
+	// how (nil: none). Every skill starts with guard.DefaultPlan.
+	guard *guard.Plan
 }
 
 // Registry maps skill names to handlers. It is safe for concurrent use; mu
@@ -163,7 +164,8 @@ func (r *Registry) AddRaw(d protocol.SkillDescriptor, h Handler) error {
 	if _, ok := r.byName[d.Name]; ok {
 		return fmt.Errorf("%w %q", ErrDuplicate, d.Name)
 	}
-	r.byName[d.Name] = &entry{desc: d, schema: rs, quick: newQuickSchema(d.InputSchema), handler: h}
+	r.byName[d.Name] = &entry{desc: d, schema: rs, quick: newQuickSchema(d.InputSchema), handler: h,
+		guard: guard.DefaultPlan(d.Name, d.Tags, d.InputSchema)}
 	r.order = append(r.order, d.Name)
 	return nil
 }
@@ -193,9 +195,12 @@ func (r *Registry) List() []protocol.SkillDescriptor {
 	return out
 }
 
-// SetGuard names the arguments of skill that the node's prompt-injection
-// guard scans before the skill runs, each with how to scan it: text that
-// reaches an LLM, a file path, an SQL query. It fails for an unknown skill.
+// SetGuard gives arguments of skill their kinds for the node's
+// prompt-injection guard (docs/guard.md): text that reaches an LLM, a file
+// path, an SQL query, or guard.Off to skip one. They win over what the
+// skill's plan chose before (the default: every string argument scanned,
+// its kind from its schema's format or its name); the other arguments keep
+// it. It fails for an unknown skill.
 func (r *Registry) SetGuard(skill string, fields map[string]guard.Kind) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -203,13 +208,37 @@ func (r *Registry) SetGuard(skill string, fields map[string]guard.Kind) error {
 	if !ok {
 		return fmt.Errorf("skills: guard: no skill %q", skill)
 	}
-	e.guard = maps.Clone(fields)
+	p := &guard.Plan{Rest: guard.Auto}
+	if e.guard != nil {
+		cp := *e.guard
+		p = &cp
+	}
+	p.Fields = maps.Clone(p.Fields)
+	if p.Fields == nil {
+		p.Fields = make(map[string]guard.Kind, len(fields))
+	}
+	maps.Copy(p.Fields, fields)
+	e.guard = p
 	return nil
 }
 
-// GuardFields returns the arguments of skill that the guard scans (nil:
-// none). The map must not be modified.
-func (r *Registry) GuardFields(skill string) map[string]guard.Kind {
+// SetGuardPlan replaces the guard's plan for skill: nil opts the skill
+// out of the guard altogether (its arguments are never scanned). It fails
+// for an unknown skill. The plan must not be modified afterwards.
+func (r *Registry) SetGuardPlan(skill string, p *guard.Plan) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.byName[skill]
+	if !ok {
+		return fmt.Errorf("skills: guard: no skill %q", skill)
+	}
+	e.guard = p
+	return nil
+}
+
+// GuardPlan returns the guard's plan for skill (nil: its arguments are not
+// scanned, or there is no such skill). It must not be modified.
+func (r *Registry) GuardPlan(skill string) *guard.Plan {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if e, ok := r.byName[skill]; ok {

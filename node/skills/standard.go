@@ -91,10 +91,16 @@ func RegisterStandard(r *Registry, d Deps) {
 	Add(r, "get_skill", "Describe one skill of this agent without running it.", []string{"core", "meta"}, s.getSkill)
 	Add(r, "pay", "Payment stub: records an intent and moves nothing.", []string{"core", "payments"}, s.pay, exclusiveMin("amount", 0))
 	Add(r, "negotiate", "Agree on protocol version, providers and capabilities; returns this agent's limits.", []string{"core", "meta"}, s.negotiate, minItems("protocol_versions", 1))
-	// The guard scans what reaches the LLM backend, and file names.
+	// The guard scans every string argument (guard.DefaultPlan); these
+	// name the kinds of the ones that matter, and leave out two that are
+	// data, not instructions: ping's payload, an echo that reaches nobody
+	// but its sender, and upload_file's content, the bytes of a file of
+	// any size (up to the store's quota; block mode refuses what it cannot
+	// scan whole, so scanning it would refuse every upload over 1 MiB).
+	mustGuard(r, "ping", map[string]guard.Kind{"payload": guard.Off})
 	mustGuard(r, "ask", map[string]guard.Kind{"query": guard.Prompt, "system": guard.Prompt})
 	mustGuard(r, "process_instructions", map[string]guard.Kind{"instructions": guard.Prompt, "filename": guard.Path})
-	mustGuard(r, "upload_file", map[string]guard.Kind{"filename": guard.Path})
+	mustGuard(r, "upload_file", map[string]guard.Kind{"filename": guard.Path, "content": guard.Off})
 	mustGuard(r, "delete_file", map[string]guard.Kind{"filename": guard.Path})
 	Add(r, "translate_history", "Translate a chat history between the claude, openai, gemini and deepseek message formats.", []string{"core", "llm", "translate"}, s.translate, typeProp("history", "array"))
 	Add(r, "read_file", fmt.Sprintf("Read a stored file, or a page of it (offset, length up to %d bytes): utf-8 text or base64, with its size, sha256 and MIME type.", MaxReadLength),

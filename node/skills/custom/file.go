@@ -55,15 +55,20 @@ type Skill struct {
 	// Handler runs the skill; it expects arguments already validated
 	// against Descriptor.InputSchema (Registry.Call does that).
 	Handler skills.Handler
-	// Guard names the arguments the node's prompt-injection guard scans
-	// before the skill runs (the file's "guard": {"text": "prompt"}).
-	Guard map[string]guard.Kind
+	// Guard is what the node's prompt-injection guard scans of the
+	// skill's arguments before it runs: guard.DefaultPlan (every string
+	// argument) with the kinds the file's "guard" map gives; nil when the
+	// file says "guard": false.
+	Guard *guard.Plan
 
 	// mcp is an "mcp" handler that ResolveMCP has not made concrete
 	// yet (Handler is nil until then); fileSchema says the file gave the
 	// skill's input_schema.
 	mcp        *mcpHandler
 	fileSchema bool
+	// guardRaw is the file's "guard", for the skills an "mcp" skill
+	// makes (their names and schemas come from the server).
+	guardRaw json.RawMessage
 }
 
 // Parse parses and checks the contents of a custom skills file and
@@ -71,10 +76,15 @@ type Skill struct {
 //
 //	{"skills": [{"name", "description"?, "tags"?, "input_schema"?, "guard"?, "handler"}]}
 //
-// "guard" opts the skill into the node's prompt-injection guard: it maps
-// argument names to how each is scanned, "prompt" (text that reaches an
-// LLM), "path" (a file path) or "sql" (a query), e.g.
-// {"question": "prompt", "query": "sql"}.
+// The node's prompt-injection guard scans every string argument of a
+// custom skill by default, each as its schema's "format" or its name says
+// (guard.DefaultPlan, docs/guard.md). "guard": false opts the skill out;
+// a "guard" map sets the kind of named arguments, "prompt" (text that
+// reaches an LLM), "path" (a file path), "sql" (a query), "sql+prompt"
+// (a value put into a query: both rules), "off" (not
+// scanned) or "auto" (by name), and "*" sets it for every other argument,
+// e.g. {"question": "prompt", "where": "sql", "blob": "off"}, or
+// {"text": "prompt", "*": "off"} to scan text alone.
 //
 // and a handler is one of
 //
@@ -157,37 +167,51 @@ const (
 )
 
 type skillJSON struct {
-	Name        string            `json:"name"`
-	Description string            `json:"description"`
-	Tags        []string          `json:"tags"`
-	InputSchema json.RawMessage   `json:"input_schema"`
-	Guard       map[string]string `json:"guard"`
-	Handler     json.RawMessage   `json:"handler"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Tags        []string        `json:"tags"`
+	InputSchema json.RawMessage `json:"input_schema"`
+	Guard       json.RawMessage `json:"guard"`
+	Handler     json.RawMessage `json:"handler"`
 }
 
-// guardKinds are the values of a custom skill's "guard" map.
-var guardKinds = map[string]guard.Kind{"prompt": guard.Prompt, "path": guard.Path, "sql": guard.SQL}
-
-// guardFields checks a custom skill's "guard" map.
-func guardFields(m map[string]string) (map[string]guard.Kind, error) {
-	if len(m) == 0 {
+// guardPlan reads a custom skill's "guard": absent, null or true (the
+// default plan), false (nil: not scanned) or a map of argument names to
+// kinds ("*": every other argument).
+func guardPlan(raw json.RawMessage, name string, tags []string, schema json.RawMessage) (*guard.Plan, error) {
+	raw = bytes.TrimSpace(raw)
+	p := guard.DefaultPlan(name, tags, schema)
+	switch string(raw) {
+	case "", "null", "true":
+		return p, nil
+	case "false":
 		return nil, nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf(`want true, false or a map of argument names to "prompt", "path", "sql", "sql+prompt", "off" or "auto": %w`, jsonError(raw, err))
 	}
 	if len(m) > maxGuardFields {
 		return nil, fmt.Errorf("%d fields, at most %d are allowed", len(m), maxGuardFields)
 	}
-	out := make(map[string]guard.Kind, len(m))
+	if p.Fields == nil {
+		p.Fields = make(map[string]guard.Kind, len(m))
+	}
 	for field, kind := range m {
 		if field == "" || len(field) > 128 {
 			return nil, fmt.Errorf("field name %q: want 1 to 128 bytes", field)
 		}
-		k, ok := guardKinds[kind]
-		if !ok {
-			return nil, fmt.Errorf("%q: %q is not prompt, path or sql", field, kind)
+		k, err := guard.ParseKind(kind)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %q is not prompt, path, sql, sql+prompt, off or auto", field, kind)
 		}
-		out[field] = k
+		if field == "*" {
+			p.Rest = k
+			continue
+		}
+		p.Fields[field] = k
 	}
-	return out, nil
+	return p, nil
 }
 
 // skillLabel names the i-th skill of a file for an error message: by
@@ -230,7 +254,7 @@ func (l *Loader) parseSkill(raw json.RawMessage, baseDir string) (Skill, error) 
 	if err != nil {
 		return Skill{}, fmt.Errorf("input_schema: %w", err)
 	}
-	gfields, err := guardFields(sj.Guard)
+	gplan, err := guardPlan(sj.Guard, sj.Name, sj.Tags, schema)
 	if err != nil {
 		return Skill{}, fmt.Errorf("guard: %w", err)
 	}
@@ -278,7 +302,8 @@ func (l *Loader) parseSkill(raw json.RawMessage, baseDir string) (Skill, error) 
 		Descriptor: protocol.SkillDescriptor{Name: sj.Name, Description: sj.Description, Tags: sj.Tags, InputSchema: schema},
 		Kind:       peek.Type,
 		Handler:    h,
-		Guard:      gfields,
+		Guard:      gplan,
+		guardRaw:   sj.Guard,
 		mcp:        m,
 		fileSchema: given,
 	}, nil

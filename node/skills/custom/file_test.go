@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mcpv2/mcpv2/internal/testenv"
+	"github.com/mcpv2/mcpv2/node/guard"
 	"github.com/mcpv2/mcpv2/node/skills"
 	"github.com/mcpv2/mcpv2/protocol"
 )
@@ -319,7 +320,9 @@ func TestBadFiles(t *testing.T) {
 		{name: "missing handler type", skills: []any{good, handler(map[string]any{"template": "x"})}, skill: `skill "x"`, reason: "handler.type: missing"},
 		{name: "unknown handler type", skills: []any{good, handler(map[string]any{"type": "python"})}, skill: `skill "x"`, reason: `handler.type: unknown handler type "python" (want template, command, http, mcp or a2a)`},
 		{name: "bad guard kind", skills: []any{good, map[string]any{"name": "g", "guard": map[string]string{"q": "html"}, "handler": map[string]any{"type": "template", "template": "x"}}},
-			skill: `skill "g"`, reason: `guard: "q": "html" is not prompt, path or sql`},
+			skill: `skill "g"`, reason: `guard: "q": "html" is not prompt, path, sql, sql+prompt, off or auto`},
+		{name: "guard a string", skills: []any{good, map[string]any{"name": "g", "guard": "on", "handler": map[string]any{"type": "template", "template": "x"}}},
+			skill: `skill "g"`, reason: `guard: want true, false or a map`},
 		{name: "guard not a map", skills: []any{good, map[string]any{"name": "g", "guard": []string{"q"}, "handler": map[string]any{"type": "template", "template": "x"}}},
 			skill: `skill "g"`, reason: `guard`},
 		{name: "mcp handler without a server", skills: []any{good, handler(map[string]any{"type": "mcp", "tool": "t"})}, skill: `skill "x"`, reason: `handler.command: give "command" (a local server on stdio) or "url"`},
@@ -433,5 +436,55 @@ func TestFileMissingAndEmpty(t *testing.T) {
 		if err != nil || len(names) != 0 {
 			t.Errorf("%s: %q, %v; want no skills and no error", raw, names, err)
 		}
+	}
+}
+
+// TestGuardField: a custom skill is scanned by default, opts out with
+// "guard": false, and sets kinds by name with a map ("*" for the rest).
+func TestGuardField(t *testing.T) {
+	l, err := New(skills.NewRegistry(nil), WithScratchDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	got, err := l.Parse([]byte(`{"skills":[
+		{"name":"plain","handler":{"type":"template","template":"x"}},
+		{"name":"database_lookup","handler":{"type":"template","template":"x"}},
+		{"name":"out","guard":false,"handler":{"type":"template","template":"x"}},
+		{"name":"some","guard":{"text":"prompt","blob":"off","*":"off"},"handler":{"type":"template","template":"x"}},
+		{"name":"fmt","input_schema":{"type":"object","properties":{"target":{"type":"string","format":"path"}}},"guard":{"q":"sql"},"handler":{"type":"template","template":"x"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans := map[string]*guard.Plan{}
+	for _, s := range got {
+		plans[s.Descriptor.Name] = s.Guard
+	}
+	if p := plans["plain"]; p == nil || p.KindOf("query") != guard.Prompt || p.KindOf("file") != guard.Path || p.KindOf("where") != guard.SQLText {
+		t.Errorf("default plan %+v", p)
+	}
+	if p := plans["database_lookup"]; p == nil || !p.SQLish || p.KindOf("department") != guard.SQLText {
+		t.Errorf("database skill plan %+v", p)
+	}
+	if plans["out"] != nil {
+		t.Errorf(`"guard": false: plan %+v, want nil`, plans["out"])
+	}
+	if p := plans["some"]; p == nil || p.KindOf("text") != guard.Prompt || p.KindOf("blob") != guard.Off || p.KindOf("other") != guard.Off {
+		t.Errorf("map with *: plan %+v", p)
+	}
+	if p := plans["fmt"]; p == nil || p.KindOf("target") != guard.Path || p.KindOf("q") != guard.SQL || p.KindOf("note") != guard.Prompt {
+		t.Errorf("schema format and map: plan %+v", p)
+	}
+	reg := skills.NewRegistry(nil)
+	l2, err := New(reg, WithScratchDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	if _, err := l2.Register(got); err != nil {
+		t.Fatal(err)
+	}
+	if reg.GuardPlan("out") != nil || reg.GuardPlan("some").KindOf("blob") != guard.Off {
+		t.Errorf("registered plans: out %+v, some %+v", reg.GuardPlan("out"), reg.GuardPlan("some"))
 	}
 }

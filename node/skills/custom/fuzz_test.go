@@ -20,6 +20,8 @@ func FuzzParse(f *testing.F) {
 		`{"skills":[{"name":"m","handler":{"type":"mcp","tool":"x"}}]}`,
 		`{"skills":[{"name":"a","handler":{"type":"template","template":"x"}},{"name":"a","handler":{"type":"template","template":"y"}}]}`,
 		`{"skills":[{"name":"s","input_schema":{"type":"strnig"},"handler":{"type":"template","template":"x"}}]}`,
+		`{"skills":[{"name":"g","guard":false,"handler":{"type":"template","template":"x"}},{"name":"h","guard":{"q":"sql","*":"off","p":"sql+prompt"},"handler":{"type":"template","template":"x"}}]}`,
+		`{"skills":[{"name":"g","guard":{"q":"html"},"handler":{"type":"template","template":"x"}}]}`,
 		`[`, ``, `null`,
 	} {
 		f.Add([]byte(s))

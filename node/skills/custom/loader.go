@@ -254,10 +254,8 @@ func (l *Loader) Register(sk []Skill) ([]string, error) {
 		if err := l.reg.AddRaw(s.Descriptor, s.Handler); err != nil {
 			return names, fmt.Errorf("skill %q: %w (registered before the failure: %q)", s.Descriptor.Name, err, names)
 		}
-		if len(s.Guard) > 0 {
-			if err := l.reg.SetGuard(s.Descriptor.Name, s.Guard); err != nil {
-				return names, fmt.Errorf("skill %q: %w", s.Descriptor.Name, err)
-			}
+		if err := l.reg.SetGuardPlan(s.Descriptor.Name, s.Guard); err != nil {
+			return names, fmt.Errorf("skill %q: %w", s.Descriptor.Name, err)
 		}
 		names = append(names, s.Descriptor.Name)
 	}

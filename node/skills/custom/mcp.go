@@ -248,6 +248,10 @@ func (m *mcpHandler) concrete(s Skill, tools []*mcp.Tool) ([]Skill, error) {
 				return c, fmt.Errorf("the tool %q has an input schema this node cannot use: %w", t.Name, err)
 			}
 		}
+		var err error
+		if c.Guard, err = guardPlan(s.guardRaw, name, c.Descriptor.Tags, c.Descriptor.InputSchema); err != nil {
+			return c, err
+		}
 		srv, tool := m.srv, t.Name
 		c.Handler = func(ctx context.Context, args json.RawMessage) (any, error) { return srv.call(ctx, name, tool, args) }
 		return c, nil
