@@ -99,6 +99,12 @@ func bridgeScenario(t *testing.T, agent *testenv.A2AAgent, agentName, version st
 	if code != 0 || !strings.Contains(out, agentName+" (A2A "+version+"), bridged into the mesh by this node") || !strings.Contains(out, "weather") {
 		t.Fatalf("2. mcpv2 agents add --bridge: exit %d\n%s\n%s", code, out, errs)
 	}
+	// A node without --outbound-allow keeps to the outbound scope: the
+	// agent on loopback is refused, and the error says which flag allows it.
+	out, errs, code = testenv.Run(t, binPath, "agents", "add", agent.URL, "--bridge", "--data-dir", math.dataDir())
+	if code == 0 || !strings.Contains(errs, "outbound scope: 127.0.0.1 is a loopback address") || !strings.Contains(errs, "--outbound-allow") {
+		t.Fatalf("2. agents add on a node without --outbound-allow: exit %d\n%s\n%s", code, out, errs)
+	}
 	listed := agentsList(t, bridge)
 	if len(listed) != 1 || listed[0].URL != agent.URL || !listed[0].Healthy || !listed[0].Bridged || listed[0].Signed != signed ||
 		listed[0].ProtocolVersion != version || listed[0].BridgedBy != bridge.peerID() {
