@@ -177,6 +177,12 @@ func termFakeEdge(t *testing.T) string {
 			_ = json.NewEncoder(w).Encode(map[string]any{"sessionId": "attacker", "ttl": 3600})
 			return
 		}
+		// An edge answers /mcpv2/health (SPEC §7); the CLI asks it to tell
+		// an edge from an A2A agent at a bare URL.
+		if r.Method == http.MethodGet && r.URL.Path == "/mcpv2/health" {
+			_ = json.NewEncoder(w).Encode(map[string]any{"status": "ok"})
+			return
+		}
 		var slot struct {
 			ID     json.RawMessage `json:"id"`
 			Params struct {

@@ -61,7 +61,11 @@ type command struct {
 	scratch  string        // root of per-call scratch directories; "" = os.TempDir
 	runs     chan struct{} // the semaphore of concurrent runs, shared by the file's command skills
 	runAs    *runAs        // nil: the node's own user
-	baseDir  string        // the skills file's directory, scrubbed from stderr
+	// prologue: the shell prologue sets the rlimits before the program
+	// runs (always with runAs; as the node's own user when shell exists).
+	// Else they are set with prlimit(2) right after it starts.
+	prologue bool
+	baseDir  string // the skills file's directory, scrubbed from stderr
 	maxOut   int64
 	log      *slog.Logger
 }
@@ -69,8 +73,8 @@ type command struct {
 // newCommand builds a command handler. The program is resolved with
 // exec.LookPath now (a program that cannot be found fails the load); a
 // relative path with a slash is taken relative to baseDir. argv is
-// executed as given: no shell interprets it (with a run-as user, shell
-// only runs a fixed prologue; see newCmd). The handler shares l's run
+// executed as given: no shell interprets it (shell only runs a fixed
+// prologue that sets the rlimits; see newCmd). The handler shares l's run
 // semaphore with the Loader's other command skills.
 func newCommand(name string, raw json.RawMessage, l *Loader, baseDir string) (*command, error) {
 	var cj commandJSON
@@ -153,27 +157,43 @@ func newCommand(name string, raw json.RawMessage, l *Loader, baseDir string) (*c
 		memBytes: uint64(mem) << 20, env: env, pathEnv: pathEnv,
 		scratch: scratch, runs: l.runs, runAs: l.runAs,
 		baseDir: baseDir, maxOut: l.cfg.maxOutput, log: l.cfg.log,
+		prologue: l.runAs != nil || shellUsable(),
 	}
 	return c, nil
 }
 
-// shell runs the prologue that sets a run-as program's rlimits.
+// shell runs the prologue that sets a program's rlimits before it runs.
 const shell = "/bin/sh"
 
-// newCmd builds the exec.Cmd of one call. As the node's own user it is
-// the program itself (argv[0] as written), whose rlimits run sets with
-// prlimit(2) right after it starts. As a run-as user it is shell
-// running a fixed prologue that lowers its own rlimits (which needs no
-// privilege) and then execs the program, in the same process, with the
-// arguments passed as positional parameters: the shell never interprets
-// them, and the program sees its absolute path as argv[0].
+// shellUsable reports whether shell is an executable file (an image
+// without one, FROM scratch, runs programs with prlimit(2) instead).
+// It is a variable so that a test can take the other way.
+var shellUsable = func() bool {
+	fi, err := os.Stat(shell)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// newCmd builds the exec.Cmd of one call: shell running a fixed prologue
+// that lowers its own rlimits (which needs no privilege) and then execs
+// the program, in the same process, with the arguments passed as
+// positional parameters: the shell never interprets them, and the program
+// sees its absolute path as argv[0]. The limits are so in place before
+// the program's first instruction: set after it started, an address-space
+// limit below what its runtime has reserved by then makes its next
+// allocation fail (a Go program reserves over 1 GiB at start, and died
+// "out of memory" at random under the default memory_mb when prlimit(2)
+// came late). Without shell (and without a run-as user) it is the program
+// itself (argv[0] as written), whose rlimits run sets with prlimit(2)
+// right after it starts.
 func (c *command) newCmd(ctx context.Context, cpuSeconds uint64) *exec.Cmd {
-	if c.runAs == nil {
+	if !c.prologue {
 		cmd := exec.CommandContext(ctx, c.path, c.argv[1:]...)
 		cmd.Args[0] = c.argv[0]
 		return cmd
 	}
-	prologue := fmt.Sprintf(`ulimit -c 0 && ulimit -v %d && ulimit -S -t %d && ulimit -H -t %d && exec "$0" "$@"`,
+	// The shell exports PWD: unset, the program's environment is the
+	// node's own choice alone (run).
+	prologue := fmt.Sprintf(`unset PWD OLDPWD && ulimit -c 0 && ulimit -v %d && ulimit -S -t %d && ulimit -H -t %d && exec "$0" "$@"`,
 		c.memBytes>>10, cpuSeconds, cpuSeconds+1)
 	return exec.CommandContext(ctx, shell, append([]string{"-c", prologue, c.path}, c.argv[1:]...)...)
 }
@@ -283,13 +303,13 @@ func (c *command) run(ctx context.Context, args json.RawMessage) (any, error) {
 	// behind dies with the call.
 	defer killGroup(pid)
 
-	// The limits apply from here on; the program has run unconstrained for
+	// Without the shell prologue (which set them before the program ran)
+	// the limits apply from here on; the program has run unconstrained for
 	// the few microseconds since exec. Its input is only written once they
-	// are in place, so nothing a caller sends runs unconstrained. As
-	// another user, the shell prologue set them before the program ran:
-	// prlimit(2) on another user's process needs CAP_SYS_RESOURCE, which a
-	// container's root often lacks.
-	if c.runAs == nil {
+	// are in place, so nothing a caller sends runs unconstrained. A run-as
+	// user always has the prologue: prlimit(2) on another user's process
+	// needs CAP_SYS_RESOURCE, which a container's root often lacks.
+	if !c.prologue {
 		if err := applyLimits(pid, c.memBytes, cpu); err != nil {
 			_ = killGroup(pid)
 			_ = cmd.Wait()

@@ -533,3 +533,70 @@ func TestCommandWritableFileWarns(t *testing.T) {
 		t.Errorf("no warning about a world-writable file with command skills; logs: %s", logs.String())
 	}
 }
+
+// TestCommandGoProgramDefaultMemory: a Go program, the usual kind of
+// tool, runs under the default memory_mb every time. A Go program
+// reserves over 1 GiB of address space as it starts; with RLIMIT_AS set
+// by prlimit(2) after the start, a call whose limit landed after that
+// reservation died "fatal error: runtime: out of memory" (25 of 60 calls
+// of examples/orchestrate's demotools on a 2-core machine). Set before
+// the program runs (the shell prologue), the limit is one the runtime
+// sizes itself to.
+func TestCommandGoProgramDefaultMemory(t *testing.T) {
+	if !shellUsable() {
+		t.Skipf("no %s: limits are set with prlimit(2) after the start", shell)
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go is not on PATH (go test runs it): %v", err)
+	}
+	src := t.TempDir()
+	prog := filepath.Join(t.TempDir(), "tool")
+	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module gotool\n\ngo 1.26\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	main := "package main\n\nimport (\n\t\"io\"\n\t\"os\"\n)\n\nfunc main() {\n\tin, _ := io.ReadAll(os.Stdin)\n\tos.Stdout.Write(in)\n}\n"
+	if err := os.WriteFile(filepath.Join(src, "main.go"), []byte(main), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command(goBin, "build", "-o", prog, ".")
+	build.Dir = src
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build of the tool: %v\n%s", err, out)
+	}
+	r := loadFile(t, writeFile(t, map[string]any{"name": "gotool",
+		"handler": map[string]any{"type": "command", "command": []string{prog}, "timeout_s": 20}}))
+	for i := range 30 {
+		out, pe := callSkill(t, t.Context(), r, "gotool", fmt.Sprintf(`{"n":%d}`, i))
+		if pe != nil || string(out) != fmt.Sprintf(`{"n":%d}`, i) {
+			t.Fatalf("call %d of a Go program under the default memory_mb (%d): %s, %v", i, DefaultMemoryMB, out, pe)
+		}
+	}
+}
+
+// TestCommandLimitsWithoutShell: without a shell (an image FROM scratch)
+// the program itself runs, argv[0] as written, and prlimit(2) sets its
+// limits before its input is written.
+func TestCommandLimitsWithoutShell(t *testing.T) {
+	old := shellUsable
+	shellUsable = func() bool { return false }
+	t.Cleanup(func() { shellUsable = old })
+	r := loadFile(t, writeFile(t, commandSkill("echo", "echo", map[string]any{"timeout_s": 6.5, "memory_mb": 3000})))
+	out, pe := callSkill(t, t.Context(), r, "echo", `{"x":1}`)
+	if pe != nil {
+		t.Fatal(pe)
+	}
+	var got struct {
+		Argv         []string
+		RlimitAS     uint64 `json:"rlimit_as"`
+		RlimitCPU    uint64 `json:"rlimit_cpu"`
+		RlimitCPUMax uint64 `json:"rlimit_cpu_max"`
+		RlimitCore   uint64 `json:"rlimit_core"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+	if !slices.Equal(got.Argv, []string{os.Args[0]}) || got.RlimitAS != 3000<<20 || got.RlimitCPU != 7 || got.RlimitCPUMax != 8 || got.RlimitCore != 0 {
+		t.Errorf("argv %q, rlimits AS %d CPU %d/%d core %d; want %q, %d, 7/8, 0", got.Argv, got.RlimitAS, got.RlimitCPU, got.RlimitCPUMax, got.RlimitCore, os.Args[0], 3000<<20)
+	}
+}

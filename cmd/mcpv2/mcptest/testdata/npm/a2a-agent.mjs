@@ -3,7 +3,7 @@
 // The Go tests run it to call it from mcpv2 (node/a2aclient, the "a2a"
 // custom skill, mcpv2 call/card/ping, the agent registry).
 //
-//   node a2a-agent.mjs [--version 1.0|0.3] [--no-streaming] [--sign] [--name NAME]
+//   node a2a-agent.mjs [--version 1.0|0.3] [--no-streaming] [--sign] [--name NAME] [--weather]
 //
 // It listens on 127.0.0.1:0 and prints one line, its base URL
 // (http://127.0.0.1:PORT), on stdout once it listens; it runs until killed
@@ -19,6 +19,8 @@
 //   --no-streaming: capabilities.streaming false.
 //   --sign: the card is signed (the SDK's generateAgentCardSignature, an
 //       Ed25519 key made at start, its public JWK in the protected header).
+//   --weather: the card lists a fourth skill, weather (below), which the
+//       orchestrator's heuristic planner routes "the weather in CITY" to.
 //
 // Skills (the message's metadata.skill picks one; else "echo"):
 //   echo: completes with an artifact holding the message's text.
@@ -26,6 +28,10 @@
 //         the data {"sum": a+b} and the text "a+b=sum".
 //   ask:  the first turn goes input-required ("what is your name?"); the
 //         next message on that task completes with "hello NAME".
+//   weather (with --weather): reads the city from a data part {city} (else
+//         the text) and completes with the data {"city", "temperature_c",
+//         "conditions", "source": NAME} and the text "CITY: T °C, conditions
+//         (NAME)"; fixed sample values, so a test sees which agent answered.
 import { randomUUID, generateKeyPairSync } from 'node:crypto';
 import express from 'express';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
@@ -87,6 +93,15 @@ class Executor {
         artifact([data({ sum }), text(`${d.a}+${d.b}=${sum}`)]);
         return finish(TaskState.TASK_STATE_COMPLETED, [text(`${d.a}+${d.b}=${sum}`)]);
       }
+      case 'weather': {
+        if (!flag('--weather')) return finish(TaskState.TASK_STATE_REJECTED, [text(`no skill ${skill}`)]);
+        const city = String(dataOf(msg)?.city ?? textOf(msg)).trim();
+        if (city === '') return finish(TaskState.TASK_STATE_FAILED, [text('weather: want a data part {"city": string} or a text')]);
+        const report = { city, temperature_c: 19, conditions: 'light rain', source: name };
+        const line = `${city}: ${report.temperature_c} °C, ${report.conditions} (${name})`;
+        artifact([data(report), text(line)]);
+        return finish(TaskState.TASK_STATE_COMPLETED, [text(line)]);
+      }
       case 'ask':
         if (!ctx.task) return finish(TaskState.TASK_STATE_INPUT_REQUIRED, [text('what is your name?')]);
         return finish(TaskState.TASK_STATE_COMPLETED, [text(`hello ${textOf(msg)}`)]);
@@ -110,6 +125,7 @@ const server = app.listen(0, '127.0.0.1', async () => {
       skill('echo', 'answers the text it is sent', ['echo', 'test'], ['hello']),
       skill('add', 'adds the numbers a and b of a data part', ['math'], ['{"a":1,"b":2}']),
       skill('ask', 'asks for a name (input-required), then greets it', ['multi-turn'], []),
+      ...(flag('--weather') ? [skill('weather', 'current weather of a city (sample values)', ['weather', 'forecast'], ['{"city":"Tokyo"}'])] : []),
     ],
     signatures: [],
   };
