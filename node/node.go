@@ -187,7 +187,7 @@ type Node struct {
 	finds     *limiters // per caller: Config.FindRate (orchestrate's finds)
 	guardMode GuardMode
 	guardMin  guard.Level
-	scanSlots chan struct{} // guard scans running (screen)
+	scanSlots scanSlots // guard scans running (screen)
 	secret    []byte
 	clockSkew time.Duration
 	now       func() time.Time
@@ -283,7 +283,7 @@ func New(cfg Config) (_ *Node, err error) {
 	}
 
 	n := &Node{cfg: cfg, log: cfg.Logger, guardMode: cfg.Guard, guardMin: cfg.GuardThreshold,
-		scanSlots: make(chan struct{}, scanSlotsFor(runtime.GOMAXPROCS(0))), secret: cfg.Secret, clockSkew: cfg.ClockSkew, now: cfg.Now, maxMsg: cfg.MaxMessage,
+		scanSlots: newScanSlots(runtime.GOMAXPROCS(0)), secret: cfg.Secret, clockSkew: cfg.ClockSkew, now: cfg.Now, maxMsg: cfg.MaxMessage,
 		republish: make(chan struct{}, 1), tracer: tracerOf(cfg.TracerProvider), history: newPeerHistory(cfg.Now), inTransfers: newTransfers("in", cfg.Now)}
 	// DHT queries and card fetches may ride a relayed (limited) connection:
 	// a peer behind NAT is reached through its relay before any hole punch.

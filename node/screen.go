@@ -25,12 +25,32 @@ const (
 )
 
 // smallScan is the most bytes of text a call's scan may hold and still
-// run without waiting for one of scanSlots.
+// be a short scan: one that takes a short slot of scanSlots, so that it
+// never waits behind a long one.
 const smallScan = 4 << 10
 
-// scanSlotsFor is how many guard scans run at once on a node: half the
-// cores, at least one.
-func scanSlotsFor(procs int) int { return max(1, procs/2) }
+// scanSlots bound the guard scans that run at once on a node, so the
+// guard's CPU is bounded: long scans (over smallScan bytes) take one of
+// long, short ones one of short.
+type scanSlots struct {
+	long, short chan struct{}
+}
+
+// newScanSlots makes the scan slots of a node of procs cores (scanSlotsFor).
+func newScanSlots(procs int) scanSlots {
+	long, short := scanSlotsFor(procs)
+	return scanSlots{long: make(chan struct{}, long), short: make(chan struct{}, short)}
+}
+
+// scanSlotsFor is how many long and short guard scans run at once on a
+// node of procs cores: half the cores in all, split in two halves (the
+// long scans get the odd one), and at least one of each, so a node of at
+// most three cores runs one long and one short scan at once.
+func scanSlotsFor(procs int) (long, short int) {
+	all := max(1, procs/2)
+	short = max(1, all/2)
+	return max(1, all-short), short
+}
 
 // GuardModes are the names ParseGuardMode accepts, in GuardMode order.
 var GuardModes = []string{"block", "flag", "off"}
@@ -98,18 +118,17 @@ func (n *Node) screen(ctx context.Context, skill string, args json.RawMessage) (
 		return nil, nil
 	}
 	// A scan is linear in its input but not cheap: text built of the rules'
-	// own words costs up to about 1 s of CPU per 256 KiB scanned (docs/
-	// guard.md). Scans of more than smallScan bytes share scanSlots, half
-	// the cores, so a caller that sends such text slows the calls with
-	// long text, not the whole node; the short text of most calls (at
-	// most a few ms of CPU even when built to cost) is scanned at once.
-	if col.Bytes > smallScan {
-		release, perr := n.scanSlot(ctx, skill)
-		if perr != nil {
-			return nil, perr
-		}
-		defer release()
+	// own words costs up to about 1 s of CPU per 256 KiB scanned, and
+	// about 2 ms per KiB at most of short text (docs/guard.md, "Cost").
+	// Every scan takes one of scanSlots, half the cores in all, so callers
+	// that send such text slow the scanned calls, not the whole node; long
+	// scans (over smallScan bytes) and short ones have slots of their own,
+	// so the short text of most calls never waits behind a long scan.
+	release, perr := n.scanSlotFor(ctx, skill, col.Bytes)
+	if perr != nil {
+		return nil, perr
 	}
+	defer release()
 	res := col.Scan()
 	if res.IsSafe {
 		return nil, nil
@@ -155,13 +174,30 @@ func (n *Node) screen(ctx context.Context, skill string, args json.RawMessage) (
 		Data: map[string]any{"skill": skill, "reason": "guard", "threat_level": res.ThreatLevel.String(), "findings": res.Findings}}
 }
 
-// scanSlot waits for one of scanSlots, for a guard scan on behalf of skill
-// (screen, and the scan skill), and returns its release. A call whose
-// context ends first gets -32005.
+// scanSlot waits for one of the long scanSlots, for a guard scan on
+// behalf of skill that may be long (the scan skill, SecurityScan), and
+// returns its release. A call whose context ends first gets -32005.
 func (n *Node) scanSlot(ctx context.Context, skill string) (release func(), perr *protocol.Error) {
+	return n.scanSlotFor(ctx, skill, smallScan+1)
+}
+
+// scanSlotFor waits for one of scanSlots for a guard scan of size bytes on
+// behalf of skill (a short slot for at most smallScan bytes, else a long
+// one) and returns its release. A call whose context ends first gets
+// -32005.
+func (n *Node) scanSlotFor(ctx context.Context, skill string, size int) (release func(), perr *protocol.Error) {
+	slots := n.scanSlots.long
+	if size <= smallScan {
+		slots = n.scanSlots.short
+	}
 	select {
-	case n.scanSlots <- struct{}{}:
-		return func() { <-n.scanSlots }, nil
+	case slots <- struct{}{}: // a free slot wins over an ended context
+		return func() { <-slots }, nil
+	default:
+	}
+	select {
+	case slots <- struct{}{}:
+		return func() { <-slots }, nil
 	case <-ctx.Done():
 		return nil, &protocol.Error{Code: protocol.CodeRateLimited,
 			Message: "busy: the prompt-injection guard is scanning other calls and this one ended before its turn; retry",

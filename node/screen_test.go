@@ -81,19 +81,14 @@ func TestGuardModes(t *testing.T) {
 	}
 }
 
-// TestGuardScansShareSlots: guard scans take one of scanSlots, half the
-// cores; while they are all taken, a guarded call waits for one (and says
-// so when its context ends first) and unguarded skills run on.
+// TestGuardScansShareSlots: long guard scans take one of the long scan
+// slots; while they are all taken, a long guarded call waits for one (and
+// says so when its context ends first), short ones (their own slots) and
+// unguarded skills run on.
 func TestGuardScansShareSlots(t *testing.T) {
-	if got := scanSlotsFor(1); got != 1 {
-		t.Errorf("scanSlotsFor(1) = %d, want 1", got)
-	}
-	if got := scanSlotsFor(8); got != 4 {
-		t.Errorf("scanSlotsFor(8) = %d, want 4", got)
-	}
 	n := newTestNode(t, nil)
-	for range cap(n.scanSlots) {
-		n.scanSlots <- struct{}{} // every slot busy, as under an attack of costly texts
+	for range cap(n.scanSlots.long) {
+		n.scanSlots.long <- struct{}{} // every slot busy, as under an attack of costly texts
 	}
 	holder := Caller{ID: "ip:10.9.9.8", Via: "http", Kind: protocol.CallerSecretHolder}
 	ctx, cancel := context.WithTimeout(ctxT(t), 200*time.Millisecond)
@@ -118,12 +113,62 @@ func TestGuardScansShareSlots(t *testing.T) {
 	if r = (protocol.Response{}); json.Unmarshal(out, &r) != nil || r.Error != nil {
 		t.Fatalf("ping while every scan slot is taken: %s", out)
 	}
-	for range cap(n.scanSlots) {
-		<-n.scanSlots
+	for range cap(n.scanSlots.long) {
+		<-n.scanSlots.long
 	}
 	out, _ = n.Handle(ctxT(t), holder, []byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ask","arguments":{"query":"`+long+`"}}}`))
 	if r = (protocol.Response{}); json.Unmarshal(out, &r) != nil || r.Error != nil {
 		t.Fatalf("a long ask once a slot is free: %.300s", out)
+	}
+}
+
+// TestShortScansAreBounded: every guard scan takes a slot, so the guard's
+// CPU is bounded (half the cores; one long and one short scan on a node of
+// at most three), and a short scan has slots of its own, so it never
+// queues behind a long one. While every short slot is taken, a short
+// guarded call waits for one and says so when its context ends first
+// (review item 10: short scans ran at once, unbounded in total), and
+// unguarded skills run on.
+func TestShortScansAreBounded(t *testing.T) {
+	for _, c := range []struct{ procs, long, short int }{{1, 1, 1}, {2, 1, 1}, {3, 1, 1}, {4, 1, 1}, {6, 2, 1}, {8, 2, 2}, {16, 4, 4}, {64, 16, 16}} {
+		long, short := scanSlotsFor(c.procs)
+		if long != c.long || short != c.short {
+			t.Errorf("scanSlotsFor(%d) = %d long, %d short; want %d, %d", c.procs, long, short, c.long, c.short)
+		}
+		if long+short > max(2, c.procs/2) {
+			t.Errorf("scanSlotsFor(%d): %d scans at once, more than half the cores", c.procs, long+short)
+		}
+	}
+	n := newTestNode(t, nil)
+	if cap(n.scanSlots.short) == 0 || cap(n.scanSlots.long) == 0 {
+		t.Fatalf("scan slots: %d long, %d short", cap(n.scanSlots.long), cap(n.scanSlots.short))
+	}
+	for range cap(n.scanSlots.short) {
+		n.scanSlots.short <- struct{}{} // every short slot busy, as under a flood of short costly texts
+	}
+	holder := Caller{ID: "ip:10.9.9.7", Via: "http", Kind: protocol.CallerSecretHolder}
+	ctx, cancel := context.WithTimeout(ctxT(t), 200*time.Millisecond)
+	defer cancel()
+	out, _ := n.Handle(ctx, holder, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{"query":"hello"}}}`))
+	var r protocol.Response
+	if err := json.Unmarshal(out, &r); err != nil || r.Error == nil || r.Error.Code != protocol.CodeRateLimited || !strings.Contains(r.Error.Message, "guard") {
+		t.Fatalf("a short ask while every short scan slot is taken: %.300s, want -32005 naming the guard", out)
+	}
+	out, _ = n.Handle(ctxT(t), holder, []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ping","arguments":{}}}`))
+	if r = (protocol.Response{}); json.Unmarshal(out, &r) != nil || r.Error != nil {
+		t.Fatalf("ping while every short scan slot is taken: %s", out)
+	}
+	long := strings.Repeat("hello there ", smallScan/12+1)
+	out, _ = n.Handle(ctxT(t), holder, []byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ask","arguments":{"query":"`+long+`"}}}`))
+	if r = (protocol.Response{}); json.Unmarshal(out, &r) != nil || r.Error != nil {
+		t.Fatalf("a long ask (its own slots) while every short scan slot is taken: %.300s", out)
+	}
+	for range cap(n.scanSlots.short) {
+		<-n.scanSlots.short
+	}
+	out, _ = n.Handle(ctxT(t), holder, []byte(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"ask","arguments":{"query":"hello"}}}`))
+	if r = (protocol.Response{}); json.Unmarshal(out, &r) != nil || r.Error != nil {
+		t.Fatalf("a short ask once a short slot is free: %s", out)
 	}
 }
 

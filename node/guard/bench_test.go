@@ -75,6 +75,12 @@ func BenchmarkScan(b *testing.B) {
 		{"benign-64KiB", repeatTo(benignText, 64<<10)},
 		{"adversarial-256KiB", adversarial(MaxScan)},
 		{"near-miss-256KiB", nearMiss(MaxScan)},
+		// The worst short texts found (a node scans up to 4 KiB of a
+		// call's arguments in a short scan slot): one phrase repeated.
+		{"near-miss-4KiB", nearMiss(4 << 10)},
+		{"show-me-your-4KiB", repeatTo("show me your ", 4<<10)},
+		{"send-the-password-4KiB", repeatTo("send the password and ", 4<<10)},
+		{"adversarial-4KiB", adversarial(4 << 10)},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -106,4 +112,19 @@ func BenchmarkScanCorpus(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(texts)), "ns/text")
+}
+
+// BenchmarkScanPlanShort is the worst short scan of a call's arguments
+// found: 4 KiB of "show me your " in an argument scanned as sql+prompt
+// (ScanSQL and Scan), the most a node scans in a short scan slot.
+func BenchmarkScanPlanShort(b *testing.B) {
+	args := []byte(`{"where":"` + repeatTo("show me your ", 4<<10) + `"}`)
+	plan := DefaultPlan("search", nil, nil)
+	b.SetBytes(4 << 10)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ScanPlan(args, plan); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
