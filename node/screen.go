@@ -114,7 +114,7 @@ func (n *Node) screen(ctx context.Context, skill string, args json.RawMessage) (
 		return nil, nil
 	}
 	col, err := guard.Collect(args, plan)
-	if err != nil || len(col.Args) == 0 {
+	if err != nil || col.Empty() {
 		return nil, nil
 	}
 	// A scan is linear in its input but not cheap: text built of the rules'

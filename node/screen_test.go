@@ -261,6 +261,13 @@ func TestGuardOnEveryCall(t *testing.T) {
 		{"by_format", `{"target":"../../root/.ssh/id_rsa"}`, "flagged", guard.VectorSensitivePath, "target"},
 		{"by_format", `{"blob":"` + override + `"}`, "ok", "", ""},
 		{"get_skill", `{"name":"` + override + `"}`, "blocked", guard.VectorInstructionOverride, "name"},
+		// Nested text (review item 30): an a2a or bridged skill sends the
+		// whole object to an agent; orchestrate's plan carries subtasks.
+		{"reader", `{"message":{"role":"user","parts":[{"kind":"text","text":"hi"},{"kind":"data","data":{"note":"` + override + `"}}]}}`, "blocked", guard.VectorInstructionOverride, "message.parts.data.note"},
+		{"reader", `{"plan":{"subtasks":[{"skill":"read","source_path":"../../etc/shadow"}]}}`, "flagged", guard.VectorSensitivePath, "plan.subtasks.source_path"},
+		{"reader", strings.Repeat(`{"a":`, 11) + `"` + override + `"` + strings.Repeat(`}`, 11), "blocked", guard.VectorTruncated, strings.Repeat("a.", 8) + "a"},
+		{"text_only", `{"text":{"body":"` + override + `"},"other":{"x":"` + override + `"}}`, "blocked", guard.VectorInstructionOverride, "text.body"},
+		{"echo_raw", `{"m":{"t":"` + override + `"}}`, "ok", "", ""},
 		{"ping", `{"payload":"` + override + `"}`, "ok", "", ""},
 		{"scan", `{"text":"` + override + `"}`, "ok", "", ""},
 	}

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -126,5 +127,28 @@ func BenchmarkScanPlanShort(b *testing.B) {
 		if _, err := ScanPlan(args, plan); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkCollect is the cost of finding the strings of a call's
+// arguments: flat (one string) and nested (an A2A message with a data
+// part, 3 levels down, about 1 KiB).
+func BenchmarkCollect(b *testing.B) {
+	text, _ := json.Marshal(repeatTo(benignText, 512))
+	cases := []struct{ name, args string }{
+		{"flat", `{"query":"best pizza in Naples","limit":3}`},
+		{"nested", `{"message":{"role":"user","parts":[{"kind":"text","text":` + string(text) +
+			`},{"kind":"data","data":{"items":[{"id":1,"note":"first"},{"id":2,"note":"second"}],"meta":{"lang":"en","tags":["a","b","c"]}}}]}}`},
+	}
+	plan := DefaultPlan("s", nil, nil)
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Collect([]byte(c.args), plan); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -261,19 +261,26 @@ const (
 
 // Bounds of ScanArgs.
 const (
-	// maxArgStrings is how many strings of one array argument are scanned.
+	// maxArgStrings is how many values of one array are scanned.
 	maxArgStrings = 256
 	// maxArgBytes is how many bytes of strings ScanArgs scans in all.
 	maxArgBytes = 4 * MaxScan
+	// maxArgDepth is how many levels of nested objects and arrays below
+	// an argument Collect walks into.
+	maxArgDepth = 8
+	// maxCallStrings is how many strings Collect takes from one call's
+	// arguments in all.
+	maxCallStrings = 4096
 )
 
-// ScanArgs scans the named string fields of a JSON object of arguments,
-// each as its Kind says (Off skips it), sets Field on each finding to the
-// argument's name, and merges the findings into one Result (SanitizedInput
-// empty). Fields that are missing or not strings are ignored; nested
-// values are not scanned, except strings in an array that is the value of
-// a named field (at most 256 of them). At most 1 MiB of strings is scanned
-// in all; the rest adds a Low "truncated_scan" finding. It fails only when
+// ScanArgs scans the named fields of a JSON object of arguments, each as
+// its Kind says (Off skips it): a string field, and the strings inside an
+// array or object that is a field's value (walked into as Collect says),
+// sets Field on each finding to the argument's name (or the path of a
+// nested string), and merges the findings into one Result (SanitizedInput
+// empty). Fields that are missing, and numbers and booleans, are ignored.
+// At most 1 MiB of strings is scanned in all; the rest, and what Collect's
+// bounds leave out, adds a Low "truncated_scan" finding. It fails only when
 // args is not a JSON object. It is ScanPlan with a plan of these fields
 // alone; the node scans with each skill's Plan (DefaultPlan).
 func ScanArgs(args []byte, fields map[string]Kind) (Result, error) {

@@ -243,6 +243,9 @@ func TestScanArgs(t *testing.T) {
 		"path":   {VectorPathTraversal, VectorSensitivePath},
 		"query":  {VectorSQLInjection},
 		"files":  {VectorPathTraversal, VectorSensitivePath},
+		// Nested values are scanned as the named field's kind.
+		"files.x":       {VectorPathTraversal},
+		"nested.prompt": {VectorInstructionOverride},
 	}
 	for field, vs := range want {
 		for _, v := range vs {

@@ -51,7 +51,7 @@ type Plan struct {
 	// Fields gives the kind of arguments by name (Off skips one, Auto
 	// chooses by name). They win over Rest.
 	Fields map[string]Kind
-	// Rest is the kind of every other top-level argument: Auto (the
+	// Rest is the kind of every other argument: Auto (the
 	// default of DefaultPlan: chosen by KindFor), Off (only Fields are
 	// scanned) or a fixed kind.
 	Rest Kind
@@ -61,9 +61,10 @@ type Plan struct {
 }
 
 // DefaultPlan is the plan of a skill that says nothing about the guard:
-// every top-level string argument (and every string in an array that is
-// one) is scanned, its kind taken from the input schema's "format" when it
-// names one (SchemaKinds), else from its name (KindFor). A nil or
+// every string argument (and every string nested in an array or object
+// argument, as Collect says) is scanned, its kind taken from the input
+// schema's "format" when it names one (SchemaKinds), else from its name
+// (KindFor). A nil or
 // unreadable schema just gives no formats.
 func DefaultPlan(skill string, tags []string, schema []byte) *Plan {
 	return &Plan{Fields: SchemaKinds(schema), Rest: Auto, SQLish: SQLishSkill(skill, tags)}
@@ -242,76 +243,198 @@ type Arg struct {
 // Collected is what Collect took out of one call's arguments: the strings
 // to scan, their total size, and notes on what it left out.
 type Collected struct {
-	// Args are in field-name order, array elements in their order.
+	// Args are in field-name order (at each level of nesting), array
+	// elements in their order.
 	Args []Arg
 	// Bytes is how many bytes Scan will scan (each text counts up to
 	// MaxScan, all of them up to 1 MiB).
 	Bytes int
 	notes []Finding
+	// deep and full say that the notes hold the depth note and the count
+	// note: one of each per call.
+	deep, full bool
 }
 
-// Collect takes out of a JSON object of arguments the strings plan scans:
-// each top-level string argument whose kind (plan.Fields, else plan.Rest,
-// Auto resolved by KindFor) is not Off, and the strings of an array that
-// is such an argument (at most 256 of them; more adds a Low
-// "truncated_scan" note). Nested objects are not looked into. It fails
-// only when args is not a JSON object; a nil plan collects nothing.
+// maxFieldName is the most bytes of an Arg's Field (the path of a nested
+// string): a longer one is cut, ending in "…".
+const maxFieldName = 128
+
+// Collect takes out of a JSON object of arguments the strings plan scans.
+// An argument's kind is plan.Fields[name], else plan.Rest; Off skips it
+// whole. A string argument is taken as is; an array or object argument is
+// walked into, down to 8 levels of nesting below the argument (maxArgDepth),
+// taking at most 256 values of each array (maxArgStrings) and 4096 strings
+// of the call in all (maxCallStrings). A nested string's Field is its path,
+// the member names joined by "." (array elements add nothing:
+// "plan.subtasks.request"), and its kind is the argument's, or, for an
+// argument of kind Auto, KindFor the name of the member it is in (of the
+// argument itself for a string or an array of strings). What a bound
+// leaves out adds a Low "truncated_scan" note, so that block mode refuses
+// text it did not scan (a structure nested deeper that holds no string
+// adds none). It fails only when args is not a JSON object; a nil plan
+// collects nothing.
 func Collect(args []byte, plan *Plan) (Collected, error) {
 	var c Collected
 	if plan == nil {
 		return c, nil
 	}
-	type member struct {
-		name string
-		raw  []byte
-	}
-	var ms []member
-	err := members(args, func(name string, raw []byte) { ms = append(ms, member{name, raw}) })
+	ms, err := sortedMembers(args)
 	if err != nil {
 		return c, fmt.Errorf("guard: arguments are not a JSON object: %w", err)
 	}
-	sort.SliceStable(ms, func(i, j int) bool { return ms[i].name < ms[j].name })
-	for i, m := range ms {
-		if i+1 < len(ms) && ms[i+1].name == m.name {
-			continue // the last of a duplicate name wins, as in encoding/json
+	for _, m := range ms {
+		kind, ok := plan.Fields[m.name]
+		if !ok {
+			kind = plan.Rest
 		}
-		name, raw := m.name, m.raw
-		if raw[0] != '"' && raw[0] != '[' {
-			continue
-		}
-		kind := plan.KindOf(name)
 		if kind == Off {
 			continue
 		}
-		var s string
-		if raw[0] == '"' {
-			if json.Unmarshal(raw, &s) == nil {
-				c.add(name, kind, s)
-			}
-			continue
-		}
-		var arr []json.RawMessage
-		if json.Unmarshal(raw, &arr) != nil {
-			continue
-		}
-		n := 0
-		for _, el := range arr {
-			if len(el) == 0 || el[0] != '"' {
-				continue
-			}
-			if n >= maxArgStrings {
-				c.notes = append(c.notes, Finding{Vector: VectorTruncated, Level: Low, Field: name,
-					Match: fmt.Sprintf("scanned %d strings of an array of %d elements", maxArgStrings, len(arr))})
-				break
-			}
-			if json.Unmarshal(el, &s) == nil {
-				c.add(name, kind, s)
-				n++
-			}
-		}
+		c.walk(plan, m.name, m.name, kind, m.raw, 0)
 	}
 	return c, nil
 }
+
+// member is one member of a JSON object: its name and its raw value.
+type member struct {
+	name string
+	raw  []byte
+}
+
+// sortedMembers returns the members of the JSON object data sorted by
+// name, the last of a duplicate name alone (as in encoding/json).
+func sortedMembers(data []byte) ([]member, error) {
+	var ms []member
+	if err := members(data, func(name string, raw []byte) { ms = append(ms, member{name, raw}) }); err != nil {
+		return nil, err
+	}
+	sort.SliceStable(ms, func(i, j int) bool { return ms[i].name < ms[j].name })
+	out := ms[:0]
+	for i, m := range ms {
+		if i+1 < len(ms) && ms[i+1].name == m.name {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// walk takes the strings of the JSON value raw, at depth levels below its
+// argument, into c: field is its path, leaf the name of the member it is
+// in, kind its argument's kind (Auto: KindFor leaf).
+func (c *Collected) walk(plan *Plan, field, leaf string, kind Kind, raw []byte, depth int) {
+	switch raw[0] {
+	case '"':
+		if len(c.Args) >= maxCallStrings {
+			if !c.full {
+				c.full = true
+				c.notes = append(c.notes, Finding{Vector: VectorTruncated, Level: Low, Field: field,
+					Match: fmt.Sprintf("scanned the first %d strings of the arguments", maxCallStrings)})
+			}
+			return
+		}
+		k := kind
+		if k == Auto {
+			k = KindFor(leaf, plan.SQLish)
+		}
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			c.add(field, k, s)
+		}
+	case '[', '{':
+		if depth >= maxArgDepth {
+			if !c.deep && hasText(raw) {
+				c.deep = true
+				c.notes = append(c.notes, Finding{Vector: VectorTruncated, Level: Low, Field: field,
+					Match: fmt.Sprintf("text nested more than %d levels deep: not scanned", maxArgDepth)})
+			}
+			return
+		}
+		if raw[0] == '{' {
+			ms, err := sortedMembers(raw)
+			if err != nil {
+				return // members checked the syntax of the whole arguments
+			}
+			for _, m := range ms {
+				c.walk(plan, fieldPath(field, m.name), m.name, kind, m.raw, depth+1)
+			}
+			return
+		}
+		n, total := 0, 0
+		elements(raw, func(el []byte) {
+			total++
+			if el[0] != '"' && el[0] != '[' && el[0] != '{' {
+				return
+			}
+			if n++; n <= maxArgStrings {
+				c.walk(plan, field, leaf, kind, el, depth+1)
+			}
+		})
+		if n > maxArgStrings {
+			c.notes = append(c.notes, Finding{Vector: VectorTruncated, Level: Low, Field: field,
+				Match: fmt.Sprintf("scanned %d values of an array of %d elements", maxArgStrings, total)})
+		}
+	}
+}
+
+// fieldPath is the Field of the member name of the value at field: at
+// most maxFieldName bytes.
+func fieldPath(field, name string) string {
+	if len(field) >= maxFieldName {
+		return field // already cut
+	}
+	p := field + "." + name
+	if len(p) <= maxFieldName {
+		return p
+	}
+	const ell = "…"
+	return p[:cutBefore(p, maxFieldName-len(ell))] + ell
+}
+
+// elements calls fn with each element of the JSON array data, whose syntax
+// has been checked (members).
+func elements(data []byte, fn func(el []byte)) {
+	i := skipSpace(data, 1)
+	if i >= len(data) || data[i] == ']' {
+		return
+	}
+	for i < len(data) {
+		end, err := skipValue(data, i, 0)
+		if err != nil {
+			return
+		}
+		fn(data[i:end])
+		i = skipSpace(data, end)
+		if i >= len(data) || data[i] != ',' {
+			return
+		}
+		i = skipSpace(data, i+1)
+	}
+}
+
+// hasText says whether the JSON value data, whose syntax has been checked,
+// holds a string value that is not empty (a member name is not one): a
+// string not followed by ':'. It reads data once.
+func hasText(data []byte) bool {
+	for i := 0; i < len(data); i++ {
+		if data[i] != '"' {
+			continue
+		}
+		end, err := skipValue(data, i, 0)
+		if err != nil {
+			return true // cannot tell: say there is
+		}
+		if j := skipSpace(data, end); end-i > 2 && (j >= len(data) || data[j] != ':') {
+			return true
+		}
+		i = end - 1
+	}
+	return false
+}
+
+// Empty says whether c holds nothing to scan and nothing left out: its
+// Scan would find nothing.
+func (c *Collected) Empty() bool { return len(c.Args) == 0 && len(c.notes) == 0 }
 
 func (c *Collected) add(field string, kind Kind, s string) {
 	c.Args = append(c.Args, Arg{Field: field, Kind: kind, Text: s})
