@@ -78,3 +78,40 @@ func TestClientRefusesLoopback(t *testing.T) {
 		t.Fatalf("redirect to ::1: got %v, want it refused", err)
 	}
 }
+
+// TestClassifyEmbeddedAndReserved: NAT64 and 6to4 addresses are
+// classified by the IPv4 address they carry (a DNS64/NAT64 gateway or a
+// 6to4 relay reaches it), and the reserved IPv4 ranges are not public.
+func TestClassifyEmbeddedAndReserved(t *testing.T) {
+	for addr, want := range map[string]string{
+		"64:ff9b::a9fe:a9fe": "link-local (NAT64 of 169.254.169.254)",
+		"64:ff9b::7f00:1":    "loopback (NAT64 of 127.0.0.1)",
+		"64:ff9b::a01:203":   "private (NAT64 of 10.1.2.3)",
+		"64:ff9b::808:808":   "", // NAT64 of a public address is public
+		"64:ff9b:1::a01:203": "private (local-use NAT64)",
+		"2002:a01:203::1":    "private (6to4 of 10.1.2.3)",
+		"2002:a9fe:a9fe::":   "link-local (6to4 of 169.254.169.254)",
+		"2002:808:808::1":    "",
+		"198.18.0.1":         "reserved (benchmarking)",
+		"198.19.255.254":     "reserved (benchmarking)",
+		"192.0.0.8":          "reserved (IETF protocol assignments)",
+		"240.0.0.1":          "reserved",
+		"254.1.2.3":          "reserved",
+		"255.255.255.255":    "broadcast",
+		"::ffff:198.18.0.1":  "reserved (benchmarking)",
+		"198.20.0.1":         "",
+		"192.0.1.1":          "",
+	} {
+		if got := Classify(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("Classify(%s) = %q, want %q", addr, got, want)
+		}
+	}
+	// An allow-list entry for the IPv4 address lets its NAT64 form through.
+	s := New([]netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")})
+	if err := s.Check(netip.MustParseAddr("64:ff9b::a01:203")); err != nil {
+		t.Errorf("NAT64 of an allowed 10.1.2.3: %v", err)
+	}
+	if err := s.Check(netip.MustParseAddr("64:ff9b::c0a8:101")); err == nil {
+		t.Errorf("NAT64 of 192.168.1.1 passed a 10/8 allow-list")
+	}
+}
