@@ -115,3 +115,26 @@ func TestClassifyEmbeddedAndReserved(t *testing.T) {
 		t.Errorf("NAT64 of 192.168.1.1 passed a 10/8 allow-list")
 	}
 }
+
+// TestCheckURLAndHeader: the one validator of an outbound request's URL
+// and configured headers.
+func TestCheckURLAndHeader(t *testing.T) {
+	for raw, want := range map[string]string{
+		"https://a.example/x": "", "http://10.0.0.1:8080": "",
+		"ftp://a.example": `scheme "ftp" is not allowed (want http or https)`, "http:///x": "no host",
+		"https://u:p@a.example": "credentials in the URL are not allowed", "http://a b": "invalid character",
+	} {
+		_, err := CheckURL(raw)
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("CheckURL(%q) = %v, want %q", raw, err, want)
+		}
+	}
+	for _, k := range []string{"Host", "host", "Content-Type", "Content-Length", "Transfer-Encoding", "Connection", "bad name", "X-Own"} {
+		if err := CheckHeader(k, "x-own"); err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("CheckHeader(%q) = %v, want refused naming it", k, err)
+		}
+	}
+	if err := CheckHeader("Authorization"); err != nil {
+		t.Errorf("CheckHeader(Authorization) = %v", err)
+	}
+}

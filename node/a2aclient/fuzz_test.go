@@ -26,7 +26,7 @@ func FuzzParseCard(f *testing.F) {
 		if len(c.Skills) > maxSkills {
 			t.Fatalf("%d skills", len(c.Skills))
 		}
-		if _, err := checkURL(c.Endpoint); err != nil {
+		if _, err := CheckURL(c.Endpoint); err != nil {
 			t.Fatalf("endpoint %q: %v", c.Endpoint, err)
 		}
 	})
