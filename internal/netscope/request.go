@@ -35,6 +35,9 @@ func CheckURL(raw string) (*url.URL, error) {
 // net/http or the request's own code owns them.
 var reservedHeaders = []string{"Host", "Content-Type", "Content-Length", "Transfer-Encoding", "Connection"}
 
+// ErrReservedHeader is wrapped by CheckHeader's refusal of a reserved name.
+var ErrReservedHeader = errors.New("may not be set")
+
 // CheckHeader refuses a configured header name that is not a valid HTTP
 // token, or that is reserved: one of reservedHeaders or of own (the
 // caller's own headers), compared case-insensitively. Errors name it.
@@ -45,7 +48,7 @@ func CheckHeader(name string, own ...string) error {
 	for _, list := range [][]string{reservedHeaders, own} {
 		for _, r := range list {
 			if http.CanonicalHeaderKey(r) == http.CanonicalHeaderKey(name) {
-				return fmt.Errorf("header %s may not be set (the request's own)", name)
+				return fmt.Errorf("header %s %w (the request's own)", name, ErrReservedHeader)
 			}
 		}
 	}
