@@ -24,8 +24,8 @@ import (
 const (
 	// DefaultTimeout bounds a Card or a Call (WithTimeout).
 	DefaultTimeout = 60 * time.Second
-	// DefaultMaxResponse caps one JSON-RPC answer, and one stream event
-	// (WithMaxResponse).
+	// DefaultMaxResponse caps one JSON-RPC answer, one stream event, and
+	// the total of a stream's events (WithMaxResponse).
 	DefaultMaxResponse = 8 << 20
 	// DefaultPollMin and DefaultPollMax bound the pause between two
 	// GetTask polls: it starts at the first and doubles to the second.
@@ -135,8 +135,9 @@ func WithMaxCard(n int64) Option {
 	}
 }
 
-// WithMaxResponse caps one JSON-RPC answer and one stream event in bytes
-// (default DefaultMaxResponse).
+// WithMaxResponse caps one JSON-RPC answer, one stream event, and the
+// total of one stream's events (what a Call accumulates from them) in
+// bytes (default DefaultMaxResponse). Past it the Call fails.
 func WithMaxResponse(n int64) Option {
 	return func(c *config) error {
 		if n <= 0 {

@@ -273,3 +273,26 @@ func TestKeySource(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamTotalCap: a stream's events, each under the cap, may not add
+// up to more than it (review item 12).
+func TestStreamTotalCap(t *testing.T) {
+	chunk := strings.Repeat("x", 1000)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range 100 {
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"artifactUpdate\":{\"taskId\":\"t\",\"contextId\":\"c\",\"append\":%v,\"artifact\":{\"artifactId\":\"a\",\"parts\":[{\"text\":%q}]}}}}\n\n", i > 0, chunk)
+		}
+		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"statusUpdate\":{\"taskId\":\"t\",\"contextId\":\"c\",\"status\":{\"state\":\"TASK_STATE_COMPLETED\"}}}}\n\n")
+	}))
+	defer srv.Close()
+	card := &Card{URL: srv.URL, Endpoint: srv.URL, ProtocolVersion: "1.0", Streaming: true}
+	if r := result(t, loopbackOK(t), card, "", json.RawMessage(`{"text":"x"}`)); strings.Count(r.Text, "x") != 100*len(chunk) {
+		t.Fatalf("under the cap: text of %d bytes", len(r.Text))
+	}
+	_, err := loopbackOK(t, WithMaxResponse(64<<10)).Call(context.Background(), card, "", json.RawMessage(`{"text":"x"}`))
+	if err == nil || !strings.Contains(err.Error(), "65536 bytes") {
+		t.Fatalf("events over the cap in total: %v, want refused naming the cap", err)
+	}
+}
