@@ -39,6 +39,8 @@ const (
 	maxSkills = 256
 	// maxSignatures caps the signatures tried on a card.
 	maxSignatures = 8
+	// maxCardKey caps a pinned key's text (ParseCardKey).
+	maxCardKey = 16 << 10
 )
 
 // ErrBadSignature is wrapped when a card carries signatures and none
@@ -440,6 +442,9 @@ func peerKey(id peer.ID) (ed25519.PublicKey, error) {
 // PeerID holding an Ed25519 key (an mcpv2 node's), or a public JWK as
 // JSON. Errors name what was wrong.
 func ParseCardKey(s string) (any, error) {
+	if len(s) > maxCardKey {
+		return nil, fmt.Errorf("card key is larger than %d bytes", maxCardKey)
+	}
 	s = strings.TrimSpace(s)
 	if strings.HasPrefix(s, "{") {
 		var k jose.JSONWebKey
