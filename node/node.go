@@ -429,7 +429,8 @@ func (n *Node) capabilities() []string {
 	return caps
 }
 
-// Close stops serving, closes the host and the store, and waits for stream
+// Close stops serving, closes the host, the store and the outbound
+// client's idle connections, and waits for stream
 // handlers to finish. It is idempotent: a second call returns net.ErrClosed.
 func (n *Node) Close() error {
 	n.closeMu.Lock()
@@ -465,6 +466,10 @@ func (n *Node) Close() error {
 	}
 	if n.store != nil {
 		errs = append(errs, n.store.Close())
+	}
+	n.outboundOnce.Do(func() {}) // after it n.outbound is set or stays nil
+	if n.outbound != nil {
+		n.outbound.CloseIdleConnections() // its kept-alive connections and their goroutines
 	}
 	return errors.Join(errs...)
 }

@@ -126,9 +126,5 @@ func resolveA2A(ctx context.Context, c *cli.Context, raw string) (*a2aAgent, err
 
 // a2aSummary is the line on stderr that says which agent answered.
 func a2aSummary(card *a2aclient.Card) string {
-	signed := "unsigned"
-	if card.Signed {
-		signed = "signed, verified"
-	}
-	return fmt.Sprintf("mcpv2: %s is an A2A %s agent (%s card; endpoint %s)\n", printableLine(card.URL), card.ProtocolVersion, signed, printableLine(card.Endpoint))
+	return fmt.Sprintf("mcpv2: %s is an A2A %s agent (card %s; endpoint %s)\n", printableLine(card.URL), card.ProtocolVersion, printableLine(card.SignatureSummary()), printableLine(card.Endpoint))
 }

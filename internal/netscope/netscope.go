@@ -2,8 +2,10 @@
 // the world outside the mesh (issue 23: a2a skills, agent discovery,
 // health checks): a dialer whose Control refuses, after DNS resolution,
 // loopback, link-local, private (RFC 1918, ULA, CGNAT 100.64.0.0/10),
-// unspecified, broadcast and multicast targets unless an allow-list of
-// prefixes covers them. Since the check runs on the address actually
+// unspecified, broadcast, multicast and reserved (198.18.0.0/15,
+// 192.0.0.0/24, 240.0.0.0/4) targets, and NAT64 (64:ff9b::/96) or 6to4
+// (2002::/16) addresses whose embedded IPv4 address is one of those, unless
+// an allow-list of prefixes covers them. Since the check runs on the address actually
 // dialed, it also covers redirects and DNS answers that change between
 // lookups. The standard library only.
 package netscope
@@ -34,7 +36,29 @@ var (
 	cgnat     = netip.MustParsePrefix("100.64.0.0/10")
 	thisNet   = netip.MustParsePrefix("0.0.0.0/8")
 	broadcast = netip.MustParseAddr("255.255.255.255")
+	benchmark = netip.MustParsePrefix("198.18.0.0/15")  // RFC 2544
+	ietfProto = netip.MustParsePrefix("192.0.0.0/24")   // RFC 6890
+	reserved4 = netip.MustParsePrefix("240.0.0.0/4")    // RFC 1112 "future use"
+	nat64     = netip.MustParsePrefix("64:ff9b::/96")   // RFC 6052
+	nat64Loc  = netip.MustParsePrefix("64:ff9b:1::/48") // RFC 8215 local use
+	sixToFour = netip.MustParsePrefix("2002::/16")      // RFC 3056
 )
+
+// embedded4 is the IPv4 address a NAT64 (64:ff9b::/96) or 6to4
+// (2002::/16) address carries, and which of the two it is; ok is false
+// for any other address.
+func embedded4(a netip.Addr) (v4 netip.Addr, via string, ok bool) {
+	b := a.As16()
+	switch {
+	case !a.Is6():
+		return netip.Addr{}, "", false
+	case nat64.Contains(a):
+		return netip.AddrFrom4([4]byte(b[12:16])), "NAT64", true
+	case sixToFour.Contains(a):
+		return netip.AddrFrom4([4]byte(b[2:6])), "6to4", true
+	}
+	return netip.Addr{}, "", false
+}
 
 // ErrRefused is wrapped by every *Error, for errors.Is.
 var ErrRefused = errors.New("outbound address refused")
@@ -82,9 +106,17 @@ func (s *Scope) Allowed() []netip.Prefix {
 }
 
 // Classify names why a is not public ("loopback", "private", ...), or ""
-// for a public address.
+// for a public address. A NAT64 or 6to4 address is classified by the IPv4
+// address it carries ("private (NAT64 of 10.1.2.3)"): a DNS64/NAT64
+// gateway or a 6to4 relay would reach that address.
 func Classify(a netip.Addr) string {
 	a = a.Unmap()
+	if v4, via, ok := embedded4(a); ok {
+		if c := Classify(v4); c != "" {
+			return fmt.Sprintf("%s (%s of %s)", c, via, v4)
+		}
+		return ""
+	}
 	switch {
 	case !a.IsValid():
 		return "invalid"
@@ -102,21 +134,31 @@ func Classify(a netip.Addr) string {
 		return "private"
 	case a.Is4() && cgnat.Contains(a):
 		return "shared (CGNAT)"
+	case a.Is4() && benchmark.Contains(a):
+		return "reserved (benchmarking)"
+	case a.Is4() && ietfProto.Contains(a):
+		return "reserved (IETF protocol assignments)"
+	case a.Is4() && reserved4.Contains(a):
+		return "reserved"
+	case nat64Loc.Contains(a):
+		return "private (local-use NAT64)"
 	}
 	return ""
 }
 
 // Check returns nil when a may be dialed: it is public, or the allow-list
-// covers it. Else an *Error.
+// covers it (or, for a NAT64 or 6to4 address, the IPv4 address it
+// carries). Else an *Error.
 func (s *Scope) Check(a netip.Addr) error {
 	a = a.Unmap()
 	class := Classify(a)
 	if class == "" {
 		return nil
 	}
+	v4, _, embedded := embedded4(a)
 	if s != nil {
 		for _, p := range s.allow {
-			if p.Contains(a) {
+			if p.Contains(a) || embedded && p.Contains(v4) {
 				return nil
 			}
 		}

@@ -78,3 +78,63 @@ func TestClientRefusesLoopback(t *testing.T) {
 		t.Fatalf("redirect to ::1: got %v, want it refused", err)
 	}
 }
+
+// TestClassifyEmbeddedAndReserved: NAT64 and 6to4 addresses are
+// classified by the IPv4 address they carry (a DNS64/NAT64 gateway or a
+// 6to4 relay reaches it), and the reserved IPv4 ranges are not public.
+func TestClassifyEmbeddedAndReserved(t *testing.T) {
+	for addr, want := range map[string]string{
+		"64:ff9b::a9fe:a9fe": "link-local (NAT64 of 169.254.169.254)",
+		"64:ff9b::7f00:1":    "loopback (NAT64 of 127.0.0.1)",
+		"64:ff9b::a01:203":   "private (NAT64 of 10.1.2.3)",
+		"64:ff9b::808:808":   "", // NAT64 of a public address is public
+		"64:ff9b:1::a01:203": "private (local-use NAT64)",
+		"2002:a01:203::1":    "private (6to4 of 10.1.2.3)",
+		"2002:a9fe:a9fe::":   "link-local (6to4 of 169.254.169.254)",
+		"2002:808:808::1":    "",
+		"198.18.0.1":         "reserved (benchmarking)",
+		"198.19.255.254":     "reserved (benchmarking)",
+		"192.0.0.8":          "reserved (IETF protocol assignments)",
+		"240.0.0.1":          "reserved",
+		"254.1.2.3":          "reserved",
+		"255.255.255.255":    "broadcast",
+		"::ffff:198.18.0.1":  "reserved (benchmarking)",
+		"198.20.0.1":         "",
+		"192.0.1.1":          "",
+	} {
+		if got := Classify(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("Classify(%s) = %q, want %q", addr, got, want)
+		}
+	}
+	// An allow-list entry for the IPv4 address lets its NAT64 form through.
+	s := New([]netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")})
+	if err := s.Check(netip.MustParseAddr("64:ff9b::a01:203")); err != nil {
+		t.Errorf("NAT64 of an allowed 10.1.2.3: %v", err)
+	}
+	if err := s.Check(netip.MustParseAddr("64:ff9b::c0a8:101")); err == nil {
+		t.Errorf("NAT64 of 192.168.1.1 passed a 10/8 allow-list")
+	}
+}
+
+// TestCheckURLAndHeader: the one validator of an outbound request's URL
+// and configured headers.
+func TestCheckURLAndHeader(t *testing.T) {
+	for raw, want := range map[string]string{
+		"https://a.example/x": "", "http://10.0.0.1:8080": "",
+		"ftp://a.example": `scheme "ftp" is not allowed (want http or https)`, "http:///x": "no host",
+		"https://u:p@a.example": "credentials in the URL are not allowed", "http://a b": "invalid character",
+	} {
+		_, err := CheckURL(raw)
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("CheckURL(%q) = %v, want %q", raw, err, want)
+		}
+	}
+	for _, k := range []string{"Host", "host", "Content-Type", "Content-Length", "Transfer-Encoding", "Connection", "bad name", "X-Own"} {
+		if err := CheckHeader(k, "x-own"); err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("CheckHeader(%q) = %v, want refused naming it", k, err)
+		}
+	}
+	if err := CheckHeader("Authorization"); err != nil {
+		t.Errorf("CheckHeader(Authorization) = %v", err)
+	}
+}

@@ -203,7 +203,13 @@ func (c *Client) stream(ctx context.Context, card *Card, msg map[string]any) (*t
 	}
 	var t *task
 	errDone := errors.New("final")
+	var total int64 // the events' bytes: what the task accumulates is at most that
+	var errTotal error
 	err = readSSE(resp.Body, int(c.cfg.maxResponse), func(e sseEvent) error {
+		if total += int64(len(e.Data)); total > c.cfg.maxResponse {
+			errTotal = fmt.Errorf("a2a agent %s: %s: the stream's events add up to more than %d bytes", card.Endpoint, method, c.cfg.maxResponse)
+			return errTotal
+		}
 		res, err := decodeRPC(e.Data, card, method)
 		if err != nil {
 			return err
@@ -219,6 +225,9 @@ func (c *Client) stream(ctx context.Context, card *Card, msg map[string]any) (*t
 		return nil
 	})
 	if err != nil && !errors.Is(err, errDone) {
+		if errTotal != nil {
+			return nil, errTotal
+		}
 		if errors.As(err, new(*RPCError)) {
 			return nil, err
 		}

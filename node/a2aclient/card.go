@@ -18,6 +18,8 @@ import (
 	"github.com/gowebpki/jcs"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/mcpv2/mcpv2/internal/netscope"
 )
 
 // Well-known card paths: v1.0's (also v0.3.x's later releases) and the
@@ -37,6 +39,8 @@ const (
 	maxSkills = 256
 	// maxSignatures caps the signatures tried on a card.
 	maxSignatures = 8
+	// maxCardKey caps a pinned key's text (ParseCardKey).
+	maxCardKey = 16 << 10
 )
 
 // ErrBadSignature is wrapped when a card carries signatures and none
@@ -137,6 +141,9 @@ func ParseCard(raw []byte, cardURL string) (*Card, error) {
 	if err != nil || (eu.Scheme != "http" && eu.Scheme != "https") || eu.Host == "" {
 		return nil, fmt.Errorf("card's JSON-RPC endpoint %q is not an http(s) URL", clip(endpoint, 200))
 	}
+	if base.Scheme == "https" && eu.Scheme != "https" {
+		return nil, fmt.Errorf("card served over https names the plain-http endpoint %q: refused", clip(endpoint, 200))
+	}
 	c.Endpoint = eu.String()
 	for i, s := range w.Skills {
 		if i == maxSkills {
@@ -167,13 +174,18 @@ func cardCandidates(u *url.URL) []string {
 // A2A-Version 1.0, then without, which a v0.3 agent answers), then the
 // v0.3 /.well-known/agent.json. When the card carries signatures, one must
 // verify (JWS over the JCS canonical card without its signatures, A2A
-// §8.4), with the key in its header's jwk, from its jku (fetched through
-// the same client), or, for an mcpv2 node's card, the Ed25519 key of the
-// PeerID its kid names; else Card fails with ErrBadSignature.
+// §8.4), with the key pinned by WithCardKey, else with the key in its
+// header's jwk, from its jku (fetched through the same client, without
+// WithHeaders' headers; https when the card came over https), or, for an
+// mcpv2 node's card, the Ed25519 key of the PeerID its kid names; else
+// Card fails with ErrBadSignature. Card.Key says which: only a pinned key
+// or a PeerID the caller knows says who wrote the card. The card's
+// requests carry WithHeaders' headers (the card is at rawURL's origin);
+// a redirect to another origin is refused.
 func (c *Client) Card(ctx context.Context, rawURL string) (*Card, error) {
-	u, err := checkURL(rawURL)
+	u, err := CheckURL(rawURL)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("a2a agent %w", err)
 	}
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
@@ -184,7 +196,7 @@ func (c *Client) Card(ctx context.Context, rawURL string) (*Card, error) {
 			versions = []string{"1.0", ""}
 		}
 		for _, v := range versions {
-			raw, status, err := c.get(ctx, cu, v, c.cfg.maxCard)
+			raw, status, err := c.get(ctx, cu, v, c.cfg.maxCard, true)
 			if err != nil {
 				if ctx.Err() != nil || status == 0 {
 					return nil, fmt.Errorf("a2a agent %s: card: %w", rawURL, err)
@@ -207,30 +219,37 @@ func (c *Client) Card(ctx context.Context, rawURL string) (*Card, error) {
 	return nil, fmt.Errorf("a2a agent %s: no A2A agent card found (%s)", rawURL, strings.Join(errs, "; "))
 }
 
-// checkURL parses an agent URL: http or https, a host, no credentials.
-func checkURL(rawURL string) (*url.URL, error) {
-	u, err := url.Parse(rawURL)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("a2a agent URL %q: %w", clip(rawURL, 200), err)
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("a2a agent URL %q: scheme %q is not http or https", clip(rawURL, 200), u.Scheme)
-	case u.Host == "":
-		return nil, fmt.Errorf("a2a agent URL %q: no host", clip(rawURL, 200))
-	case u.User != nil:
-		return nil, fmt.Errorf("a2a agent URL %q: credentials in the URL are not allowed (use a header)", u.Redacted())
+// CheckURL parses an agent's URL (netscope.CheckURL: http or https, a
+// host, no credentials). Errors name the URL.
+func CheckURL(rawURL string) (*url.URL, error) {
+	u, err := netscope.CheckURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("URL %q: %w", redacted(rawURL), err)
 	}
 	return u, nil
 }
 
+// redacted is raw without a password, clipped.
+func redacted(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return clip(u.Redacted(), 200)
+	}
+	return clip(raw, 200)
+}
+
 // get GETs u (with A2A-Version: version when set) and returns its body,
-// capped at limit; status is the HTTP status (0: no answer).
-func (c *Client) get(ctx context.Context, u, version string, limit int64) ([]byte, int, error) {
+// capped at limit; status is the HTTP status (0: no answer). The
+// WithHeaders headers go along only with keys (a card at the origin the
+// caller named).
+func (c *Client) get(ctx context.Context, u, version string, limit int64, keys bool) ([]byte, int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, 0, err
 	}
-	req.Header = c.cfg.headers.Clone()
+	req.Header = http.Header{}
+	if keys {
+		req.Header = c.cfg.headers.Clone()
+	}
 	req.Header.Set("Accept", "application/json")
 	if version != "" {
 		req.Header.Set(versionHeader, version)
@@ -273,7 +292,8 @@ type sigHeader struct {
 var signatureAlgs = []jose.SignatureAlgorithm{jose.EdDSA, jose.ES256, jose.ES384, jose.ES512, jose.RS256, jose.RS384, jose.RS512, jose.PS256, jose.PS384, jose.PS512}
 
 // verify checks card's signatures, if it has any: one must verify. It sets
-// card.Signed.
+// card.Signed and card.Key. With a pinned key (WithCardKey) the card must
+// be signed, and one signature must verify with that key.
 func (c *Client) verify(ctx context.Context, card *Card) error {
 	var m map[string]any
 	dec := json.NewDecoder(bytes.NewReader(card.Raw))
@@ -283,6 +303,9 @@ func (c *Client) verify(ctx context.Context, card *Card) error {
 	}
 	sigs, _ := m["signatures"].([]any)
 	if len(sigs) == 0 {
+		if c.cfg.cardKey != nil {
+			return fmt.Errorf("%w: the card is unsigned, and a key is pinned for it", ErrBadSignature)
+		}
 		return nil
 	}
 	payloads, err := canonicalPayloads(m)
@@ -300,9 +323,9 @@ func (c *Client) verify(ctx context.Context, card *Card) error {
 		if i == maxSignatures {
 			break
 		}
-		err := c.verifyOne(ctx, s, payloads)
+		src, signer, err := c.verifyOne(ctx, card, s, payloads)
 		if err == nil {
-			card.Signed = true
+			card.Signed, card.Key, card.Signer = true, src, signer
 			return nil
 		}
 		why = append(why, fmt.Sprintf("signatures[%d]: %v", i, err))
@@ -310,15 +333,16 @@ func (c *Client) verify(ctx context.Context, card *Card) error {
 	return fmt.Errorf("%w: %s", ErrBadSignature, strings.Join(why, "; "))
 }
 
-// verifyOne checks one signature over either payload.
-func (c *Client) verifyOne(ctx context.Context, s wireSignature, payloads [][]byte) error {
+// verifyOne checks one signature over either payload and says where its
+// key came from, and whose it is (the PeerID, the jku).
+func (c *Client) verifyOne(ctx context.Context, card *Card, s wireSignature, payloads [][]byte) (KeySource, string, error) {
 	hb, err := base64.RawURLEncoding.DecodeString(s.Protected)
 	if err != nil {
-		return errors.New("protected header is not base64url")
+		return KeyNone, "", errors.New("protected header is not base64url")
 	}
 	var h sigHeader
 	if err := json.Unmarshal(hb, &h); err != nil {
-		return fmt.Errorf("protected header: %v", err)
+		return KeyNone, "", fmt.Errorf("protected header: %v", err)
 	}
 	if h.JWK == nil && h.JKU == "" && len(s.Header) > 0 {
 		var uh sigHeader // the unprotected header may name the key
@@ -329,69 +353,118 @@ func (c *Client) verifyOne(ctx context.Context, s wireSignature, payloads [][]by
 			}
 		}
 	}
-	key, err := c.signingKey(ctx, h)
-	if err != nil {
-		return err
+	key, src := c.cfg.cardKey, KeyPinned
+	if key == nil {
+		if key, src, err = c.signingKey(ctx, card, h); err != nil {
+			return KeyNone, "", err
+		}
 	}
 	var last error
 	for _, p := range payloads {
 		obj, err := jose.ParseDetached(s.Protected+".."+s.Signature, p, signatureAlgs)
 		if err != nil {
-			return fmt.Errorf("not a JWS of an accepted algorithm (%s): %v", clip(h.Alg, 20), err)
+			return KeyNone, "", fmt.Errorf("not a JWS of an accepted algorithm (%s): %v", clip(h.Alg, 20), err)
 		}
 		if _, err := obj.Verify(key); err == nil {
-			return nil
+			signer := map[KeySource]string{KeyPeerID: h.Kid, KeyJKU: h.JKU}[src]
+			return src, clip(signer, 200), nil
 		} else {
 			last = err
 		}
 	}
-	return fmt.Errorf("the signature does not match the card: %v", last)
+	if src == KeyPinned {
+		return KeyNone, "", fmt.Errorf("the signature does not verify with the pinned key: %v", last)
+	}
+	return KeyNone, "", fmt.Errorf("the signature does not match the card: %v", last)
 }
 
 // signingKey is the key a signature names: its jwk, the key of its kid in
-// the JWK set at its jku, or the Ed25519 key of the PeerID its kid is.
-func (c *Client) signingKey(ctx context.Context, h sigHeader) (any, error) {
+// the JWK set at its jku (https when the card came over https; fetched
+// without WithHeaders' headers), or the Ed25519 key of the PeerID its kid
+// is.
+func (c *Client) signingKey(ctx context.Context, card *Card, h sigHeader) (any, KeySource, error) {
 	switch {
 	case h.JWK != nil:
 		if !h.JWK.IsPublic() {
-			return nil, errors.New("the jwk in the header is not a public key")
+			return nil, KeyNone, errors.New("the jwk in the header is not a public key")
 		}
-		return h.JWK.Key, nil
+		return h.JWK.Key, KeyEmbedded, nil
 	case h.JKU != "":
-		u, err := checkURL(h.JKU)
+		u, err := CheckURL(h.JKU)
 		if err != nil {
-			return nil, fmt.Errorf("jku: %w", err)
+			return nil, KeyNone, fmt.Errorf("jku: %w", err)
 		}
-		body, _, err := c.get(ctx, u.String(), "", maxJWKS)
+		if cu, err := url.Parse(card.CardURL); err == nil && cu.Scheme == "https" && u.Scheme != "https" {
+			return nil, KeyNone, fmt.Errorf("jku %s is not https, though the card came over https", u.Redacted())
+		}
+		body, _, err := c.get(ctx, u.String(), "", maxJWKS, false)
 		if err != nil {
-			return nil, fmt.Errorf("jku %s: %w", u.Redacted(), err)
+			return nil, KeyNone, fmt.Errorf("jku %s: %w", u.Redacted(), err)
 		}
 		var set jose.JSONWebKeySet
 		if err := json.Unmarshal(body, &set); err != nil {
-			return nil, fmt.Errorf("jku %s: not a JWK set: %v", u.Redacted(), err)
+			return nil, KeyNone, fmt.Errorf("jku %s: not a JWK set: %v", u.Redacted(), err)
 		}
 		keys := set.Key(h.Kid)
 		if h.Kid == "" && len(set.Keys) == 1 {
 			keys = set.Keys
 		}
 		if len(keys) == 0 {
-			return nil, fmt.Errorf("jku %s has no key %q", u.Redacted(), clip(h.Kid, 80))
+			return nil, KeyNone, fmt.Errorf("jku %s has no key %q", u.Redacted(), clip(h.Kid, 80))
 		}
-		return keys[0].Key, nil
+		return keys[0].Key, KeyJKU, nil
 	}
 	id, err := peer.Decode(h.Kid)
 	if err != nil {
-		return nil, fmt.Errorf("no key to verify with: the header has no jwk or jku, and kid %q is not a PeerID", clip(h.Kid, 80))
+		return nil, KeyNone, fmt.Errorf("no key to verify with: the header has no jwk or jku, and kid %q is not a PeerID", clip(h.Kid, 80))
 	}
+	key, err := peerKey(id)
+	if err != nil {
+		return nil, KeyNone, err
+	}
+	return key, KeyPeerID, nil
+}
+
+// peerKey is the Ed25519 public key a PeerID holds.
+func peerKey(id peer.ID) (ed25519.PublicKey, error) {
 	pub, err := id.ExtractPublicKey()
 	if err != nil || pub.Type() != crypto.Ed25519 {
-		return nil, fmt.Errorf("kid %s holds no Ed25519 key", id)
+		return nil, fmt.Errorf("PeerID %s holds no Ed25519 key", id)
 	}
 	raw, err := pub.Raw()
 	if err != nil {
 		return nil, err
 	}
 	return ed25519.PublicKey(raw), nil
+}
+
+// ParseCardKey reads a key pinned for an agent's card (WithCardKey): a
+// PeerID holding an Ed25519 key (an mcpv2 node's), or a public JWK as
+// JSON. Errors name what was wrong.
+func ParseCardKey(s string) (any, error) {
+	if len(s) > maxCardKey {
+		return nil, fmt.Errorf("card key is larger than %d bytes", maxCardKey)
+	}
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "{") {
+		var k jose.JSONWebKey
+		if err := k.UnmarshalJSON([]byte(s)); err != nil {
+			return nil, fmt.Errorf("card key: not a JWK: %v", err)
+		}
+		if !k.IsPublic() {
+			return nil, errors.New("card key: the JWK is not a public key")
+		}
+		return k.Key, nil
+	}
+	id, err := peer.Decode(s)
+	if err != nil {
+		return nil, fmt.Errorf("card key %q: neither a PeerID nor a JWK (JSON)", clip(s, 80))
+	}
+	key, err := peerKey(id)
+	if err != nil {
+		return nil, fmt.Errorf("card key: %w", err)
+	}
+	return key, nil
 }
 
 // canonicalPayloads are the payloads a card's signature may cover: JCS

@@ -6,11 +6,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -22,8 +24,8 @@ import (
 const (
 	// DefaultTimeout bounds a Card or a Call (WithTimeout).
 	DefaultTimeout = 60 * time.Second
-	// DefaultMaxResponse caps one JSON-RPC answer, and one stream event
-	// (WithMaxResponse).
+	// DefaultMaxResponse caps one JSON-RPC answer, one stream event, and
+	// the total of a stream's events (WithMaxResponse).
 	DefaultMaxResponse = 8 << 20
 	// DefaultPollMin and DefaultPollMax bound the pause between two
 	// GetTask polls: it starts at the first and doubles to the second.
@@ -44,6 +46,7 @@ type config struct {
 	pollMin, pollMax time.Duration
 	headers          http.Header
 	streaming        *bool
+	cardKey          any // WithCardKey's
 }
 
 // Option configures a Client (see New).
@@ -75,17 +78,47 @@ func WithTimeout(d time.Duration) Option {
 	}
 }
 
-// WithHeaders adds headers to every request (an API key the agent asks
-// for). Content-Type, Accept and A2A-Version are the client's own.
+// ownHeaders are the headers the client sets itself, beyond those no
+// outbound request may be configured with (netscope.CheckHeader).
+var ownHeaders = []string{"Accept", versionHeader}
+
+// CheckHeader refuses a header name WithHeaders refuses: not a valid
+// name, or one net/http or the client sets (Host, Content-Type,
+// Content-Length, Transfer-Encoding, Connection, Accept, A2A-Version; any
+// case). Errors name it.
+func CheckHeader(name string) error { return netscope.CheckHeader(name, ownHeaders...) }
+
+// WithHeaders adds headers (an API key the agent asks for) to the requests
+// that go to the origin (scheme, host and port) of the URL given to Card:
+// the card's and, when the card's endpoint is at that origin, the
+// messages and polls. A jku, an endpoint on another origin and a redirect
+// get none of them (and a redirect to another origin is refused). Names
+// CheckHeader refuses are an error.
 func WithHeaders(h http.Header) Option {
 	return func(c *config) error {
 		for k := range h {
-			switch http.CanonicalHeaderKey(k) {
-			case "Content-Type", "Accept", versionHeader, "Content-Length", "Host":
-				return fmt.Errorf("a2aclient: header %s is the client's own", k)
+			if err := CheckHeader(k); err != nil {
+				return fmt.Errorf("a2aclient: %w", err)
 			}
 		}
 		c.headers = h.Clone()
+		return nil
+	}
+}
+
+// WithCardKey pins the key the agent's card must be signed with (see
+// ParseCardKey): an unsigned card, or one no signature of which verifies
+// with it, fails with ErrBadSignature, and the keys the card names (jwk,
+// jku, a PeerID kid) are not used. A verified card's Key is KeyPinned.
+func WithCardKey(key any) Option {
+	return func(c *config) error {
+		switch key.(type) {
+		case nil:
+			return errors.New("a2aclient: card key is nil")
+		case string, []byte:
+			return errors.New("a2aclient: card key is text; parse it with ParseCardKey")
+		}
+		c.cardKey = key
 		return nil
 	}
 }
@@ -102,8 +135,9 @@ func WithMaxCard(n int64) Option {
 	}
 }
 
-// WithMaxResponse caps one JSON-RPC answer and one stream event in bytes
-// (default DefaultMaxResponse).
+// WithMaxResponse caps one JSON-RPC answer, one stream event, and the
+// total of one stream's events (what a Call accumulates from them) in
+// bytes (default DefaultMaxResponse). Past it the Call fails.
 func WithMaxResponse(n int64) Option {
 	return func(c *config) error {
 		if n <= 0 {
@@ -151,8 +185,26 @@ func New(opts ...Option) (*Client, error) {
 		}
 	}
 	if cfg.hc == nil {
+		// No keep-alive: the client owns no connection (and so no
+		// goroutine) once a request is done.
 		cfg.hc = netscope.New(nil).Client(0)
+		cfg.hc.Transport.(*http.Transport).DisableKeepAlives = true
 	}
+	hc := *cfg.hc // the caller's client, with redirects kept to their origin
+	next := hc.CheckRedirect
+	hc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if !sameOrigin(req.URL, via[0].URL) {
+			return fmt.Errorf("redirect from %s to another origin (%s) refused", via[0].URL.Redacted(), clip(req.URL.Redacted(), 200))
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	cfg.hc = &hc
 	if cfg.log == nil {
 		cfg.log = slog.New(slog.DiscardHandler)
 	}
@@ -219,7 +271,12 @@ func (c *Client) post(ctx context.Context, card *Card, method string, params any
 	if err != nil {
 		return nil, fmt.Errorf("a2a agent %s: %s: %w", card.Endpoint, method, err)
 	}
-	req.Header = c.cfg.headers.Clone()
+	req.Header = http.Header{}
+	if o, err := url.Parse(card.origin()); err == nil && sameOrigin(req.URL, o) {
+		req.Header = c.cfg.headers.Clone()
+	} else if len(c.cfg.headers) > 0 {
+		c.log.Debug("a2a request: the endpoint is on another origin than the agent's URL; its headers are withheld", "agent", card.Endpoint, "url", card.origin())
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(versionHeader, card.ProtocolVersion)
 	if stream {
@@ -259,6 +316,21 @@ func (c *Client) call(ctx context.Context, card *Card, method string, params any
 		return nil, fmt.Errorf("a2a agent %s: %s: the answer is larger than %d bytes", card.Endpoint, method, c.cfg.maxResponse)
 	}
 	return decodeRPC(body, card, method)
+}
+
+// sameOrigin says a and b have one scheme, host and port (a missing port
+// is the scheme's default).
+func sameOrigin(a, b *url.URL) bool {
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		if strings.EqualFold(u.Scheme, "https") {
+			return "443"
+		}
+		return "80"
+	}
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
 }
 
 // isEventStream says the response is an SSE stream.

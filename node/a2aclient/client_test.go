@@ -58,7 +58,7 @@ func TestAgent(t *testing.T) {
 				t.Fatal(err)
 			}
 			if card.ProtocolVersion != version || !card.Streaming || len(card.Skills) != 3 || card.Name != "js-agent" ||
-				card.Endpoint != agent.URL+"/a2a/jsonrpc" || card.Signed != (version == "1.0") || !strings.HasSuffix(card.CardURL, CardPath) {
+				card.Endpoint != agent.URL+"/a2a/jsonrpc" || card.Signed != (version == "1.0") || card.Signed && card.Key != KeyEmbedded || !strings.HasSuffix(card.CardURL, CardPath) {
 				t.Fatalf("card: %+v", card)
 			}
 			for _, mode := range []string{"stream", "poll"} {

@@ -62,7 +62,7 @@ func TestSignedByJKU(t *testing.T) {
 
 	c := loopbackOK(t)
 	got, err := c.Card(context.Background(), srv.URL)
-	if err != nil || !got.Signed {
+	if err != nil || !got.Signed || got.Key != KeyJKU || got.Signer != srv.URL+"/jwks.json" {
 		t.Fatalf("jku-signed card: %+v, %v", got, err)
 	}
 	served = jwks(otherPub)

@@ -2,6 +2,9 @@ package a2aclient
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/rsa"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -26,7 +29,7 @@ func FuzzParseCard(f *testing.F) {
 		if len(c.Skills) > maxSkills {
 			t.Fatalf("%d skills", len(c.Skills))
 		}
-		if _, err := checkURL(c.Endpoint); err != nil {
+		if _, err := CheckURL(c.Endpoint); err != nil {
 			t.Fatalf("endpoint %q: %v", c.Endpoint, err)
 		}
 	})
@@ -69,6 +72,25 @@ func FuzzEvents(f *testing.F) {
 			if _, err := json.Marshal(tk.result()); err != nil {
 				t.Fatalf("result: %v", err)
 			}
+		}
+	})
+}
+
+// FuzzParseCardKey: any text is a public key or an error; never a panic.
+func FuzzParseCardKey(f *testing.F) {
+	f.Add(`12D3KooWD3eckifWpRn9wQpMG9R9hX3sD158z7EqHWmweQAJU5SA`)
+	f.Add(`{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}`)
+	f.Add(`{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","d":"nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A"}`)
+	f.Add(`{}`)
+	f.Add(`nope`)
+	f.Fuzz(func(t *testing.T, s string) {
+		k, err := ParseCardKey(s)
+		if err != nil {
+			return
+		}
+		switch k.(type) {
+		case nil, ed25519.PrivateKey, *ecdsa.PrivateKey, *rsa.PrivateKey:
+			t.Fatalf("ParseCardKey(%q) = %T, want a public key", s, k)
 		}
 	})
 }

@@ -6,7 +6,8 @@ import (
 	"go.uber.org/goleak"
 )
 
+// TestMain checks that no goroutine outlives the tests: kept-alive
+// connections included (each test closes its client's).
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"))
+	goleak.VerifyTestMain(m)
 }

@@ -92,6 +92,8 @@ func TestA2AFileErrors(t *testing.T) {
 		{`{"type":"a2a","url":"http://u:p@x"}`, "handler.url: credentials"},
 		{`{"type":"a2a","url":"http://x","card_ttl_s":-1}`, "handler.card_ttl_s: -1 is out of range"},
 		{`{"type":"a2a","url":"http://x","headers":{"Accept":"x"}}`, "handler.headers.Accept: may not be set"},
+		{`{"type":"a2a","url":"http://x","headers":{"a2a-version":"x"}}`, "handler.headers.a2a-version: may not be set"},
+		{`{"type":"a2a","url":"http://x","card_key":"nope"}`, "handler.card_key: card key"},
 		{`{"type":"a2a","url":"http://x","method":"x"}`, "method"},
 	} {
 		_, err := l.Parse([]byte(`{"skills":[{"name":"x","handler":` + tc.handler + `}]}`))

@@ -9,12 +9,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/mcpv2/mcpv2/internal/netscope"
 	"github.com/mcpv2/mcpv2/node/llm"
 	"github.com/mcpv2/mcpv2/node/skills"
 	"github.com/mcpv2/mcpv2/protocol"
@@ -32,11 +32,29 @@ type httpJSON struct {
 	Headers  map[string]string `json:"headers"`
 }
 
-// reservedHeaders may not be set by a skills file: the handler or
-// net/http owns them.
-var reservedHeaders = map[string]bool{
-	"Host": true, "Content-Type": true, "Content-Length": true,
-	"Transfer-Encoding": true, "Connection": true,
+// parseHeaders reads a handler's headers: each name must pass check
+// (netscope.CheckHeader, or a2aclient.CheckHeader with its own), each
+// value may reference the node's environment only as ${ENV:NAME},
+// resolved here at load time. Errors name the header.
+func parseHeaders(hs map[string]string, check func(string) error) (http.Header, error) {
+	header := http.Header{}
+	for k, v := range hs {
+		if err := check(k); err != nil {
+			if errors.Is(err, netscope.ErrReservedHeader) {
+				return nil, fieldf("headers."+k, "may not be set")
+			}
+			return nil, fieldf("headers", "%w", err)
+		}
+		val, err := expandEnv(v)
+		if err != nil {
+			return nil, fieldf("headers."+k, "%w", err)
+		}
+		if !httpguts.ValidHeaderFieldValue(val) {
+			return nil, fieldf("headers."+k, "not a valid header value")
+		}
+		header.Set(k, val)
+	}
+	return header, nil
 }
 
 // newHTTP builds an http handler: the arguments are POSTed as
@@ -55,38 +73,17 @@ func newHTTP(name string, raw json.RawMessage, l *Loader) (skills.Handler, error
 	if hj.URL == "" {
 		return nil, fieldf("url", "missing")
 	}
-	u, err := url.Parse(hj.URL)
+	u, err := netscope.CheckURL(hj.URL)
 	if err != nil {
 		return nil, fieldf("url", "%w", err)
-	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fieldf("url", "scheme %q is not allowed (want http or https)", u.Scheme)
-	case u.Host == "":
-		return nil, fieldf("url", "no host")
-	case u.User != nil:
-		return nil, fieldf("url", "credentials in the URL are not allowed (use headers with ${ENV:NAME})")
 	}
 	timeout, err := parseTimeout(hj.TimeoutS)
 	if err != nil {
 		return nil, err
 	}
-	header := http.Header{}
-	for k, v := range hj.Headers {
-		if !httpguts.ValidHeaderFieldName(k) {
-			return nil, fieldf("headers", "%q is not a valid header name", k)
-		}
-		if reservedHeaders[http.CanonicalHeaderKey(k)] {
-			return nil, fieldf("headers."+k, "may not be set")
-		}
-		val, err := expandEnv(v)
-		if err != nil {
-			return nil, fieldf("headers."+k, "%w", err)
-		}
-		if !httpguts.ValidHeaderFieldValue(val) {
-			return nil, fieldf("headers."+k, "not a valid header value")
-		}
-		header.Set(k, val)
+	header, err := parseHeaders(hj.Headers, func(k string) error { return netscope.CheckHeader(k) })
+	if err != nil {
+		return nil, err
 	}
 	target, client, log, maxOut := u.String(), newHTTPClient(l.cfg.httpClient, timeout), l.cfg.log, l.cfg.maxOutput
 	fail := func(format string, a ...any) error {
