@@ -745,6 +745,19 @@ func (r *Registry) Listing(detail bool) []protocol.ExternalAgent {
 	return out
 }
 
+// PublicError is the last error of the registered agent at u as a caller
+// other than the operator reads it: its URL and a Category ("" when it is
+// healthy or not registered).
+func (r *Registry) PublicError(u string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.agents[u]
+	if !ok || e.info.LastError == notChecked {
+		return ""
+	}
+	return r.public(e).LastError
+}
+
 // List returns every registered agent, by URL (not the discovered ones).
 func (r *Registry) List() []protocol.ExternalAgent {
 	r.mu.Lock()
