@@ -436,3 +436,24 @@ func TestDiscoverDoesNotRegister(t *testing.T) {
 		t.Fatalf("list: %+v %v", list, err)
 	}
 }
+
+// TestRankTaskWordOrder: the words searched for a task are its first
+// words, in the task's order, not the alphabetically first (review item
+// 26).
+func TestRankTaskWordOrder(t *testing.T) {
+	var mu sync.Mutex
+	var asked []string
+	find := func(_ context.Context, q string, _ int) ([]protocol.FindResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, q)
+		return nil, nil
+	}
+	task := "weather forecast zurich tomorrow morning before noon hiking alpine banana apple cherry"
+	if _, err := RankAgentsForTask(ctxT(t), find, "self", nil, task, 5); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(asked, "weather") || !slices.Contains(asked, "zurich") || slices.Contains(asked, "apple") {
+		t.Fatalf("searched %q for %q", asked, task)
+	}
+}
