@@ -288,12 +288,17 @@ func (d *Discovery) rankProvider(ctx context.Context, ai peer.AddrInfo, query st
 	return Results(card, query, reachable), true
 }
 
+// MaxBridgedResults caps the bridged agents one card gives results for
+// (a node bridges at most 8): a peer's card cannot push every other
+// provider out of a find's limit with many small bridged entries.
+const MaxBridgedResults = 8
+
 // Results ranks card for query as Find does: one result for the agent's
 // own skills when they match, and one for each agent the card bridges
 // (protocol.AgentCard.Bridged) that matches, on its own name, description
-// and skills, with Bridged set and the bridging card as Card. A bridged
-// agent counts as reachable when the bridging agent is and the bridge
-// found it healthy.
+// and skills, with Bridged set and the bridging card as Card: the first
+// MaxBridgedResults of them, each URL once. A bridged agent counts as
+// reachable when the bridging agent is and the bridge found it healthy.
 func Results(card protocol.AgentCard, query string, reachable bool) []protocol.FindResult {
 	var out []protocol.FindResult
 	own := card
@@ -306,7 +311,15 @@ func Results(card protocol.AgentCard, query string, reachable bool) []protocol.F
 	if matchScore(own, query) > 0 {
 		out = append(out, protocol.FindResult{Card: card, Score: score(own, query, reachable), Reachable: reachable})
 	}
-	for _, b := range card.Bridged {
+	seen := map[string]bool{}
+	for i, b := range card.Bridged {
+		if i == MaxBridgedResults {
+			break
+		}
+		if seen[b.URL] {
+			continue
+		}
+		seen[b.URL] = true
 		bc := BridgedCard(card, b)
 		if matchScore(bc, query) == 0 {
 			continue

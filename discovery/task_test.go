@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/mcpv2/mcpv2/protocol"
@@ -59,5 +60,26 @@ func TestResultsBridged(t *testing.T) {
 	}
 	if res = Results(card, "ping", false); len(res) != 1 || res[0].Bridged != nil {
 		t.Fatalf("ping is the agent's own: %+v", res)
+	}
+}
+
+// TestResultsBridgedCapped: one card cannot fill a find with its bridged
+// entries: at most MaxBridgedResults of them count, each URL once (review
+// item 6).
+func TestResultsBridgedCapped(t *testing.T) {
+	card := protocol.AgentCard{Name: "m", PeerID: "12D3KooWxxx", Skills: []protocol.SkillDescriptor{{Name: "translate", Tags: []string{}}}}
+	for i := range 150 {
+		card.Bridged = append(card.Bridged, protocol.BridgedAgent{Name: "t", URL: fmt.Sprintf("https://%d.example", i%20), Skills: []string{"translate"}, Healthy: true})
+	}
+	res := Results(card, "translate", true)
+	if len(res) != MaxBridgedResults {
+		t.Fatalf("one card gave %d results, want %d", len(res), MaxBridgedResults)
+	}
+	seen := map[string]bool{}
+	for _, r := range res {
+		if r.Bridged == nil || seen[r.Bridged.URL] {
+			t.Fatalf("results: %+v", res)
+		}
+		seen[r.Bridged.URL] = true
 	}
 }

@@ -3,15 +3,19 @@ package node
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/sync/errgroup"
@@ -19,6 +23,7 @@ import (
 	"github.com/mcpv2/mcpv2/discovery"
 	"github.com/mcpv2/mcpv2/node/a2aclient"
 	"github.com/mcpv2/mcpv2/node/agents"
+	"github.com/mcpv2/mcpv2/node/skills"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -41,10 +46,6 @@ const (
 	maxBridgedName   = 64
 	maxTaskWords     = 8
 	taskFindLimit    = 16
-	// maxBridgedBytes bounds the JSON that bridged agents add to the card
-	// (their entries and their skills' descriptors), so that the signed
-	// card stays under discovery.MaxCardSize beside the node's own skills.
-	maxBridgedBytes = 6 << 10
 )
 
 // AgentsConfig configures the node's registry of external A2A agents.
@@ -76,8 +77,10 @@ type bridgeTarget struct {
 	desc       protocol.SkillDescriptor
 }
 
-// startAgents opens the registry of external agents (when a resolver is
-// configured) and registers the skills of the bridged ones.
+// startAgents opens the registry of external agents, always (with the
+// node's own A2A client over OutboundClient when no resolver is
+// configured), and registers the skills of the bridged ones. Its health
+// checks run only for agents the operator registered.
 func (n *Node) startAgents(c AgentsConfig) error {
 	if c.Resolver == nil {
 		// The node's own A2A client, through the outbound scope.
@@ -114,12 +117,14 @@ func (n *Node) startAgents(c AgentsConfig) error {
 	return nil
 }
 
-// AgentRegistry returns the node's registry of external agents (nil
-// without Config.Agents.Resolver).
+// AgentRegistry returns the node's registry of external agents. Every node
+// has one (startAgents opens it, with the node's own A2A client when
+// Config.Agents.Resolver is nil): nil only on a Node that New did not make.
 func (n *Node) AgentRegistry() *agents.Registry { return n.agents }
 
-// errNoAgents is the error of the agents methods without a registry.
-var errNoAgents = errors.New("node: no registry of external agents (the node runs without an A2A client)")
+// errNoAgents is the error of the agents methods on a Node without a
+// registry, which New never returns.
+var errNoAgents = errors.New("node: no registry of external agents (a Node not made by node.New)")
 
 // bridgeName is a skill-name prefix for an agent: its name lower-cased,
 // runs of other characters than a-z, 0-9, '_' and '-' as one '-', at
@@ -159,11 +164,161 @@ func clip(s string, n int) string {
 	return s[:n]
 }
 
+// meshToolNames are the MCP face's own tools (edge/mcp ToolMeshFind and
+// ToolMeshCall), which tools/list shows beside the skills; node cannot
+// import edge, so they are named here.
+var meshToolNames = []string{"mesh_find", "mesh_call"}
+
+// bridgeNameRE is the rule of a bridged skill's name: that of a custom
+// skill (node/skills/custom).
+var bridgeNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// reservedNames are the names no bridged skill may take, even when the
+// node has no such skill now: the pseudo-skills the policy grants, the
+// standard skills, scan, orchestrate and the MCP face's tools.
+func reservedNames() map[string]bool {
+	out := map[string]bool{OrchestrateSkill: true, skills.ScanSkill: true}
+	for _, l := range [][]string{pseudoSkills, skills.StandardNames, meshToolNames} {
+		for _, s := range l {
+			out[s] = true
+		}
+	}
+	return out
+}
+
+// sanitizeSkillName maps an agent's skill id to the custom-skill name rule:
+// each run of other characters than A-Z, a-z, 0-9, '_', '.' and '-' as one
+// '-', no leading or trailing '-' or '.', at most 64 bytes ("" when
+// nothing is left).
+func sanitizeSkillName(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range s {
+		if r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-') {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash {
+			b.WriteByte('-')
+			dash = true
+		}
+		if b.Len() >= 2*maxBridgedName {
+			break
+		}
+	}
+	return clip(strings.Trim(b.String(), "-."), maxBridgedName)
+}
+
+// urlTag is a short tag of an agent's URL, which tells apart two bridged
+// agents of one name.
+func urlTag(u string) string {
+	h := sha256.Sum256([]byte(u))
+	return hex.EncodeToString(h[:3])
+}
+
+// bridgedSkill is one skill of a bridged agent while its name is chosen.
+type bridgedSkill struct {
+	agent int    // index in the agents bridged
+	skill string // the agent's id of the skill
+	base  string // sanitizeSkillName of it
+	sk    protocol.SkillDescriptor
+}
+
+// bridgeNames names the skills of the bridged agents as this node serves
+// them. A name is computed from its agent alone, never from which agent
+// came first, so that adding an agent never moves a name (and the grants
+// that name it) to another agent: a skill keeps its own (sanitised) name
+// when no other bridged agent offers that name and it is none of the
+// node's (taken) or reservedNames; otherwise every agent offering it
+// serves it as "<agent>.<skill>" ("<agent>-<url tag>.<skill>" when two
+// bridged agents share a name). A skill that still cannot be named is left
+// out (logged). The result is by agent, in the order of list.
+func (n *Node) bridgeNames(list []protocol.ExternalAgent, taken map[string]bool) [][]bridgedSkill {
+	reserved := reservedNames()
+	var all []bridgedSkill
+	plain := map[string]int{}
+	for ai, a := range list {
+		for i, sk := range a.Skills {
+			if i == maxBridgedSkills {
+				n.log.Warn("agents: a bridged agent has more skills than a card holds; the rest are not bridged", "url", a.URL, "max", maxBridgedSkills)
+				break
+			}
+			base := sanitizeSkillName(sk.Name)
+			if base == "" {
+				n.log.Warn("agents: a bridged skill has no usable name; not bridged", "skill", clip(sk.Name, 80), "url", a.URL)
+				continue
+			}
+			if base != sk.Name {
+				n.log.Info("agents: a bridged skill's name is not a skill name; it is served sanitised", "skill", clip(sk.Name, 80), "as", base, "url", a.URL)
+			}
+			all = append(all, bridgedSkill{agent: ai, skill: sk.Name, base: base, sk: sk})
+			plain[base]++
+		}
+	}
+	qual := func(bs bridgedSkill, tagged bool) string {
+		prefix := bridgeName(list[bs.agent])
+		if tagged {
+			prefix = clip(prefix, 24) + "-" + urlTag(list[bs.agent].URL)
+		}
+		return clip(prefix+"."+bs.base, maxBridgedName)
+	}
+	qcount := map[string]int{}
+	for _, bs := range all {
+		if plain[bs.base] > 1 || taken[bs.base] || reserved[bs.base] {
+			qcount[qual(bs, false)]++
+		}
+	}
+	out := make([][]bridgedSkill, len(list))
+	used := map[string]bool{}
+	for _, bs := range all {
+		name := bs.base
+		if plain[name] > 1 || taken[name] || reserved[name] {
+			name = qual(bs, qcount[qual(bs, false)] > 1)
+			n.log.Info("agents: a bridged skill's name is taken, reserved or offered by another bridged agent; it is served qualified", "skill", bs.base, "as", name, "url", list[bs.agent].URL)
+		}
+		if used[name] || taken[name] || reserved[name] || !bridgeNameRE.MatchString(name) {
+			n.log.Warn("agents: a bridged skill cannot be named; not bridged", "skill", clip(bs.skill, 80), "as", name, "url", list[bs.agent].URL)
+			continue
+		}
+		used[name] = true
+		bs.sk.Name = name
+		out[bs.agent] = append(out[bs.agent], bs)
+	}
+	return out
+}
+
+// cardMargin is what the signed card's envelope (key, signature, framing)
+// and later growth of the node's addresses may add to the card's JSON.
+const cardMargin = 2 << 10
+
+// bridgeBudget is how many bytes of JSON the bridged agents may add to the
+// node's card (r.mu of the bridge held): discovery.MaxCardSize less the
+// card without them (the node's own skills, its addresses) and cardMargin.
+func (n *Node) bridgeBudget() int {
+	own := slices.DeleteFunc(n.reg.List(), func(d protocol.SkillDescriptor) bool {
+		_, ours := n.bridge.skills[d.Name]
+		return ours
+	})
+	c := protocol.AgentCard{Name: n.cfg.Name, Description: n.cfg.Description, Version: Version, PeerID: strings.Repeat("x", 52),
+		ProtocolVersions: []string{protocol.Version}, Skills: own,
+		Capabilities: protocol.Capabilities{LLMMode: n.cfg.LLMMode, Providers: slices.Clone(protocol.Providers), MaxBatch: protocol.MaxBatchSize, MTLS: true},
+		Endpoints:    protocol.Endpoints{HTTP: n.cfg.HTTPEndpoint}, Seq: 1 << 62, IssuedAt: 1 << 40}
+	if c.Name == "" {
+		c.Name = "mcpv2-xxxxxxxx"
+	}
+	if c.Description == "" {
+		c.Description = "An mcpv2 agent."
+	}
+	if n.host != nil {
+		c.Addrs = n.P2PAddrs()
+	}
+	return discovery.MaxCardSize - jsonSize(c) - cardMargin
+}
+
 // syncBridge brings the node's skills and card in line with the bridged
 // agents of the registry: each skill of a bridged agent is a skill of this
-// node, by its own name, or "<agent>.<skill>" when a skill of the node's
-// own has that name (logged), and the card lists each bridged agent with
-// its health. The card is republished.
+// node, named by bridgeNames, and the card lists each bridged agent with
+// its health, within the room the node's own card leaves (bridgeBudget).
+// The card is republished.
 func (n *Node) syncBridge() {
 	n.bridge.mu.Lock()
 	defer n.bridge.mu.Unlock()
@@ -176,57 +331,50 @@ func (n *Node) syncBridge() {
 			taken[name] = true
 		}
 	}
-	want := map[string]bridgeTarget{}
-	var card []protocol.BridgedAgent
-	budget := maxBridgedBytes
+	var list []protocol.ExternalAgent
 	for _, a := range n.agents.List() {
 		if !a.Bridged {
 			continue
 		}
-		if len(card) == maxBridgedAgents {
+		if len(list) == maxBridgedAgents {
 			n.log.Warn("agents: too many bridged agents for the card; this one is not bridged", "url", a.URL, "max", maxBridgedAgents)
 			continue
 		}
+		list = append(list, a)
+	}
+	names := n.bridgeNames(list, taken)
+	want := map[string]bridgeTarget{}
+	var card []protocol.BridgedAgent
+	budget := n.bridgeBudget()
+	for ai, a := range list {
 		ba := protocol.BridgedAgent{Name: clip(a.Name, maxBridgedName), URL: a.URL, Description: clip(a.Description, maxBridgedText),
 			Healthy: a.Healthy, Skills: []string{}}
-		if size := jsonSize(ba); size > budget {
-			n.log.Warn("agents: no room left in the card for this bridged agent; not bridged", "url", a.URL, "budget_bytes", maxBridgedBytes)
+		if size := jsonSize(ba) + 1; size > budget {
+			n.log.Warn("agents: no room left in the card for this bridged agent; not bridged", "url", a.URL)
 			continue
 		} else {
 			budget -= size
 		}
-		for i, sk := range a.Skills {
-			if i == maxBridgedSkills {
-				n.log.Warn("agents: a bridged agent has more skills than a card holds; the rest are not bridged", "url", a.URL, "max", maxBridgedSkills)
-				break
-			}
-			name := sk.Name
-			if taken[name] {
-				q := bridgeName(a) + "." + sk.Name
-				n.log.Info("agents: a bridged skill's name is taken; it is served qualified", "skill", sk.Name, "as", q, "url", a.URL)
-				name = q
-			}
-			if taken[name] || len(name) > 128 {
-				n.log.Warn("agents: a bridged skill cannot be named; not bridged", "skill", sk.Name, "url", a.URL)
-				continue
-			}
-			taken[name] = true
-			tags := slices.Clone(sk.Tags[:min(len(sk.Tags), maxBridgedTags)])
+		for _, bs := range names[ai] {
+			name := bs.sk.Name
+			tags := slices.Clone(bs.sk.Tags[:min(len(bs.sk.Tags), maxBridgedTags)])
 			for i := range tags {
 				tags[i] = clip(tags[i], maxBridgedName)
 			}
-			desc := clip(sk.Description, maxBridgedText)
+			desc := clip(bs.sk.Description, maxBridgedText)
 			if desc == "" {
-				desc = fmt.Sprintf("%s of the A2A agent %s", sk.Name, clip(a.Name, maxBridgedName))
+				desc = fmt.Sprintf("%s of the A2A agent %s", bs.base, clip(a.Name, maxBridgedName))
 			}
-			d := protocol.SkillDescriptor{Name: name, Description: desc, Tags: tags}
-			if size := jsonSize(d) + len(name) + 3; size > budget {
-				n.log.Warn("agents: no room left in the card for a bridged skill; the rest are not bridged", "skill", sk.Name, "url", a.URL, "budget_bytes", maxBridgedBytes)
+			// As the registry keeps it (AddRaw's schema included), plus
+			// its name in the agent's entry.
+			d := protocol.SkillDescriptor{Name: name, Description: desc, Tags: tags, InputSchema: json.RawMessage(`{"type":"object"}`)}
+			if size := jsonSize(d) + 1 + len(name) + 3; size > budget {
+				n.log.Warn("agents: no room left in the card for a bridged skill; the rest are not bridged", "skill", name, "url", a.URL)
 				break
 			} else {
 				budget -= size
 			}
-			want[name] = bridgeTarget{url: a.URL, skill: sk.Name, desc: d}
+			want[name] = bridgeTarget{url: a.URL, skill: bs.skill, desc: d}
 			ba.Skills = append(ba.Skills, name)
 		}
 		card = append(card, ba)
@@ -267,20 +415,33 @@ func sameDesc(a, b protocol.SkillDescriptor) bool {
 }
 
 // bridgeHandler calls skill t of a bridged agent: at once a clear error
-// when the agent is unhealthy (the orchestrator then fails over).
+// when the agent is unhealthy (the orchestrator then fails over). Its
+// callers are not the operator: an error names the agent's URL and a
+// category (agents.Category), never the dial error; the detail is logged.
 func (n *Node) bridgeHandler(t bridgeTarget) func(ctx context.Context, args json.RawMessage) (any, error) {
 	return func(ctx context.Context, args json.RawMessage) (any, error) {
 		out, err := n.agents.Call(ctx, t.url, t.skill, args)
+		if err != nil && !errors.Is(err, agents.ErrNoAgent) {
+			n.log.Info("agents: a call of a bridged agent failed", "url", t.url, "skill", t.skill, "err", err)
+		}
 		switch {
 		case errors.Is(err, agents.ErrUnhealthy):
-			return nil, protocol.Errorf(protocol.CodeToolExecution, "the A2A agent at %s that this node bridges is unhealthy: %v", t.url, err)
+			why := n.agents.PublicError(t.url)
+			if why == "" {
+				why = t.url + ": " + agents.CatUnreachable
+			}
+			return nil, protocol.Errorf(protocol.CodeToolExecution, "the A2A agent that this node bridges is unhealthy (%s)", why)
 		case errors.Is(err, agents.ErrNoAgent):
 			return nil, protocol.Errorf(protocol.CodeToolExecution, "the A2A agent at %s is no longer bridged by this node", t.url)
 		case err != nil:
 			if perr, ok := errors.AsType[*protocol.Error](err); ok {
 				return nil, perr
 			}
-			return nil, protocol.Errorf(protocol.CodeToolExecution, "the A2A agent at %s (bridged by this node) failed skill %q: %v", t.url, t.skill, err)
+			cat := agents.Category(err)
+			if cat == agents.CatBadCard {
+				cat = "it failed the task"
+			}
+			return nil, protocol.Errorf(protocol.CodeToolExecution, "the A2A agent at %s (bridged by this node) failed skill %q: %s", t.url, t.skill, cat)
 		}
 		if len(out) == 0 {
 			out = json.RawMessage("null")
@@ -334,18 +495,26 @@ func (n *Node) AddAgents(ctx context.Context, c Caller, urls []string, bridge bo
 	if len(urls) == 0 || len(urls) > agents.MaxDiscover {
 		return nil, fmt.Errorf("node: agents add: %d URLs: want 1 to %d", len(urls), agents.MaxDiscover)
 	}
+	// Each URL's card is read within the registry's own timeout, a few at
+	// a time: one slow agent does not use up the others' time.
 	out := make([]protocol.ExternalAgent, len(urls))
+	var g errgroup.Group
+	g.SetLimit(agents.DefaultParallel)
 	for i, u := range urls {
-		start := time.Now()
-		a, err := n.agents.Add(ctx, u, bridge)
-		var perr *protocol.Error
-		if err != nil {
-			perr = protocol.Errorf(protocol.CodeToolExecution, "%v", err)
-			a = protocol.ExternalAgent{URL: u, LastError: err.Error(), LastChecked: n.now(), Skills: []protocol.SkillDescriptor{}}
-		}
-		n.audit(ctx, c, "agents add", clip(u, 256), perr, start)
-		out[i] = a
+		g.Go(func() error {
+			start := time.Now()
+			a, err := n.agents.Add(ctx, u, bridge)
+			var perr *protocol.Error
+			if err != nil {
+				perr = protocol.Errorf(protocol.CodeToolExecution, "%v", err)
+				a = protocol.ExternalAgent{URL: u, LastError: err.Error(), LastChecked: n.now(), Skills: []protocol.SkillDescriptor{}}
+			}
+			n.audit(ctx, c, "agents add", clip(u, 256), perr, start)
+			out[i] = a
+			return nil
+		})
 	}
+	_ = g.Wait()
 	return n.withBridgedBy(out), nil
 }
 
@@ -364,11 +533,15 @@ func (n *Node) RemoveAgent(ctx context.Context, c Caller, u string) error {
 	return err
 }
 
-// DiscoverAgents reads the cards of the agents at urls and registers those
-// that answered (unbridged): the REST face's POST /api/v1/a2a/discover.
-// Each URL has its entry, in order: the agent, or Healthy false and
-// LastError why. It needs a grant: a secret holder, or a caller the policy
-// grants the pseudo-skill "discover_agents". Audited ("agents discover").
+// DiscoverAgents reads the cards of the agents at urls, the REST face's
+// POST /api/v1/a2a/discover. It registers nothing (only the operator's
+// AddAgents does): the agents that answered are cached for the registry's
+// TTL (agents.Registry.Discover), marked Discovered. Each URL has its
+// entry, in order: the agent, or Healthy false and LastError the URL and a
+// category (unreachable, refused by the outbound scope, bad card,
+// timeout; the detail is logged). It needs a grant: a secret holder, or a
+// caller the policy grants the pseudo-skill "discover_agents". Audited
+// ("agents discover").
 func (n *Node) DiscoverAgents(ctx context.Context, c Caller, urls []string) ([]protocol.ExternalAgent, error) {
 	start := time.Now()
 	if perr := n.grant(c, "", protocol.PurposeRPC, DiscoverAgentsGrant); perr != nil {
@@ -383,8 +556,11 @@ func (n *Node) DiscoverAgents(ctx context.Context, c Caller, urls []string) ([]p
 	return n.withBridgedBy(out), err
 }
 
-// Agents lists the registered external agents, by URL: for a secret
-// holder, or a caller the policy grants the pseudo-skill "list_agents".
+// Agents lists the registered external agents, then the discovered ones
+// still cached (Discovered), each by URL, without their raw cards: for a
+// secret holder, or a caller the policy grants the pseudo-skill
+// "list_agents". A secret holder reads each error as it was; any other
+// caller reads the URL and a category.
 func (n *Node) Agents(ctx context.Context, c Caller) ([]protocol.ExternalAgent, error) {
 	if perr := n.grant(c, "", protocol.PurposeRPC, ListAgentsGrant); perr != nil {
 		n.audit(ctx, c, "agents list", ListAgentsGrant, perr, time.Now())
@@ -393,7 +569,7 @@ func (n *Node) Agents(ctx context.Context, c Caller) ([]protocol.ExternalAgent, 
 	if n.agents == nil {
 		return []protocol.ExternalAgent{}, nil
 	}
-	return n.withBridgedBy(n.agents.List()), nil
+	return n.withBridgedBy(n.agents.Listing(c.Kind == protocol.CallerSecretHolder)), nil
 }
 
 // FindAgentsForTask ranks agents for a free-text task with the seed's
@@ -451,13 +627,7 @@ func RankAgentsForTask(ctx context.Context, find FindFunc, self string, register
 		}
 	}
 	if find != nil {
-		qs := slices.Sorted(func(yield func(string) bool) {
-			for w := range words {
-				if !yield(w) {
-					return
-				}
-			}
-		})
+		qs := taskOrder(task, words)
 		qs = qs[:min(len(qs), maxTaskWords)]
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(4)
@@ -513,4 +683,19 @@ func RankAgentsForTask(ctx context.Context, find FindFunc, self string, register
 		return cmp.Or(cmp.Compare(b.Score, a.Score), strings.Compare(a.PeerID, b.PeerID), strings.Compare(a.URL, b.URL))
 	})
 	return out[:min(len(out), limit)], nil
+}
+
+// taskOrder is the words of task (discovery.TaskWords) in the order the
+// task gives them, each once: the first maxTaskWords are searched.
+func taskOrder(task string, words map[string]bool) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, w := range strings.FieldsFunc(task, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		w = strings.ToLower(w)
+		if words[w] && !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	return out
 }

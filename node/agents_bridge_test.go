@@ -3,7 +3,13 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
+	neturl "net/url"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -30,7 +36,8 @@ func (e *extAgents) Card(_ context.Context, url string) (*a2aclient.Card, error)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.down[url] {
-		return nil, fmt.Errorf("GET %s/.well-known/agent-card.json: connection refused", url)
+		return nil, fmt.Errorf("a2a agent %s: card: %w", url, &neturl.Error{Op: "Get", URL: url + "/.well-known/agent-card.json",
+			Err: &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}})
 	}
 	return &a2aclient.Card{URL: url, Name: "Lingo Agent", Description: "translates text between languages", ProtocolVersion: "1.0",
 		Skills: []a2aclient.Skill{
@@ -155,7 +162,9 @@ func TestBridgeAgentIntoMesh(t *testing.T) {
 		t.Fatalf("after the agent went down: %+v %v", list, err)
 	}
 	_, err = f.Client().CallSkill(ctxT(t), addrOf(t, b), "translate", json.RawMessage(`{"text":"hola"}`), protocol.CallOptions{})
-	if codeOf(err) != protocol.CodeToolExecution || !strings.Contains(err.Error(), "unhealthy") || !strings.Contains(err.Error(), "connection refused") {
+	// A mesh caller reads the URL and a category, not the dial error.
+	if codeOf(err) != protocol.CodeToolExecution || !strings.Contains(err.Error(), "unhealthy") ||
+		!strings.Contains(err.Error(), url+": unreachable") || strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("a call of the unhealthy agent: %v", err)
 	}
 	deadline = time.Now().Add(60 * time.Second)
@@ -257,9 +266,20 @@ func (bigAgents) Call(context.Context, *a2aclient.Card, string, json.RawMessage)
 }
 
 // TestBridgeCardFits: however many and however large the bridged agents,
-// the node's signed card stays publishable.
+// the node's signed card stays publishable, also beside a large set of
+// custom skills of the node's own (review item 5: a fixed budget did not
+// count them).
 func TestBridgeCardFits(t *testing.T) {
+	var sk []string
+	for i := range 20 {
+		sk = append(sk, fmt.Sprintf(`{"name":"custom_%02d","description":"%s","handler":{"type":"template","template":"x"}}`, i, strings.Repeat("c", 150)))
+	}
+	file := filepath.Join(t.TempDir(), "skills.json")
+	if err := os.WriteFile(file, []byte(`{"skills":[`+strings.Join(sk, ",")+`]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	n := newTestNode(t, func(c *Config) {
+		c.SkillsFile = file
 		c.Mesh = &MeshConfig{NoMDNS: true, NoNAT: true}
 		c.ListenAddrs = []string{"/ip4/127.0.0.1/tcp/0"}
 		c.Agents = AgentsConfig{Resolver: bigAgents{}, Interval: time.Hour}
@@ -276,7 +296,164 @@ func TestBridgeCardFits(t *testing.T) {
 	if len(card.Bridged) == 0 || len(card.Bridged[0].Skills) == 0 {
 		t.Fatalf("nothing bridged: %+v", card.Bridged)
 	}
+	if _, ok := n.Registry().Lookup("custom_19"); !ok {
+		t.Fatal("the custom skills were not loaded")
+	}
 	if err := n.Discovery().Publish(ctxT(t), card); err != nil {
 		t.Fatalf("publish the card with %d bridged agents: %v", len(card.Bridged), err)
+	}
+}
+
+// oddAgents answers cards whose skill ids are no skill names, or names the
+// node reserves, and a skill "translate" for every agent.
+type oddAgents struct{ extAgents }
+
+func (o *oddAgents) Card(_ context.Context, url string) (*a2aclient.Card, error) {
+	return &a2aclient.Card{URL: url, Name: "Agent " + strings.TrimPrefix(url, "https://"), ProtocolVersion: "1.0", FetchedAt: time.Now(),
+		Skills: []a2aclient.Skill{{ID: "evil name\x1b[31m with spaces"}, {ID: SecurityAuditSkill}, {ID: ReadResourceSkill},
+			{ID: DiscoverAgentsGrant}, {ID: ListAgentsGrant}, {ID: "mesh_call"}, {ID: "mesh_find"}, {ID: OrchestrateSkill},
+			{ID: "scan"}, {ID: "pay"}, {ID: "\x00\x01"}, {ID: "translate"}}}, nil
+}
+
+// TestBridgedNamesChecked: a bridged skill's name follows the custom-skill
+// rule and takes no pseudo-skill, standard skill, scan, orchestrate or MCP
+// face tool name (review item 4).
+func TestBridgedNamesChecked(t *testing.T) {
+	n := newTestNode(t, func(c *Config) { c.Agents = AgentsConfig{Resolver: &oddAgents{}, Interval: time.Hour} })
+	before := map[string]bool{}
+	for _, name := range n.Registry().Names() {
+		before[name] = true
+	}
+	op := Caller{ID: "local", Kind: protocol.CallerSecretHolder}
+	if _, err := n.AddAgents(ctxT(t), op, []string{"https://odd.example"}, true); err != nil {
+		t.Fatal(err)
+	}
+	rule := regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	reserved := reservedNames()
+	var bridged []string
+	for _, name := range n.Registry().Names() {
+		if before[name] {
+			continue
+		}
+		bridged = append(bridged, name)
+		if !rule.MatchString(name) || reserved[name] {
+			t.Errorf("bridged skill registered as %q", name)
+		}
+	}
+	slices.Sort(bridged)
+	want := []string{"agent-odd-example.discover_agents", "agent-odd-example.list_agents", "agent-odd-example.mesh_call",
+		"agent-odd-example.mesh_find", "agent-odd-example.orchestrate", "agent-odd-example.pay", "agent-odd-example.read_resource",
+		"agent-odd-example.scan", "agent-odd-example.security_audit", "evil-name-31m-with-spaces", "translate"}
+	if !slices.Equal(bridged, want) {
+		t.Fatalf("bridged %q\nwant %q", bridged, want)
+	}
+}
+
+// TestBridgedNamesStable: a bridged skill's name comes from its agent
+// alone: adding an agent whose skill has the same name never hands the
+// name (and its grants) to the new agent, and the names do not depend on
+// the order the agents came in (review item 7).
+func TestBridgedNamesStable(t *testing.T) {
+	targets := func(order []string) map[string]string {
+		n := newTestNode(t, func(c *Config) { c.Agents = AgentsConfig{Resolver: &oddAgents{}, Interval: time.Hour} })
+		op := Caller{ID: "local", Kind: protocol.CallerSecretHolder}
+		for _, u := range order {
+			if _, err := n.AddAgents(ctxT(t), op, []string{u}, true); err != nil {
+				t.Fatal(err)
+			}
+			n.bridge.mu.Lock()
+			if tr, ok := n.bridge.skills["translate"]; ok && tr.url != order[0] {
+				t.Errorf("after adding %s, translate goes to %s, not to %s", u, tr.url, order[0])
+			}
+			n.bridge.mu.Unlock()
+		}
+		n.bridge.mu.Lock()
+		defer n.bridge.mu.Unlock()
+		out := map[string]string{}
+		for name, tr := range n.bridge.skills {
+			out[name] = tr.url + " " + tr.skill
+		}
+		return out
+	}
+	ab := targets([]string{"https://b.example", "https://a.example"})
+	ba := targets([]string{"https://a.example", "https://b.example"})
+	if fmt.Sprint(ab) != fmt.Sprint(ba) {
+		t.Fatalf("names depend on the order:\n%v\n%v", ab, ba)
+	}
+	if ab["agent-a-example.translate"] != "https://a.example translate" || ab["agent-b-example.translate"] != "https://b.example translate" {
+		t.Fatalf("translate of two agents: %v", ab)
+	}
+	// Two agents of one name are told apart by their URL.
+	same := &sameName{}
+	n := newTestNode(t, func(c *Config) { c.Agents = AgentsConfig{Resolver: same, Interval: time.Hour} })
+	if _, err := n.AddAgents(ctxT(t), Caller{ID: "local", Kind: protocol.CallerSecretHolder}, []string{"https://x.example", "https://y.example"}, true); err != nil {
+		t.Fatal(err)
+	}
+	n.bridge.mu.Lock()
+	got := len(n.bridge.skills)
+	n.bridge.mu.Unlock()
+	if got != 2 {
+		t.Fatalf("two agents of one name bridged %d skills, want 2", got)
+	}
+}
+
+// sameName answers one card name and one skill for every URL.
+type sameName struct{ extAgents }
+
+func (*sameName) Card(_ context.Context, url string) (*a2aclient.Card, error) {
+	return &a2aclient.Card{URL: url, Name: "Twin", ProtocolVersion: "1.0", FetchedAt: time.Now(), Skills: []a2aclient.Skill{{ID: "echo"}}}, nil
+}
+
+// TestDiscoverDoesNotRegister: an anonymous discover_agents grantee cannot
+// fill the operator's registry or its file (review item 2); the list shows
+// what it found as discovered, with coarse errors.
+func TestDiscoverDoesNotRegister(t *testing.T) {
+	pol := writePolicy(t, map[string][]string{"http": {DiscoverAgentsGrant, ListAgentsGrant}})
+	ext := &extAgents{down: map[string]bool{"https://down.example": true}}
+	n := newTestNode(t, func(c *Config) {
+		c.PolicyFile = pol
+		c.Agents = AgentsConfig{Resolver: ext, Max: 2, Interval: time.Hour}
+	})
+	anon := Caller{ID: "ip:1.2.3.4", Via: "http", Kind: protocol.CallerAnonymous}
+	urls := []string{"https://down.example"}
+	for i := range 4 {
+		urls = append(urls, fmt.Sprintf("https://attacker%d.example", i))
+	}
+	got, err := n.DiscoverAgents(ctxT(t), anon, urls)
+	if err != nil || got[0].LastError != "https://down.example: unreachable" || !got[1].Discovered {
+		t.Fatalf("discover: %+v %v", got, err)
+	}
+	op := Caller{ID: "local", Via: "local", Kind: protocol.CallerSecretHolder, Owner: protocol.OwnerSecret}
+	out, err := n.AddAgents(ctxT(t), op, []string{"https://real.example", "https://real2.example"}, true)
+	if err != nil || out[0].LastError != "" || out[1].LastError != "" {
+		t.Fatalf("the operator's add after discovers: %+v %v", out, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(n.cfg.DataDir, "agents.json")); err != nil || strings.Contains(string(b), "attacker") {
+		t.Fatalf("agents.json: %s %v", b, err)
+	}
+	list, err := n.Agents(ctxT(t), anon)
+	if err != nil || len(list) != 6 || list[0].Discovered || !list[2].Discovered {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+}
+
+// TestRankTaskWordOrder: the words searched for a task are its first
+// words, in the task's order, not the alphabetically first (review item
+// 26).
+func TestRankTaskWordOrder(t *testing.T) {
+	var mu sync.Mutex
+	var asked []string
+	find := func(_ context.Context, q string, _ int) ([]protocol.FindResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, q)
+		return nil, nil
+	}
+	task := "weather forecast zurich tomorrow morning before noon hiking alpine banana apple cherry"
+	if _, err := RankAgentsForTask(ctxT(t), find, "self", nil, task, 5); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(asked, "weather") || !slices.Contains(asked, "zurich") || slices.Contains(asked, "apple") {
+		t.Fatalf("searched %q for %q", asked, task)
 	}
 }

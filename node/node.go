@@ -165,7 +165,9 @@ type Config struct {
 	// unless one of these covers them (internal/netscope). Nil: none.
 	OutboundAllow []netip.Prefix
 	// Agents configures the registry of external A2A agents (mcpv2 agents,
-	// issue 23); without a Resolver the node keeps none.
+	// issue 23). Every node has the registry, its health-check goroutine
+	// and the discover route's cache; without a Resolver it reads cards
+	// through the node's own A2A client over OutboundClient.
 	Agents AgentsConfig
 	// Metrics, when set, receives the node's collectors (calls, refusals,
 	// latency, bytes, blobs, connections, store sizes; node/metrics.go)
@@ -219,7 +221,7 @@ type Node struct {
 	// inTransfers are the blob transfers the node receives (Transfers).
 	inTransfers *transfers
 
-	agents *agents.Registry // nil without Config.Agents.Resolver
+	agents *agents.Registry // always set by New (startAgents)
 	bridge bridge           // the bridged agents' skills and card entries
 
 	// blobIdleTest, when positive, replaces blobIdle (nanoseconds) for the

@@ -6,9 +6,9 @@ import (
 )
 
 // ExternalAgent is an A2A agent outside the mesh that a node knows by its
-// URL (issue 23): registered by the operator (mcpv2 agents add) or found by
-// the REST face's discover route, its card fetched and health-checked on a
-// schedule. Faces render it; only the node changes it.
+// URL (issue 23): registered by the operator (mcpv2 agents add), its card
+// fetched and health-checked on a schedule, or found by the REST face's
+// discover route and only cached for a while (Discovered). Faces render it; only the node changes it.
 type ExternalAgent struct {
 	// URL is the agent's base URL, as registered.
 	URL string `json:"url"`
@@ -31,6 +31,11 @@ type ExternalAgent struct {
 	// answers calls to it; BridgedBy is that node's PeerID.
 	Bridged   bool   `json:"bridged"`
 	BridgedBy string `json:"bridged_by,omitempty"`
-	// Card is the card as the agent served it (capped).
+	// Discovered marks an agent that the REST face's discover route found:
+	// it is only cached for a TTL, neither registered nor bridged nor
+	// health-checked (only the operator's mcpv2 agents add registers).
+	Discovered bool `json:"discovered,omitempty"`
+	// Card is the card as the agent served it. The node's list and
+	// discover answers leave it out (a card may be up to 1 MiB).
 	Card json.RawMessage `json:"card,omitempty"`
 }

@@ -106,7 +106,7 @@ func findTask(c *cli.Context) error {
 	}
 	if cl, derr := localapi.Dial(ctx, dir); derr == nil {
 		defer cl.Close()
-		res, err := cl.FindTask(ctx, task)
+		res, err := cl.FindTask(ctx, task, c.Int("limit"))
 		if err != nil {
 			return fmt.Errorf("find --task: %w", err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/urfave/cli/v2"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/mcpv2/mcpv2/discovery"
 	"github.com/mcpv2/mcpv2/edge"
@@ -593,25 +594,48 @@ func noneIfZero[T int | int64 | time.Duration](v T) T {
 }
 
 // registerKnownAgents registers the agents of --agents (the seed's
-// MCP_A2A_KNOWN_AGENT_URLS) as the operator, each card read within
-// --agents-timeout; an agent that cannot be read is logged and left out, so
-// that a node starts while an agent is down (mcpv2 agents add retries).
+// MCP_A2A_KNOWN_AGENT_URLS) as the operator, at most --max-agents of them,
+// a few at a time, each card read within its own --agents-timeout; an
+// agent that cannot be read is logged and left out, so that a node starts
+// while an agent is down (mcpv2 agents add retries).
 func registerKnownAgents(c *cli.Context, n *node.Node, log *slog.Logger) {
-	urls := splitList(c.StringSlice("agents"))
-	if len(urls) == 0 {
-		return
+	op := node.Caller{ID: "local", Via: "local", Kind: protocol.CallerSecretHolder, Owner: protocol.OwnerSecret}
+	addKnownAgents(c.Context, splitList(c.StringSlice("agents")), c.Int("max-agents"), c.Duration("agents-timeout")+time.Second, log,
+		func(ctx context.Context, u string) (string, error) {
+			list, err := n.AddAgents(ctx, op, []string{u}, false)
+			if err == nil && len(list) == 1 {
+				return list[0].LastError, nil
+			}
+			return "", err
+		})
+}
+
+// addKnownAgents is registerKnownAgents over add (which answers the
+// agent's error, or fails): the first max URLs, agents.DefaultParallel at
+// a time, each within its own timeout, so that one slow agent does not
+// use up the time of the others.
+func addKnownAgents(ctx context.Context, urls []string, max int, timeout time.Duration, log *slog.Logger, add func(context.Context, string) (string, error)) {
+	if max > 0 && len(urls) > max {
+		log.Warn("--agents: more agents than --max-agents; the rest are not registered", "max", max, "left_out", len(urls)-max)
+		urls = urls[:max]
 	}
-	ctx, cancel := context.WithTimeout(c.Context, c.Duration("agents-timeout")+time.Second)
-	defer cancel()
+	var g errgroup.Group
+	g.SetLimit(agents.DefaultParallel)
 	for _, u := range urls {
-		list, err := n.AddAgents(ctx, node.Caller{ID: "local", Via: "local", Kind: protocol.CallerSecretHolder, Owner: protocol.OwnerSecret}, []string{u}, false)
-		switch {
-		case err != nil:
-			log.Warn("--agents: not registered", "url", u, "err", err)
-		case len(list) == 1 && list[0].LastError != "":
-			log.Warn("--agents: not registered", "url", u, "err", list[0].LastError)
-		default:
-			log.Info("--agents: registered", "url", u)
-		}
+		g.Go(func() error {
+			actx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			lastErr, err := add(actx, u)
+			switch {
+			case err != nil:
+				log.Warn("--agents: not registered", "url", u, "err", err)
+			case lastErr != "":
+				log.Warn("--agents: not registered", "url", u, "err", lastErr)
+			default:
+				log.Info("--agents: registered", "url", u)
+			}
+			return nil
+		})
 	}
+	_ = g.Wait()
 }

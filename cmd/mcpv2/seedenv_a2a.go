@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mcpv2/mcpv2/internal/suggest"
+	"github.com/mcpv2/mcpv2/node/agents"
 )
 
 // The MCP & A2A seed (issue 23) was configured by MCP_A2A_* variables (and
@@ -100,10 +101,11 @@ func secondsToDuration(v string) ([]string, error) {
 	return []string{time.Duration(n * float64(time.Second)).Round(time.Millisecond).String()}, nil
 }
 
-// Bounds of MCP_A2A_KNOWN_AGENT_URLS.
+// Bounds of MCP_A2A_KNOWN_AGENT_URLS: no more URLs than the registry
+// holds by default (--max-agents), each no longer than an agent URL.
 const (
-	maxKnownAgents   = 256
-	maxKnownAgentURL = 2048
+	maxKnownAgents   = agents.DefaultMaxAgents
+	maxKnownAgentURL = agents.MaxURL
 )
 
 // urlList reads a JSON list of URLs or a comma-separated one; an empty
@@ -132,7 +134,7 @@ func urlList(v string) ([]string, error) {
 		out = append(out, u)
 	}
 	if len(out) > maxKnownAgents {
-		return nil, fmt.Errorf("%d URLs, more than %d", len(out), maxKnownAgents)
+		return nil, fmt.Errorf("%d URLs, more than the %d agents the registry holds by default (--max-agents)", len(out), maxKnownAgents)
 	}
 	return out, nil
 }

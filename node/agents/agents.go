@@ -1,12 +1,20 @@
 // Package agents is a node's registry of A2A agents outside the mesh
 // (issue 23): agents known by their URL, registered by the operator
-// (mcpv2 agents add) or found by the discover route of the REST face.
-// Each agent's card is fetched and checked when it is added, health-checked
-// on a schedule (an owned goroutine, with jitter, a few checks at a time),
-// and cached for a TTL; a failing agent becomes unhealthy with its error
-// kept, and healthy again when it answers. The registry is kept in a file
-// of the data dir (agents.json), written atomically, so that a restart
-// keeps it.
+// (mcpv2 agents add) only. Each agent's card is fetched and checked when it
+// is added, health-checked on a schedule (an owned goroutine, with jitter,
+// a few checks at a time), and cached for a TTL; a failing agent becomes
+// unhealthy with its error kept, and healthy again when it answers. The
+// registry is kept in a file of the data dir (agents.json), written
+// atomically, so that a restart keeps it.
+//
+// Agents found by the REST face's discover route (Discover) are not
+// registered: they go to a separate in-memory cache, bounded by its own cap
+// (WithMaxFound, least recently used out first) and the TTL; they are not
+// persisted, not health-checked, not bridged, and do not count against the
+// registry's cap. Their errors, and those the registry shows to callers
+// other than the operator (Listing(false)), are coarse (Category): the URL
+// and "unreachable", "refused by the node's outbound scope", "not an A2A
+// agent (bad card)" or "timeout"; the detail is logged.
 //
 // The registry does not speak A2A itself: it calls a Resolver (the node's
 // a2aclient.Client) to read cards and send messages.
@@ -29,6 +37,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/mcpv2/mcpv2/internal/netscope"
 	"github.com/mcpv2/mcpv2/node/a2aclient"
 	"github.com/mcpv2/mcpv2/protocol"
 	"github.com/mcpv2/mcpv2/transport"
@@ -64,9 +73,52 @@ const (
 	MaxURL = 2048
 	// MaxFile caps the registry's file in bytes.
 	MaxFile = 4 << 20
-	// MaxDiscover caps the URLs of one Discover.
+	// MaxDiscover caps the URLs of one Discover (and of one add).
 	MaxDiscover = 32
+	// DefaultMaxFound caps the cache of discovered agents.
+	DefaultMaxFound = 64
 )
+
+// The categories of an error shown to callers other than the operator
+// (Category).
+const (
+	CatUnreachable = "unreachable"
+	CatScope       = "refused by the node's outbound scope"
+	CatBadCard     = "not an A2A agent (bad card)"
+	CatTimeout     = "timeout"
+	CatBadURL      = "not an agent URL (want http or https, a host, no user info)"
+)
+
+// Category is the coarse class of an error of reading an agent's card, for
+// callers other than the operator: it tells neither addresses, DNS answers
+// nor statuses apart, so that the node is no port scanner.
+func Category(err error) string {
+	var (
+		ue  *url.Error
+		oe  *net.OpError
+		de  *net.DNSError
+		tmo interface{ Timeout() bool }
+	)
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, netscope.ErrRefused):
+		return CatScope
+	case errors.Is(err, ErrBadURL):
+		return CatBadURL
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &tmo) && tmo.Timeout():
+		return CatTimeout
+	case errors.As(err, &ue), errors.As(err, &oe), errors.As(err, &de):
+		return CatUnreachable
+	}
+	return CatBadCard
+}
+
+// publicError is what a caller other than the operator reads of err: the
+// URL and its Category.
+func publicError(u string, err error) string {
+	return u + ": " + Category(err)
+}
 
 // Errors of the registry; each is wrapped with what was wrong.
 var (
@@ -94,6 +146,7 @@ type config struct {
 	timeout   time.Duration
 	maxAgents int
 	parallel  int
+	maxFound  int
 	log       *slog.Logger
 	now       func() time.Time
 	onChange  func()
@@ -163,6 +216,18 @@ func WithParallel(n int) Option {
 	}
 }
 
+// WithMaxFound caps the cache of agents found by Discover (default
+// DefaultMaxFound); past it the least recently used goes.
+func WithMaxFound(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("agents: max discovered agents %d: want at least 1", n)
+		}
+		c.maxFound = n
+		return nil
+	}
+}
+
 // WithLogger sets the logger (default: discard).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
@@ -198,6 +263,14 @@ type entry struct {
 	info  protocol.ExternalAgent
 	card  *a2aclient.Card // nil until fetched since the start
 	added time.Time
+	cat   string // Category of the last check's error
+}
+
+// found is one agent of the discover cache.
+type found struct {
+	info protocol.ExternalAgent
+	at   time.Time // when its card was read
+	used time.Time // last discovered, for the LRU
 }
 
 // Registry is the registry of external agents. Its methods are safe for
@@ -208,6 +281,7 @@ type Registry struct {
 
 	mu     sync.Mutex
 	agents map[string]*entry // by URL
+	found  map[string]*found // the discover cache, by URL
 	saveMu sync.Mutex        // orders the writes of the file
 
 	ctx    context.Context
@@ -217,6 +291,7 @@ type Registry struct {
 
 	closeMu sync.Mutex
 	closed  bool
+	ops     sync.WaitGroup // the running Add, Discover and Call
 }
 
 // New loads the registry from its file (WithFile) and starts its health
@@ -227,13 +302,13 @@ func New(res Resolver, opts ...Option) (*Registry, error) {
 		return nil, errors.New("agents: no resolver")
 	}
 	c := config{interval: DefaultInterval, ttl: DefaultTTL, timeout: DefaultTimeout, maxAgents: DefaultMaxAgents,
-		parallel: DefaultParallel, log: slog.New(slog.DiscardHandler), now: time.Now}
+		parallel: DefaultParallel, maxFound: DefaultMaxFound, log: slog.New(slog.DiscardHandler), now: time.Now}
 	for _, o := range opts {
 		if err := o(&c); err != nil {
 			return nil, err
 		}
 	}
-	r := &Registry{res: res, cfg: c, agents: map[string]*entry{}, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	r := &Registry{res: res, cfg: c, agents: map[string]*entry{}, found: map[string]*found{}, kick: make(chan struct{}, 1), done: make(chan struct{})}
 	if c.file != "" {
 		b, err := os.ReadFile(c.file)
 		switch {
@@ -260,17 +335,43 @@ func New(res Resolver, opts ...Option) (*Registry, error) {
 	return r, nil
 }
 
-// Close stops the health checks and waits for them. A second call
-// returns net.ErrClosed.
+// Close stops the health checks, cancels the running Add, Discover and
+// Call and waits for them all: none saves or reports a change after it. A
+// second call returns net.ErrClosed.
 func (r *Registry) Close() error {
 	r.closeMu.Lock()
-	defer r.closeMu.Unlock()
 	if r.closed {
+		r.closeMu.Unlock()
 		return net.ErrClosed
 	}
 	r.closed = true
 	r.cancel()
+	r.closeMu.Unlock()
+	r.ops.Wait()
 	<-r.done
+	return nil
+}
+
+// begin starts an operation that Close waits for: its context ends with
+// ctx or at Close. end must be called when it is over. It fails with
+// net.ErrClosed after Close.
+func (r *Registry) begin(ctx context.Context) (context.Context, func(), error) {
+	r.closeMu.Lock()
+	defer r.closeMu.Unlock()
+	if r.closed {
+		return nil, nil, fmt.Errorf("agents: the registry is closed: %w", net.ErrClosed)
+	}
+	r.ops.Add(1)
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(r.ctx, cancel)
+	return ctx, func() { stop(); cancel(); r.ops.Done() }, nil
+}
+
+// closing fails with net.ErrClosed once Close began.
+func (r *Registry) closing() error {
+	if r.ctx.Err() != nil {
+		return fmt.Errorf("agents: the registry is closed: %w", net.ErrClosed)
+	}
 	return nil
 }
 
@@ -341,14 +442,14 @@ func (r *Registry) check(ctx context.Context, u string) bool {
 	before := e.info
 	e.info.LastChecked = r.cfg.now()
 	if err != nil {
-		e.info.Healthy, e.info.LastError = false, err.Error()
+		e.info.Healthy, e.info.LastError, e.cat = false, err.Error(), Category(err)
 		if before.Healthy || before.LastError == notChecked {
 			r.cfg.log.Warn("agents: an agent became unhealthy", "url", u, "err", err)
 		}
 	} else {
 		e.card = card
 		fill(&e.info, card)
-		e.info.Healthy, e.info.LastError = true, ""
+		e.info.Healthy, e.info.LastError, e.cat = true, "", ""
 		if !before.Healthy {
 			r.cfg.log.Info("agents: an agent is healthy", "url", u, "name", card.Name)
 		}
@@ -375,10 +476,11 @@ func (r *Registry) fetch(ctx context.Context, u string) (*a2aclient.Card, error)
 	return card, nil
 }
 
-// fill copies what the mesh sees of card into a.
+// fill copies what the mesh sees of card into a: not the raw card, which
+// the registry keeps once, in the entry's card.
 func fill(a *protocol.ExternalAgent, card *a2aclient.Card) {
 	a.Name, a.Description, a.Version = card.Name, card.Description, card.Version
-	a.ProtocolVersion, a.Signed, a.Card = card.ProtocolVersion, card.Signed, card.Raw
+	a.ProtocolVersion, a.Signed = card.ProtocolVersion, card.Signed
 	a.Skills = make([]protocol.SkillDescriptor, 0, len(card.Skills))
 	for _, s := range card.Skills {
 		name := s.ID
@@ -427,10 +529,18 @@ func (r *Registry) Add(ctx context.Context, rawURL string, bridge bool) (protoco
 	if err != nil {
 		return protocol.ExternalAgent{}, fmt.Errorf("agents: add: %w", err)
 	}
+	ctx, end, err := r.begin(ctx)
+	if err != nil {
+		return protocol.ExternalAgent{}, err
+	}
+	defer end()
 	if err := r.room(u); err != nil {
 		return protocol.ExternalAgent{}, err
 	}
 	card, err := r.fetch(ctx, u)
+	if cerr := r.closing(); cerr != nil {
+		return protocol.ExternalAgent{}, cerr
+	}
 	if err != nil {
 		return protocol.ExternalAgent{}, fmt.Errorf("agents: add: %w", err)
 	}
@@ -466,73 +576,131 @@ func (r *Registry) put(u string, card *a2aclient.Card, bridge bool) (protocol.Ex
 	}
 	e.card = card
 	fill(&e.info, card)
-	e.info.Healthy, e.info.LastError, e.info.LastChecked = true, "", r.cfg.now()
+	e.info.Healthy, e.info.LastError, e.info.LastChecked, e.cat = true, "", r.cfg.now(), ""
 	e.info.Bridged = e.info.Bridged || bridge
+	delete(r.found, u) // registered now: listed once
 	return clone(e.info), nil
 }
 
-// Discover reads the card of each URL (at most MaxDiscover) and registers
-// each agent that answered, unbridged; an agent registered already whose
-// card is younger than the TTL is answered from the cache. Each URL has
-// its entry, in order: the agent, or Healthy false and LastError why.
+// Discover reads the card of each URL (at most MaxDiscover) for the REST
+// face's discover route. It registers nothing: an agent that answered goes
+// to the discover cache (Discovered, for the TTL, least recently used out
+// past WithMaxFound); a registered agent, or a cached one younger than the
+// TTL, is answered as it is, without a fetch. Each URL has its entry, in
+// order: the agent, or Healthy false and LastError the URL and a Category
+// (the detail is logged).
 func (r *Registry) Discover(ctx context.Context, urls []string) ([]protocol.ExternalAgent, error) {
 	if len(urls) > MaxDiscover {
 		return nil, fmt.Errorf("agents: discover: %d URLs, over the %d of one request", len(urls), MaxDiscover)
 	}
+	ctx, end, err := r.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
 	out := make([]protocol.ExternalAgent, len(urls))
 	var g errgroup.Group
 	g.SetLimit(r.cfg.parallel)
-	added := false
-	var amu sync.Mutex
 	for i, raw := range urls {
 		g.Go(func() error {
+			failed := func(u string, err error) protocol.ExternalAgent {
+				return protocol.ExternalAgent{URL: u, LastError: publicError(u, err), LastChecked: r.cfg.now(), Skills: []protocol.SkillDescriptor{}}
+			}
 			u, err := NormalizeURL(raw)
 			if err != nil {
-				out[i] = protocol.ExternalAgent{URL: raw, LastError: err.Error(), LastChecked: r.cfg.now(), Skills: []protocol.SkillDescriptor{}}
+				out[i] = failed(clipURL(raw), err)
 				return nil
 			}
-			if a, ok := r.fresh(u); ok {
+			if a, ok := r.cached(u); ok {
 				out[i] = a
-				return nil
-			}
-			if err := r.room(u); err != nil {
-				out[i] = protocol.ExternalAgent{URL: u, LastError: err.Error(), LastChecked: r.cfg.now(), Skills: []protocol.SkillDescriptor{}}
 				return nil
 			}
 			card, err := r.fetch(ctx, u)
 			if err != nil {
-				out[i] = protocol.ExternalAgent{URL: u, LastError: err.Error(), LastChecked: r.cfg.now(), Skills: []protocol.SkillDescriptor{}}
+				r.cfg.log.Info("agents: discover: the card cannot be read", "url", u, "err", err)
+				out[i] = failed(u, err)
 				return nil
 			}
-			a, err := r.put(u, card, false)
-			if err != nil {
-				out[i] = protocol.ExternalAgent{URL: u, LastError: err.Error(), LastChecked: r.cfg.now(), Skills: []protocol.SkillDescriptor{}}
-				return nil
-			}
-			amu.Lock()
-			added = true
-			amu.Unlock()
-			out[i] = a
+			out[i] = r.keep(u, card)
 			return nil
 		})
 	}
 	_ = g.Wait()
-	if !added {
-		return out, nil
+	if err := r.closing(); err != nil {
+		return nil, err
 	}
-	r.changed()
-	return out, r.save()
+	return out, nil
 }
 
-// fresh returns the agent at u when its card was read within the TTL.
-func (r *Registry) fresh(u string) (protocol.ExternalAgent, bool) {
+// clipURL cuts a URL that is not one for an answer.
+func clipURL(raw string) string {
+	if len(raw) > 256 {
+		return raw[:256]
+	}
+	return raw
+}
+
+// cached answers u from the registry (as a caller other than the operator
+// reads it) or from the discover cache within the TTL.
+func (r *Registry) cached(u string) (protocol.ExternalAgent, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, ok := r.agents[u]
-	if !ok || e.card == nil || !e.info.Healthy || r.cfg.now().Sub(e.card.FetchedAt) >= r.cfg.ttl {
+	if e, ok := r.agents[u]; ok {
+		return r.public(e), true
+	}
+	f, ok := r.found[u]
+	if !ok || r.cfg.now().Sub(f.at) >= r.cfg.ttl {
 		return protocol.ExternalAgent{}, false
 	}
-	return clone(e.info), true
+	f.used = r.cfg.now()
+	return clone(f.info), true
+}
+
+// keep puts a discovered agent into the discover cache, the least recently
+// used going when it is full.
+func (r *Registry) keep(u string, card *a2aclient.Card) protocol.ExternalAgent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.cfg.now()
+	f := &found{info: protocol.ExternalAgent{URL: u, Healthy: true, LastChecked: now, Discovered: true}, at: now, used: now}
+	fill(&f.info, card)
+	if _, ok := r.found[u]; !ok {
+		r.expire(now)
+		for len(r.found) >= r.cfg.maxFound {
+			var lru string
+			for k, v := range r.found {
+				if lru == "" || v.used.Before(r.found[lru].used) || v.used.Equal(r.found[lru].used) && k < lru {
+					lru = k
+				}
+			}
+			delete(r.found, lru)
+		}
+	}
+	r.found[u] = f
+	return clone(f.info)
+}
+
+// expire drops the discover cache's entries older than the TTL (r.mu held).
+func (r *Registry) expire(now time.Time) {
+	for k, v := range r.found {
+		if now.Sub(v.at) >= r.cfg.ttl {
+			delete(r.found, k)
+		}
+	}
+}
+
+// public is e as a caller other than the operator sees it: its error as
+// its URL and Category (r.mu held).
+func (r *Registry) public(e *entry) protocol.ExternalAgent {
+	a := clone(e.info)
+	if a.LastError != "" && a.LastError != notChecked {
+		cat := e.cat
+		if cat == "" {
+			cat = CatUnreachable
+		}
+		a.LastError = a.URL + ": " + cat
+	}
+	return a
 }
 
 // Remove forgets the agent at rawURL (and stops bridging it).
@@ -552,7 +720,45 @@ func (r *Registry) Remove(rawURL string) error {
 	return r.save()
 }
 
-// List returns every registered agent, by URL.
+// Listing returns the registered agents, then the discovered ones of the
+// cache (Discovered), each group by URL. With detail the errors are as
+// they were (the operator's); without, each is its URL and a Category.
+func (r *Registry) Listing(detail bool) []protocol.ExternalAgent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]protocol.ExternalAgent, 0, len(r.agents)+len(r.found))
+	for _, e := range r.agents {
+		if detail {
+			out = append(out, clone(e.info))
+		} else {
+			out = append(out, r.public(e))
+		}
+	}
+	byURL := func(a, b protocol.ExternalAgent) int { return strings.Compare(a.URL, b.URL) }
+	slices.SortFunc(out, byURL)
+	r.expire(r.cfg.now())
+	n := len(out)
+	for _, f := range r.found {
+		out = append(out, clone(f.info))
+	}
+	slices.SortFunc(out[n:], byURL)
+	return out
+}
+
+// PublicError is the last error of the registered agent at u as a caller
+// other than the operator reads it: its URL and a Category ("" when it is
+// healthy or not registered).
+func (r *Registry) PublicError(u string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.agents[u]
+	if !ok || e.info.LastError == notChecked {
+		return ""
+	}
+	return r.public(e).LastError
+}
+
+// List returns every registered agent, by URL (not the discovered ones).
 func (r *Registry) List() []protocol.ExternalAgent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -583,6 +789,11 @@ func (r *Registry) Get(rawURL string) (protocol.ExternalAgent, bool) {
 // once with ErrUnhealthy and its last error; a card older than the TTL (or
 // none read since the start) is read again first.
 func (r *Registry) Call(ctx context.Context, u, skill string, args json.RawMessage) (json.RawMessage, error) {
+	ctx, end, err := r.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
 	r.mu.Lock()
 	e, ok := r.agents[u]
 	var (
@@ -629,6 +840,7 @@ func (r *Registry) changed() {
 // clone copies a so that the caller may keep it.
 func clone(a protocol.ExternalAgent) protocol.ExternalAgent {
 	a.Skills = slices.Clone(a.Skills)
+	a.Card = nil
 	if a.Skills == nil {
 		a.Skills = []protocol.SkillDescriptor{}
 	}

@@ -6,13 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
+	neturl "net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/mcpv2/mcpv2/internal/netscope"
 	"github.com/mcpv2/mcpv2/node/a2aclient"
 )
 
@@ -28,13 +32,19 @@ type fakeResolver struct {
 	calls   []string
 
 	inflight, maxInflight atomic.Int32
+	// gate, when set, holds every fetch (counted in flight) until closed.
+	gate chan struct{}
 }
 
 func newFake(now func() time.Time) *fakeResolver {
 	return &fakeResolver{now: now, down: map[string]bool{}, skills: map[string][]a2aclient.Skill{}, fetches: map[string]int{}}
 }
 
-func (f *fakeResolver) Card(ctx context.Context, url string) (*a2aclient.Card, error) {
+func (f *fakeResolver) Card(ctx context.Context, u string) (*a2aclient.Card, error) {
+	return f.card(u)
+}
+
+func (f *fakeResolver) card(url string) (*a2aclient.Card, error) {
 	n := f.inflight.Add(1)
 	defer f.inflight.Add(-1)
 	for {
@@ -43,12 +53,14 @@ func (f *fakeResolver) Card(ctx context.Context, url string) (*a2aclient.Card, e
 			break
 		}
 	}
-	time.Sleep(time.Millisecond) // lets checks overlap, so that a missing cap shows
+	if f.gate != nil {
+		<-f.gate
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.fetches[url]++
 	if f.down[url] {
-		return nil, fmt.Errorf("dial %s: connection refused", url)
+		return nil, fmt.Errorf("a2a agent %s: card: %w", url, &neturl.Error{Op: "Get", URL: url, Err: &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}})
 	}
 	sk, ok := f.skills[url]
 	if !ok {
@@ -234,13 +246,16 @@ func TestTTL(t *testing.T) {
 	if !res[0].Healthy || res[1].Healthy || res[1].LastError == "" || res[2].LastError == "" {
 		t.Fatalf("discover: %+v", res)
 	}
-	if len(r.List()) != 1 {
-		t.Fatalf("discover registered %d agents, want 1 (the ones that answered)", len(r.List()))
+	if len(r.List()) != 0 {
+		t.Fatalf("discover registered %d agents, want 0 (it only caches)", len(r.List()))
 	}
-	if f.fetched(u) != 1 {
+	if _, err := r.Add(ctx, u, false); err != nil {
+		t.Fatal(err)
+	}
+	if f.fetched(u) != 2 {
 		t.Fatalf("%d fetches", f.fetched(u))
 	}
-	// Within the TTL: from the cache, for discover and calls alike.
+	// Within the TTL: from the registry, for discover and calls alike.
 	clk.add(299 * time.Second)
 	if _, err := r.Discover(ctx, []string{u}); err != nil {
 		t.Fatal(err)
@@ -248,10 +263,11 @@ func TestTTL(t *testing.T) {
 	if _, err := r.Call(ctx, u, "echo", nil); err != nil {
 		t.Fatal(err)
 	}
-	if f.fetched(u) != 1 {
-		t.Fatalf("%d fetches within the TTL, want 1", f.fetched(u))
+	if f.fetched(u) != 2 {
+		t.Fatalf("%d fetches within the TTL, want 2", f.fetched(u))
 	}
-	// Past it: read again.
+	// Past it: read again by the call; a discover answers the registered
+	// agent without a fetch.
 	clk.add(2 * time.Second)
 	if _, err := r.Call(ctx, u, "echo", nil); err != nil {
 		t.Fatal(err)
@@ -259,8 +275,8 @@ func TestTTL(t *testing.T) {
 	if _, err := r.Discover(ctx, []string{u}); err != nil {
 		t.Fatal(err)
 	}
-	if f.fetched(u) != 2 {
-		t.Fatalf("%d fetches after the TTL, want 2 (the call's refresh, then the discover from the cache)", f.fetched(u))
+	if f.fetched(u) != 3 {
+		t.Fatalf("%d fetches after the TTL, want 3 (the call's refresh, then the discover from the registry)", f.fetched(u))
 	}
 }
 
@@ -280,16 +296,27 @@ func TestCaps(t *testing.T) {
 		t.Fatalf("re-adding a registered agent when full: %v", err)
 	}
 	res, _ := r.Discover(ctx, []string{"http://more.example"})
-	if res[0].LastError == "" || len(r.List()) != 6 {
-		t.Fatalf("discover past the cap: %+v, %d agents", res, len(r.List()))
+	if res[0].LastError != "" || !res[0].Discovered || len(r.List()) != 6 {
+		t.Fatalf("discover past the cap (it only caches): %+v, %d agents", res, len(r.List()))
 	}
 	if _, err := r.Discover(ctx, make([]string, MaxDiscover+1)); err == nil {
 		t.Fatal("a discover of too many URLs was taken")
 	}
+	// Every fetch is held: a round of 6 checks must stop at 2 in flight.
+	// (Without the cap all 6 enter; the wait gives them the time to.)
 	f.maxInflight.Store(0)
-	r.CheckAll(ctx)
-	if m := f.maxInflight.Load(); m > 2 || m < 1 {
-		t.Fatalf("%d checks at once, want at most 2", m)
+	f.gate = make(chan struct{})
+	round := make(chan struct{})
+	go func() { r.CheckAll(ctx); close(round) }()
+	for f.inflight.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	m := f.maxInflight.Load()
+	close(f.gate)
+	<-round
+	if m != 2 {
+		t.Fatalf("%d checks at once, want 2 (the cap)", m)
 	}
 	for _, bad := range []string{"", "http://", "https://u:p@x.example", "mailto:x@y", string(make([]byte, MaxURL+1))} {
 		if _, err := NormalizeURL(bad); !errors.Is(err, ErrBadURL) {
@@ -313,5 +340,168 @@ func TestScheduledChecks(t *testing.T) {
 	<-changed // a scheduled check found it down
 	if a, _ := r.Get(u); a.Healthy {
 		t.Fatalf("still healthy: %+v", a)
+	}
+}
+
+// TestDiscoverOnlyCaches: the discover route's agents go to a cache of
+// their own (issue 23 review item 2): not registered, not persisted, not
+// health-checked, not counted against the cap, LRU within its own cap,
+// gone after the TTL; the listing shows them marked Discovered.
+func TestDiscoverOnlyCaches(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{t: time.Now()}
+	f := newFake(clk.now)
+	file := filepath.Join(t.TempDir(), FileName)
+	var changes atomic.Int32
+	r := newRegistry(t, f, WithFile(file), WithClock(clk.now), WithInterval(time.Hour), WithMaxAgents(1), WithMaxFound(2),
+		WithOnChange(func() { changes.Add(1) }))
+	res, err := r.Discover(ctx, []string{"http://x0.example", "http://x1.example", "http://x2.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range res {
+		if !a.Healthy || !a.Discovered || a.LastError != "" {
+			t.Fatalf("discover %d: %+v", i, a)
+		}
+	}
+	if len(r.List()) != 0 || changes.Load() != 0 {
+		t.Fatalf("discover registered %+v (%d changes)", r.List(), changes.Load())
+	}
+	if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("discover wrote the registry's file: %v", err)
+	}
+	// The operator's add still has the whole registry.
+	if _, err := r.Add(ctx, "http://real.example", true); err != nil {
+		t.Fatalf("the operator's add after discovers: %v", err)
+	}
+	// Own cap 2, LRU: x0 is gone, x1 and x2 are listed, marked.
+	all := r.Listing(true)
+	var urls []string
+	for _, a := range all {
+		urls = append(urls, fmt.Sprintf("%s %v", a.URL, a.Discovered))
+	}
+	if fmt.Sprint(urls) != "[http://real.example false http://x1.example true http://x2.example true]" {
+		t.Fatalf("listing: %v", urls)
+	}
+	// Health checks leave the cache alone.
+	before := f.fetched("http://x1.example")
+	r.CheckAll(ctx)
+	if f.fetched("http://x1.example") != before {
+		t.Fatal("a health check fetched a discovered agent")
+	}
+	// Within the TTL a discover is answered from the cache; past it the
+	// entry is gone and fetched again.
+	if _, err := r.Discover(ctx, []string{"http://x1.example"}); err != nil || f.fetched("http://x1.example") != before {
+		t.Fatalf("discover within the TTL fetched again: %v", err)
+	}
+	clk.add(DefaultTTL + time.Second)
+	if l := r.Listing(true); len(l) != 1 {
+		t.Fatalf("listing past the TTL: %+v", l)
+	}
+	if _, err := r.Discover(ctx, []string{"http://x1.example"}); err != nil || f.fetched("http://x1.example") != before+1 {
+		t.Fatalf("discover past the TTL: %v, %d fetches", err, f.fetched("http://x1.example"))
+	}
+	for _, a := range r.Listing(true) {
+		if a.Card != nil {
+			t.Fatalf("a listing carries the raw card of %s", a.URL)
+		}
+	}
+}
+
+// TestDiscoverCoarseErrors: the discover route's errors name the URL and
+// a category, never the dial error (review item 11).
+func TestDiscoverCoarseErrors(t *testing.T) {
+	ctx := context.Background()
+	f := newFake(time.Now)
+	r := newRegistry(t, f, WithInterval(time.Hour))
+	f.set("http://down.example", true)
+	res, err := r.Discover(ctx, []string{"http://down.example", "nope"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].LastError != "http://down.example: unreachable" {
+		t.Fatalf("down: %q", res[0].LastError)
+	}
+	if res[1].LastError == "" || res[1].Healthy {
+		t.Fatalf("bad URL: %+v", res[1])
+	}
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{&neturl.Error{Op: "Get", URL: "http://x", Err: &netscope.Error{Addr: netip.MustParseAddr("10.1.2.3"), Class: "private"}}, CatScope},
+		{fmt.Errorf("card: %w", context.DeadlineExceeded), CatTimeout},
+		{&neturl.Error{Op: "Get", URL: "http://x", Err: &net.OpError{Op: "dial", Err: errors.New("connection refused")}}, CatUnreachable},
+		{errors.New("card is not a JSON object"), CatBadCard},
+	} {
+		if got := Category(c.err); got != c.want {
+			t.Errorf("Category(%v) = %q, want %q", c.err, got, c.want)
+		}
+	}
+	// A registered agent's error is detailed for the operator, coarse for
+	// everyone else.
+	f.set("http://reg.example", false)
+	if _, err := r.Add(ctx, "http://reg.example", false); err != nil {
+		t.Fatal(err)
+	}
+	f.set("http://reg.example", true)
+	r.CheckAll(ctx)
+	if l := r.Listing(true); !strings.Contains(l[0].LastError, "connection refused") {
+		t.Fatalf("operator's listing: %q", l[0].LastError)
+	}
+	if l := r.Listing(false); l[0].LastError != "http://reg.example: unreachable" {
+		t.Fatalf("public listing: %q", l[0].LastError)
+	}
+}
+
+// blockRes blocks each card fetch until its context ends or release
+// closes.
+type blockRes struct {
+	*fakeResolver
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockRes) Card(ctx context.Context, url string) (*a2aclient.Card, error) {
+	b.entered <- struct{}{}
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-b.release:
+	}
+	return b.fakeResolver.card(url)
+}
+
+// TestCloseStopsAdd: Close cancels a running Add and waits for it; the Add
+// neither saves nor reports a change after Close (review item 29).
+func TestCloseStopsAdd(t *testing.T) {
+	b := &blockRes{fakeResolver: newFake(time.Now), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	file := filepath.Join(t.TempDir(), FileName)
+	var changes atomic.Int32
+	r, err := New(b, WithFile(file), WithInterval(time.Hour), WithTimeout(time.Hour), WithOnChange(func() { changes.Add(1) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Add(context.Background(), "http://a.example", true)
+		done <- err
+	}()
+	<-b.entered
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	close(b.release)
+	if err := <-done; err == nil {
+		t.Fatal("an Add running at Close succeeded")
+	}
+	if changes.Load() != 0 {
+		t.Fatal("an Add reported a change after Close")
+	}
+	if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("an Add wrote the file after Close: %v", err)
+	}
+	if _, err := r.Add(context.Background(), "http://b.example", false); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Add after Close: %v, want net.ErrClosed", err)
 	}
 }

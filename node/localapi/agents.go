@@ -3,8 +3,10 @@ package localapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/mcpv2/mcpv2/node"
@@ -14,8 +16,10 @@ import (
 
 // AgentsResponse is GET /v1/agents, POST /v1/agents and DELETE
 // /v1/agents?url=: the external A2A agents (protocol.ExternalAgent), by
-// URL; for POST, one entry per URL asked, in order (LastError says why one
-// was not added).
+// URL, the registered ones first, then those the REST face's discover
+// route cached (Discovered); errors in full, for the operator. For POST,
+// one entry per URL asked, in order (LastError says why one was not
+// added).
 type AgentsResponse struct {
 	Agents []protocol.ExternalAgent `json:"agents"`
 }
@@ -27,12 +31,19 @@ type AddAgentsRequest struct {
 	Bridge bool     `json:"bridge,omitempty"`
 }
 
-// TaskResponse is GET /v1/find/task?q=: the agents ranked for a free-text
-// task (node.FindAgentsForTask).
+// TaskResponse is GET /v1/find/task?q=TASK&limit=N: the agents ranked for a
+// free-text task (node.FindAgentsForTask), at most limit (default
+// DefaultTaskLimit, at most MaxTaskLimit).
 type TaskResponse struct {
 	Task    string               `json:"task"`
 	Matches []protocol.TaskMatch `json:"matches"`
 }
+
+// The bounds of GET /v1/find/task's limit.
+const (
+	DefaultTaskLimit = 20
+	MaxTaskLimit     = 200
+)
 
 // agentsTimeout bounds the card fetches of one POST /v1/agents, and a
 // find for a task.
@@ -94,9 +105,18 @@ func (a *API) getFindTask(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeBadRequest, "q: the task, 1 to 1024 bytes")
 		return
 	}
+	limit := DefaultTaskLimit
+	if l := r.URL.Query().Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > MaxTaskLimit {
+			writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("limit: %q is not a number from 1 to %d", clipQ(l), MaxTaskLimit))
+			return
+		}
+		limit = n
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), agentsTimeout)
 	defer cancel()
-	res, err := a.n.FindAgentsForTask(ctx, q, 20)
+	res, err := a.n.FindAgentsForTask(ctx, q, limit)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
 		return
@@ -123,8 +143,20 @@ func (c *Client) RemoveAgent(ctx context.Context, agentURL string) (*AgentsRespo
 	return &out, c.do(ctx, http.MethodDelete, "/v1/agents?url="+url.QueryEscape(agentURL), nil, &out)
 }
 
-// FindTask is GET /v1/find/task?q=.
-func (c *Client) FindTask(ctx context.Context, task string) (*TaskResponse, error) {
+// FindTask is GET /v1/find/task?q=TASK&limit=N (limit ≤ 0: the default).
+func (c *Client) FindTask(ctx context.Context, task string, limit int) (*TaskResponse, error) {
 	var out TaskResponse
-	return &out, c.do(ctx, http.MethodGet, "/v1/find/task?q="+url.QueryEscape(task), nil, &out)
+	q := "/v1/find/task?q=" + url.QueryEscape(task)
+	if limit > 0 {
+		q += "&limit=" + strconv.Itoa(min(limit, MaxTaskLimit))
+	}
+	return &out, c.do(ctx, http.MethodGet, q, nil, &out)
+}
+
+// clipQ cuts a query value for an error.
+func clipQ(s string) string {
+	if len(s) > 20 {
+		return s[:20]
+	}
+	return s
 }

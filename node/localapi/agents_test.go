@@ -58,9 +58,19 @@ func TestAgents(t *testing.T) {
 	if err != nil || len(list.Agents) != 1 || list.Agents[0].URL != "http://a.example" {
 		t.Fatalf("list: %+v %v", list, err)
 	}
-	task, err := cl.FindTask(ctxT(t), "summarize this report")
+	task, err := cl.FindTask(ctxT(t), "summarize this report", 50)
 	if err != nil || len(task.Matches) != 1 || task.Matches[0].Kind != "bridged" || task.Matches[0].Score != 3 {
 		t.Fatalf("find task: %+v %v", task, err)
+	}
+	// The limit reaches the node (it was fixed at 20).
+	if _, err := cl.FindTask(ctxT(t), "summarize this report", 0); err != nil {
+		t.Fatalf("find task with the default limit: %v", err)
+	}
+	for _, bad := range []string{"0", "x", "201"} {
+		var out TaskResponse
+		if err := cl.do(ctxT(t), "GET", "/v1/find/task?q=summarize&limit="+bad, nil, &out); err == nil {
+			t.Errorf("limit=%s was taken", bad)
+		}
 	}
 
 	// A restart keeps it, bridged.
