@@ -25,8 +25,11 @@ type ExternalAgent struct {
 	Healthy     bool      `json:"healthy"`
 	LastChecked time.Time `json:"last_checked"`
 	LastError   string    `json:"last_error,omitempty"`
-	// Signed says the card carried a signature and it verified.
-	Signed bool `json:"signed"`
+	// Signed says the card carried a signature and it verified; Signature
+	// says what that proves (a2aclient.Card.SignatureSummary): a key the
+	// card itself names only proves the card is intact, not who wrote it.
+	Signed    bool   `json:"signed"`
+	Signature string `json:"signature,omitempty"`
 	// Bridged says this node publishes the agent into the mesh's DHT and
 	// answers calls to it; BridgedBy is that node's PeerID.
 	Bridged   bool   `json:"bridged"`

@@ -136,6 +136,9 @@ func printAgents(w io.Writer, agents []protocol.ExternalAgent) error {
 		if !a.Healthy {
 			health = "unhealthy: " + oneLine(a.LastError, 120)
 		}
+		if a.Discovered {
+			health = "discovered (not registered), " + health
+		}
 		checked := "never"
 		if !a.LastChecked.IsZero() {
 			checked = a.LastChecked.Local().Format("15:04:05")

@@ -480,7 +480,7 @@ func (r *Registry) fetch(ctx context.Context, u string) (*a2aclient.Card, error)
 // the registry keeps once, in the entry's card.
 func fill(a *protocol.ExternalAgent, card *a2aclient.Card) {
 	a.Name, a.Description, a.Version = card.Name, card.Description, card.Version
-	a.ProtocolVersion, a.Signed = card.ProtocolVersion, card.Signed
+	a.ProtocolVersion, a.Signed, a.Signature = card.ProtocolVersion, card.Signed, card.SignatureSummary()
 	a.Skills = make([]protocol.SkillDescriptor, 0, len(card.Skills))
 	for _, s := range card.Skills {
 		name := s.ID
