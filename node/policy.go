@@ -203,6 +203,9 @@ func (p *Policy) UnknownGrants(known []string) []UnknownGrant {
 // registry (tools/list does not show them): the REST face's operations
 // (restapi.go), the reading of resources (resources.go) and the registry of
 // external agents (agents_bridge.go). The checks for unknown grants know them.
+// A grant of "*" (every skill) does not reach them: each opens data or
+// node actions beyond running skills (the audit log names every caller), so
+// a policy or a key's --grant must name it (grantsSkill).
 var pseudoSkills = []string{SecurityAuditSkill, ReadResourceSkill, DiscoverAgentsGrant, ListAgentsGrant}
 
 // warnUnknownGrants logs, once at start, each grant or limit of a skill
@@ -288,17 +291,25 @@ func (p *Policy) allowSkill(caller, skill string, now time.Time) (bool, time.Dur
 
 // Allows reports whether the policy key who (a PeerID, or "http" for an
 // anonymous edge session) may run skill: an open skill, a grant to who, or a
-// grant to "*".
+// grant to "*". A grant of every skill ("*") does not reach the
+// pseudo-skills: they are granted by name only (grantsSkill).
 func (p *Policy) Allows(who, skill string) bool {
 	if slices.Contains(openByDefault, skill) {
 		return true
 	}
 	for _, k := range []string{who, "*"} {
-		if g, ok := p.grants[k]; ok && (slices.Contains(g, skill) || slices.Contains(g, "*")) {
+		if g, ok := p.grants[k]; ok && grantsSkill(g, skill) {
 			return true
 		}
 	}
 	return false
+}
+
+// grantsSkill reports whether the grant list g (of a policy key, or an API
+// key's --grant) covers skill: it names skill, or it holds "*" and skill is
+// no pseudo-skill.
+func grantsSkill(g []string, skill string) bool {
+	return slices.Contains(g, skill) || (slices.Contains(g, "*") && !slices.Contains(pseudoSkills, skill))
 }
 
 // AnonymousGrants reports whether the policy grants anonymous HTTP
