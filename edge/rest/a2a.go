@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/edge/a2a"
 	"github.com/mcpv2/mcpv2/protocol"
 )
@@ -281,9 +282,9 @@ func (f *Face) orchestrate(w http.ResponseWriter, r *http.Request, c protocol.Ca
 	out, perr := f.runTool(r.Context(), c, "orchestrate", b)
 	status := http.StatusOK
 	if perr != nil {
-		status = statusOf(perr)
+		status = edge.ErrorStatus(perr)
 		if status == http.StatusTooManyRequests {
-			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(perr)))
+			w.Header().Set("Retry-After", strconv.Itoa(edge.ErrorRetryAfter(perr)))
 		}
 	}
 	res := map[string]any{"request": req.Request, "success": out.Success, "result": out.Result,

@@ -311,28 +311,6 @@ type errorBody struct {
 	Error *protocol.Error `json:"error"`
 }
 
-// statusOf maps an mcpv2 error code to the HTTP status of a REST answer.
-func statusOf(e *protocol.Error) int {
-	switch e.Code {
-	case protocol.CodeParseError, protocol.CodeInvalidRequest, protocol.CodeInvalidParams,
-		protocol.CodeUnsupportedProvider, protocol.CodeVersionMismatch:
-		return http.StatusBadRequest
-	case protocol.CodeInvalidSession:
-		return http.StatusUnauthorized
-	case protocol.CodeNotPermitted:
-		return http.StatusForbidden
-	case protocol.CodePaymentFailed:
-		return http.StatusPaymentRequired
-	case protocol.CodeMethodNotFound, protocol.CodeSkillNotFound, protocol.CodeFileNotFound:
-		return http.StatusNotFound
-	case protocol.CodeRateLimited:
-		return http.StatusTooManyRequests
-	case protocol.CodeSkillExecution, protocol.CodeToolExecution:
-		return http.StatusBadGateway
-	}
-	return http.StatusInternalServerError
-}
-
 // asProtocol is err as a *protocol.Error (-32603 for any other error,
 // whose text is logged, not sent).
 func (f *Face) asProtocol(err error) *protocol.Error {
@@ -354,7 +332,7 @@ func (f *Face) asProtocol(err error) *protocol.Error {
 	return protocol.Errorf(protocol.CodeInternal, "internal error")
 }
 
-// fail answers perr with status (0: statusOf), a Retry-After on 429, and
+// fail answers perr with status (0: edge.ErrorStatus), a Retry-After on 429, and
 // an audit line unless audited says the backend wrote one.
 func (f *Face) fail(w http.ResponseWriter, r *http.Request, c protocol.Caller, start time.Time, perr *protocol.Error, status int) {
 	f.b.Audit(r.Context(), c, auditMethod(r), perr, start)
@@ -364,33 +342,12 @@ func (f *Face) fail(w http.ResponseWriter, r *http.Request, c protocol.Caller, s
 // writeError writes perr without an audit line (the backend wrote it).
 func (f *Face) writeError(w http.ResponseWriter, perr *protocol.Error, status int) {
 	if status == 0 {
-		status = statusOf(perr)
+		status = edge.ErrorStatus(perr)
 	}
 	if status == http.StatusTooManyRequests {
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(perr)))
+		w.Header().Set("Retry-After", strconv.Itoa(edge.ErrorRetryAfter(perr)))
 	}
 	writeJSON(w, status, errorBody{Error: perr})
-}
-
-// retryAfterSeconds reads data.retry_after_ms of a rate-limit error,
-// rounded up to seconds (at least 1).
-func retryAfterSeconds(e *protocol.Error) int {
-	var ms float64
-	switch d := e.Data.(type) {
-	case map[string]any:
-		switch v := d["retry_after_ms"].(type) {
-		case int64:
-			ms = float64(v)
-		case int:
-			ms = float64(v)
-		case float64:
-			ms = v
-		}
-	case map[string]int64:
-		ms = float64(d["retry_after_ms"])
-	}
-	s := int((ms + 999) / 1000)
-	return max(s, 1)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
