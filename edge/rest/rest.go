@@ -120,10 +120,13 @@ type Face struct {
 	// nroutes is len(routes), for compare's report (set by Mount).
 	nroutes int
 
-	mu     sync.Mutex // guards closed and streams
+	mu     sync.Mutex // guards closed and comparing
 	closed bool
-	ctx    context.Context
-	cancel context.CancelFunc
+	// comparing holds the identity (Caller.Kind and ID) of each caller whose
+	// compare or compare report runs: one at a time per caller.
+	comparing map[string]struct{}
+	ctx       context.Context
+	cancel    context.CancelFunc
 }
 
 // config is what the options set.
@@ -212,7 +215,7 @@ func New(b Backend, opts ...Option) (*Face, error) {
 			return nil, err
 		}
 	}
-	f := &Face{b: b, log: cfg.log, mcp: cfg.mcp, tasks: cfg.tasks, agents: cfg.agents, runs: cfg.runs}
+	f := &Face{b: b, log: cfg.log, mcp: cfg.mcp, tasks: cfg.tasks, agents: cfg.agents, runs: cfg.runs, comparing: map[string]struct{}{}}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	return f, nil
 }
