@@ -207,7 +207,7 @@ func (f *Face) discover(w http.ResponseWriter, r *http.Request, c protocol.Calle
 	}
 	agents, err := f.agents.DiscoverAgents(r.Context(), c, req.URLs)
 	if err != nil {
-		f.fail(w, r, c, start, f.asProtocol(err), 0)
+		f.writeError(w, f.asProtocol(err), 0) // DiscoverAgents audited it
 		return
 	}
 	out := make([]discoverResult, 0, len(req.URLs))
@@ -225,8 +225,7 @@ func (f *Face) discover(w http.ResponseWriter, r *http.Request, c protocol.Calle
 		}
 		out = append(out, res)
 	}
-	f.b.Audit(r.Context(), c, auditMethod(r), nil, start)
-	writeJSON(w, http.StatusOK, map[string]any{"results": out, "discovered": ok, "total": len(out)})
+	writeJSON(w, http.StatusOK, map[string]any{"results": out, "discovered": ok, "total": len(out)}) // DiscoverAgents audited it
 }
 
 func cmpOr(a, b string) string {
@@ -245,7 +244,7 @@ func (f *Face) listAgents(w http.ResponseWriter, r *http.Request, c protocol.Cal
 	}
 	as, err := f.agents.Agents(r.Context(), c)
 	if err != nil {
-		f.fail(w, r, c, start, f.asProtocol(err), 0)
+		f.writeError(w, f.asProtocol(err), 0) // Agents audited its refusal
 		return
 	}
 	if as == nil {

@@ -294,9 +294,10 @@ func (f *Face) scan(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
 	if r.Method == http.MethodGet {
 		info, err := f.b.ScannerInfo(r.Context(), c)
 		if err != nil {
-			f.writeError(w, f.asProtocol(err), 0)
+			f.fail(w, r, c, start, f.asProtocol(err), 0) // ScannerInfo writes no audit line
 			return
 		}
+		f.b.Audit(r.Context(), c, auditMethod(r), nil, start)
 		writeRaw(w, info)
 		return
 	}

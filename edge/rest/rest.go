@@ -49,9 +49,10 @@ type Backend interface {
 	// the guard over a text (JSON of the guard's result: is_safe,
 	// threat_level, findings of {vector, level, match}, sanitized_input),
 	// the scanner's description (capabilities and attack_vectors), and the
-	// last limit audit lines (a JSON array). Each checks the policy,
-	// applies the rate limits and writes its audit line; an error is a
-	// *protocol.Error.
+	// last limit audit lines (a JSON array). Each applies the rate limits;
+	// SecurityScan and AuditTail check the policy and write their audit
+	// line, ScannerInfo (open to every caller) writes none: the face
+	// writes it. An error is a *protocol.Error.
 	SecurityScan(ctx context.Context, c protocol.Caller, text string) (json.RawMessage, error)
 	ScannerInfo(ctx context.Context, c protocol.Caller) (json.RawMessage, error)
 	AuditTail(ctx context.Context, c protocol.Caller, limit int) (json.RawMessage, error)
@@ -82,13 +83,22 @@ type Tasks interface {
 // of external A2A agents (issue 23). Without it (WithAgents) the two
 // routes answer 501.
 type Agents interface {
-	// DiscoverAgents fetches the card of each URL for c and registers the
-	// agents it reached; one ExternalAgent per URL, in order, a failed one
-	// with Healthy false and LastError. An error refuses the whole call.
+	// DiscoverAgents fetches the card of each URL for c; one
+	// ExternalAgent per URL, in order, a failed one with Healthy false and
+	// LastError. An error refuses the whole call. It writes the request's
+	// audit line, refused or not.
 	DiscoverAgents(ctx context.Context, c protocol.Caller, urls []string) ([]protocol.ExternalAgent, error)
-	// Agents lists the external agents the node knows, for c.
+	// Agents lists the external agents the node knows, for c. It writes
+	// the audit line of a refusal only; the face writes a success's.
 	Agents(ctx context.Context, c protocol.Caller) ([]protocol.ExternalAgent, error)
 }
+
+// The audit rule of the face: one audit line per request. A request the
+// node's method serves is audited by that method where it audits
+// (Backend.Handle, SecurityScan, AuditTail, DiscoverAgents, a refusal of
+// Agents), and the face answers its error with writeError; anything else —
+// a refusal before the node is reached, a route whose method writes no
+// line — the face audits, with fail or Backend.Audit.
 
 // Defaults of the face.
 const (
@@ -335,8 +345,9 @@ func (f *Face) asProtocol(err error) *protocol.Error {
 	return protocol.Errorf(protocol.CodeInternal, "internal error")
 }
 
-// fail answers perr with status (0: edge.ErrorStatus), a Retry-After on 429, and
-// an audit line unless audited says the backend wrote one.
+// fail answers perr with status (0: edge.ErrorStatus), a Retry-After on
+// 429, and writes the request's audit line: for a refusal the node never
+// saw (writeError answers one it audited).
 func (f *Face) fail(w http.ResponseWriter, r *http.Request, c protocol.Caller, start time.Time, perr *protocol.Error, status int) {
 	f.b.Audit(r.Context(), c, auditMethod(r), perr, start)
 	f.writeError(w, perr, status)
