@@ -1,8 +1,11 @@
 package node
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mcpv2/mcpv2/protocol"
@@ -59,6 +62,46 @@ func TestStarGrantSkipsPseudoSkills(t *testing.T) {
 		for _, ps := range pseudoSkills {
 			if perr := n2.grant(c, "", protocol.PurposeRPC, ps); perr != nil {
 				t.Errorf("%s: pseudo-skill %q granted by name is refused: %v", c.ID, ps, perr)
+			}
+		}
+	}
+}
+
+// TestWarnAnonymousPseudoGrants checks that a node whose policy grants
+// anonymous callers ("http" or "*") a pseudo-skill says so at start, one
+// WARN naming them, and that one granting "*" (which does not reach them)
+// or only PeerIDs does not.
+func TestWarnAnonymousPseudoGrants(t *testing.T) {
+	peer := "12D3KooWGRUVh2jVdvyEtjWrDJeGaYmcV5JwgeR3mAU7zmG1oCbV"
+	for _, c := range []struct {
+		grants map[string][]string
+		want   []string // in the warning; nil: none
+	}{
+		{map[string][]string{"http": {"scan", "security_audit", "discover_agents"}}, []string{"security_audit", "discover_agents", "grant=http", "public"}},
+		{map[string][]string{"*": {"list_agents"}}, []string{"list_agents", "grant=*"}},
+		{map[string][]string{"http": {"*"}, "*": {"*"}}, nil},
+		{map[string][]string{peer: {"security_audit"}}, nil},
+	} {
+		var buf bytes.Buffer
+		newTestNode(t, func(cfg *Config) {
+			cfg.PolicyFile = writePolicy(t, c.grants)
+			cfg.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		})
+		var warn string
+		for line := range strings.Lines(buf.String()) {
+			if strings.Contains(line, "anonymous") && strings.Contains(line, "level=WARN") {
+				warn += line
+			}
+		}
+		if c.want == nil {
+			if warn != "" {
+				t.Errorf("%v: warned: %s", c.grants, warn)
+			}
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(warn, w) {
+				t.Errorf("%v: the warning does not name %s: %q (log %s)", c.grants, w, warn, buf.String())
 			}
 		}
 	}
