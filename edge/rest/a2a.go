@@ -270,7 +270,7 @@ func (f *Face) orchestrate(w http.ResponseWriter, r *http.Request, c protocol.Ca
 		return
 	}
 	if strings.TrimSpace(req.Request) == "" && len(req.Plan) == 0 {
-		f.fail(w, r, c, start, protocol.Errorf(protocol.CodeInvalidParams, `invalid params: request is missing; send {"request": "what to do"}`), 0)
+		f.fail(w, r, c, start, protocol.Errorf(protocol.CodeInvalidParams, `invalid params: request and plan are missing; send {"request": "what to do"} or {"plan": {"subtasks": […]}}`), 0)
 		return
 	}
 	args := map[string]any{"request": req.Request}

@@ -133,3 +133,24 @@ func TestCompareOnePerCaller(t *testing.T) {
 	a = r.do(t, "POST", "/api/v1/mcp/compare", "", map[string]any{"operation": "calculator", "arguments": map[string]any{"operation": "add", "a": 1}})
 	wantStatus(t, a, 200)
 }
+
+// TestOrchestrateBodyInDocument checks that the OpenAPI document takes
+// the orchestrate bodies the face takes: a request, a plan alone, both;
+// and refuses the one it refuses (neither).
+func TestOrchestrateBodyInDocument(t *testing.T) {
+	schema := loadDoc(t).Components.Schemas["OrchestrateRequest"].Value
+	plan := map[string]any{"subtasks": []any{map[string]any{"id": "a", "text": "t", "skill": "ping"}}}
+	for _, c := range []struct {
+		body map[string]any
+		ok   bool
+	}{
+		{map[string]any{"request": "do it"}, true},
+		{map[string]any{"plan": plan}, true},
+		{map[string]any{"request": "do it", "plan": plan}, true},
+		{map[string]any{}, false},
+	} {
+		if err := schema.VisitJSON(c.body); (err == nil) != c.ok {
+			t.Errorf("%v: the document says %v, the face accepts it: %v", c.body, err, c.ok)
+		}
+	}
+}
