@@ -96,7 +96,7 @@ func (s *Server) ai(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
 	ch, perr := parseChat(provider, body)
 	if perr != nil {
 		s.log.Debug("ai request refused", "provider", provider, "remote", r.RemoteAddr, "err", perr.Message)
-		s.refuse(w, r, q, errorStatus(perr), perr)
+		s.refuse(w, r, q, ErrorStatus(perr), perr)
 		return
 	}
 
@@ -137,11 +137,11 @@ func (s *Server) ai(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
 }
 
 // writeError writes an error that Handle has already audited, with the
-// status errorStatus gives it (429 with Retry-After).
+// status ErrorStatus gives it (429 with Retry-After).
 func (s *Server) writeError(w http.ResponseWriter, e *protocol.Error) {
-	status := errorStatus(e)
+	status := ErrorStatus(e)
 	if status == http.StatusTooManyRequests {
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(retryAfter(e))))
+		w.Header().Set("Retry-After", strconv.Itoa(ErrorRetryAfter(e)))
 	}
 	writeJSON(w, status, protocol.ErrorResponse(nil, e))
 }

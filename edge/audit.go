@@ -79,7 +79,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, c protocol.Caller
 	if err != nil {
 		var pe *protocol.Error
 		if errors.As(err, &pe) {
-			s.refuse(w, r, q, errorStatus(pe), pe)
+			s.refuse(w, r, q, ErrorStatus(pe), pe)
 			return
 		}
 		s.log.Warn("audit log read failed", "err", err)

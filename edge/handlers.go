@@ -569,7 +569,7 @@ func (s *Server) rpc(w http.ResponseWriter, r *http.Request, c protocol.Caller) 
 	case refused != nil:
 		status := refusalStatus(refused)
 		if status == http.StatusTooManyRequests {
-			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(retryAfter(refused))))
+			w.Header().Set("Retry-After", strconv.Itoa(ErrorRetryAfter(refused)))
 		}
 		if len(out) == 0 {
 			out, _ = json.Marshal(protocol.ErrorResponse(nil, refused))
@@ -595,9 +595,13 @@ func refusalStatus(e *protocol.Error) int {
 	return http.StatusOK
 }
 
-// errorStatus maps an error of an endpoint that has no JSON-RPC envelope of
-// its own (the /mcpv2/ai answer, the gateway, find) to an HTTP status.
-func errorStatus(e *protocol.Error) int {
+// ErrorStatus maps an mcpv2 error of an endpoint that has no JSON-RPC
+// envelope of its own (the /mcpv2/ai answer, the gateway, find, the REST
+// face's routes) to an HTTP status: 400 for a malformed request, 401 an
+// invalid session, 403 not permitted, 402 a payment failure, 404 an
+// unknown method, skill or file, 429 a rate limit (see ErrorRetryAfter),
+// 502 a skill's or tool's failure, 500 anything else.
+func ErrorStatus(e *protocol.Error) int {
 	switch e.Code {
 	case protocol.CodeParseError, protocol.CodeInvalidRequest, protocol.CodeInvalidParams,
 		protocol.CodeUnsupportedProvider, protocol.CodeVersionMismatch:
@@ -617,6 +621,11 @@ func errorStatus(e *protocol.Error) int {
 	}
 	return http.StatusInternalServerError
 }
+
+// ErrorRetryAfter is the Retry-After header value, in whole seconds (at
+// least 1), of the rate-limit error e: its data.retry_after_ms rounded up,
+// one second when that is absent or out of range.
+func ErrorRetryAfter(e *protocol.Error) int { return retryAfterSeconds(retryAfter(e)) }
 
 // retryAfter reads data.retry_after_ms of a rate-limit error (the node's
 // form); one second when it is absent.
@@ -669,7 +678,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, c protocol.Call
 		var pe *protocol.Error
 		switch {
 		case errors.As(err, &pe):
-			s.refuse(w, r, q, errorStatus(pe), pe)
+			s.refuse(w, r, q, ErrorStatus(pe), pe)
 		case r.Context().Err() != nil:
 			s.refuse(w, r, q, http.StatusGatewayTimeout, protocol.Errorf(protocol.CodeInternal, "gateway: peer %s did not answer before the request ended", peer))
 		default:
@@ -733,7 +742,7 @@ func (s *Server) find(w http.ResponseWriter, r *http.Request, c protocol.Caller)
 			s.refuse(w, r, q, http.StatusNotImplemented, protocol.Errorf(protocol.CodeMethodNotFound,
 				"find: discovery is not enabled on this node, so it cannot search the mesh"))
 		case errors.As(err, &pe):
-			s.refuse(w, r, q, errorStatus(pe), pe)
+			s.refuse(w, r, q, ErrorStatus(pe), pe)
 		default:
 			s.log.Debug("find failed", "query", term, "err", err)
 			s.refuse(w, r, q, http.StatusBadGateway, protocol.Errorf(protocol.CodeInternal, "find: discovery failed: %s", protocol.Clip(err.Error(), 300)))
@@ -779,7 +788,7 @@ func (s *Server) allowKey(ls *limiterSet, rate float64, ip, what string) *protoc
 func (s *Server) allowIP(w http.ResponseWriter, r *http.Request, q *request, ls *limiterSet, rate float64, what string) bool {
 	perr := s.allowKey(ls, rate, clientIP(r.RemoteAddr), what)
 	if perr != nil {
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(retryAfter(perr))))
+		w.Header().Set("Retry-After", strconv.Itoa(ErrorRetryAfter(perr)))
 		s.refuse(w, r, q, http.StatusTooManyRequests, perr)
 	}
 	return perr == nil

@@ -715,8 +715,8 @@ func TestErrorStatus(t *testing.T) {
 		protocol.CodeSkillNotFound: 404, protocol.CodeFileNotFound: 404, protocol.CodeRateLimited: 429,
 		protocol.CodeInternal: 500, protocol.CodeSkillExecution: 502, protocol.CodeToolExecution: 502, -1: 500,
 	} {
-		if got := errorStatus(&protocol.Error{Code: code}); got != want {
-			t.Errorf("errorStatus(%d) = %d, want %d", code, got, want)
+		if got := ErrorStatus(&protocol.Error{Code: code}); got != want {
+			t.Errorf("ErrorStatus(%d) = %d, want %d", code, got, want)
 		}
 	}
 	for _, tc := range []struct {

@@ -233,7 +233,10 @@ func (n *Node) authorize(c Caller, s *protocol.Slot, purpose, skill string) *pro
 // anything, a mesh peer what the policy grants its PeerID or "*", a caller
 // a peer forwards what it grants "via:<PeerID>", "http" or "*", an
 // anonymous edge session what it grants "http" or "*". A forwarded
-// caller's session is not honoured. The open skills need no grant.
+// caller's session is not honoured. The open skills need no grant. A "*"
+// (every skill) in a policy or a key's --grant does not reach the
+// pseudo-skills (security_audit, read_resource, discover_agents,
+// list_agents): those are granted by name only (grantsSkill).
 func (n *Node) grant(c Caller, session, purpose, skill string) *protocol.Error {
 	if session != "" && c.Kind != protocol.CallerForwarded {
 		if len(n.secret) == 0 {
@@ -273,7 +276,7 @@ func (n *Node) grant(c Caller, session, purpose, skill string) *protocol.Error {
 				"{\"grants\": {\"%s\": [\"%s\"]}}", strings.TrimPrefix(c.ID, protocol.PolicyVia), skill, c.ID, skill),
 			Data: map[string]string{"skill": skill, "caller": c.Kind.String()}}
 	case protocol.CallerKey, protocol.CallerOIDC:
-		if slices.Contains(c.Grants, skill) || slices.Contains(c.Grants, "*") || n.policy.Allows(c.ID, skill) ||
+		if grantsSkill(c.Grants, skill) || n.policy.Allows(c.ID, skill) ||
 			slices.ContainsFunc(c.Principals, func(p string) bool { return n.policy.Allows(p, skill) }) {
 			return nil
 		}

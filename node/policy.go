@@ -203,11 +203,16 @@ func (p *Policy) UnknownGrants(known []string) []UnknownGrant {
 // registry (tools/list does not show them): the REST face's operations
 // (restapi.go), the reading of resources (resources.go) and the registry of
 // external agents (agents_bridge.go). The checks for unknown grants know them.
+// A grant of "*" (every skill) does not reach them: each opens data or
+// node actions beyond running skills (the audit log names every caller), so
+// a policy or a key's --grant must name it (grantsSkill).
 var pseudoSkills = []string{SecurityAuditSkill, ReadResourceSkill, DiscoverAgentsGrant, ListAgentsGrant}
 
 // warnUnknownGrants logs, once at start, each grant or limit of a skill
-// the node does not have.
+// the node does not have, and (warnAnonymousPseudoGrants) the
+// pseudo-skills the policy grants anonymous callers.
 func (n *Node) warnUnknownGrants() {
+	n.warnAnonymousPseudoGrants()
 	names := append(n.reg.Names(), pseudoSkills...)
 	for _, u := range n.policy.UnknownGrants(names) {
 		what := []any{"grant", u.Who}
@@ -215,6 +220,31 @@ func (n *Node) warnUnknownGrants() {
 			what = []any{"limit", true}
 		}
 		n.log.Warn(u.String(), append(append([]any{"skill", u.Skill}, what...), "suggest", suggest.Nearest(u.Skill, names), "file", u.File)...)
+	}
+}
+
+// warnAnonymousPseudoGrants logs one WARN per grant key, "http" or "*",
+// that names pseudo-skills: every caller who reaches the edge without a
+// credential may then read the whole audit log (security_audit), make the
+// node fetch URLs of its choosing (discover_agents), list the external
+// agents (list_agents) or read private resources (read_resource). Such a
+// policy (the orchestrate example's front-policy.json, for the seed's
+// curls) is for an edge on loopback, never a public address.
+func (n *Node) warnAnonymousPseudoGrants() {
+	for _, who := range []string{protocol.PolicyHTTP, "*"} {
+		var named []string
+		for _, sk := range n.policy.grants[who] {
+			if slices.Contains(pseudoSkills, sk) {
+				named = append(named, sk)
+			}
+		}
+		if len(named) == 0 {
+			continue
+		}
+		n.log.Warn(fmt.Sprintf("the policy grants anonymous callers (%q) %s: anyone who reaches the edge without a credential may use them "+
+			"(security_audit reads the whole audit log, naming every caller; discover_agents makes this node fetch URLs; list_agents, read_resource); "+
+			"keep such a policy to an edge on loopback, never on a public address, and grant these to API keys instead (mcpv2 key add NAME --grant …)",
+			who, strings.Join(named, ", ")), "grant", who, "skills", named, "file", n.policy.file)
 	}
 }
 
@@ -288,17 +318,25 @@ func (p *Policy) allowSkill(caller, skill string, now time.Time) (bool, time.Dur
 
 // Allows reports whether the policy key who (a PeerID, or "http" for an
 // anonymous edge session) may run skill: an open skill, a grant to who, or a
-// grant to "*".
+// grant to "*". A grant of every skill ("*") does not reach the
+// pseudo-skills: they are granted by name only (grantsSkill).
 func (p *Policy) Allows(who, skill string) bool {
 	if slices.Contains(openByDefault, skill) {
 		return true
 	}
 	for _, k := range []string{who, "*"} {
-		if g, ok := p.grants[k]; ok && (slices.Contains(g, skill) || slices.Contains(g, "*")) {
+		if g, ok := p.grants[k]; ok && grantsSkill(g, skill) {
 			return true
 		}
 	}
 	return false
+}
+
+// grantsSkill reports whether the grant list g (of a policy key, or an API
+// key's --grant) covers skill: it names skill, or it holds "*" and skill is
+// no pseudo-skill.
+func grantsSkill(g []string, skill string) bool {
+	return slices.Contains(g, skill) || (slices.Contains(g, "*") && !slices.Contains(pseudoSkills, skill))
 }
 
 // AnonymousGrants reports whether the policy grants anonymous HTTP

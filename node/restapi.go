@@ -12,7 +12,9 @@ import (
 
 // SecurityAuditSkill is the pseudo-skill of the REST face's GET
 // /api/v1/mcp/security/audit: a secret holder, or a caller the policy
-// grants this name, may read the audit log. The registry has no skill of
+// (or its key's --grant) grants this name, may read the audit log; a grant
+// of "*" does not reach it (grantsSkill), as the log names every caller and
+// what they ran. The registry has no skill of
 // that name; the policy knows it (UnknownGrants does not warn).
 const SecurityAuditSkill = "security_audit"
 
@@ -40,8 +42,8 @@ func (n *Node) restLimit(c protocol.Caller, skill string, now time.Time) *protoc
 // AuditTail returns the last limit lines of the node's audit log (1 to
 // MaxAuditTail; audit.jsonl and its rotations), oldest first, as a JSON
 // array of audit records, for GET /api/v1/mcp/security/audit. Only a
-// secret holder, or a caller the policy grants SecurityAuditSkill, may
-// read it (-32009 otherwise); within the node's per-caller rate limit; one
+// secret holder, or a caller granted SecurityAuditSkill by name (not by
+// "*"), may read it (-32009 otherwise); within the node's per-caller rate limit; one
 // audit line.
 func (n *Node) AuditTail(ctx context.Context, c protocol.Caller, limit int) (out json.RawMessage, err error) {
 	start := time.Now()

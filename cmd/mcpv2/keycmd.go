@@ -32,7 +32,7 @@ func keyCommand() *cli.Command {
 	flags := []cli.Flag{
 		dataDirFlag,
 		&cli.StringSliceFlag{Name: "grant", EnvVars: []string{"MCPV2_KEY_GRANT"},
-			Usage: "key add: the skills the key grants on top of the policy's (comma separated or repeated; * for every skill)"},
+			Usage: "key add: the skills the key grants on top of the policy's (comma separated or repeated; * for every skill, but the pseudo-skills such as security_audit must be named)"},
 		&cli.StringFlag{Name: "expires", EnvVars: []string{"MCPV2_KEY_EXPIRES"},
 			Usage: "key add: how long the key stays valid: `30d`, 2w, 12h, 90m (default: it never expires)"},
 		&cli.BoolFlag{Name: "json", EnvVars: []string{"MCPV2_KEY_JSON"},
@@ -194,7 +194,7 @@ func keyAdd(c *cli.Context) error {
 		fmt.Fprintf(w, "  It grants no skill itself: the caller gets ping and tools/list, and what the node's policy\n"+
 			"  grants \"key:%s\" and \"*\" (--grant SKILL,… or --grant '*' on add gives it more).\n", k.Name)
 	case len(k.Grants) == 1 && k.Grants[0] == "*":
-		fmt.Fprintln(w, "  It grants every skill.")
+		fmt.Fprintln(w, "  It grants every skill (not the pseudo-skills security_audit, read_resource, discover_agents, list_agents: name those in --grant).")
 	default:
 		fmt.Fprintf(w, "  It grants %s, on top of what the node's policy grants \"key:%s\" and \"*\".\n",
 			printableLine(strings.Join(k.Grants, ", ")), k.Name)

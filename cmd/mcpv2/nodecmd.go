@@ -192,7 +192,11 @@ type runningNode struct {
 }
 
 // Close stops the metrics server first (no scrape reads a closed part),
-// then the edge (no new requests), then the face, then the node.
+// then the control socket, then the REST and A2A faces — which end their
+// open task streams, so that the edge's shutdown does not wait its grace
+// for them (a face's route answers 503 once it is closed) — then the edge
+// (no new requests; the requests in flight finish), then the MCP face,
+// then the node.
 func (r *runningNode) Close() error {
 	var errs []error
 	if r.metrics != nil {
@@ -201,14 +205,14 @@ func (r *runningNode) Close() error {
 	if r.api != nil {
 		errs = append(errs, r.api.Close())
 	}
-	if r.srv != nil {
-		errs = append(errs, r.srv.Close())
-	}
 	if r.rest != nil {
 		errs = append(errs, r.rest.Close())
 	}
 	if r.a2a != nil {
 		errs = append(errs, r.a2a.Close())
+	}
+	if r.srv != nil {
+		errs = append(errs, r.srv.Close())
 	}
 	if r.face != nil {
 		errs = append(errs, r.face.Close())

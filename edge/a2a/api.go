@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -127,23 +128,22 @@ func (f *Face) CancelTask(ctx context.Context, c protocol.Caller, id string) (Ta
 // Seq its last event's); with replay, the events after the event after
 // are read from the store, then the live ones follow (Last-Event-ID). A
 // keep-alive is sent when the stream is idle. It returns CodeTaskNotFound
-// as GetTask before anything is sent; later errors are emit's.
+// as GetTask before anything is sent; later errors are emit's, or -32603
+// when the stored events cannot be read. It is the loop of the JSON-RPC
+// subscribe (streamEvents), with the events in the task API's form.
 func (f *Face) StreamTask(ctx context.Context, c protocol.Caller, id string, after uint64, replay bool, emit func(StreamEvent) error) error {
 	t, st, perr := f.loadFor(c, id)
 	if perr != nil {
 		return perr
 	}
-	// Watch, then read again: an event between the two reads is not lost
-	// (subscribe does the same).
-	ch, unsub := f.watch(t.ID)
-	defer unsub()
-	if now, nst, e := f.loadFor(c, id); e == nil {
-		t, st = now, nst
+	load := func(id string) (Task, protocol.StoredTask, bool) {
+		t, st, e := f.loadFor(c, id)
+		return t, st, e == nil
 	}
-	send := func(ev Event) (bool, error) {
+	send := func(ev Event) error {
 		b, err := json.Marshal(ev.v1())
 		if err != nil {
-			return true, err
+			return err
 		}
 		kind := "artifact"
 		switch {
@@ -152,16 +152,49 @@ func (f *Face) StreamTask(ctx context.Context, c protocol.Caller, id string, aft
 		case ev.Status != nil:
 			kind = "status"
 		}
-		end := ev.ends()
-		return end, emit(StreamEvent{Seq: ev.Seq, Kind: kind, Data: b, Final: end})
+		return emit(StreamEvent{Seq: ev.Seq, Kind: kind, Data: b, Final: ev.ends()})
+	}
+	ping := func() error { return emit(StreamEvent{Kind: "ping"}) }
+	err := f.streamEvents(ctx, t, st, load, after, replay, send, ping)
+	if errors.Is(err, errTaskEvents) {
+		return errors.Join(protocol.Errorf(protocol.CodeInternal, "internal error: the task's events could not be read"), err)
+	}
+	return err
+}
+
+// errTaskEvents wraps the store's error when streamEvents cannot read the
+// events to replay.
+var errTaskEvents = errors.New("a2a: the task's events could not be read")
+
+// streamEvents is the one replay-and-follow loop of a task's event
+// stream, for the JSON-RPC subscribe (SSE of JSON-RPC results) and the
+// task API's StreamTask (the REST face); each gives its own send and ping
+// (a keep-alive). It watches task t (as read, with st, by the caller),
+// then reads it again through load, so that an event published between
+// the two reads is not lost (the live events the new read holds are
+// skipped by their seq; the soak saw one fall between in about 400
+// resubscriptions). Then it sends either the events after the event
+// after, read from the store (replay: Last-Event-ID names the last event
+// the client saw), or the task as it is now, and then the live events
+// (follow), until an event ends the stream (a final or input-required
+// state), the task is not running, ctx ends, or send or ping fails (the
+// client left). It returns send's or ping's error, or errTaskEvents.
+func (f *Face) streamEvents(ctx context.Context, t Task, st protocol.StoredTask, load func(id string) (Task, protocol.StoredTask, bool),
+	after uint64, replay bool, send func(Event) error, ping func() error) error {
+	ch, unsub := f.watch(t.ID)
+	defer unsub()
+	if now, nst, ok := load(t.ID); ok {
+		t, st = now, nst
 	}
 	last := st.Seq
 	if replay {
 		evs, err := f.b.TaskEvents(t.ID, after, 0)
 		if err != nil {
-			return errors.Join(protocol.Errorf(protocol.CodeInternal, "internal error: the task's events could not be read"), err)
+			return fmt.Errorf("%w: %w", errTaskEvents, err)
 		}
-		if now, _, e := f.loadFor(c, id); e == nil {
+		// The events name the task's messages and artifacts: read it
+		// again, after them, so that it holds every one they name.
+		if now, _, ok := load(t.ID); ok {
 			t = now
 		}
 		last = after
@@ -171,38 +204,48 @@ func (f *Face) StreamTask(ctx context.Context, c protocol.Caller, id string, aft
 				continue
 			}
 			ev.Seq = se.Seq
-			if end, err := send(ev); err != nil || end {
+			if err := send(ev); err != nil || ev.ends() {
 				return err
 			}
 			last = se.Seq
 		}
 	} else {
 		snap := t
-		if end, err := send(Event{Task: &snap, Seq: st.Seq}); err != nil || end {
+		ev := Event{Task: &snap, Seq: st.Seq}
+		if err := send(ev); err != nil || ev.ends() {
 			return err
 		}
 	}
-	if ch == nil { // not running
+	if ch == nil { // not running (input-required, waiting for a message)
 		return nil
 	}
-	tick := time.NewTicker(keepAlive)
-	defer tick.Stop()
+	return follow(ctx, ch, last, send, ping)
+}
+
+// follow sends the events of ch until one ends the stream (a terminal or
+// interrupted state), the channel closes (the subscriber fell behind, or
+// the face stops), ctx ends, or send or ping fails (the client left); it
+// pings after keepAlive of silence. skip drops the events already sent
+// (by seq).
+func follow(ctx context.Context, ch <-chan Event, skip uint64, send func(Event) error, ping func() error) error {
+	t := time.NewTicker(keepAlive)
+	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-tick.C:
-			if err := emit(StreamEvent{Kind: "ping"}); err != nil {
+		case <-t.C:
+			if err := ping(); err != nil {
 				return err
 			}
-		case ev, ok := <-ch:
+		case e, ok := <-ch:
 			if !ok {
 				return nil
 			}
-			if ev.Seq <= last {
+			if e.Seq <= skip {
 				continue
 			}
-			if end, err := send(ev); err != nil || end {
+			if err := send(e); err != nil || e.ends() {
 				return err
 			}
 		}

@@ -2,7 +2,6 @@ package a2a
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -422,34 +421,6 @@ func (s *sse) ping() error {
 	return s.rc.Flush()
 }
 
-// follow writes events from ch until a terminal or interrupted state, the
-// channel closing (the subscriber fell behind, or the face stops), or the
-// client leaving. skip drops events already written (by seq).
-func (s *sse) follow(ctx context.Context, ch <-chan Event, skip uint64) {
-	t := time.NewTicker(keepAlive)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if s.ping() != nil {
-				return
-			}
-		case e, ok := <-ch:
-			if !ok {
-				return
-			}
-			if e.Seq <= skip {
-				continue
-			}
-			if s.send(e) != nil || e.ends() {
-				return
-			}
-		}
-	}
-}
-
 // ends says whether e ends a stream: a terminal or interrupted state.
 func (e Event) ends() bool {
 	var st State
@@ -464,6 +435,10 @@ func (e Event) ends() bool {
 	return st.Terminal() || st == StateInputRequired
 }
 
+// subscribe streams a task's events (SubscribeToTask, tasks/resubscribe)
+// as SSE of JSON-RPC results: streamEvents, after the checks that answer
+// with a JSON-RPC error (no such task, a terminal one, a bad
+// Last-Event-ID).
 func (f *Face) subscribe(q *req, params json.RawMessage) {
 	_, t, st, ok := q.loadRef(params)
 	if !ok {
@@ -472,15 +447,6 @@ func (f *Face) subscribe(q *req, params json.RawMessage) {
 	if t.Status.State.Terminal() {
 		q.fail(rpcErrf(codeUnsupportedOp, "unsupported operation: task %q is %s: there is nothing to subscribe to; get it with %s", t.ID, t.Status.State, map[string]string{"1.0": "GetTask", "0.3": "tasks/get"}[q.v]))
 		return
-	}
-	// Watch, then read the task again: an event published after the first
-	// read but before the watch began would otherwise fall between (the
-	// soak saw one in about 400 resubscriptions). The live events the new
-	// read already holds are skipped by their sequence number.
-	ch, unsub := f.watch(t.ID)
-	defer unsub()
-	if now, nst, e := q.load(t.ID); e == nil {
-		t, st = now, nst
 	}
 	// Last-Event-ID (the SSE way) names the last event the client saw:
 	// the ones after it are replayed from the store, then the live ones
@@ -496,38 +462,11 @@ func (f *Face) subscribe(q *req, params json.RawMessage) {
 	}
 	q.audit(nil)
 	s := q.startSSE()
-	last := st.Seq
-	if replay {
-		evs, err := f.b.TaskEvents(t.ID, after, 0)
-		if err != nil {
-			f.log.Error("a2a: task events", "id", t.ID, "err", err)
-			return
-		}
-		// The events name the task's messages and artifacts: read it again,
-		// after them, so that it holds every one they name.
-		if now, _, e := q.load(t.ID); e == nil {
-			t = now
-		}
-		last = after
-		for _, se := range evs {
-			ev, ok := eventFrom(se.Event, t)
-			if !ok {
-				continue
-			}
-			ev.Seq = se.Seq
-			if s.send(ev) != nil || ev.ends() {
-				return
-			}
-			last = se.Seq
-		}
-	} else {
-		snap := t
-		if s.send(Event{Task: &snap, Seq: st.Seq}) != nil || (Event{Task: &snap}).ends() {
-			return
-		}
+	load := func(id string) (Task, protocol.StoredTask, bool) {
+		t, st, e := q.load(id)
+		return t, st, e == nil
 	}
-	if ch == nil { // not running (input-required, waiting for a message)
-		return
+	if err := f.streamEvents(q.r.Context(), t, st, load, after, replay, s.send, s.ping); errors.Is(err, errTaskEvents) {
+		f.log.Error("a2a: task events", "id", t.ID, "err", err)
 	}
-	s.follow(q.r.Context(), ch, last)
 }

@@ -320,7 +320,7 @@ func (f *Face) send(q *req, params json.RawMessage, stream bool) {
 		if s.send(first) != nil {
 			return
 		}
-		s.follow(q.r.Context(), ch, first.Seq)
+		_ = follow(q.r.Context(), ch, first.Seq, s.send, s.ping)
 		return
 	}
 	if !p.Configuration.ReturnImmediately && (p.Configuration.Blocking == nil || *p.Configuration.Blocking) {

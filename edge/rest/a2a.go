@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/edge/a2a"
 	"github.com/mcpv2/mcpv2/protocol"
 )
@@ -206,7 +207,7 @@ func (f *Face) discover(w http.ResponseWriter, r *http.Request, c protocol.Calle
 	}
 	agents, err := f.agents.DiscoverAgents(r.Context(), c, req.URLs)
 	if err != nil {
-		f.fail(w, r, c, start, f.asProtocol(err), 0)
+		f.writeError(w, f.asProtocol(err), 0) // DiscoverAgents audited it
 		return
 	}
 	out := make([]discoverResult, 0, len(req.URLs))
@@ -224,8 +225,7 @@ func (f *Face) discover(w http.ResponseWriter, r *http.Request, c protocol.Calle
 		}
 		out = append(out, res)
 	}
-	f.b.Audit(r.Context(), c, auditMethod(r), nil, start)
-	writeJSON(w, http.StatusOK, map[string]any{"results": out, "discovered": ok, "total": len(out)})
+	writeJSON(w, http.StatusOK, map[string]any{"results": out, "discovered": ok, "total": len(out)}) // DiscoverAgents audited it
 }
 
 func cmpOr(a, b string) string {
@@ -244,7 +244,7 @@ func (f *Face) listAgents(w http.ResponseWriter, r *http.Request, c protocol.Cal
 	}
 	as, err := f.agents.Agents(r.Context(), c)
 	if err != nil {
-		f.fail(w, r, c, start, f.asProtocol(err), 0)
+		f.writeError(w, f.asProtocol(err), 0) // Agents audited its refusal
 		return
 	}
 	if as == nil {
@@ -270,7 +270,7 @@ func (f *Face) orchestrate(w http.ResponseWriter, r *http.Request, c protocol.Ca
 		return
 	}
 	if strings.TrimSpace(req.Request) == "" && len(req.Plan) == 0 {
-		f.fail(w, r, c, start, protocol.Errorf(protocol.CodeInvalidParams, `invalid params: request is missing; send {"request": "what to do"}`), 0)
+		f.fail(w, r, c, start, protocol.Errorf(protocol.CodeInvalidParams, `invalid params: request and plan are missing; send {"request": "what to do"} or {"plan": {"subtasks": […]}}`), 0)
 		return
 	}
 	args := map[string]any{"request": req.Request}
@@ -281,9 +281,9 @@ func (f *Face) orchestrate(w http.ResponseWriter, r *http.Request, c protocol.Ca
 	out, perr := f.runTool(r.Context(), c, "orchestrate", b)
 	status := http.StatusOK
 	if perr != nil {
-		status = statusOf(perr)
+		status = edge.ErrorStatus(perr)
 		if status == http.StatusTooManyRequests {
-			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(perr)))
+			w.Header().Set("Retry-After", strconv.Itoa(edge.ErrorRetryAfter(perr)))
 		}
 	}
 	res := map[string]any{"request": req.Request, "success": out.Success, "result": out.Result,

@@ -57,6 +57,7 @@ type point struct {
 type comparison struct {
 	Operation  string  `json:"operation"`
 	Runs       int     `json:"runs"`
+	RunsWhy    string  `json:"runs_why"`
 	REST       faceRun `json:"rest"`
 	MCP        faceRun `json:"mcp"`
 	SameResult bool    `json:"same_result"`
@@ -65,11 +66,29 @@ type comparison struct {
 	Actor      string  `json:"actor"`
 }
 
-const compareMethod = "Each face ran the operation %d times in this process, one after the other, as the caller: REST through this face's " +
+const compareMethod = "Each face ran the operation %s in this process, one after the other, as the caller: REST through this face's " +
 	"execute handler (an httptest request: body decoding, the node's dispatch, the JSON answer), MCP through an in-memory go-sdk client " +
 	"session with the MCP face's server (tools/call: JSON-RPC framing, the middleware, the node's dispatch). Latencies are medians in " +
 	"milliseconds; the MCP session's initialize handshake is timed apart (setup_ms). Both faces enter the same node dispatch: policy, " +
 	"rate limits, the guard and the audit log apply to every run, each of which writes an audit line."
+
+// runsWhy says why compare ran a tool runs times per face.
+const (
+	runsReadOnly = "the tool declares readOnlyHint in the MCP face's tools/list: each face ran it %d times, the node's setting, and the latencies are medians"
+	runsOnce     = "the tool does not declare readOnlyHint in the MCP face's tools/list, so a run may have a side effect (a payment, an upload, a call to another agent): " +
+		"each face ran it once, and the latencies are of that one run"
+)
+
+// times words n runs: "once", "twice", "N times".
+func times(n int) string {
+	switch n {
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return fmt.Sprintf("%d times", n)
+}
 
 // median of xs (ms), with min and max; xs is sorted in place.
 func median(xs []float64) (med, lo, hi float64) {
@@ -170,22 +189,30 @@ func sameJSON(a, b json.RawMessage) bool {
 }
 
 // schemaOf returns the input schema MCP's tools/list gave for op (nil
-// when it listed none), and the tool count.
-func schemaOf(ctx context.Context, cs *sdk.ClientSession, op string) (map[string]any, bool, int, error) {
+// when it listed none), the tool as listed (nil when it did not list op),
+// and the tool count.
+func schemaOf(ctx context.Context, cs *sdk.ClientSession, op string) (map[string]any, *sdk.Tool, int, error) {
 	var schema map[string]any
-	found, n := false, 0
+	var tool *sdk.Tool
+	n := 0
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
-			return nil, false, n, err
+			return nil, nil, n, err
 		}
 		n++
 		if t.Name == op {
-			found = true
+			tool = t
 			b, _ := json.Marshal(t.InputSchema)
 			_ = json.Unmarshal(b, &schema)
 		}
 	}
-	return schema, found, n, nil
+	return schema, tool, n, nil
+}
+
+// readOnly says whether tool (as tools/list gave it; nil: not listed)
+// declares readOnlyHint.
+func readOnly(tool *sdk.Tool) bool {
+	return tool != nil && tool.Annotations != nil && tool.Annotations.ReadOnlyHint
 }
 
 // propertiesOf lists a schema's property names, sorted, and its required
@@ -275,9 +302,9 @@ func outcome(perr *protocol.Error, status int) string {
 	return fmt.Sprintf("answered error %d: %s", perr.Code, protocol.Clip(perr.Message, 160))
 }
 
-// openAPIArgumentsTyped says whether the OpenAPI document types the
-// execute route's arguments (it cannot: they differ by tool).
-func openAPIArgumentsTyped() bool {
+// openAPIProperty returns the schema the OpenAPI document gives property
+// prop of component schema name (nil when it has none).
+func openAPIProperty(name, prop string) map[string]any {
 	var doc struct {
 		Components struct {
 			Schemas map[string]struct {
@@ -286,11 +313,31 @@ func openAPIArgumentsTyped() bool {
 		} `json:"components"`
 	}
 	if json.Unmarshal(openAPIDoc, &doc) != nil {
-		return false
+		return nil
 	}
-	a := doc.Components.Schemas["ExecuteRequest"].Properties["arguments"]
-	_, typed := a["properties"]
+	return doc.Components.Schemas[name].Properties[prop]
+}
+
+// openAPIArgumentsTyped says whether the OpenAPI document types the
+// execute route's arguments (it cannot: they differ by tool).
+func openAPIArgumentsTyped() bool {
+	_, typed := openAPIProperty("ExecuteRequest", "arguments")["properties"]
 	return typed
+}
+
+// openAPIResultShape words what the OpenAPI document declares of the
+// execute route's result (ExecuteResponse.result), read from the document.
+func openAPIResultShape() string {
+	r := openAPIProperty("ExecuteResponse", "result")
+	_, props := r["properties"]
+	_, ref := r["$ref"]
+	if props || ref {
+		return "the OpenAPI document declares its shape (ExecuteResponse.result)"
+	}
+	if t, ok := r["type"].([]any); ok && len(t) > 1 {
+		return fmt.Sprintf("the OpenAPI document declares ExecuteResponse.result as any of %d JSON types, the same for every tool", len(t))
+	}
+	return "the OpenAPI document declares no shape of ExecuteResponse.result, the same for every tool"
 }
 
 // probe runs op with invalid arguments through each face once and words
@@ -337,13 +384,46 @@ func listOr(xs []string) string {
 	return strings.Join(xs, ", ")
 }
 
-// compare is POST /api/v1/mcp/compare.
+// compareRetry is the Retry-After of a compare refused because the
+// caller's previous one still runs.
+const compareRetry = time.Second
+
+// startCompare admits one compare (or report) of c, whose identity runs
+// none now, and returns its release; else -32005. A compare makes many
+// dispatches in one request, each up to the tool's timeout: one at a time
+// per caller bounds what one request of a caller costs the node.
+func (f *Face) startCompare(c protocol.Caller) (func(), *protocol.Error) {
+	key := c.Kind.String() + "\x00" + c.ID // a secret holder and the anonymous callers of its IP are two callers
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, busy := f.comparing[key]; busy {
+		return nil, &protocol.Error{Code: protocol.CodeRateLimited,
+			Message: "rate limited: a compare of yours is running (one compare or compare report per caller at a time); retry when it has answered",
+			Data:    map[string]any{"retry_after_ms": compareRetry.Milliseconds()}}
+	}
+	f.comparing[key] = struct{}{}
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		delete(f.comparing, key)
+	}, nil
+}
+
+// compare is POST /api/v1/mcp/compare: a tool that declares readOnlyHint
+// runs f.runs times through each face, any other once (runs_why says
+// which); one compare per caller at a time.
 func (f *Face) compare(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
 	start := time.Now()
 	var req compareRequest
 	if !f.readBody(w, r, c, start, &req) {
 		return
 	}
+	release, perr := f.startCompare(c)
+	if perr != nil {
+		f.fail(w, r, c, start, perr, 0)
+		return
+	}
+	defer release()
 	if f.mcp == nil {
 		f.notConfigured(w, r, c, start, "this node serves no MCP face to compare this face with")
 		return
@@ -365,20 +445,27 @@ func (f *Face) compare(w http.ResponseWriter, r *http.Request, c protocol.Caller
 	}
 	defer done()
 	setup := time.Since(setupStart)
-	schema, found, ntools, err := schemaOf(ctx, cs, req.Operation)
+	schema, tool, ntools, err := schemaOf(ctx, cs, req.Operation)
 	if err != nil {
 		f.fail(w, r, c, start, wireError(err), 0)
 		return
 	}
-	out := comparison{Operation: req.Operation, Runs: f.runs, Actor: c.ID, Method: fmt.Sprintf(compareMethod, f.runs),
-		REST: faceRun{Face: "rest", Via: "POST " + Prefix + "/mcp/tools/" + req.Operation + "/execute", Runs: f.runs},
-		MCP:  faceRun{Face: "mcp", Via: "tools/call on an MCP session", Runs: f.runs, SetupMS: ms(setup)}}
+	found := tool != nil
+	// A tool that may have a side effect runs once per face: compare
+	// must not pay, upload or call another agent f.runs times.
+	runs, why := 1, runsOnce
+	if readOnly(tool) {
+		runs, why = f.runs, fmt.Sprintf(runsReadOnly, f.runs)
+	}
+	out := comparison{Operation: req.Operation, Runs: runs, RunsWhy: why, Actor: c.ID, Method: fmt.Sprintf(compareMethod, times(runs)),
+		REST: faceRun{Face: "rest", Via: "POST " + Prefix + "/mcp/tools/" + req.Operation + "/execute", Runs: runs},
+		MCP:  faceRun{Face: "mcp", Via: "tools/call on an MCP session", Runs: runs, SetupMS: ms(setup)}}
 	var rts, mts []float64
 	var restRes executeResponse
 	var mcpRes json.RawMessage
 	var mcpErr *protocol.Error
 	var mcpCall *sdk.CallToolResult
-	for i := 0; i < f.runs; i++ {
+	for range runs {
 		var took time.Duration
 		restRes, _, took = f.restRun(ctx, c, req.Operation, args)
 		rts = append(rts, ms(took))
@@ -396,28 +483,39 @@ func (f *Face) compare(w http.ResponseWriter, r *http.Request, c protocol.Caller
 	out.Points = f.discoveryPoints(req.Operation, schema, found, ntools, setup, f.nroutes)
 	vp, _, _, _ := f.probe(ctx, c, cs, req.Operation, schema)
 	out.Points = slices.Insert(out.Points, 1, vp)
-	out.Points = append(out.Points, typePoint(out.REST, mcpCall))
+	out.Points = append(out.Points, typePoint(req.Operation, out.REST, tool, mcpCall))
 	f.b.Audit(ctx, c, auditMethod(r), nil, start)
 	writeJSON(w, http.StatusOK, out)
 }
 
-// typePoint words what each face returned as the result's type.
-func typePoint(rest faceRun, call *sdk.CallToolResult) point {
+// typePoint words what each face returned as op's result, and what each
+// declared of its type: the OpenAPI document's ExecuteResponse.result, the
+// tool's outputSchema in the MCP session's tools/list (tool; nil when it
+// did not list op).
+func typePoint(op string, rest faceRun, tool *sdk.Tool, call *sdk.CallToolResult) point {
 	p := point{Aspect: "type_safety"}
 	if rest.Success {
-		p.REST = fmt.Sprintf("result was %s inside the JSON answer; its shape is not declared per tool (the OpenAPI document cannot)", kindOf(rest.Result))
+		p.REST = fmt.Sprintf("result was %s inside the JSON answer; %s", kindOf(rest.Result), openAPIResultShape())
 	} else {
-		p.REST = "the call failed: the answer carried success false and an error object"
+		p.REST = "the call failed: the answer carried success false and an error object; " + openAPIResultShape()
+	}
+	declared := fmt.Sprintf("tools/list gave %s no outputSchema to check it against", op)
+	switch {
+	case tool == nil:
+		declared = fmt.Sprintf("tools/list did not list %s", op)
+	case tool.OutputSchema != nil:
+		b, _ := json.Marshal(tool.OutputSchema)
+		declared = fmt.Sprintf("tools/list gave %s an outputSchema (%s)", op, protocol.Clip(string(b), 120))
 	}
 	switch {
 	case call == nil:
-		p.MCP = "the call failed before a result"
+		p.MCP = "the call failed before a result; " + declared
 	case call.IsError:
-		p.MCP = "the result had isError set, with the error in structuredContent"
+		p.MCP = "the result had isError set, with the error in structuredContent; " + declared
 	case call.StructuredContent != nil:
-		p.MCP = "the result carried structuredContent (a JSON object) beside its text; the tool declared no outputSchema to check it against"
+		p.MCP = "the result carried structuredContent (a JSON object) beside its text; " + declared
 	default:
-		p.MCP = "the result carried text content only"
+		p.MCP = "the result carried text content only; " + declared
 	}
 	return p
 }
@@ -433,9 +531,16 @@ type reportRow struct {
 
 // compareReport is GET /api/v1/mcp/compare/report: the points for every
 // tool, from a probe of each that no tool runs (invalid arguments); the
-// latencies are the medians of the probes over the tools.
+// latencies are the medians of the probes over the tools. One compare or
+// report per caller at a time.
 func (f *Face) compareReport(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
 	start := time.Now()
+	release, perr := f.startCompare(c)
+	if perr != nil {
+		f.fail(w, r, c, start, perr, 0)
+		return
+	}
+	defer release()
 	if f.mcp == nil {
 		f.notConfigured(w, r, c, start, "this node serves no MCP face to compare this face with")
 		return

@@ -10,6 +10,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -104,9 +105,9 @@ func (f *Face) execute(w http.ResponseWriter, r *http.Request, c protocol.Caller
 	out, perr := f.runTool(r.Context(), c, name, args)
 	status := http.StatusOK
 	if perr != nil {
-		status = statusOf(perr)
+		status = edge.ErrorStatus(perr)
 		if status == http.StatusTooManyRequests {
-			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(perr)))
+			w.Header().Set("Retry-After", strconv.Itoa(edge.ErrorRetryAfter(perr)))
 		}
 	}
 	writeJSON(w, status, out)
@@ -293,9 +294,10 @@ func (f *Face) scan(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
 	if r.Method == http.MethodGet {
 		info, err := f.b.ScannerInfo(r.Context(), c)
 		if err != nil {
-			f.writeError(w, f.asProtocol(err), 0)
+			f.fail(w, r, c, start, f.asProtocol(err), 0) // ScannerInfo writes no audit line
 			return
 		}
+		f.b.Audit(r.Context(), c, auditMethod(r), nil, start)
 		writeRaw(w, info)
 		return
 	}

@@ -49,9 +49,10 @@ type Backend interface {
 	// the guard over a text (JSON of the guard's result: is_safe,
 	// threat_level, findings of {vector, level, match}, sanitized_input),
 	// the scanner's description (capabilities and attack_vectors), and the
-	// last limit audit lines (a JSON array). Each checks the policy,
-	// applies the rate limits and writes its audit line; an error is a
-	// *protocol.Error.
+	// last limit audit lines (a JSON array). Each applies the rate limits;
+	// SecurityScan and AuditTail check the policy and write their audit
+	// line, ScannerInfo (open to every caller) writes none: the face
+	// writes it. An error is a *protocol.Error.
 	SecurityScan(ctx context.Context, c protocol.Caller, text string) (json.RawMessage, error)
 	ScannerInfo(ctx context.Context, c protocol.Caller) (json.RawMessage, error)
 	AuditTail(ctx context.Context, c protocol.Caller, limit int) (json.RawMessage, error)
@@ -82,13 +83,22 @@ type Tasks interface {
 // of external A2A agents (issue 23). Without it (WithAgents) the two
 // routes answer 501.
 type Agents interface {
-	// DiscoverAgents fetches the card of each URL for c and registers the
-	// agents it reached; one ExternalAgent per URL, in order, a failed one
-	// with Healthy false and LastError. An error refuses the whole call.
+	// DiscoverAgents fetches the card of each URL for c; one
+	// ExternalAgent per URL, in order, a failed one with Healthy false and
+	// LastError. An error refuses the whole call. It writes the request's
+	// audit line, refused or not.
 	DiscoverAgents(ctx context.Context, c protocol.Caller, urls []string) ([]protocol.ExternalAgent, error)
-	// Agents lists the external agents the node knows, for c.
+	// Agents lists the external agents the node knows, for c. It writes
+	// the audit line of a refusal only; the face writes a success's.
 	Agents(ctx context.Context, c protocol.Caller) ([]protocol.ExternalAgent, error)
 }
+
+// The audit rule of the face: one audit line per request. A request the
+// node's method serves is audited by that method where it audits
+// (Backend.Handle, SecurityScan, AuditTail, DiscoverAgents, a refusal of
+// Agents), and the face answers its error with writeError; anything else —
+// a refusal before the node is reached, a route whose method writes no
+// line — the face audits, with fail or Backend.Audit.
 
 // Defaults of the face.
 const (
@@ -120,10 +130,13 @@ type Face struct {
 	// nroutes is len(routes), for compare's report (set by Mount).
 	nroutes int
 
-	mu     sync.Mutex // guards closed and streams
+	mu     sync.Mutex // guards closed and comparing
 	closed bool
-	ctx    context.Context
-	cancel context.CancelFunc
+	// comparing holds the identity (Caller.Kind and ID) of each caller whose
+	// compare or compare report runs: one at a time per caller.
+	comparing map[string]struct{}
+	ctx       context.Context
+	cancel    context.CancelFunc
 }
 
 // config is what the options set.
@@ -212,7 +225,7 @@ func New(b Backend, opts ...Option) (*Face, error) {
 			return nil, err
 		}
 	}
-	f := &Face{b: b, log: cfg.log, mcp: cfg.mcp, tasks: cfg.tasks, agents: cfg.agents, runs: cfg.runs}
+	f := &Face{b: b, log: cfg.log, mcp: cfg.mcp, tasks: cfg.tasks, agents: cfg.agents, runs: cfg.runs, comparing: map[string]struct{}{}}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	return f, nil
 }
@@ -311,28 +324,6 @@ type errorBody struct {
 	Error *protocol.Error `json:"error"`
 }
 
-// statusOf maps an mcpv2 error code to the HTTP status of a REST answer.
-func statusOf(e *protocol.Error) int {
-	switch e.Code {
-	case protocol.CodeParseError, protocol.CodeInvalidRequest, protocol.CodeInvalidParams,
-		protocol.CodeUnsupportedProvider, protocol.CodeVersionMismatch:
-		return http.StatusBadRequest
-	case protocol.CodeInvalidSession:
-		return http.StatusUnauthorized
-	case protocol.CodeNotPermitted:
-		return http.StatusForbidden
-	case protocol.CodePaymentFailed:
-		return http.StatusPaymentRequired
-	case protocol.CodeMethodNotFound, protocol.CodeSkillNotFound, protocol.CodeFileNotFound:
-		return http.StatusNotFound
-	case protocol.CodeRateLimited:
-		return http.StatusTooManyRequests
-	case protocol.CodeSkillExecution, protocol.CodeToolExecution:
-		return http.StatusBadGateway
-	}
-	return http.StatusInternalServerError
-}
-
 // asProtocol is err as a *protocol.Error (-32603 for any other error,
 // whose text is logged, not sent).
 func (f *Face) asProtocol(err error) *protocol.Error {
@@ -354,8 +345,9 @@ func (f *Face) asProtocol(err error) *protocol.Error {
 	return protocol.Errorf(protocol.CodeInternal, "internal error")
 }
 
-// fail answers perr with status (0: statusOf), a Retry-After on 429, and
-// an audit line unless audited says the backend wrote one.
+// fail answers perr with status (0: edge.ErrorStatus), a Retry-After on
+// 429, and writes the request's audit line: for a refusal the node never
+// saw (writeError answers one it audited).
 func (f *Face) fail(w http.ResponseWriter, r *http.Request, c protocol.Caller, start time.Time, perr *protocol.Error, status int) {
 	f.b.Audit(r.Context(), c, auditMethod(r), perr, start)
 	f.writeError(w, perr, status)
@@ -364,33 +356,12 @@ func (f *Face) fail(w http.ResponseWriter, r *http.Request, c protocol.Caller, s
 // writeError writes perr without an audit line (the backend wrote it).
 func (f *Face) writeError(w http.ResponseWriter, perr *protocol.Error, status int) {
 	if status == 0 {
-		status = statusOf(perr)
+		status = edge.ErrorStatus(perr)
 	}
 	if status == http.StatusTooManyRequests {
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(perr)))
+		w.Header().Set("Retry-After", strconv.Itoa(edge.ErrorRetryAfter(perr)))
 	}
 	writeJSON(w, status, errorBody{Error: perr})
-}
-
-// retryAfterSeconds reads data.retry_after_ms of a rate-limit error,
-// rounded up to seconds (at least 1).
-func retryAfterSeconds(e *protocol.Error) int {
-	var ms float64
-	switch d := e.Data.(type) {
-	case map[string]any:
-		switch v := d["retry_after_ms"].(type) {
-		case int64:
-			ms = float64(v)
-		case int:
-			ms = float64(v)
-		case float64:
-			ms = v
-		}
-	case map[string]int64:
-		ms = float64(d["retry_after_ms"])
-	}
-	s := int((ms + 999) / 1000)
-	return max(s, 1)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -68,16 +68,6 @@ func A2ANPMDir() (string, error) {
 	return npmDirOnce.dir, npmDirOnce.err
 }
 
-// needTool skips t for a missing tool, or fails it where the tests must
-// run (SkipEnv's MCPV2_REQUIRE_ALL, or CI=true).
-func needTool(t testing.TB, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf(format+" (CI=true: this test must run, not skip)", args...)
-	}
-	SkipEnv(t, format, args...)
-}
-
 // StartA2AAgent runs a2a-agent.mjs with args (--version 1.0|0.3,
 // --no-streaming, --sign, --name NAME) under node and waits up to 30 s for
 // its URL. It is stopped when the test ends (its log logged if t failed).
@@ -87,11 +77,11 @@ func StartA2AAgent(t testing.TB, args ...string) *A2AAgent {
 	t.Helper()
 	nodeBin, err := exec.LookPath("node")
 	if err != nil {
-		needTool(t, "node is not installed: %v", err)
+		SkipEnv(t, "node is not installed: %v", err)
 	}
 	dir, err := A2ANPMDir()
 	if err != nil {
-		needTool(t, "%v", err)
+		SkipEnv(t, "%v", err)
 	}
 	cmd := exec.Command(nodeBin, append([]string{"a2a-agent.mjs"}, args...)...)
 	cmd.Dir = dir

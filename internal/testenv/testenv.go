@@ -29,16 +29,35 @@ import (
 const RequireAllEnv = "MCPV2_REQUIRE_ALL"
 
 // SkipEnv skips t for a reason of the environment (not root, a tool or the
-// kernel missing, another OS), with msg formatted as by fmt.Sprintf. When
-// MCPV2_REQUIRE_ALL is set (and not "0"), as .ci/run sets it, it fails t
-// with the same message instead, so that CI cannot go green by skipping.
+// kernel missing, another OS), with msg formatted as by fmt.Sprintf. Where
+// every test must run it fails t with the same message instead, so that CI
+// cannot go green by skipping: when MCPV2_REQUIRE_ALL is set and not "0"
+// (.ci/run sets it), or when CI=true (as GitHub Actions and most CI
+// services set it) and MCPV2_REQUIRE_ALL is not "0". It is the one rule of
+// every test that needs what the machine may lack.
 func SkipEnv(t testing.TB, format string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, args...)
-	if v := os.Getenv(RequireAllEnv); v != "" && v != "0" {
-		t.Fatalf("%s (%s=%s: this test must run, not skip)", msg, RequireAllEnv, v)
+	if why := requireAll(); why != "" {
+		t.Fatalf("%s (%s: this test must run, not skip)", msg, why)
 	}
 	t.Skip(msg)
+}
+
+// requireAll says why a test must run here ("MCPV2_REQUIRE_ALL=1",
+// "CI=true"), or "" when it may skip: MCPV2_REQUIRE_ALL decides when set,
+// else CI=true requires.
+func requireAll() string {
+	if v, ok := os.LookupEnv(RequireAllEnv); ok && v != "" {
+		if v == "0" {
+			return ""
+		}
+		return RequireAllEnv + "=" + v
+	}
+	if os.Getenv("CI") == "true" {
+		return "CI=true"
+	}
+	return ""
 }
 
 // IsPermissionError reports whether err (of a command such as ip or nft)
