@@ -437,6 +437,13 @@ func matchScore(card protocol.AgentCard, query string) float64 {
 			}
 		}
 	}
+	return matchSum(name, tag, desc)
+}
+
+// matchSum is the score of a card's matches (SPEC §4 and the seed's task
+// weights): ScoreName for a name, ScoreTag for a tag, ScoreDescription
+// for a description word; each counts once.
+func matchSum(name, tag, desc bool) float64 {
 	var s float64
 	if name {
 		s += ScoreName

@@ -68,18 +68,9 @@ search:
 			}
 		}
 	}
-	var s float64
+	s := matchSum(name, tag, desc)
 	if capName {
 		s += ScoreName
-	}
-	if name {
-		s += ScoreName
-	}
-	if tag {
-		s += ScoreTag
-	}
-	if desc {
-		s += ScoreDescription
 	}
 	return s
 }
