@@ -366,7 +366,8 @@ func (n *Node) syncBridge() {
 				desc = fmt.Sprintf("%s of the A2A agent %s", bs.base, clip(a.Name, maxBridgedName))
 			}
 			// As the registry keeps it (AddRaw's schema included), plus
-			// its name in the agent's entry.
+			// its name in the agent's entry. Not ReadOnly: an A2A card
+			// does not say whether a skill has side effects.
 			d := protocol.SkillDescriptor{Name: name, Description: desc, Tags: tags, InputSchema: json.RawMessage(`{"type":"object"}`)}
 			if size := jsonSize(d) + 1 + len(name) + 3; size > budget {
 				n.log.Warn("agents: no room left in the card for a bridged skill; the rest are not bridged", "skill", name, "url", a.URL)

@@ -34,7 +34,7 @@ type OrchestrateArgs struct {
 func (n *Node) registerOrchestrate() {
 	skills.Add(n.reg, OrchestrateSkill,
 		"Split a request into subtasks, route each to the best agent on the mesh for its skill, run them concurrently (with failover), and return one answer with each part's agent, status, attempts and timing.",
-		[]string{"orchestration", "planning", "mesh"}, n.orchestrate, func(s *jsonschema.Schema) { s.Properties["plan"].Type = "object" })
+		[]string{"orchestration", "planning", "mesh"}, n.orchestrate, skills.SchemaOption(func(s *jsonschema.Schema) { s.Properties["plan"].Type = "object" }))
 	// With a real backend the request reaches an LLM (the planner).
 	if err := n.reg.SetGuard(OrchestrateSkill, map[string]guard.Kind{"request": guard.Prompt}); err != nil {
 		panic(err.Error())

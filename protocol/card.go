@@ -13,6 +13,10 @@ type SkillDescriptor struct {
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema"`
 	Tags        []string        `json:"tags"`
+	// ReadOnly says the skill has no side effect: running it twice does
+	// what running it once does, so a client may retry or repeat it (the
+	// MCP face's readOnlyHint). Absent means unknown, assumed not.
+	ReadOnly bool `json:"read_only,omitempty"`
 }
 
 // AgentCard is a node's self-description (SPEC §4).

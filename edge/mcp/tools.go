@@ -72,8 +72,13 @@ func (f *Face) listTools(ctx context.Context, c protocol.Caller) (*sdk.ListTools
 		if len(schema) == 0 || !json.Valid(schema) {
 			schema = json.RawMessage(`{"type":"object"}`)
 		}
-		tools = append(tools, &sdk.Tool{Name: d.Name, Description: d.Description, InputSchema: schema,
-			Meta: sdk.Meta{"mcpv2/tags": d.Tags}})
+		t := &sdk.Tool{Name: d.Name, Description: d.Description, InputSchema: schema,
+			Meta: sdk.Meta{"mcpv2/tags": d.Tags}}
+		if d.ReadOnly {
+			// The skill says it has no side effect (SkillDescriptor.ReadOnly).
+			t.Annotations = &sdk.ToolAnnotations{ReadOnlyHint: true}
+		}
+		tools = append(tools, t)
 	}
 	tools = append(tools, meshTools...)
 	return &sdk.ListToolsResult{Tools: tools}, nil

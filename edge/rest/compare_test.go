@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -152,5 +154,53 @@ func TestOrchestrateBodyInDocument(t *testing.T) {
 		if err := schema.VisitJSON(c.body); (err == nil) != c.ok {
 			t.Errorf("%v: the document says %v, the face accepts it: %v", c.body, err, c.ok)
 		}
+	}
+}
+
+// TestCompareDemoReadOnly: the example's calculator (examples/orchestrate,
+// its skills file as written, the demotools program swapped for a
+// template) declares "read_only": true, so the MCP face lists it with
+// readOnlyHint and compare runs it every time through each face.
+func TestCompareDemoReadOnly(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "examples", "orchestrate", "agents", "front.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var demo struct {
+		Skills []map[string]any `json:"skills"`
+	}
+	if err := json.Unmarshal(raw, &demo); err != nil {
+		t.Fatal(err)
+	}
+	var calc map[string]any
+	for _, sk := range demo.Skills {
+		if sk["name"] == "calculator" {
+			calc = sk
+		}
+	}
+	if calc == nil {
+		t.Fatal("front.json has no calculator")
+	}
+	calc["handler"] = map[string]any{"type": "template", "template": "{{.operation}} {{.a}} {{.b}}"}
+	file := filepath.Join(t.TempDir(), "skills.json")
+	b, err := json.Marshal(map[string]any{"skills": []any{calc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, func(c *node.Config) {
+		c.SkillsFile = file
+		c.PolicyFile = writePolicy(t, `{"grants":{"http":["calculator"]}}`)
+	})
+	a := r.do(t, "POST", "/api/v1/mcp/compare", "", map[string]any{"operation": "calculator", "arguments": map[string]any{"operation": "add", "a": 2, "b": 3}})
+	wantStatus(t, a, 200)
+	var c compareAnswer
+	if err := json.Unmarshal(a.body, &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Runs != 3 || c.REST.Runs != 3 || c.MCP.Runs != 3 || !strings.Contains(c.RunsWhy, "declares readOnlyHint") {
+		t.Errorf("the demo calculator: runs %d/%d/%d, runs_why %q; want 3 each, for its readOnlyHint: %s", c.Runs, c.REST.Runs, c.MCP.Runs, c.RunsWhy, a.body)
 	}
 }

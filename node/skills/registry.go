@@ -98,9 +98,25 @@ func (r *Registry) Close() error {
 	return errors.Join(errs...)
 }
 
+// AddOption adjusts a skill that Add registers: a SchemaOption, or
+// ReadOnly.
+type AddOption interface {
+	apply(*jsonschema.Schema, *protocol.SkillDescriptor)
+}
+
 // SchemaOption adjusts an inferred input schema (enums, bounds, descriptions
 // that struct tags cannot express).
 type SchemaOption func(*jsonschema.Schema)
+
+func (o SchemaOption) apply(s *jsonschema.Schema, _ *protocol.SkillDescriptor) { o(s) }
+
+type readOnly struct{}
+
+func (readOnly) apply(_ *jsonschema.Schema, d *protocol.SkillDescriptor) { d.ReadOnly = true }
+
+// ReadOnly declares the skill free of side effects (SkillDescriptor.ReadOnly,
+// the MCP face's readOnlyHint).
+func ReadOnly() AddOption { return readOnly{} }
 
 // schemaOptions maps types whose Go shape says nothing of their JSON shape.
 var schemaOptions = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
@@ -111,13 +127,14 @@ var schemaOptions = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonsc
 // fields and `jsonschema` tags, arguments are validated against it and
 // decoded into In before fn runs. It panics when the name is taken or the
 // schema cannot be built: both are programming errors found at start-up.
-func Add[In, Out any](r *Registry, name, description string, tags []string, fn func(context.Context, In) (Out, error), opts ...SchemaOption) {
+func Add[In, Out any](r *Registry, name, description string, tags []string, fn func(context.Context, In) (Out, error), opts ...AddOption) {
 	s, err := jsonschema.For[In](schemaOptions)
 	if err != nil {
 		panic(fmt.Sprintf("skills: schema of %q: %v", name, err))
 	}
+	d := protocol.SkillDescriptor{Name: name, Description: description, Tags: tags}
 	for _, o := range opts {
-		o(s)
+		o.apply(s, &d)
 	}
 	raw, err := json.Marshal(s)
 	if err != nil {
@@ -130,7 +147,8 @@ func Add[In, Out any](r *Registry, name, description string, tags []string, fn f
 		}
 		return fn(ctx, in)
 	}
-	if err := r.AddRaw(protocol.SkillDescriptor{Name: name, Description: description, Tags: tags, InputSchema: raw}, h); err != nil {
+	d.InputSchema = raw
+	if err := r.AddRaw(d, h); err != nil {
 		panic(err.Error())
 	}
 }

@@ -34,7 +34,7 @@ func RegisterScan(r *Registry, gate ScanGate) {
 			}
 			defer release()
 			return scan(a), nil
-		}, enumProp("kind", "prompt", "path", "sql"), maxLength("text", guard.MaxScan))
+		}, enumProp("kind", "prompt", "path", "sql"), maxLength("text", guard.MaxScan), ReadOnly())
 	// Its text is what the caller wants examined, attacks included, and
 	// reaches nothing but the scanner: the guard does not screen it.
 	if err := r.SetGuardPlan(ScanSkill, nil); err != nil {

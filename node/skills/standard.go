@@ -82,13 +82,13 @@ func RegisterStandard(r *Registry, d Deps) {
 		d.HistoryTurns = 50
 	}
 	s := &standard{Deps: d, reg: r}
-	Add(r, "ping", "Liveness check: answers pong with this peer's id and clock, echoing payload.", []string{"core", "health"}, s.ping)
+	Add(r, "ping", "Liveness check: answers pong with this peer's id and clock, echoing payload.", []string{"core", "health"}, s.ping, ReadOnly())
 	Add(r, "ask", "Ask this agent's LLM backend a question; in LLM mode the conversation keeps its history.", []string{"core", "llm", "chat"}, s.ask)
 	Add(r, "upload_file", "Store a file in this agent's file store (atomic write; utf-8 or base64 content).", []string{"core", "files"}, s.upload, enumProp("encoding", "utf-8", "base64"))
-	Add(r, "list_files", "List the files in this agent's file store with size, sha256 and modification time.", []string{"core", "files"}, s.list)
+	Add(r, "list_files", "List the files in this agent's file store with size, sha256 and modification time.", []string{"core", "files"}, s.list, ReadOnly())
 	Add(r, "process_instructions", "Run instructions over a stored file with the LLM backend; returns the answer and the file's stats.", []string{"core", "files", "llm"}, s.process)
 	Add(r, "delete_file", "Delete a file from this agent's file store.", []string{"core", "files"}, s.delete)
-	Add(r, "get_skill", "Describe one skill of this agent without running it.", []string{"core", "meta"}, s.getSkill)
+	Add(r, "get_skill", "Describe one skill of this agent without running it.", []string{"core", "meta"}, s.getSkill, ReadOnly())
 	Add(r, "pay", "Payment stub: records an intent and moves nothing.", []string{"core", "payments"}, s.pay, exclusiveMin("amount", 0))
 	Add(r, "negotiate", "Agree on protocol version, providers and capabilities; returns this agent's limits.", []string{"core", "meta"}, s.negotiate, minItems("protocol_versions", 1))
 	// The guard scans every string argument (guard.DefaultPlan); these
@@ -102,9 +102,9 @@ func RegisterStandard(r *Registry, d Deps) {
 	mustGuard(r, "process_instructions", map[string]guard.Kind{"instructions": guard.Prompt, "filename": guard.Path})
 	mustGuard(r, "upload_file", map[string]guard.Kind{"filename": guard.Path, "content": guard.Off})
 	mustGuard(r, "delete_file", map[string]guard.Kind{"filename": guard.Path})
-	Add(r, "translate_history", "Translate a chat history between the claude, openai, gemini and deepseek message formats.", []string{"core", "llm", "translate"}, s.translate, typeProp("history", "array"))
+	Add(r, "translate_history", "Translate a chat history between the claude, openai, gemini and deepseek message formats.", []string{"core", "llm", "translate"}, s.translate, typeProp("history", "array"), ReadOnly())
 	Add(r, "read_file", fmt.Sprintf("Read a stored file, or a page of it (offset, length up to %d bytes): utf-8 text or base64, with its size, sha256 and MIME type.", MaxReadLength),
-		[]string{"core", "files"}, s.read, minimum("offset", 0), minimum("length", 1), maximum("length", MaxReadLength))
+		[]string{"core", "files"}, s.read, minimum("offset", 0), minimum("length", 1), maximum("length", MaxReadLength), ReadOnly())
 	mustGuard(r, "read_file", map[string]guard.Kind{"filename": guard.Path})
 }
 

@@ -74,7 +74,11 @@ type Skill struct {
 // Parse parses and checks the contents of a custom skills file and
 // builds each skill's handler, without registering anything. The file is
 //
-//	{"skills": [{"name", "description"?, "tags"?, "input_schema"?, "guard"?, "handler"}]}
+//	{"skills": [{"name", "description"?, "tags"?, "input_schema"?, "guard"?, "read_only"?, "handler"}]}
+//
+// "read_only": true declares the skill free of side effects
+// (SkillDescriptor.ReadOnly, the MCP face's readOnlyHint); absent or false,
+// it is not.
 //
 // The node's prompt-injection guard scans every string argument of a
 // custom skill by default, each as its schema's "format" or its name says
@@ -173,6 +177,7 @@ type skillJSON struct {
 	InputSchema json.RawMessage `json:"input_schema"`
 	Guard       json.RawMessage `json:"guard"`
 	Handler     json.RawMessage `json:"handler"`
+	ReadOnly    bool            `json:"read_only"`
 }
 
 // guardPlan reads a custom skill's "guard": absent, null or true (the
@@ -299,7 +304,7 @@ func (l *Loader) parseSkill(raw json.RawMessage, baseDir string) (Skill, error) 
 		return Skill{}, errors.New(`input_schema: goes with one "tool"; with "tools": "*" each skill has its tool's schema`)
 	}
 	return Skill{
-		Descriptor: protocol.SkillDescriptor{Name: sj.Name, Description: sj.Description, Tags: sj.Tags, InputSchema: schema},
+		Descriptor: protocol.SkillDescriptor{Name: sj.Name, Description: sj.Description, Tags: sj.Tags, InputSchema: schema, ReadOnly: sj.ReadOnly},
 		Kind:       peek.Type,
 		Handler:    h,
 		Guard:      gplan,

@@ -309,6 +309,8 @@ func TestBadFiles(t *testing.T) {
 		{name: "skill not an object", skills: []any{good, "greet2"}, skill: "skill #2", reason: "not a JSON object"},
 		{name: "wrong field type", skills: []any{good, map[string]any{"name": "b", "tags": "demo", "handler": map[string]any{"type": "template", "template": "x"}}},
 			skill: `skill "b"`, reason: "tags: got a JSON string, want an array of strings"},
+		{name: "read_only not a bool", skills: []any{good, map[string]any{"name": "b", "read_only": "yes", "handler": map[string]any{"type": "template", "template": "x"}}},
+			skill: `skill "b"`, reason: "read_only: got a JSON string, want a boolean"},
 		{name: "bad name", skills: []any{good, templateSkill("bad name!", "x")}, skill: `skill "bad name!"`, reason: "name: \"bad name!\" must match ^[A-Za-z0-9_.-]{1,64}$"},
 		{name: "long name", skills: []any{good, templateSkill(strings.Repeat("n", 65), "x")}, skill: "skill \"nnn", reason: "must match"},
 		{name: "missing name", skills: []any{good, map[string]any{"handler": map[string]any{"type": "template", "template": "x"}}}, skill: "skill #2", reason: `name: "" must match`},
@@ -486,5 +488,36 @@ func TestGuardField(t *testing.T) {
 	}
 	if reg.GuardPlan("out") != nil || reg.GuardPlan("some").KindOf("blob") != guard.Off {
 		t.Errorf("registered plans: out %+v, some %+v", reg.GuardPlan("out"), reg.GuardPlan("some"))
+	}
+}
+
+// TestReadOnlyField: "read_only": true reaches the descriptor (and the
+// registry's copy of it); absent or false, the skill is not read-only.
+func TestReadOnlyField(t *testing.T) {
+	reg := skills.NewRegistry(nil)
+	l, err := New(reg, WithScratchDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	got, err := l.Parse([]byte(`{"skills":[
+		{"name":"ro","read_only":true,"handler":{"type":"template","template":"x"}},
+		{"name":"rw","read_only":false,"handler":{"type":"template","template":"x"}},
+		{"name":"plain","handler":{"type":"template","template":"x"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Register(got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"ro": true, "rw": false, "plain": false}
+	for _, d := range reg.List() {
+		if w, ok := want[d.Name]; ok && d.ReadOnly != w {
+			t.Errorf("%s: ReadOnly %v; want %v", d.Name, d.ReadOnly, w)
+		}
+		delete(want, d.Name)
+	}
+	if len(want) != 0 {
+		t.Errorf("not registered: %v", want)
 	}
 }
