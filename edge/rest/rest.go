@@ -112,9 +112,6 @@ const (
 	// DefaultAuditLimit is the audit lines of GET …/security/audit without
 	// ?limit.
 	DefaultAuditLimit = 20
-	// keepAlive is the pause after which an idle task stream gets a
-	// comment line.
-	keepAlive = 15 * time.Second
 )
 
 // Face is the REST face. New builds it; Mount serves it on an edge; Close

@@ -321,7 +321,7 @@ func (t *task) result() Result {
 	for _, a := range t.Artifacts {
 		ra := ResultArtifact{Name: a.Name, Parts: []ResultPart{}}
 		for _, p := range a.Parts {
-			ra.Parts = append(ra.Parts, ResultPart{Text: p.Text, Data: p.Data, File: p.File})
+			ra.Parts = append(ra.Parts, ResultPart(p))
 			if p.Text != nil {
 				texts = append(texts, *p.Text)
 			}
