@@ -33,12 +33,12 @@ var importRules = []importRule{
 	// node/skills/custom, the custom-skill engine, registers into
 	// node/skills and uses the node's guard kinds and llm's same-origin
 	// check; it never sees the node itself (the node wires it).
-	{prefix: "node/skills/custom", allowed: []string{"node/skills", "node/guard", "node/llm", "node/a2aclient", "protocol", "internal/netscope"}},
+	{prefix: "node/skills/custom", allowed: []string{"node/skills", "node/guard", "node/llm", "node/a2aclient", "protocol", "internal/netscope", "internal/cardsig"}},
 	// node/localapi, the local node API (mcpv2 status, id, key; the
 	// dashboard), serves a node: what node may import, no edge.
 	{prefix: "node/localapi", allowed: []string{"node", "protocol", "transport", "discovery", "internal/suggest", "internal/lazyre", "internal/netscope"}},
-	{prefix: "node", allowed: []string{"node", "protocol", "transport", "discovery", "internal/suggest", "internal/lazyre", "internal/netscope"}},
-	{prefix: "edge", allowed: []string{"edge", "protocol", "internal/netscope"}},
+	{prefix: "node", allowed: []string{"node", "protocol", "transport", "discovery", "internal/suggest", "internal/lazyre", "internal/netscope", "internal/cardsig"}},
+	{prefix: "edge", allowed: []string{"edge", "protocol", "internal/netscope", "internal/cardsig"}},
 	{prefix: "examples", allowed: []string{"node", "protocol", "transport", "discovery", "edge"}},
 	{prefix: "cmd", allowed: []string{"node", "protocol", "transport", "discovery", "edge", "internal/supervise", "internal/suggest", "internal/netscope"}},
 	// bench is a program like cmd (go run ./bench) that wires a node and
@@ -68,6 +68,9 @@ var importRules = []importRule{
 	// node's, the edge's and cmd's requests to A2A agents at URLs. The
 	// standard library only.
 	{prefix: "internal/netscope", allowed: nil, stdOnly: true},
+	// internal/cardsig is the canonical form of a signed A2A card, the
+	// A2A face's (signing) and the A2A client's (verifying): JCS only.
+	{prefix: "internal/cardsig", allowed: nil},
 	// internal/lazyre compiles a regular expression on first use (the
 	// guard's and the planner's): the standard library only.
 	{prefix: "internal/lazyre", allowed: nil, stdOnly: true},

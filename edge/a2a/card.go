@@ -1,7 +1,6 @@
 package a2a
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
@@ -10,12 +9,12 @@ import (
 	"net"
 	"strings"
 
-	"github.com/gowebpki/jcs"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/mcpv2/mcpv2/edge"
+	"github.com/mcpv2/mcpv2/internal/cardsig"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -242,85 +241,14 @@ type signHeader struct {
 	Typ string `json:"typ"`
 }
 
-// canonical is the JWS payload of a card: RFC 8785 (JCS) canonical JSON of
-// the card without its signatures and without its empty members (empty
-// strings, lists and objects, and null, recursively), as the A2A SDKs
-// canonicalize a card before they verify it (@a2a-js/sdk's cleanEmpty; a
-// card's security requirements without scopes, and the empty requirement,
-// are therefore not covered by the signature, with any of them).
-func canonical(card map[string]any) ([]byte, error) {
-	b, err := canonicalRaw(card)
-	if err != nil {
-		return nil, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	v, _ = dropEmpty(v)
-	if v == nil {
-		v = map[string]any{}
-	}
-	if b, err = json.Marshal(v); err != nil {
-		return nil, err
-	}
-	return jcs.Transform(b)
-}
-
-// canonicalRaw is the JCS canonical JSON of the card without its
-// signatures and with its empty members: the payload this node signed
-// before it dropped them (VerifyCard takes both).
-func canonicalRaw(card map[string]any) ([]byte, error) {
-	c := make(map[string]any, len(card))
-	for k, v := range card {
-		if k != "signatures" {
-			c[k] = v
-		}
-	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return nil, err
-	}
-	return jcs.Transform(b)
-}
-
-// dropEmpty is v (decoded JSON) without its empty members, and whether
-// anything is left.
-func dropEmpty(v any) (any, bool) {
-	switch x := v.(type) {
-	case nil:
-		return nil, false
-	case string:
-		return x, x != ""
-	case []any:
-		out := make([]any, 0, len(x))
-		for _, e := range x {
-			if e, ok := dropEmpty(e); ok {
-				out = append(out, e)
-			}
-		}
-		return out, len(out) > 0
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			if e, ok := dropEmpty(e); ok {
-				out[k] = e
-			}
-		}
-		return out, len(out) > 0
-	}
-	return v, true
-}
-
 // sign adds the card's signature: a JWS (RFC 7515) with a detached
 // payload, the JCS canonical JSON of the card's other fields.
 func (f *Face) sign(card map[string]any) error {
-	payload, err := canonical(card)
+	payloads, err := cardsig.Payloads(card)
 	if err != nil {
 		return fmt.Errorf("a2a: card: %w", err)
 	}
+	payload := payloads[0]
 	h, _ := json.Marshal(signHeader{Alg: "EdDSA", Kid: f.b.PeerID(), Typ: "JOSE"})
 	prot := base64.RawURLEncoding.EncodeToString(h)
 	sig, err := f.b.Sign([]byte(prot + "." + base64.RawURLEncoding.EncodeToString(payload)))
@@ -349,11 +277,7 @@ func VerifyCard(card []byte) (string, error) {
 	if len(sigs) == 0 {
 		return "", fmt.Errorf("a2a: verify card: no signatures: %w", ErrBadSignature)
 	}
-	payload, err := canonical(m)
-	if err != nil {
-		return "", fmt.Errorf("a2a: verify card: %w", err)
-	}
-	raw, err := canonicalRaw(m)
+	payloads, err := cardsig.Payloads(m)
 	if err != nil {
 		return "", fmt.Errorf("a2a: verify card: %w", err)
 	}
@@ -362,14 +286,13 @@ func VerifyCard(card []byte) (string, error) {
 		sm, _ := s.(map[string]any)
 		prot, _ := sm["protected"].(string)
 		sig, _ := sm["signature"].(string)
-		id, err := verifyJWS(prot, sig, payload)
-		if err != nil && !bytes.Equal(raw, payload) {
-			id, err = verifyJWS(prot, sig, raw) // signed by an older node
+		for _, payload := range payloads { // the second: as older nodes signed
+			id, err := verifyJWS(prot, sig, payload)
+			if err == nil {
+				return id, nil
+			}
+			last = err
 		}
-		if err == nil {
-			return id, nil
-		}
-		last = err
 	}
 	return "", fmt.Errorf("a2a: verify card: %w: %v", ErrBadSignature, last)
 }

@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
-	"github.com/gowebpki/jcs"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/mcpv2/mcpv2/internal/cardsig"
 	"github.com/mcpv2/mcpv2/internal/netscope"
 )
 
@@ -308,7 +308,7 @@ func (c *Client) verify(ctx context.Context, card *Card) error {
 		}
 		return nil
 	}
-	payloads, err := canonicalPayloads(m)
+	payloads, err := cardsig.Payloads(m)
 	if err != nil {
 		return err
 	}
@@ -465,68 +465,4 @@ func ParseCardKey(s string) (any, error) {
 		return nil, fmt.Errorf("card key: %w", err)
 	}
 	return key, nil
-}
-
-// canonicalPayloads are the payloads a card's signature may cover: JCS
-// (RFC 8785) of the card without its signatures and without its empty
-// members (strings, lists, objects, null; as @a2a-js/sdk and mcpv2 sign),
-// and, when different, with them.
-func canonicalPayloads(m map[string]any) ([][]byte, error) {
-	c := make(map[string]any, len(m))
-	for k, v := range m {
-		if k != "signatures" {
-			c[k] = v
-		}
-	}
-	var out [][]byte
-	for _, v := range []any{dropEmpty(c), c} {
-		if v == nil {
-			v = map[string]any{}
-		}
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, fmt.Errorf("card: %w", err)
-		}
-		if b, err = jcs.Transform(b); err != nil {
-			return nil, fmt.Errorf("card: canonical JSON: %w", err)
-		}
-		if len(out) == 0 || !bytes.Equal(out[0], b) {
-			out = append(out, b)
-		}
-	}
-	return out, nil
-}
-
-// dropEmpty is v (decoded JSON) without its empty members, nil when
-// nothing is left.
-func dropEmpty(v any) any {
-	switch x := v.(type) {
-	case string:
-		if x == "" {
-			return nil
-		}
-	case []any:
-		out := make([]any, 0, len(x))
-		for _, e := range x {
-			if e := dropEmpty(e); e != nil {
-				out = append(out, e)
-			}
-		}
-		if len(out) == 0 {
-			return nil
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			if e := dropEmpty(e); e != nil {
-				out[k] = e
-			}
-		}
-		if len(out) == 0 {
-			return nil
-		}
-		return out
-	}
-	return v
 }

@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/go-jose/go-jose/v4"
+
+	"github.com/mcpv2/mcpv2/internal/cardsig"
 )
 
 // TestSignedByJKU: a card signed with a key published at its signature's
@@ -42,7 +44,7 @@ func TestSignedByJKU(t *testing.T) {
 	defer srv.Close()
 	m := map[string]any{"name": "signed", "description": "", "skills": []any{},
 		"supportedInterfaces": []any{map[string]any{"url": srv.URL + "/rpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0", "tenant": ""}}}
-	payloads, err := canonicalPayloads(m)
+	payloads, err := cardsig.Payloads(m)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,8 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	libcrypto "github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/mcpv2/mcpv2/internal/cardsig"
 )
 
 // keyRecorder is a server on another origin than the agent: it records
@@ -182,7 +184,7 @@ func TestOwnHeaders(t *testing.T) {
 func signedCard(t *testing.T, url string, priv ed25519.PrivateKey, hdr map[jose.HeaderKey]any) []byte {
 	t.Helper()
 	m := map[string]any{"name": "s", "url": url + "/rpc", "protocolVersion": "0.3", "skills": []any{}}
-	payloads, err := canonicalPayloads(m)
+	payloads, err := cardsig.Payloads(m)
 	if err != nil {
 		t.Fatal(err)
 	}
