@@ -88,28 +88,23 @@ func (f *Face) submitTask(w http.ResponseWriter, r *http.Request, c protocol.Cal
 
 // getTask is GET /api/v1/a2a/tasks/{id}.
 func (f *Face) getTask(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
-	start := time.Now()
-	if f.tasks == nil {
-		f.notConfigured(w, r, c, start, "this node serves no A2A face, whose tasks these routes are")
-		return
-	}
-	t, err := f.tasks.GetTask(r.Context(), c, r.PathValue("id"))
-	if err != nil {
-		f.taskError(w, r, c, start, err)
-		return
-	}
-	f.b.Audit(r.Context(), c, auditMethod(r), nil, start)
-	writeJSON(w, http.StatusOK, viewOf(t, c))
+	f.taskOp(w, r, c, Tasks.GetTask)
 }
 
 // cancelTask is POST /api/v1/a2a/tasks/{id}/cancel.
 func (f *Face) cancelTask(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
+	f.taskOp(w, r, c, Tasks.CancelTask)
+}
+
+// taskOp answers the task {id} as op of the A2A face leaves it (200), or
+// op's error, with one audit line.
+func (f *Face) taskOp(w http.ResponseWriter, r *http.Request, c protocol.Caller, op func(Tasks, context.Context, protocol.Caller, string) (a2a.Task, error)) {
 	start := time.Now()
 	if f.tasks == nil {
 		f.notConfigured(w, r, c, start, "this node serves no A2A face, whose tasks these routes are")
 		return
 	}
-	t, err := f.tasks.CancelTask(r.Context(), c, r.PathValue("id"))
+	t, err := op(f.tasks, r.Context(), c, r.PathValue("id"))
 	if err != nil {
 		f.taskError(w, r, c, start, err)
 		return
