@@ -462,6 +462,13 @@ func (n *Node) bridgedCard() []protocol.BridgedAgent {
 	return out
 }
 
+// Operator returns the caller the node's owner acts as on its own machine:
+// the local API (mcpv2 agents) and the agents of --agents at start. It is
+// a secret holder.
+func Operator() Caller {
+	return Caller{ID: "local", Via: "local", Kind: protocol.CallerSecretHolder, Owner: protocol.OwnerSecret}
+}
+
 // operator fails unless c is a secret holder: only the node's operator
 // registers, bridges or removes external agents.
 func operator(c Caller, what string) error {

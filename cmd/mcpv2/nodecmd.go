@@ -32,7 +32,6 @@ import (
 	"github.com/mcpv2/mcpv2/node/localapi"
 	"github.com/mcpv2/mcpv2/node/skills/custom"
 	"github.com/mcpv2/mcpv2/node/store"
-	"github.com/mcpv2/mcpv2/protocol"
 	"github.com/mcpv2/mcpv2/transport"
 )
 
@@ -603,7 +602,7 @@ func noneIfZero[T int | int64 | time.Duration](v T) T {
 // agent that cannot be read is logged and left out, so that a node starts
 // while an agent is down (mcpv2 agents add retries).
 func registerKnownAgents(c *cli.Context, n *node.Node, log *slog.Logger) {
-	op := node.Caller{ID: "local", Via: "local", Kind: protocol.CallerSecretHolder, Owner: protocol.OwnerSecret}
+	op := node.Operator()
 	addKnownAgents(c.Context, splitList(c.StringSlice("agents")), c.Int("max-agents"), c.Duration("agents-timeout")+time.Second, log,
 		func(ctx context.Context, u string) (string, error) {
 			list, err := n.AddAgents(ctx, op, []string{u}, false)

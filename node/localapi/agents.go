@@ -49,11 +49,8 @@ const (
 // find for a task.
 const agentsTimeout = 60 * time.Second
 
-// operatorCaller is who the local API acts as: the node's owner.
-var operatorCaller = node.Caller{ID: "local", Via: "local", Kind: protocol.CallerSecretHolder, Owner: protocol.OwnerSecret}
-
 func (a *API) getAgents(w http.ResponseWriter, r *http.Request) {
-	list, err := a.n.Agents(r.Context(), operatorCaller)
+	list, err := a.n.Agents(r.Context(), node.Operator())
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, CodeInternal, err.Error())
 		return
@@ -73,7 +70,7 @@ func (a *API) postAgents(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), agentsTimeout)
 	defer cancel()
-	list, err := a.n.AddAgents(ctx, operatorCaller, req.URLs, req.Bridge)
+	list, err := a.n.AddAgents(ctx, node.Operator(), req.URLs, req.Bridge)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, CodeUnreachable, err.Error())
 		return
@@ -87,7 +84,7 @@ func (a *API) deleteAgent(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeBadRequest, "url: the agent's URL is required (DELETE /v1/agents?url=URL)")
 		return
 	}
-	err := a.n.RemoveAgent(r.Context(), operatorCaller, u)
+	err := a.n.RemoveAgent(r.Context(), node.Operator(), u)
 	switch {
 	case errors.Is(err, agents.ErrNoAgent):
 		writeError(w, http.StatusNotFound, CodeNoAgent, err.Error())
