@@ -42,7 +42,7 @@ func TestAttackCSRF(t *testing.T) {
 
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprintf(w, `<!doctype html><html lang="en"><head><title>cute cats</title></head><body>
+		fmt.Fprintf(w, `<!doctype html><html lang="en"><head><title>cute cats</title><link rel="icon" href="data:,"></head><body>
 <form id="out" method="post" action="%[1]s/logout"><input type="hidden" name="x" value="1"></form>
 <script>
 (async () => {
