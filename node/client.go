@@ -18,6 +18,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/mcpv2/mcpv2/protocol"
@@ -388,7 +389,18 @@ func (n *Client) connect(ctx context.Context, addr protocol.Address, wait time.D
 		n.host.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.TempAddrTTL)
 	}
 	ready := transport.HolePunchReady(n.host)
-	if err := n.host.Connect(ctx, peer.AddrInfo{ID: pid}); err != nil {
+	err = n.host.Connect(ctx, peer.AddrInfo{ID: pid})
+	if errors.Is(err, swarm.ErrDialBackoff) {
+		// A dial that failed moments ago (a find's reachability probe
+		// that timed out under load) left the peer's addresses in the
+		// swarm's backoff; a call the user asks for dials them again,
+		// once, rather than fail on what a probe saw.
+		if b, ok := n.host.Network().(interface{ Backoff() *swarm.DialBackoff }); ok {
+			b.Backoff().Clear(pid)
+			err = n.host.Connect(ctx, peer.AddrInfo{ID: pid})
+		}
+	}
+	if err != nil {
 		return "", fmt.Errorf("node: connect to %s: %w", pid, err)
 	}
 	if !ready && wait > 0 && n.host.Network().Connectedness(pid) == network.Limited {
