@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,17 +60,47 @@ var methods = map[string]map[string]string{
 		"tasks/pushNotificationConfig/list": "push", "tasks/pushNotificationConfig/delete": "push", "agent/getAuthenticatedExtendedCard": "extcard"},
 }
 
-// req is one request being served.
+// req is one request being served, in any binding: the operations
+// (send, get, list, cancelTask, subscribe …) read it and answer through
+// out, which writes the binding's wire form.
 type req struct {
-	f       *Face
-	w       http.ResponseWriter
-	r       *http.Request
-	c       protocol.Caller
-	owner   string
-	v       string // "1.0" or "0.3"
-	id      json.RawMessage
-	method  string
-	started time.Time
+	f     *Face
+	ctx   context.Context // the request's; canceled when the client goes
+	c     protocol.Caller
+	owner string
+	v     string // "1.0" or "0.3": the JSON form of results and events
+	// lastEventID is what the client last saw of a resubscribed stream
+	// (SSE Last-Event-ID, or the binding's equivalent); "" for none.
+	lastEventID string
+	id          json.RawMessage // the JSON-RPC id; null in other bindings
+	method      string          // the operation's name in the audit line
+	started     time.Time
+	out         binding
+}
+
+// binding writes the answers of one request in its binding's wire form:
+// JSON-RPC over HTTP (jsonrpcBinding), HTTP+JSON, gRPC. reply gets an
+// operation's result and stream its events, both in the JSON form of
+// q.v; fail gets an A2A error. A request is answered once: by reply, by
+// fail, or by a stream.
+type binding interface {
+	reply(q *req, result any)
+	fail(q *req, e *rpcError)
+	stream(q *req) eventSink
+}
+
+// eventSink is an open stream of a task's events.
+type eventSink interface {
+	// send writes one event; an error means the client is gone.
+	send(e Event) error
+	// ping keeps an idle stream open.
+	ping() error
+}
+
+// jsonrpcBinding answers a JSON-RPC request over HTTP: one response
+// object, or SSE whose data lines are response objects.
+type jsonrpcBinding struct {
+	w http.ResponseWriter
 }
 
 // serveRPC serves one JSON-RPC request of the face.
@@ -78,7 +109,8 @@ func (f *Face) serveRPC(w http.ResponseWriter, r *http.Request, c protocol.Calle
 	// A caller without a credential holds its tasks against its client
 	// IP's share of the task bytes, found by id only from that IP; it
 	// still lists nothing (ListTasks).
-	q := &req{f: f, w: w, r: r, c: c, owner: f.ownerPrefix + c.Holder(), id: json.RawMessage("null"), started: time.Now()}
+	q := &req{f: f, ctx: r.Context(), c: c, owner: f.ownerPrefix + c.Holder(), id: json.RawMessage("null"), started: time.Now(),
+		lastEventID: r.Header.Get("Last-Event-ID"), out: jsonrpcBinding{w: w}}
 	body, ok := f.e.ReadBody(w, r)
 	if !ok {
 		return
@@ -116,7 +148,12 @@ func (f *Face) serveRPC(w http.ResponseWriter, r *http.Request, c protocol.Calle
 		q.fail(rpcErrf(protocol.CodeMethodNotFound, "method not found: %q in A2A %s%s", q.method, v, hint))
 		return
 	}
-	params := rr.Params
+	f.dispatch(q, op, rr.Params)
+}
+
+// dispatch runs operation op (a value of methods) with its params in the
+// v1.0 or v0.3 JSON form of q.v, answering through q.out.
+func (f *Face) dispatch(q *req, op string, params json.RawMessage) {
 	if len(bytes.TrimSpace(params)) == 0 || string(bytes.TrimSpace(params)) == "null" {
 		params = json.RawMessage("{}")
 	}
@@ -151,35 +188,58 @@ func (q *req) audit(e *rpcError) {
 	if e != nil {
 		perr = &protocol.Error{Code: e.Code, Message: e.Message}
 	}
-	q.f.b.Audit(q.r.Context(), q.c, "a2a "+nonEmpty(q.method, "?"), perr, q.started)
+	q.f.b.Audit(q.ctx, q.c, "a2a "+nonEmpty(q.method, "?"), perr, q.started)
 }
 
-// reply answers with result.
+// reply answers with result, and writes the audit line.
 func (q *req) reply(result any) {
 	q.audit(nil)
-	writeJSON(q.w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": q.id, "result": result})
+	q.out.reply(q, result)
+}
+
+// fail answers with e, and writes the audit line.
+func (q *req) fail(e *rpcError) {
+	q.audit(e)
+	q.out.fail(q, e)
+}
+
+// startStream opens the request's event stream (the audit line is the
+// caller's to write first).
+func (q *req) startStream() eventSink { return q.out.stream(q) }
+
+func (b jsonrpcBinding) reply(q *req, result any) {
+	writeJSON(b.w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": q.id, "result": result})
 }
 
 // fail answers with e. A request the face could not read is 400; a
-// method's error is 200, as JSON-RPC over HTTP has it.
-func (q *req) fail(e *rpcError) {
-	q.audit(e)
+// method's error is 200, as JSON-RPC over HTTP has it. In v1.0 the error's
+// data is its google.rpc.ErrorInfo.
+func (b jsonrpcBinding) fail(q *req, e *rpcError) {
 	status := http.StatusOK
 	if e.Code == protocol.CodeParseError || e.Code == protocol.CodeInvalidRequest {
 		status = http.StatusBadRequest
 	}
 	if q.v == "1.0" {
-		info := map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason(e.Code), "domain": "a2a-protocol.org"}
-		if d, ok := e.Data.(map[string]any); ok && d["quota"] != nil { // a cap (store.QuotaError): its numbers
-			meta := map[string]string{}
-			for k, v := range d {
-				meta[k] = fmt.Sprint(v)
-			}
-			info["reason"], info["domain"], info["metadata"] = "QUOTA_EXCEEDED", "mcpv2", meta
-		}
-		e.Data = []any{info}
+		e.Data = []any{errorInfo(e)}
 	}
-	writeJSON(q.w, status, map[string]any{"jsonrpc": "2.0", "id": q.id, "error": e})
+	writeJSON(b.w, status, map[string]any{"jsonrpc": "2.0", "id": q.id, "error": e})
+}
+
+// errorInfo is the google.rpc.ErrorInfo of e, in ProtoJSON (with its
+// @type), as every v1.0 binding carries it: reason from the A2A code,
+// domain a2a-protocol.org; a cap (store.QuotaError, whose numbers are in
+// e.Data) is QUOTA_EXCEEDED of domain mcpv2 with those numbers as its
+// metadata.
+func errorInfo(e *rpcError) map[string]any {
+	info := map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason(e.Code), "domain": "a2a-protocol.org"}
+	if d, ok := e.Data.(map[string]any); ok && d["quota"] != nil { // a cap (store.QuotaError): its numbers
+		meta := map[string]string{}
+		for k, v := range d {
+			meta[k] = fmt.Sprint(v)
+		}
+		info["reason"], info["domain"], info["metadata"] = "QUOTA_EXCEEDED", "mcpv2", meta
+	}
+	return info
 }
 
 func reason(code int) string {
@@ -371,7 +431,7 @@ func (f *Face) cancelTask(q *req, params json.RawMessage) {
 		q.fail(rpcErrf(codeTaskNotCancelable, "task not cancelable: %q is %s already", t.ID, t.Status.State))
 		return
 	}
-	if err := f.cancelRun(q.r.Context(), t, q.owner); err != nil {
+	if err := f.cancelRun(q.ctx, t, q.owner); err != nil {
 		q.fail(err)
 		return
 	}
@@ -385,37 +445,46 @@ func (f *Face) cancelTask(q *req, params json.RawMessage) {
 
 // --- server-sent events
 
-// sse writes a stream's events, each "id: SEQ" and "data: <JSON-RPC
-// response>", and a comment line when idle.
-type sse struct {
-	q  *req
-	rc *http.ResponseController
+// sseStream writes a stream's events, each "id: SEQ" and "data: " the event
+// in the form wrap gives it (JSON-RPC: a response object), and a comment
+// line when idle. Every HTTP binding streams this way.
+type sseStream struct {
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	wrap func(Event) any
 }
 
-func (q *req) startSSE() *sse {
-	h := q.w.Header()
+// newSSE starts an event stream on w: 200 with text/event-stream.
+func newSSE(w http.ResponseWriter, wrap func(Event) any) *sseStream {
+	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
-	q.w.WriteHeader(http.StatusOK)
-	s := &sse{q: q, rc: http.NewResponseController(q.w)}
+	w.WriteHeader(http.StatusOK)
+	s := &sseStream{w: w, rc: http.NewResponseController(w), wrap: wrap}
 	_ = s.rc.Flush()
 	return s
 }
 
-func (s *sse) send(e Event) error {
-	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": s.q.id, "result": s.q.event(e)})
+func (b jsonrpcBinding) stream(q *req) eventSink {
+	return newSSE(b.w, func(e Event) any {
+		return map[string]any{"jsonrpc": "2.0", "id": q.id, "result": q.event(e)}
+	})
+}
+
+func (s *sseStream) send(e Event) error {
+	b, err := json.Marshal(s.wrap(e))
 	if err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintf(s.q.w, "id: %s\ndata: %s\n\n", strconv.FormatUint(e.Seq, 10), b); err != nil {
+	if _, err := fmt.Fprintf(s.w, "id: %s\ndata: %s\n\n", strconv.FormatUint(e.Seq, 10), b); err != nil {
 		return err
 	}
 	return s.rc.Flush()
 }
 
-func (s *sse) ping() error {
-	if _, err := fmt.Fprint(s.q.w, ": keep-alive\n\n"); err != nil {
+func (s *sseStream) ping() error {
+	if _, err := fmt.Fprint(s.w, ": keep-alive\n\n"); err != nil {
 		return err
 	}
 	return s.rc.Flush()
@@ -452,7 +521,7 @@ func (f *Face) subscribe(q *req, params json.RawMessage) {
 	// the ones after it are replayed from the store, then the live ones
 	// follow. Without it the stream starts with the task as it is now.
 	after, replay := uint64(0), false
-	if v := q.r.Header.Get("Last-Event-ID"); v != "" {
+	if v := q.lastEventID; v != "" {
 		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
 		if err != nil {
 			q.fail(rpcErrf(protocol.CodeInvalidParams, "invalid params: Last-Event-ID %q is not an event number", protocol.Clip(v, 40)))
@@ -461,12 +530,12 @@ func (f *Face) subscribe(q *req, params json.RawMessage) {
 		after, replay = n, true
 	}
 	q.audit(nil)
-	s := q.startSSE()
+	s := q.startStream()
 	load := func(id string) (Task, protocol.StoredTask, bool) {
 		t, st, e := q.load(id)
 		return t, st, e == nil
 	}
-	if err := f.streamEvents(q.r.Context(), t, st, load, after, replay, s.send, s.ping); errors.Is(err, errTaskEvents) {
+	if err := f.streamEvents(q.ctx, t, st, load, after, replay, s.send, s.ping); errors.Is(err, errTaskEvents) {
 		f.log.Error("a2a: task events", "id", t.ID, "err", err)
 	}
 }

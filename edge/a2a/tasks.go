@@ -308,7 +308,7 @@ func (f *Face) send(q *req, params json.RawMessage, stream bool) {
 	delete(t.Metadata, callMeta) // the call runs now; it is kept again if it waits for input
 	t.Status = Status{State: StateSubmitted, Timestamp: time.Now().UTC()}
 
-	ch, first, rerr := f.start(q.r.Context(), t, q.owner, q.c, calls)
+	ch, first, rerr := f.start(q.ctx, t, q.owner, q.c, calls)
 	if rerr != nil {
 		q.fail(rerr)
 		return
@@ -316,11 +316,11 @@ func (f *Face) send(q *req, params json.RawMessage, stream bool) {
 	defer f.unwatch(t.ID, ch)
 	if stream {
 		q.audit(nil)
-		s := q.startSSE()
+		s := q.startStream()
 		if s.send(first) != nil {
 			return
 		}
-		_ = follow(q.r.Context(), ch, first.Seq, s.send, s.ping)
+		_ = follow(q.ctx, ch, first.Seq, s.send, s.ping)
 		return
 	}
 	if !p.Configuration.ReturnImmediately && (p.Configuration.Blocking == nil || *p.Configuration.Blocking) {
@@ -332,7 +332,7 @@ func (f *Face) send(q *req, params json.RawMessage, stream bool) {
 				if !ok || ev.ends() {
 					break wait
 				}
-			case <-q.r.Context().Done():
+			case <-q.ctx.Done():
 				return
 			}
 		}
