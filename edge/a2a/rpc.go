@@ -49,15 +49,16 @@ type rpcRequest struct {
 	Params  json.RawMessage `json:"params"`
 }
 
-// methods maps each version's method names to the face's operation.
+// methods maps each version's method names to the face's operation, the
+// op that dispatch runs: every binding names its calls by these.
 var methods = map[string]map[string]string{
 	"1.0": {"SendMessage": "send", "SendStreamingMessage": "stream", "GetTask": "get", "ListTasks": "list",
 		"CancelTask": "cancel", "SubscribeToTask": "subscribe",
-		"CreateTaskPushNotificationConfig": "push", "GetTaskPushNotificationConfig": "push",
-		"ListTaskPushNotificationConfigs": "push", "DeleteTaskPushNotificationConfig": "push", "GetExtendedAgentCard": "extcard"},
+		"CreateTaskPushNotificationConfig": "push.create", "GetTaskPushNotificationConfig": "push.get",
+		"ListTaskPushNotificationConfigs": "push.list", "DeleteTaskPushNotificationConfig": "push.delete", "GetExtendedAgentCard": "extcard"},
 	"0.3": {"message/send": "send", "message/stream": "stream", "tasks/get": "get", "tasks/cancel": "cancel",
-		"tasks/resubscribe": "subscribe", "tasks/pushNotificationConfig/set": "push", "tasks/pushNotificationConfig/get": "push",
-		"tasks/pushNotificationConfig/list": "push", "tasks/pushNotificationConfig/delete": "push", "agent/getAuthenticatedExtendedCard": "extcard"},
+		"tasks/resubscribe": "subscribe", "tasks/pushNotificationConfig/set": "push.create", "tasks/pushNotificationConfig/get": "push.get",
+		"tasks/pushNotificationConfig/list": "push.list", "tasks/pushNotificationConfig/delete": "push.delete", "agent/getAuthenticatedExtendedCard": "extcard"},
 }
 
 // req is one request being served, in any binding: the operations
@@ -170,7 +171,7 @@ func (f *Face) dispatch(q *req, op string, params json.RawMessage) {
 		f.cancelTask(q, params)
 	case "subscribe":
 		f.subscribe(q, params)
-	case "push":
+	case "push.create", "push.get", "push.list", "push.delete":
 		q.fail(rpcErrf(codePushNotSupported, "push notifications are not supported by this agent; stream the task, or subscribe to it"))
 	case "extcard":
 		q.fail(&rpcError{Code: -32007, Message: "this agent has no extended card: its card at " + CardPath + " is all there is"})
