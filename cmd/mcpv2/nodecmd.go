@@ -374,7 +374,7 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 	if textSkill == a2a.TextOrchestrate && c.Bool("no-mesh") {
 		return nil, errors.New("--a2a-text orchestrate needs the mesh (the orchestrator finds agents in the DHT): drop --no-mesh, or use --a2a-text ask")
 	}
-	if r.a2a, err = a2a.New(n, a2a.WithLogger(log), a2a.WithMetrics(reg), a2a.WithTextSkill(textSkill)); err != nil {
+	if r.a2a, err = a2a.New(n, a2a.WithLogger(log), a2a.WithMetrics(reg), a2a.WithTextSkill(textSkill), a2a.WithOutboundAllow(outAllow)); err != nil {
 		return nil, fmt.Errorf("--a2a-text: %w", err)
 	}
 	n.SetA2ACard(r.a2a.CardFor)

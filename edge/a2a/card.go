@@ -45,7 +45,7 @@ func (f *Face) cardV1(base, edgeID string, acc *edge.Accepts) (map[string]any, e
 	card := map[string]any{
 		"name": nonEmpty(c.Name, "mcpv2 agent"), "description": nonEmpty(c.Description, "An mcpv2 agent."), "version": nonEmpty(c.Version, "dev"),
 		"supportedInterfaces": ifaces,
-		"capabilities":        capabilities(map[string]any{"streaming": true, "pushNotifications": false}, edgeID),
+		"capabilities":        f.capabilities(map[string]any{"streaming": true}, base, edgeID),
 		"defaultInputModes":   inputModes, "defaultOutputModes": outputModes,
 		"skills": cardSkills(c),
 	}
@@ -63,7 +63,7 @@ func (f *Face) cardV03(base, edgeID string, acc *edge.Accepts) (map[string]any, 
 		"name":            nonEmpty(c.Name, "mcpv2 agent"), "description": nonEmpty(c.Description, "An mcpv2 agent."), "version": nonEmpty(c.Version, "dev"),
 		"url": base + Path, "preferredTransport": "JSONRPC",
 		"additionalInterfaces": []any{map[string]any{"url": base + Path, "transport": "JSONRPC"}},
-		"capabilities":         capabilities(map[string]any{"streaming": true, "pushNotifications": false, "stateTransitionHistory": false}, edgeID),
+		"capabilities":         f.capabilities(map[string]any{"streaming": true, "stateTransitionHistory": false}, base, edgeID),
 		"defaultInputModes":    inputModes, "defaultOutputModes": outputModes,
 		"skills": cardSkills(c),
 	}
@@ -177,15 +177,28 @@ func (s security) v03() (map[string]any, []any) {
 // edge, asked over the mesh (agent/a2a-card).
 const EdgeExtension = "urn:mcpv2:a2a:edge:v1"
 
-// capabilities is caps with the EdgeExtension naming edge, when edge is set.
-// It writes no member at its default value ("required": false): a verifier
-// that canonicalizes the card through the v1.0 schema (@a2a-js/sdk) drops
-// those, and the signature would no longer match.
-func capabilities(caps map[string]any, edgeID string) map[string]any {
+// capabilities is caps with pushNotifications, the PushExtension naming
+// the JWKS at base and the issuer of the notifications' JWTs (the edge that
+// serves the card sends them: edgeID, or this node), and the EdgeExtension
+// naming edge, when edge is set. It writes no member at its default value
+// ("required": false): a verifier that canonicalizes the card through the
+// v1.0 schema (@a2a-js/sdk) drops those, and the signature would no longer
+// match.
+func (f *Face) capabilities(caps map[string]any, base, edgeID string) map[string]any {
+	caps["pushNotifications"] = f.push != nil
+	var exts []any
+	if f.push != nil {
+		exts = append(exts, map[string]any{"uri": PushExtension,
+			"description": "push notifications carry Authorization: Bearer, a JWT (EdDSA) of this issuer, its key at jwksUrl, unless the config gave its own credentials",
+			"params":      map[string]any{"jwksUrl": base + JWKSPath, "issuer": nonEmpty(edgeID, f.b.PeerID())}})
+	}
 	if edgeID != "" {
-		caps["extensions"] = []any{map[string]any{"uri": EdgeExtension,
+		exts = append(exts, map[string]any{"uri": EdgeExtension,
 			"description": "the mcpv2 edge this card was signed for: the node serves its card only to the edges that front it",
-			"params":      map[string]any{"edge": edgeID}}}
+			"params":      map[string]any{"edge": edgeID}})
+	}
+	if len(exts) > 0 {
+		caps["extensions"] = exts
 	}
 	return caps
 }

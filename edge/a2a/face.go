@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -101,6 +102,10 @@ type Face struct {
 	peers       *edge.Cache[*Face] // the faces of mesh peers; set by Mount
 	metrics     *metrics           // nil without WithMetrics; shared with the peers' faces
 	textSkill   string             // what a plain-text message runs; "" is ask (text.go)
+	// push sends the push notifications (nil: the Backend is no
+	// PushStore); the node's face owns it, its peers' faces share it.
+	push      *pusher
+	pushOwned bool
 }
 
 // config is what the options set; New copies it into the Face.
@@ -109,6 +114,11 @@ type config struct {
 	maxRunning int
 	metrics    prometheus.Registerer
 	textSkill  string // WithTextSkill (text.go)
+	// outboundAllow, pushAttempts and pushBackoff: WithOutboundAllow and
+	// WithPushRetry (push).
+	outboundAllow []netip.Prefix
+	pushAttempts  int
+	pushBackoff   time.Duration
 }
 
 // Option configures New. An option returns an error for a value it cannot
@@ -138,6 +148,31 @@ func WithMaxRunning(n int) Option {
 	}
 }
 
+// WithOutboundAllow lets the face's push notifications reach the
+// addresses of allow, which the outbound scope refuses otherwise
+// (internal/netscope: loopback, link-local, private …): the node's
+// --outbound-allow.
+func WithOutboundAllow(allow []netip.Prefix) Option {
+	return func(c *config) error {
+		c.outboundAllow = append([]netip.Prefix(nil), allow...)
+		return nil
+	}
+}
+
+// WithPushRetry sets how often a push notification is tried before it is
+// dropped (default DefaultPushAttempts) and the pause before the second
+// try, which doubles for each next one (default DefaultPushBackoff).
+// attempts must be positive, backoff not negative.
+func WithPushRetry(attempts int, backoff time.Duration) Option {
+	return func(c *config) error {
+		if attempts < 1 || backoff < 0 {
+			return fmt.Errorf("a2a: WithPushRetry: %d attempts, backoff %s: want at least 1 attempt and a backoff not negative", attempts, backoff)
+		}
+		c.pushAttempts, c.pushBackoff = attempts, backoff
+		return nil
+	}
+}
+
 // New builds the face over b: defaults, then the options. The tasks that
 // were running when the node last stopped are marked failed
 // (input-required ones keep waiting). A failed New leaves nothing running.
@@ -145,7 +180,7 @@ func New(b Backend, opts ...Option) (*Face, error) {
 	if b == nil {
 		return nil, errors.New("a2a: new: nil Backend")
 	}
-	cfg := config{log: slog.New(slog.DiscardHandler), maxRunning: DefaultMaxRunning}
+	cfg := config{log: slog.New(slog.DiscardHandler), maxRunning: DefaultMaxRunning, pushAttempts: DefaultPushAttempts, pushBackoff: DefaultPushBackoff}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
 			return nil, err
@@ -159,9 +194,15 @@ func New(b Backend, opts ...Option) (*Face, error) {
 		}
 	}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
+	if ps, ok := b.(PushStore); ok {
+		f.push, f.pushOwned = newPusher(b, ps, cfg, f.log), true
+	}
 	if err := f.failInterrupted(); err != nil {
 		f.cancel()
 		f.metrics.unregister(f)
+		if f.pushOwned {
+			f.push.close()
+		}
 		return nil, err
 	}
 	return f, nil
@@ -183,6 +224,9 @@ func (f *Face) Close() error {
 	}
 	f.cancel()
 	f.wg.Wait()
+	if f.pushOwned {
+		f.push.close() // after the tasks: their last events are queued
+	}
 	f.metrics.unregister(f)
 	return err
 }
@@ -231,6 +275,11 @@ func (f *Face) Mount(e *edge.Server) {
 	// TaskNotFoundError): the edge's refusals carry the JSON-RPC server
 	// error -32000 here.
 	e.Mux().Handle(Path, e.AuthenticatedFace([]string{http.MethodPost}, standing, f.serveRPC, edge.WithRefusalCode(codeEdgeRefusal)))
+	if f.push != nil {
+		jwks := e.Traced(http.HandlerFunc(f.serveJWKS))
+		e.Mux().Handle(JWKSPath, jwks)
+		e.Mux().Handle(PeerPath+JWKSPath, jwks) // the key of this node, which sends the peers' faces' notifications
+	}
 	f.peers = f.newPeerFaces()
 	peerCard := e.Traced(http.HandlerFunc(f.servePeerCard))
 	e.Mux().Handle(PeerPath+CardPath, peerCard)

@@ -172,7 +172,7 @@ func (f *Face) dispatch(q *req, op string, params json.RawMessage) {
 	case "subscribe":
 		f.subscribe(q, params)
 	case "push.create", "push.get", "push.list", "push.delete":
-		q.fail(rpcErrf(codePushNotSupported, "push notifications are not supported by this agent; stream the task, or subscribe to it"))
+		f.dispatchPush(q, op, params)
 	case "extcard":
 		q.fail(&rpcError{Code: -32007, Message: "this agent has no extended card: its card at " + CardPath + " is all there is"})
 	}

@@ -246,6 +246,9 @@ func (f *Face) send(q *req, params json.RawMessage, stream bool) {
 			ReturnImmediately bool  `json:"returnImmediately"`
 			Blocking          *bool `json:"blocking"`
 			HistoryLength     *int  `json:"historyLength"`
+			// the webhook to notify of the task's events (push.go)
+			PushV1  json.RawMessage `json:"taskPushNotificationConfig"`
+			PushV03 json.RawMessage `json:"pushNotificationConfig"`
 		} `json:"configuration"`
 		Metadata map[string]any `json:"metadata"`
 	}
@@ -272,7 +275,8 @@ func (f *Face) send(q *req, params json.RawMessage, stream bool) {
 	}
 	var t Task
 	var prev *call
-	if m.TaskID != "" {
+	fresh := m.TaskID == "" // a new task, not the next turn of one
+	if !fresh {
 		var e *rpcError
 		if t, _, e = q.load(m.TaskID); e != nil {
 			q.fail(e)
@@ -307,9 +311,24 @@ func (f *Face) send(q *req, params json.RawMessage, stream bool) {
 	t.History = append(t.History, m)
 	delete(t.Metadata, callMeta) // the call runs now; it is kept again if it waits for input
 	t.Status = Status{State: StateSubmitted, Timestamp: time.Now().UTC()}
-
+	// A webhook given with the message is set before the task runs, so
+	// that it hears every event, the first too.
+	pc, e := q.sendPush(p.Configuration.PushV1, p.Configuration.PushV03, t.ID)
+	if e != nil {
+		q.fail(e)
+		return
+	}
+	if pc != nil {
+		if e := f.setPush(q, pc); e != nil {
+			q.fail(e)
+			return
+		}
+	}
 	ch, first, rerr := f.start(q.ctx, t, q.owner, q.c, calls)
 	if rerr != nil {
+		if pc != nil && fresh { // the task was not made: nor is its webhook kept
+			_, _ = f.push.store.DeletePushConfig(t.ID, pc.ID)
+		}
 		q.fail(rerr)
 		return
 	}
@@ -416,6 +435,9 @@ func (f *Face) save(t *Task, owner string, ev Event) (Event, *rpcError) {
 		f.metrics.entered(t.Status.State)
 	}
 	ev.Seq = seq
+	if f.push != nil {
+		f.push.notify(t, ev) // queued: a webhook never holds up the task
+	}
 	return ev, nil
 }
 

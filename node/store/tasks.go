@@ -93,7 +93,7 @@ var ErrTaskFinal = protocol.ErrTaskFinal
 
 func (s *Store) initTasks(tx *bolt.Tx) error {
 	sized := tx.Bucket(taskSize) != nil
-	for _, b := range [][]byte{taskBucket, taskEvents, taskByOwner, taskByUpdate, taskUnfinished, taskSize, taskOwnerSize} {
+	for _, b := range [][]byte{taskBucket, taskEvents, taskByOwner, taskByUpdate, taskUnfinished, taskSize, taskOwnerSize, taskPush} {
 		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 			return err
 		}
@@ -384,6 +384,9 @@ func deleteTask(tx *bolt.Tx, t protocol.StoredTask) error {
 		tx.Bucket(taskByOwner).Delete(ownerKey(t.Owner, t.Updated, t.ID)), tx.Bucket(taskUnfinished).Delete(id))
 	if err == nil && events.Bucket(id) != nil {
 		err = events.DeleteBucket(id)
+	}
+	if err == nil {
+		err = deletePushConfigs(tx, id)
 	}
 	if err == nil {
 		err = addTaskBytes(tx, t.Owner, t.ID, -int64(n))
