@@ -552,7 +552,7 @@ func TestBadRequests(t *testing.T) {
 		{"2.0", `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}`, 200, `"code":-32009`},
 		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[]}}}`, 200, `"code":-32602`},
 		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"url":"http://x/y"}]}}}`, 200, `"code":-32005`},
-		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"CreateTaskPushNotificationConfig","params":{}}`, 200, `"code":-32003`},
+		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"CreateTaskPushNotificationConfig","params":{}}`, 200, `"code":-32602,"message":"invalid params: taskId (the task's) is missing"`},
 	} {
 		status, body := post(c.v, c.body)
 		if status != c.status || !strings.Contains(body, c.want) {

@@ -254,7 +254,7 @@ func (f *Face) pushCreate(q *req, params json.RawMessage) {
 		}
 		c = fromV03(p.TaskID, *p.PushNotificationConfig)
 	}
-	if _, _, e := q.load(c.TaskID); e != nil {
+	if e := q.loadTask(c.TaskID); e != nil {
 		q.fail(e)
 		return
 	}
@@ -285,9 +285,22 @@ func (q *req) pushRef(params json.RawMessage) (taskID, id string, e *rpcError) {
 	return p.ID, p.ConfigID, nil
 }
 
+// loadTask loads the caller's task that a config operation names.
+func (q *req) loadTask(taskID string) *rpcError {
+	if taskID == "" {
+		name := "taskId"
+		if q.v == "0.3" && q.method != "tasks/pushNotificationConfig/set" {
+			name = "id"
+		}
+		return rpcErrf(protocol.CodeInvalidParams, "invalid params: %s (the task's) is missing", name)
+	}
+	_, _, e := q.load(taskID)
+	return e
+}
+
 // configs reads task id's configs (the caller's task: loaded first).
 func (f *Face) configs(q *req, taskID string) ([]pushConfig, *rpcError) {
-	if _, _, e := q.load(taskID); e != nil {
+	if e := q.loadTask(taskID); e != nil {
 		return nil, e
 	}
 	raws, err := f.push.store.PushConfigs(taskID)
@@ -381,7 +394,7 @@ func (f *Face) pushDelete(q *req, params json.RawMessage) {
 		q.fail(rpcErrf(protocol.CodeInvalidParams, "invalid params: the config's id is missing"))
 		return
 	}
-	if _, _, e := q.load(taskID); e != nil {
+	if e := q.loadTask(taskID); e != nil {
 		q.fail(e)
 		return
 	}

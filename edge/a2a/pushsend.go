@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -31,6 +32,10 @@ const (
 	// names, in its params, the JWKS URL (jwksUrl) and the JWT issuer
 	// (issuer: the node's PeerID) of its push notifications.
 	PushExtension = "urn:mcpv2:a2a:push:v1"
+	// PushAuditMethod is the method of the audit line of a notification
+	// that was dropped (outcome error, code -32603, remote the webhook's
+	// host).
+	PushAuditMethod = "a2a push"
 	// TokenHeader carries the client's token of a config back to its
 	// webhook.
 	TokenHeader = "X-A2A-Notification-Token"
@@ -259,8 +264,14 @@ func (p *pusher) dropped(job pushJob, c pushConfig, attempts int, err error) {
 		msg += err.Error()
 	}
 	p.log.Warn("a2a: "+msg, "task", job.taskID)
+	// The line is the caller's who set the config; its remote is the
+	// webhook's host (the log line says the rest: the task, the event,
+	// the last error).
 	caller := protocol.Caller{ID: nonEmpty(c.Caller, "a2a-push"), Via: "a2a", Owner: c.CallerOwner}
-	p.audit(p.ctx, caller, "a2a push", &protocol.Error{Code: protocol.CodeInternal, Message: protocol.Clip(msg, 1000)}, time.Now())
+	if u, err := url.Parse(c.URL); err == nil {
+		caller.Remote = u.Host
+	}
+	p.audit(p.ctx, caller, PushAuditMethod, &protocol.Error{Code: protocol.CodeInternal, Message: protocol.Clip(msg, 1000)}, time.Now())
 }
 
 // post makes one try: POST body to c.URL with the config's
