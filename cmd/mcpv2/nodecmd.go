@@ -83,7 +83,7 @@ func nodeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "run-as", EnvVars: []string{"MCPV2_RUN_AS"},
 			Usage: "user (name or uid) that command skills run as; needs the node to run as root"},
 		&cli.StringSliceFlag{Name: "outbound-allow", EnvVars: []string{"MCPV2_OUTBOUND_ALLOW"},
-			Usage: "CIDR prefixes (or addresses) the node's requests to A2A agents at URLs may reach although loopback, link-local or private (a2a skills, agent discovery, health checks); repeatable, or comma-separated"},
+			Usage: "CIDR prefixes (or addresses) the node's requests to A2A agents at URLs may reach although loopback, link-local or private (a2a skills, agent discovery, health checks, A2A push notifications); repeatable, or comma-separated"},
 		&cli.StringFlag{Name: "file-store", EnvVars: []string{"MCPV2_FILE_STORE"}, Usage: "directory of the file skills (default <data-dir>/files)"},
 		&cli.Int64Flag{Name: "max-file", EnvVars: []string{"MCPV2_MAX_FILE"}, Value: 64 << 20, Usage: "largest stored file in bytes"},
 		// Disk bounds (docs/spec.md §2, §3); 0 turns a cap off.
