@@ -1,7 +1,11 @@
 package a2a
 
 import (
+	"context"
 	"encoding/json"
+	"net"
+	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -49,6 +53,61 @@ func FuzzVerifyCard(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if _, err := VerifyCard(data); err == nil {
 			t.Fatalf("a card no key signed verified: %s", data)
+		}
+	})
+}
+
+// FuzzPushConfig: any bytes a client sends as a push-notification config,
+// in either version, are read or refused with a reason, never a panic; a
+// config read re-encodes in both versions without its credentials. Only
+// URLs whose host is an IP literal get past the form checks here (no DNS
+// lookup in a fuzz run).
+func FuzzPushConfig(f *testing.F) {
+	for _, s := range []string{
+		`{"taskId":"t","id":"a","url":"https://203.0.113.9/hook","token":"x","authentication":{"scheme":"Bearer","credentials":"c"}}`,
+		`{"taskId":"t","pushNotificationConfig":{"url":"http://127.0.0.1/","authentication":{"schemes":["Basic"],"credentials":"x"}}}`,
+		`{"url":"ftp://x"}`, `{"url":"http://[::1]/","authentication":{"scheme":"a b"}}`, `{"url":"http://10.0.0.1/#frag"}`,
+		`{"authentication":{"credentials":"no scheme"},"url":"http://8.8.8.8/"}`, `null`, `[]`, `{"url":1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	face := &Face{push: &pusher{}}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, v := range []string{"1.0", "0.3"} {
+			var c pushConfig
+			if v == "1.0" {
+				var p pushConfigV1
+				if decodeParams(data, &p) != nil {
+					continue
+				}
+				c = fromV1(p)
+			} else {
+				var p struct {
+					TaskID                 string         `json:"taskId"`
+					PushNotificationConfig *pushConfigV03 `json:"pushNotificationConfig"`
+				}
+				if decodeParams(data, &p) != nil || p.PushNotificationConfig == nil {
+					continue
+				}
+				c = fromV03(p.TaskID, *p.PushNotificationConfig)
+			}
+			if u, err := url.Parse(c.URL); err != nil || net.ParseIP(strings.Trim(u.Hostname(), "[]")) == nil {
+				continue
+			}
+			if e := face.checkPush(context.Background(), &c); e != nil {
+				if e.Message == "" || e.Code != -32602 {
+					t.Fatalf("a refusal without a reason: %+v", e)
+				}
+				continue
+			}
+			if c.ID == "" || len(c.URL) > maxPushURL {
+				t.Fatalf("a config read without an id, or too long: %+v", c)
+			}
+			b1, _ := json.Marshal(c.v1())
+			b3, _ := json.Marshal(c.v03())
+			if strings.Contains(string(b1), `"credentials"`) || strings.Contains(string(b3), `"credentials"`) {
+				t.Fatalf("credentials read back: %s %s", b1, b3)
+			}
 		}
 	})
 }
