@@ -517,8 +517,18 @@ func (f *Face) markTaskAsked(r *http.Request) *http.Request {
 		io.Reader
 		io.Closer
 	}{io.MultiReader(bytes.NewReader(b), r.Body), r.Body}
-	if err != nil || !bytes.Contains(b, []byte(`"task"`)) {
+	if err != nil || !asksTaskBody(b) {
 		return r
+	}
+	return r.WithContext(context.WithValue(r.Context(), taskAskedKey{}, true))
+}
+
+// asksTaskBody says whether b, a POST body of the 2025-11-25 era, is one
+// tools/call whose params.task is an object (a batch, or anything else,
+// is not).
+func asksTaskBody(b []byte) bool {
+	if !bytes.Contains(b, []byte(`"task"`)) {
+		return false
 	}
 	var msg struct {
 		Method string `json:"method"`
@@ -526,8 +536,5 @@ func (f *Face) markTaskAsked(r *http.Request) *http.Request {
 			Task json.RawMessage `json:"task"`
 		} `json:"params"`
 	}
-	if json.Unmarshal(b, &msg) != nil || msg.Method != "tools/call" || !bytes.HasPrefix(bytes.TrimSpace(msg.Params.Task), []byte("{")) {
-		return r
-	}
-	return r.WithContext(context.WithValue(r.Context(), taskAskedKey{}, true))
+	return json.Unmarshal(b, &msg) == nil && msg.Method == "tools/call" && bytes.HasPrefix(bytes.TrimSpace(msg.Params.Task), []byte("{"))
 }
