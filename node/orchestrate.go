@@ -56,15 +56,35 @@ func (n *Node) orchestrate(ctx context.Context, a OrchestrateArgs) (orchestrate.
 			return res, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for orchestrate: plan: %v", err)
 		}
 		plan.Source = orchestrate.SourceGiven
-		res, err = o.RunPlan(ctx, a.Request, plan, nil)
+		res, err = o.RunPlan(ctx, a.Request, plan, progressOf(ctx))
 	} else {
-		res, err = o.Run(ctx, a.Request, nil)
+		res, err = o.Run(ctx, a.Request, progressOf(ctx))
 	}
 	if errors.Is(err, orchestrate.ErrInvalidRequest) {
 		return res, protocol.Errorf(protocol.CodeInvalidParams, "invalid params for orchestrate: %v", err)
 	}
 	fitResult(&res, n.maxMsg/2)
 	return res, err
+}
+
+// progressOf is the run's progress callback when the call's face listens
+// (protocol.WithProgress: a task of A2A or MCP): each state change of a
+// subtask becomes a line and the event itself. Nil when no one listens.
+func progressOf(ctx context.Context) func(orchestrate.Event) {
+	report := protocol.ProgressFrom(ctx)
+	if report == nil {
+		return nil
+	}
+	return func(e orchestrate.Event) {
+		line := fmt.Sprintf("subtask %s: %s", e.Subtask, e.State)
+		if e.Agent != "" {
+			line += fmt.Sprintf(" (agent %s, attempt %d)", e.Agent, e.Attempt)
+		}
+		if e.Error != "" {
+			line += ": " + e.Error
+		}
+		report(line, e)
+	}
 }
 
 // fitResult keeps an orchestration's answer within budget bytes of JSON

@@ -362,12 +362,6 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 			err = errors.Join(err, r.Close())
 		}
 	}()
-	if ecfg != nil || face {
-		prompts, must := promptsFile(c, dir)
-		if r.face, err = mcp.New(n, mcp.WithLogger(log), mcp.WithVersion(node.Version), mcp.WithPromptsFile(prompts, must), mcp.WithMetrics(reg)); err != nil {
-			return nil, err
-		}
-	}
 	// The A2A face: on the edge, and for any edge that serves this node's
 	// card for it (agent/a2a-card over the mesh) even without one.
 	textSkill := c.String("a2a-text")
@@ -378,6 +372,15 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 		return nil, fmt.Errorf("--a2a-text: %w", err)
 	}
 	n.SetA2ACard(r.a2a.CardFor)
+	if ecfg != nil || face {
+		prompts, must := promptsFile(c, dir)
+		// MCP tasks run on the A2A face's task engine (one store, one
+		// event log for both faces).
+		if r.face, err = mcp.New(n, mcp.WithLogger(log), mcp.WithVersion(node.Version), mcp.WithPromptsFile(prompts, must), mcp.WithMetrics(reg),
+			mcp.WithTasks(r.a2a, noneIfZero(c.Duration("task-ttl")))); err != nil {
+			return nil, err
+		}
+	}
 	var ring *keys.Ring // the edge's key ring, which the local API changes too
 	if ecfg != nil {
 		// API keys (mcpv2 key): the ring re-reads keys.json when the

@@ -81,6 +81,12 @@ func (f *Face) SubmitText(ctx context.Context, c protocol.Caller, text, contextI
 	if e != nil {
 		return Task{}, toProtocol(e)
 	}
+	return f.submit(ctx, c, t, m, calls)
+}
+
+// submit stores task t with its first message m and starts running calls
+// for c: SubmitText's and SubmitCall's common end.
+func (f *Face) submit(ctx context.Context, c protocol.Caller, t Task, m Message, calls []call) (Task, error) {
 	if perr := f.refusal(c, calls); perr != nil {
 		m = withheld(m, perr) // the node will refuse it: its body is never stored
 	}
@@ -93,6 +99,106 @@ func (f *Face) SubmitText(ctx context.Context, c protocol.Caller, text, contextI
 	}
 	f.unwatch(t.ID, ch)
 	return t, nil
+}
+
+// SubmitCall starts a task for c that runs one call of skill with args (a
+// JSON object; empty is {}), as a message with the data part {"skill",
+// "arguments"} does: the same dispatch, policy and audit, the same store
+// and event log, so GetTask, StreamTask and CancelTask (and the A2A
+// methods) see it. It returns the task as stored when it started
+// (submitted). The MCP face runs a tool call as a task with it. The
+// errors are *protocol.Error: -32602 for an empty or oversized skill name
+// or arguments that are not an object, -32603 when the face is busy or
+// stopping.
+func (f *Face) SubmitCall(ctx context.Context, c protocol.Caller, skill string, args json.RawMessage) (Task, error) {
+	if skill == "" || len(skill) > maxSkillName {
+		return Task{}, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: a skill name is 1 to %d bytes", maxSkillName)
+	}
+	if len(args) > MaxText {
+		return Task{}, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: the arguments are %d bytes; at most %d", len(args), MaxText)
+	}
+	var am map[string]any
+	if t := strings.TrimSpace(string(args)); t != "" && t != "null" {
+		if err := json.Unmarshal(args, &am); err != nil || am == nil {
+			return Task{}, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: the arguments of %q must be a JSON object", protocol.Clip(skill, 64))
+		}
+	}
+	if am == nil {
+		am = map[string]any{}
+	}
+	t := Task{ID: newID(), ContextID: newID()}
+	m := Message{MessageID: newID(), ContextID: t.ContextID, TaskID: t.ID, Role: "user",
+		Parts: []Part{{Data: map[string]any{"skill": skill, "arguments": am}}}}
+	calls, e := callsOf(m, nil)
+	if e != nil {
+		return Task{}, toProtocol(e)
+	}
+	return f.submit(ctx, c, t, m, calls)
+}
+
+// GetTimedTask is GetTask with when the task was made and last saved (the
+// store's clock).
+func (f *Face) GetTimedTask(_ context.Context, c protocol.Caller, id string) (TimedTask, error) {
+	t, st, perr := f.loadFor(c, id)
+	if perr != nil {
+		return TimedTask{}, perr
+	}
+	return TimedTask{Task: t, Created: st.Created, Updated: st.Updated}, nil
+}
+
+// TaskPage is one page of a caller's tasks (ListOwnTasks): each task with
+// the store's times, and the cursor of the next page ("" at the end).
+type TaskPage struct {
+	Tasks []TimedTask
+	Next  string
+}
+
+// TimedTask is a task with when it was made and last saved.
+type TimedTask struct {
+	Task             Task
+	Created, Updated time.Time
+}
+
+// ListOwnTasks lists c's tasks, size at most (1 to 100), from the one
+// after the task named by cursor ("" from the start), in the store's
+// order. A caller without a credential owns none. An unknown cursor is
+// -32602.
+func (f *Face) ListOwnTasks(_ context.Context, c protocol.Caller, cursor string, size int) (TaskPage, error) {
+	if size < 1 || size > 100 {
+		return TaskPage{}, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: a page is 1 to 100 tasks, not %d", size)
+	}
+	var all []protocol.StoredTask
+	if c.Owner != "" {
+		var err error
+		if all, err = f.b.ListTasks(f.ownerPrefix+c.Holder(), protocol.TaskQuery{}); err != nil {
+			f.log.Error("a2a: list tasks", "err", err)
+			return TaskPage{}, protocol.Errorf(protocol.CodeInternal, "internal error: the tasks could not be listed")
+		}
+	}
+	start := 0
+	if cursor != "" {
+		start = -1
+		for i, st := range all {
+			if st.ID == cursor {
+				start = i + 1
+			}
+		}
+		if start < 0 {
+			return TaskPage{}, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: cursor %q names no task of this listing", protocol.Clip(cursor, 80))
+		}
+	}
+	page := all[start:min(start+size, len(all))]
+	out := TaskPage{Tasks: make([]TimedTask, 0, len(page))}
+	for _, st := range page {
+		var t Task
+		if json.Unmarshal(st.Task, &t) == nil {
+			out.Tasks = append(out.Tasks, TimedTask{Task: t, Created: st.Created, Updated: st.Updated})
+		}
+	}
+	if start+size < len(all) {
+		out.Next = page[len(page)-1].ID
+	}
+	return out, nil
 }
 
 // GetTask returns c's task id as it is now: CodeTaskNotFound when it does

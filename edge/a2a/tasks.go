@@ -11,6 +11,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -44,6 +45,9 @@ const withheldMeta = "mcpv2/withheld"
 // maxContextID caps a client's contextId, as decodeMessage caps a
 // messageId: it is stored with the task and each of its events.
 const maxContextID = 256
+
+// maxProgressText caps the text of one progress report a task keeps.
+const maxProgressText = 512
 
 // maxSkillName caps the skill a data part names: a refusal quotes it, and
 // the task keeps the refusal.
@@ -516,8 +520,26 @@ func (f *Face) exec(ctx context.Context, r *run, t Task, owner string, c protoco
 		f.mu.Unlock()
 	}
 	_ = f.emit(r, &t, owner, status(StateWorking, "", nil))
+	// A skill that reports progress (orchestrate: each subtask's state)
+	// makes a working status with the report, saved and published as
+	// every event of the task. mu keeps the reports apart from each other
+	// and from the task's own events; late is set once the call returned,
+	// and a report after it is dropped.
+	var mu sync.Mutex
+	late := false
+	report := func(text string, data any) {
+		mu.Lock()
+		defer mu.Unlock()
+		if late || ctx.Err() != nil {
+			return
+		}
+		_ = f.emit(r, &t, owner, status(StateWorking, protocol.Clip(text, maxProgressText), data))
+	}
 	for i, cl := range calls {
-		res, perr := f.call(ctx, c, cl)
+		res, perr := f.call(protocol.WithProgress(ctx, report), c, cl)
+		mu.Lock()
+		late = i == len(calls)-1
+		mu.Unlock()
 		switch {
 		case ctx.Err() != nil:
 			finish(status(StateCanceled, "canceled", nil))

@@ -93,6 +93,8 @@ type Face struct {
 	http       *httpFace          // set by Mount (or, for a peer's face, peerFaces.get)
 	peers      *edge.Cache[*Face] // the faces of mesh peers; set by Mount
 	metrics    *metrics           // nil without WithMetrics; shared with the peers' faces
+	tasks      TaskRunner         // nil without WithTasks (and on a peer's face)
+	taskKeep   time.Duration      // WithTasks' keep
 }
 
 // config is what the options set; New copies it into the Face.
@@ -103,6 +105,8 @@ type config struct {
 	promptsF string // the prompts file read, for logs; "" when none
 	maxRes   int64
 	metrics  prometheus.Registerer
+	tasks    TaskRunner
+	taskKeep time.Duration
 }
 
 // Option configures New. An option returns an error for a value it cannot
@@ -180,7 +184,8 @@ func New(b Backend, opts ...Option) (*Face, error) {
 		}
 		seen[p.Name] = true
 	}
-	f := &Face{b: b, log: cfg.log, version: cfg.version, prompts: cfg.prompts, promptsF: cfg.promptsF, maxRes: cfg.maxRes}
+	f := &Face{b: b, log: cfg.log, version: cfg.version, prompts: cfg.prompts, promptsF: cfg.promptsF, maxRes: cfg.maxRes,
+		tasks: cfg.tasks, taskKeep: cfg.taskKeep}
 	if cfg.metrics != nil {
 		var err error
 		if f.metrics, err = newMetrics(cfg.metrics, f); err != nil {
@@ -243,6 +248,16 @@ func (f *Face) Server() *sdk.Server { return f.srv }
 // middleware (they depend on who asks); prompts and the two fixed
 // resources are registered.
 func (f *Face) newServer() *sdk.Server {
+	caps := &sdk.ServerCapabilities{
+		//lint:ignore SA1019 the 2025 protocol eras this face serves still use logging (notifications/message); dropped only with them
+		Logging:   &sdk.LoggingCapabilities{},
+		Tools:     &sdk.ToolCapabilities{ListChanged: true},
+		Resources: &sdk.ResourceCapabilities{ListChanged: true, Subscribe: true},
+		Prompts:   &sdk.PromptCapabilities{ListChanged: true},
+	}
+	if f.tasks != nil {
+		caps.AddExtension(TasksExtension, nil)
+	}
 	s := sdk.NewServer(&sdk.Implementation{Name: "mcpv2", Title: "mcpv2 node", Version: f.version}, &sdk.ServerOptions{
 		Instructions: "The tools are this mcpv2 node's skills, and two mesh tools: mesh_find finds agents by skill or tag, " +
 			"mesh_call runs a skill of another agent. Resources are the node's stored files (mcpv2://files/NAME), " +
@@ -251,17 +266,14 @@ func (f *Face) newServer() *sdk.Server {
 		SubscribeHandler:   f.subscribe,
 		UnsubscribeHandler: f.unsubscribe,
 		InitializedHandler: f.metrics.initialized,
-		Capabilities: &sdk.ServerCapabilities{
-			//lint:ignore SA1019 the 2025 protocol eras this face serves still use logging (notifications/message); dropped only with them
-			Logging:   &sdk.LoggingCapabilities{},
-			Tools:     &sdk.ToolCapabilities{ListChanged: true},
-			Resources: &sdk.ResourceCapabilities{ListChanged: true, Subscribe: true},
-			Prompts:   &sdk.PromptCapabilities{ListChanged: true},
-		},
+		Capabilities:       caps,
 	})
 	s.AddReceivingMiddleware(f.keepDefault)
 	s.AddReceivingMiddleware(f.middleware)
 	f.addResources(s)
+	if f.tasks != nil {
+		f.addTaskMethods(s)
+	}
 	for _, p := range f.prompts {
 		s.AddPrompt(p.sdkPrompt(), f.getPrompt(p))
 	}
@@ -286,7 +298,13 @@ func (f *Face) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 			res, err = f.listTools(ctx, callerOf(ctx, req))
 		case "tools/call":
 			r, _ := req.(*sdk.CallToolRequest)
-			res, err = f.callTool(ctx, callerOf(ctx, req), r)
+			if ask, isModern := f.asksTask(r); ask {
+				res, err = f.startTask(ctx, callerOf(ctx, req), r, isModern)
+			} else {
+				res, err = f.callTool(ctx, callerOf(ctx, req), r)
+			}
+		case "tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "tasks/update":
+			res, err = f.serveTask(ctx, callerOf(ctx, req), method, req)
 		case "resources/list":
 			res, err = next(ctx, method, req)
 			if err == nil {
@@ -303,6 +321,14 @@ func (f *Face) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 		}
 		if err == nil {
 			settleCacheScope(req, res)
+			// The 2025-11-25 form of tasks: members the go-sdk has no
+			// field for.
+			switch {
+			case method == "initialize" && f.legacyTasks(req):
+				res, err = withTaskCapsV1(res)
+			case method == "tools/list" && f.legacyTasks(req):
+				res, err = withTaskSupport(res)
+			}
 		}
 		if !throughHandle[method] && !strings.HasPrefix(method, "notifications/") {
 			var perr *protocol.Error

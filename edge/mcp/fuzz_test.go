@@ -1,6 +1,9 @@
 package mcp
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 // FuzzParsePrompts: any bytes are a prompts file or a reason naming it;
 // every prompt loaded renders with its required arguments, within the cap.
@@ -33,6 +36,35 @@ func FuzzParsePrompts(f *testing.F) {
 			if text, perr := p.render(args); perr == nil && len(text) > maxRendered {
 				t.Fatalf("rendered %d bytes, over the cap", len(text))
 			}
+		}
+	})
+}
+
+// FuzzAsksTaskBody: any bytes are a tools/call that asks for a task, or
+// not; one that does is a JSON object whose method is tools/call and
+// whose params.task is an object.
+func FuzzAsksTaskBody(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nap","arguments":{},"task":{}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nap","task":{"ttl":60000}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nap","task":null}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"task":{}}}`,
+		`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"task":{}}}]`, `"task"`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !asksTaskBody(data) {
+			return
+		}
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				Task map[string]any `json:"task"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal(data, &m); err != nil || m.Method != "tools/call" || m.Params.Task == nil {
+			t.Fatalf("%q asks for a task, but decodes as %+v (%v)", data, m, err)
 		}
 	})
 }

@@ -122,7 +122,11 @@ func withTokenInfo(h http.Handler) http.Handler {
 		if !ok {
 			return nil, auth.ErrInvalidToken // not reached: serveHTTP puts it there
 		}
-		return &auth.TokenInfo{UserID: c.Holder(), Extra: map[string]any{callerKey: c}}, nil
+		extra := map[string]any{callerKey: c}
+		if asked, _ := r.Context().Value(taskAskedKey{}).(bool); asked {
+			extra[taskExtraKey] = true
+		}
+		return &auth.TokenInfo{UserID: c.Holder(), Extra: extra}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if f := strings.Fields(r.Header.Get("Authorization")); len(f) != 2 || !strings.EqualFold(f[0], "Bearer") {
@@ -145,7 +149,7 @@ func (f *Face) serveHTTP(w http.ResponseWriter, r *http.Request, c protocol.Call
 		h.stateless.ServeHTTP(w, withHTTPCaller(r, c))
 		return
 	}
-	f.serveStateful(sw, r, c)
+	f.serveStateful(sw, f.markTaskAsked(r), c)
 }
 
 // auditTransport writes the audit line of a request that the go-sdk's

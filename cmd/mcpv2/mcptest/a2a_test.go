@@ -18,14 +18,20 @@ var a2aWant = []string{"v1.0 card signature verified", "a forged card is refused
 	"a streamed task: task,statusUpdate,artifactUpdate,statusUpdate", "getTask", "cancelTask of a finished task: -32002",
 	"getTask of an unknown task: -32001", "resubscribe after a dropped stream: statusUpdate,artifactUpdate,statusUpdate"}
 
+// a2aTransports are the values of A2A_TRANSPORT, each with the
+// protocolBinding of the card's interface that the SDK's factory for it
+// picks.
+var a2aTransports = []struct{ name, binding string }{{"jsonrpc", "JSONRPC"}, {"rest", "HTTP+JSON"}, {"grpc", "GRPC"}}
+
 // a2aRun is one run of a2a-client.mjs.
 type a2aRun struct {
-	mode   string // A2A_MODE: v1, v03 or noheader
-	base   string // A2A_BASE_URL
-	peer   string // A2A_PEER_ID: the PeerID whose key signs the card
-	token  string // A2A_TOKEN: "" for only the base URL, or an API key
-	denied string // A2A_DENIED: a skill the credential is not granted
-	probe  bool   // A2A_PROBE: the credential must be refused at once
+	mode      string // A2A_MODE: v1, v03 or noheader
+	transport string // A2A_TRANSPORT: jsonrpc (when empty), rest or grpc
+	base      string // A2A_BASE_URL
+	peer      string // A2A_PEER_ID: the PeerID whose key signs the card
+	token     string // A2A_TOKEN: "" for only the base URL, or an API key
+	denied    string // A2A_DENIED: a skill the credential is not granted
+	probe     bool   // A2A_PROBE: the credential must be refused at once
 }
 
 // runA2AClient runs a2a-client.mjs (@a2a-js/sdk 1.3.0) as r says, fails the
@@ -40,18 +46,18 @@ func runA2AClient(t *testing.T, r a2aRun, want ...string) string {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, nodeBin, "a2a-client.mjs")
 	cmd.Dir = npmDir
-	cmd.Env = append(testenv.CleanEnv(), "A2A_BASE_URL="+r.base, "A2A_TOKEN="+r.token, "A2A_PEER_ID="+r.peer, "A2A_MODE="+r.mode, "A2A_DENIED="+r.denied)
+	cmd.Env = append(testenv.CleanEnv(), "A2A_BASE_URL="+r.base, "A2A_TOKEN="+r.token, "A2A_PEER_ID="+r.peer, "A2A_MODE="+r.mode, "A2A_DENIED="+r.denied, "A2A_TRANSPORT="+r.transport)
 	if r.probe {
 		cmd.Env = append(cmd.Env, "A2A_PROBE=1")
 	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("a2a-client.mjs (%s): %v\n%s\n%s", r.mode, err, out.String(), errb.String())
+		t.Fatalf("a2a-client.mjs (%s %s at %s): %v\n%s\n%s", r.transport, r.mode, r.base, err, out.String(), errb.String())
 	}
 	for _, s := range want {
 		if !strings.Contains(out.String(), "ok: ") || !strings.Contains(out.String(), s) {
-			t.Errorf("%s: no %q in:\n%s", r.mode, s, out.String())
+			t.Errorf("%s %s: no %q in:\n%s", r.transport, r.mode, s, out.String())
 		}
 	}
 	return out.String()
@@ -68,19 +74,51 @@ func napSkills(t *testing.T) string {
 	return skills
 }
 
+// a2aWantFor is what a full run without a credential prints beyond
+// a2aWant: the binding and version the client speaks (and the tenant its
+// calls carry, when the card names one), listTasks (v1.0 only: v0.3 has no
+// ListTasks) and the A2A-Version it sent.
+func a2aWantFor(mode, binding, tenant string) []string {
+	w := append([]string{}, a2aWant...)
+	ver := "1.0"
+	if mode != "v1" {
+		ver = "0.3"
+	}
+	over := " over " + binding + " " + ver
+	if tenant != "" {
+		over += " tenant " + tenant
+	}
+	w = append(w, "("+mode+")"+over+"\n")
+	switch mode {
+	case "v1":
+		w = append(w, "listTasks without a credential: empty", "A2A-Version headers sent: 1.0\n")
+	case "v03":
+		w = append(w, "A2A-Version headers sent: 0.3\n")
+	case "noheader":
+		w = append(w, "(none)")
+	}
+	return w
+}
+
 // TestA2AClient runs an A2A client on @a2a-js/sdk 1.3.0 (pinned;
 // testdata/npm/a2a-client.mjs) as a user configures it, with only the base
 // URL (no Authorization header), against a node's A2A face whose policy
-// grants "http" every skill, in the SDK's v1.0, in its v0.3 mode, and with
-// no A2A-Version header (answered as 0.3): the card's signature checked
-// with the SDK's own verifier and the key of the PeerID (a forged card
-// refused), a skill run from a data part, text to ask, a streamed task to
-// its end, getTask, listTasks (v1.0: empty, since a caller without a
-// credential owns nothing to list), cancel of a finished task (-32002), an
-// unknown task (-32001), and a resubscription to a running task after its
-// stream was dropped that replays the event missed meanwhile. The same
-// client, pointed at /peers/{B} on A's edge, uses node B, which has no edge
-// of its own: B's card, signed by B, and B's skills over libp2p.
+// grants "http" every skill, over each binding the SDK has a client for
+// (JSON-RPC, HTTP+JSON, gRPC: the SDK's own transport factory, and only
+// that one, so a card without the binding fails the run), each in the
+// SDK's v1.0 and in its v0.3 mode, and over JSON-RPC with no A2A-Version
+// header (answered as 0.3): the card's signature checked with the SDK's
+// own verifier and the key of the PeerID (a forged card refused), a skill
+// run from a data part, text to ask, a streamed task to its end, getTask,
+// listTasks (v1.0: empty, since a caller without a credential owns nothing
+// to list), cancel of a finished task (-32002), an unknown task (-32001),
+// and a resubscription to a running task after its stream was dropped that
+// replays the event missed meanwhile. The same client, pointed at
+// /peers/{B} on A's edge, uses node B, which has no edge of its own: B's
+// card, signed by B, and B's skills over libp2p; over JSON-RPC and
+// HTTP+JSON the card's URLs carry /peers/{B}, over gRPC (no path) the
+// card's interface names B as its tenant, which the client's calls carry
+// (v1.0: the request's tenant field; v0.3: a2a-tenant metadata).
 func TestA2AClient(t *testing.T) {
 	needNPM(t, "mcp-inspector") // the lock file installs @a2a-js/sdk with it
 	skills := napSkills(t)
@@ -88,24 +126,26 @@ func TestA2AClient(t *testing.T) {
 	b := startNodeWithPolicy(t, grantHTTPAll, "--secret", secret, "--skills", skills)
 	a := startNodeWithPolicy(t, grantHTTPAll, "--port", "0", "--secret", secret, "--skills", skills, "--bootstrap", b.first("MCPV2_P2P_ADDRESS"))
 	edgeBase := strings.TrimSuffix(a.mcpURL(), "/mcp")
-	for _, c := range []struct{ name, mode, base, peer string }{
-		{"v1", "v1", edgeBase, a.first("MCPV2_PEER_ID")},
-		{"v03", "v03", edgeBase, a.first("MCPV2_PEER_ID")},
-		{"noheader", "noheader", edgeBase, a.first("MCPV2_PEER_ID")},
-		{"peer-without-edge-v1", "v1", edgeBase + "/peers/" + b.first("MCPV2_PEER_ID"), b.first("MCPV2_PEER_ID")},
-		{"peer-without-edge-v03", "v03", edgeBase + "/peers/" + b.first("MCPV2_PEER_ID"), b.first("MCPV2_PEER_ID")},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			w := append([]string{}, a2aWant...)
-			switch c.mode {
-			case "v1":
-				w = append(w, "listTasks without a credential: empty", "A2A-Version headers sent: 1.0")
-			case "v03":
-				w = append(w, "A2A-Version headers sent: 0.3")
-			case "noheader":
-				w = append(w, "(none)")
+	aID, bID := a.first("MCPV2_PEER_ID"), b.first("MCPV2_PEER_ID")
+	type run struct {
+		name, mode, transport, binding, base, peer, tenant string
+	}
+	runs := []run{{"jsonrpc-noheader", "noheader", "jsonrpc", "JSONRPC", edgeBase, aID, ""}}
+	for _, tr := range a2aTransports {
+		for _, mode := range []string{"v1", "v03"} {
+			tenant := ""
+			if tr.name == "grpc" {
+				tenant = bID
 			}
-			runA2AClient(t, a2aRun{mode: c.mode, base: c.base, peer: c.peer}, w...)
+			runs = append(runs,
+				run{tr.name + "-" + mode, mode, tr.name, tr.binding, edgeBase, aID, ""},
+				run{tr.name + "-" + mode + "-peer-without-edge", mode, tr.name, tr.binding, edgeBase + "/peers/" + bID, bID, tenant})
+		}
+	}
+	for _, c := range runs {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // the nodes are shared; each run is one node process
+			runA2AClient(t, a2aRun{mode: c.mode, transport: c.transport, base: c.base, peer: c.peer}, a2aWantFor(c.mode, c.binding, c.tenant)...)
 		})
 	}
 }

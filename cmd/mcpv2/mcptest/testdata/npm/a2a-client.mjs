@@ -3,7 +3,8 @@
 // reads its "ok:" lines; any failure exits non-zero with the reason.
 //
 //   A2A_BASE_URL=http://127.0.0.1:PORT A2A_TOKEN=<credential, or empty> A2A_PEER_ID=12D3KooW… \
-//   A2A_MODE=v1|v03|noheader [A2A_DENIED=skill] [A2A_PROBE=1] node a2a-client.mjs
+//   A2A_MODE=v1|v03|noheader [A2A_TRANSPORT=jsonrpc|rest|grpc] [A2A_DENIED=skill] [A2A_PROBE=1] \
+//   node a2a-client.mjs
 //
 // A2A_TOKEN is what a user gives the client: empty, only the base URL (no
 // Authorization header at all; the node serves it as an anonymous caller,
@@ -18,8 +19,27 @@
 // header at all, which the node must answer as 0.3. In every mode the
 // node's v1.0 card is verified with the SDK's verifier, the key taken from
 // the PeerID alone.
+//
+// A2A_TRANSPORT picks the binding the client speaks (default jsonrpc):
+// the SDK's own transport factory for it, and only that one, so a card
+// that does not name the binding fails the run instead of falling back to
+// another. jsonrpc is JsonRpcTransportFactory (interface "JSONRPC"), rest
+// RestTransportFactory ("HTTP+JSON"), grpc GrpcTransportFactory
+// ('@a2a-js/sdk/client/grpc', "GRPC"); in the v0.3 modes each factory's
+// legacyCompat picks the SDK's v0.3 transport (LegacyJsonRpcTransport,
+// LegacyRestTransport, LegacyGrpcTransport) for the card's v0.3 interface.
+// What the run checks is the same over every binding; only how it
+// connects differs. Over HTTP (jsonrpc, rest) the credential and
+// Last-Event-ID are headers the fetch adds; over gRPC they are call
+// metadata (authorization: Bearer …, last-event-id) that a client
+// interceptor adds to the call's service parameters, which the SDK's gRPC
+// transports send as metadata. Through an edge the card says where the
+// peer is: /peers/{PeerID} in its HTTP interfaces' URLs, and for gRPC the
+// interface's tenant (v1.0 requests carry it; v0.3 has no tenant field, so
+// the v1.0 card's gRPC tenant goes out as a2a-tenant metadata).
 import { Role, TaskState, verifyAgentCardSignature } from '@a2a-js/sdk';
-import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
+import { TaskNotCancelableError, TaskNotFoundError, A2A_ERROR_CODE } from '@a2a-js/sdk/errors';
 
 const base = process.env.A2A_BASE_URL;
 const token = process.env.A2A_TOKEN;
@@ -28,10 +48,13 @@ const mode = process.env.A2A_MODE ?? 'v1';
 const legacy = mode !== 'v1';
 const denied = process.env.A2A_DENIED ?? '';
 const probe = Boolean(process.env.A2A_PROBE);
+const transport = process.env.A2A_TRANSPORT || 'jsonrpc';
+const binding = { jsonrpc: 'JSONRPC', rest: 'HTTP+JSON', grpc: 'GRPC' }[transport];
 
 function ok(what) { console.log(`ok: ${what}`); }
 function fail(what) { console.error(`FAIL: ${what}`); process.exit(1); }
 function check(cond, what) { if (!cond) fail(what); }
+check(binding, `A2A_TRANSPORT=${transport}: not jsonrpc, rest or grpc`);
 
 // Headers on every request: the credential (if any) as a bearer token; in
 // v0.3 modes the card is asked for in v0.3 form, and noheader drops
@@ -72,7 +95,11 @@ const data = (d) => ({ content: { $case: 'data', value: d }, filename: '', media
 const message = (parts, taskId = '') => ({ messageId: crypto.randomUUID(), role: Role.ROLE_USER, parts, taskId, contextId: '', metadata: undefined, extensions: [], referenceTaskIds: [] });
 const stateOf = (t) => t?.status?.state;
 const TERMINAL = new Set([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED]);
-const codeOf = (e) => e?.envelopeCode ?? e?.cause?.envelopeCode ?? e?.code;
+// The JSON-RPC code of an error: JSON-RPC carries it; REST and gRPC carry
+// the same error as a reason (google.rpc.ErrorInfo) that the SDK turns into
+// the same error class, whose code is the one JSON-RPC would have sent.
+const codeOf = (e) => e?.envelopeCode ?? e?.cause?.envelopeCode ??
+  (e instanceof TaskNotCancelableError ? A2A_ERROR_CODE.TASK_NOT_CANCELABLE : e instanceof TaskNotFoundError ? A2A_ERROR_CODE.TASK_NOT_FOUND : e?.code);
 
 // 1. The card, and its signature by the node's key.
 const v1card = await (await fetch(new URL('.well-known/agent-card.json', base + '/'), { headers: { 'A2A-Version': '1.0' } })).json();
@@ -84,11 +111,53 @@ try { await verifyAgentCardSignature(async (kid) => keyFromPeerID(kid))(forged);
 check(refused, 'a forged card verified');
 ok('a forged card is refused');
 
+// gRPC has no headers and no fetch: what the fetch adds over HTTP goes on
+// each call as metadata, through the SDK's client interceptor (the
+// service parameters it leaves in the call's options are what the gRPC
+// transports send as metadata). v0.3 gRPC has no tenant field: the v1.0
+// card's gRPC tenant (the peer behind an edge) goes as a2a-tenant.
+const legacyTenant = (v1card.supportedInterfaces ?? []).find((i) => i.protocolBinding?.toUpperCase() === 'GRPC' && i.tenant)?.tenant ?? '';
+const grpcMetadata = {
+  async before(args) {
+    const sp = args.options.serviceParameters;
+    if (token) sp.authorization = `Bearer ${token}`;
+    if (legacy && legacyTenant) sp['a2a-tenant'] = legacyTenant;
+    if (mode === 'noheader') delete sp['A2A-Version'];
+    if (lastEventID) { sp['last-event-id'] = lastEventID; lastEventID = ''; }
+    seen.push(sp['A2A-Version'] ?? '(none)');
+  },
+  async after() {},
+};
+
+async function transportFactory() {
+  const legacyCompat = { enabled: legacy };
+  switch (transport) {
+    case 'rest': return new RestTransportFactory({ fetchImpl, legacyCompat });
+    case 'grpc': {
+      const { GrpcTransportFactory } = await import('@a2a-js/sdk/client/grpc');
+      return new GrpcTransportFactory({ legacyCompat });
+    }
+    default: return new JsonRpcTransportFactory({ fetchImpl, legacyCompat });
+  }
+}
+
+let tenant = ''; // the tenant the client's calls carry (gRPC through an edge)
 async function newClient() {
   const resolver = new DefaultAgentCardResolver({ fetchImpl, legacyCompat: { enabled: legacy } });
   const card = await resolver.resolve(base + '/');
-  const factory = new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: legacy } })], cardResolver: resolver, preferredTransports: ['JSONRPC'] });
-  return [card, await factory.createFromAgentCard(card)];
+  const ifaces = card.supportedInterfaces ?? [];
+  const multiaddrs = ifaces.filter((i) => i.url.startsWith('/')).length; // the mesh binding's, not shown
+  check(ifaces.some((i) => i.protocolBinding?.toUpperCase() === binding),
+    `the ${legacy ? 'v0.3' : 'v1.0'} card of ${base} names no ${binding} interface; it names: ${ifaces.filter((i) => !i.url.startsWith('/')).map((i) => `${i.protocolBinding} ${i.protocolVersion} ${i.url}${i.tenant ? ` tenant ${i.tenant}` : ''}`).join('; ')} (and ${multiaddrs} libp2p)`);
+  const factory = new ClientFactory({
+    transports: [await transportFactory()], cardResolver: resolver, preferredTransports: [binding],
+    clientConfig: transport === 'grpc' ? { interceptors: [grpcMetadata] } : undefined,
+  });
+  const c = await factory.createFromAgentCard(card);
+  tenant = c.transport.defaultTenant ?? (transport === 'grpc' && legacy ? legacyTenant : '');
+  const want = legacy ? '0.3' : '1.0';
+  check(c.transport.protocolName.toUpperCase() === binding && c.protocolVersion.startsWith(want), `the client speaks ${c.transport.protocolName} ${c.protocolVersion}, not ${binding} ${want}`);
+  return [card, c];
 }
 
 // A2A_PROBE: the credential must be refused on its first call.
@@ -99,12 +168,13 @@ if (probe) {
     const r = await c.sendMessage({ message: message([data({ skill: 'ping' })]) });
     fail(`a call with this credential was served: ${JSON.stringify(r)}`);
   } catch (e) { err = e; }
-  ok(`refused: HTTP ${statuses.at(-1)}, ${err?.constructor?.name} ${codeOf(err)}: ${err?.message}`);
+  const status = transport === 'grpc' ? `gRPC status ${err?.status ?? err?.cause?.code}` : `HTTP ${statuses.at(-1)}`;
+  ok(`refused: ${status}, ${err?.constructor?.name} ${codeOf(err)}: ${err?.message}`);
   process.exit(0);
 }
 
 const [card, client] = await newClient();
-ok(`client for ${card.name} (${mode})`);
+ok(`client for ${card.name} (${mode}) over ${client.transport.protocolName} ${client.protocolVersion}${tenant ? ` tenant ${tenant}` : ''}`);
 
 // 2. A data part runs a skill; text goes to ask.
 let res = await client.sendMessage({ message: message([data({ skill: 'ping', arguments: { payload: 'a2a' } })]) });
@@ -187,3 +257,4 @@ ok(`resubscribe after a dropped stream: ${kinds.join(',')} (the working event mi
 const versions = [...new Set(seen)].join(',');
 if (mode === 'noheader') check(!seen.slice(3).some((v) => v !== '(none)'), `calls sent A2A-Version: ${versions}`);
 ok(`A2A-Version headers sent: ${versions}`);
+process.exit(0); // a gRPC channel would keep the process alive
