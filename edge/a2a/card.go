@@ -38,6 +38,7 @@ func (f *Face) cardV1(base, edgeID string, acc *edge.Accepts) (map[string]any, e
 	ifaces := []any{
 		map[string]any{"url": base + Path, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
 		map[string]any{"url": base + Path, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+		map[string]any{"url": base + RESTPath, "protocolBinding": RESTBinding, "protocolVersion": "1.0"},
 	}
 	for _, a := range libp2pAddrs(c) {
 		ifaces = append(ifaces, map[string]any{"url": a, "protocolBinding": LibP2PBinding, "protocolVersion": "1.0"})
