@@ -88,7 +88,8 @@ var restIgnored = []string{"sessionid", strings.ToLower(VersionHeader)}
 // (escaped, what follows RESTPath, from its "/") and query. A path that
 // names no route is CodeMethodNotFound (404); one that names a route the
 // method is not for sets allow (405); a bad segment or query parameter is
-// CodeInvalidParams. rt.v is set whenever the path's shape tells it.
+// CodeInvalidParams (the body's JSON too: INVALID_PARAMS is what @a2a-js/sdk
+// reads as RequestMalformedError). rt.v is set whenever the path's shape tells it.
 func parseRESTRoute(method, path string, query url.Values) (rt restRoute, e *rpcError) {
 	rt.v = "1.0"
 	rest, ok := strings.CutPrefix(path, "/")
@@ -121,7 +122,7 @@ func parseRESTRoute(method, path string, query url.Values) (rt restRoute, e *rpc
 		return rt, e
 	}
 	if rt.allow != "" {
-		return rt, rpcErrf(protocol.CodeInvalidRequest, "invalid request: %s %s is not a route; %s takes %s", protocol.Clip(method, 20), RESTPath+protocol.Clip(path, 120), RESTPath+protocol.Clip(path, 120), rt.allow)
+		return rt, rpcErrf(protocol.CodeMethodNotFound, "method not allowed: %s %s is not a route; %s takes %s", protocol.Clip(method, 20), RESTPath+protocol.Clip(path, 120), RESTPath+protocol.Clip(path, 120), rt.allow)
 	}
 	return rt, rt.readQuery(query)
 }
@@ -262,7 +263,7 @@ func (rt restRoute) params(body []byte) (json.RawMessage, *rpcError) {
 	m := map[string]json.RawMessage{}
 	if rt.body && len(bytes.TrimSpace(body)) > 0 {
 		if err := json.Unmarshal(body, &m); err != nil {
-			return nil, rpcErrf(protocol.CodeParseError, "parse error: the body is not one JSON object: %s", protocol.Clip(protocol.JSONErrorText(err), 200))
+			return nil, rpcErrf(protocol.CodeInvalidParams, "invalid params: the body is not one JSON object: %s", protocol.Clip(protocol.JSONErrorText(err), 200))
 		}
 		if m == nil { // null
 			m = map[string]json.RawMessage{}
