@@ -353,11 +353,13 @@ func (f *Face) serveREST(w http.ResponseWriter, r *http.Request, c protocol.Call
 			return
 		}
 	}
-	if b.legacy {
-		q.fail(rpcErrf(codeUnsupportedOp, "unsupported operation: A2A 0.3 over HTTP+JSON is not served yet; use the JSON-RPC URL %s with %s: 0.3, or the v1.0 routes of %s", Path, VersionHeader, RESTPath))
-		return
+	var params json.RawMessage
+	if b.legacy { // runs as v1.0: its body converted (rest03.go), its answers converted back
+		q.v, b.op = "1.0", rt.op
+		params, e = rt.params03(body)
+	} else {
+		params, e = rt.params(body)
 	}
-	params, e := rt.params(body)
 	if e != nil {
 		q.fail(e)
 		return
@@ -396,13 +398,23 @@ func restVersion(r *http.Request, v string) *rpcError {
 // StreamResponse JSON itself.
 type restBinding struct {
 	w      http.ResponseWriter
-	legacy bool   // the v0.3 wire form
+	legacy bool   // the v0.3 wire form: results and events converted from v1.0
+	op     string // the operation, for the v0.3 form of its result
 	allow  string // the route's methods, for a 405
 }
 
 func (b *restBinding) reply(q *req, result any) {
 	if result == nil {
 		result = struct{}{}
+	}
+	if b.legacy {
+		out, err := result03(b.op, result)
+		if err != nil {
+			q.f.log.Error("a2a rest: a v1.0 result in v0.3 form", "op", b.op, "err", err)
+			writeJSON(b.w, http.StatusInternalServerError, legacyError{Code: protocol.CodeInternal, Message: "internal error: the result could not be written in A2A 0.3 form"})
+			return
+		}
+		result = out
 	}
 	writeJSON(b.w, http.StatusOK, result)
 }
@@ -424,7 +436,17 @@ func (b *restBinding) fail(q *req, e *rpcError) {
 }
 
 func (b *restBinding) stream(q *req) eventSink {
-	return newSSE(b.w, func(e Event) any { return q.event(e) })
+	if !b.legacy {
+		return newSSE(b.w, func(e Event) any { return q.event(e) })
+	}
+	return newSSE(b.w, func(e Event) any {
+		out, err := event03(q.event(e))
+		if err != nil { // the face's own events convert; should one not, the client hears of it
+			q.f.log.Error("a2a rest: a v1.0 event in v0.3 form", "err", err)
+			return legacyError{Code: protocol.CodeInternal, Message: "internal error: an event could not be written in A2A 0.3 form"}
+		}
+		return out
+	})
 }
 
 // rpcStatus is a google.rpc.Status in the JSON of HTTP APIs: code is the

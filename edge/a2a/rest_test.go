@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -409,9 +410,124 @@ func TestRESTPeer(t *testing.T) {
 	if st := a.rpcStatus(t); a.status != 400 || !strings.Contains(st.Message, "a peer's URL takes no other tenant") {
 		t.Fatalf("another tenant on B's URL: %d %s", a.status, a.body)
 	}
+	// v0.3 on B's URL.
+	a = rest(t, tok, "POST", r.base+"/peers/"+bid+a2a.RESTPath+"/v1/message:send", ping03("ping"), v03)
+	if a.status != 200 || !strings.Contains(string(a.body), "TASK_STATE_COMPLETED") || !strings.Contains(string(a.body), bid) {
+		t.Fatalf("v0.3 message:send on B's URL: %d %s", a.status, a.body)
+	}
 	// A path value that is no PeerID: the edge's 400, as google.rpc.Status.
 	a = rest(t, tok, "GET", r.base+"/peers/nobody/a2a/rest/tasks/x", nil, v1)
 	if st := a.rpcStatus(t); a.status != 400 || !strings.Contains(st.Message, "is not a PeerID") {
 		t.Fatalf("/peers/nobody: %d %s", a.status, a.body)
+	}
+}
+
+// legacy is an A2A 0.3 error over HTTP+JSON.
+func (a restAnswer) legacy(t *testing.T) (le struct {
+	Code    int
+	Message string
+}) {
+	t.Helper()
+	if err := json.Unmarshal(a.body, &le); err != nil || le.Code == 0 || le.Message == "" {
+		t.Fatalf("not an A2A 0.3 error: %d %s", a.status, a.body)
+	}
+	return le
+}
+
+var v03 = map[string]string{a2a.VersionHeader: "0.3"}
+
+// ping03 is a v0.3 SendMessageRequest in ProtoJSON (as the a2a-js legacy
+// REST client writes it: the request as "message") that runs skill.
+func ping03(skill string) map[string]any {
+	return map[string]any{"message": map[string]any{"messageId": "m-" + strconv.FormatInt(time.Now().UnixNano(), 36), "role": "ROLE_USER",
+		"content": []any{map[string]any{"data": map[string]any{"data": map[string]any{"skill": skill}}}}}}
+}
+
+// TestRESTv03: A2A 0.3 over HTTP+JSON under /a2a/rest/v1, its bodies the
+// ProtoJSON of the v0.3 proto messages, on the same task engine; its
+// errors the legacy {code, message}.
+func TestRESTv03(t *testing.T) {
+	r := newRig(t, "")
+	tok := r.token()
+	u := r.base + a2a.RESTPath + "/v1"
+	a := rest(t, tok, "POST", u+"/message:send", ping03("ping"), v03)
+	var sent struct {
+		Task struct {
+			ID      string
+			Status  struct{ State string }
+			History []struct{ Content []map[string]any }
+		}
+	}
+	if a.status != 200 || json.Unmarshal(a.body, &sent) != nil || sent.Task.Status.State != "TASK_STATE_COMPLETED" || len(sent.Task.History) == 0 || sent.Task.History[0].Content == nil {
+		t.Fatalf("v0.3 message:send: %d %s", a.status, a.body)
+	}
+	id := sent.Task.ID
+	if res, e := r.rpc(t, tok, "0.3", "tasks/get", map[string]any{"id": id}); e != nil || !strings.Contains(string(res), `"state":"completed"`) {
+		t.Fatalf("the v0.3 REST task over JSON-RPC: %s %+v", res, e)
+	}
+	a = rest(t, tok, "GET", u+"/tasks/"+id+"?historyLength=0", nil, v03)
+	if a.status != 200 || !strings.Contains(string(a.body), `"id":"`+id+`"`) || strings.Contains(string(a.body), `"history"`) {
+		t.Fatalf("v0.3 GET /v1/tasks/{id}?historyLength=0: %d %s", a.status, a.body)
+	}
+	for _, c := range []struct {
+		method, path string
+		body         any
+		hdr          map[string]string
+		status, code int
+		want         string
+	}{
+		{"POST", "/tasks/" + id + ":cancel", nil, v03, 400, -32002, "task not cancelable"},
+		{"GET", "/tasks/nope", nil, nil, 404, -32001, `task not found: "nope"`},
+		{"POST", "/message:send", `{"message":{"content":[{"text":1}]}}`, v03, 400, -32602, "not the ProtoJSON of an A2A 0.3 SendMessageRequest"},
+		{"POST", "/message:send", `{"message":`, v03, 400, -32602, "not the ProtoJSON"},
+		{"GET", "/tasks/x", nil, v1, 400, -32009, "A2A-Version 1.0 on a route of A2A 0.3"},
+		{"GET", "/card", nil, v03, 400, -32007, "no extended card"},
+		{"POST", "/card", nil, v03, 405, -32601, "takes GET"},
+	} {
+		a := rest(t, tok, c.method, u+c.path, c.body, c.hdr)
+		if le := a.legacy(t); a.status != c.status || le.Code != c.code || !strings.Contains(le.Message, c.want) {
+			t.Errorf("%s /v1%s: %d %s", c.method, c.path, a.status, a.body)
+		}
+	}
+	// The edge's refusal: the JSON-RPC server error, not mcpv2's -32001
+	// (TaskNotFoundError in A2A).
+	a = rest(t, "not-a-token", "GET", u+"/tasks/x", nil, v03)
+	if le := a.legacy(t); a.status != 401 || le.Code != -32000 {
+		t.Errorf("v0.3 bad credential: %d %s", a.status, a.body)
+	}
+	// A stream, dropped after the task; GET :subscribe with Last-Event-ID
+	// replays the rest, each event a v0.3 StreamResponse.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp := restStream(t, ctx, tok, "POST", u+"/message:stream", ping03("slow"), v03)
+	evs, _ := restEvents(t, resp.Body, 1)
+	resp.Body.Close()
+	id = evs[0]["task"].(map[string]any)["id"].(string)
+	resp = restStream(t, ctx, tok, "GET", u+"/tasks/"+id+":subscribe", nil, map[string]string{a2a.VersionHeader: "0.3", "Last-Event-ID": "1"})
+	defer resp.Body.Close()
+	got := make(chan []map[string]any, 1)
+	replayed := make(chan struct{})
+	go func() { evs, _ := restEvents(t, &firstEvent{r: resp.Body, seen: replayed}, 0); got <- evs }()
+	select {
+	case <-replayed:
+	case all := <-got:
+		t.Fatalf("the v0.3 stream ended before any event: %v", all)
+	}
+	close(r.release)
+	all := <-got
+	var kinds []string
+	for _, ev := range all {
+		for k := range ev {
+			kinds = append(kinds, k)
+		}
+	}
+	last, _ := all[len(all)-1]["statusUpdate"].(map[string]any)
+	if strings.Join(kinds, ",") != "statusUpdate,artifactUpdate,statusUpdate" || last["final"] != true || last["status"].(map[string]any)["state"] != "TASK_STATE_COMPLETED" {
+		t.Fatalf("v0.3 replayed and live events: %v, last %v", kinds, last)
+	}
+	// The v0.3 card names the binding.
+	card := fetchCard(t, r.base+a2a.CardPath, "0.3")
+	if !strings.Contains(string(card), `{"transport":"HTTP+JSON","url":"`+r.base+a2a.RESTPath+`"}`) {
+		t.Errorf("v0.3 card without its HTTP+JSON interface: %s", card)
 	}
 }
