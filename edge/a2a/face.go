@@ -79,8 +79,9 @@ const (
 	subBuffer = 64
 )
 
-// Face is the A2A face of a node: its signed card, and one JSON-RPC URL
-// for A2A v1.0 and v0.3 whose messages run the node's skills as tasks.
+// Face is the A2A face of a node: its signed card, one JSON-RPC URL and
+// the HTTP+JSON routes, for A2A v1.0 and v0.3, whose messages run the
+// node's skills as tasks.
 // New builds it; Mount serves it on an edge; Close stops its tasks.
 type Face struct {
 	b          Backend
