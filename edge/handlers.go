@@ -45,6 +45,9 @@ type request struct {
 	// refusalCode, when set, replaces an mcpv2 code (-32001…-32099) in
 	// the edge's refusals of this request (WithRefusalCode).
 	refusalCode int
+	// refusalBody, when set, writes the body of the edge's refusals of
+	// this request (WithRefusalBody).
+	refusalBody func(r *http.Request, status int, perr *protocol.Error) any
 	// refused is the edge's refusal of the request, if it refused it, for
 	// its span.
 	refused *protocol.Error
@@ -151,6 +154,7 @@ type FaceOption func(*faceOptions)
 
 type faceOptions struct {
 	refusalCode int
+	refusalBody func(r *http.Request, status int, perr *protocol.Error) any
 }
 
 // WithRefusalCode makes the edge's own refusals of the face's requests
@@ -163,11 +167,20 @@ func WithRefusalCode(code int) FaceOption {
 	return func(o *faceOptions) { o.refusalCode = code }
 }
 
+// WithRefusalBody makes the edge's own refusals of the face's requests
+// answer with body(r, status, perr) as their JSON body in place of a
+// JSON-RPC error response, for a face whose binding is not JSON-RPC (A2A's
+// HTTP+JSON answers a google.rpc.Status). The status, headers and audit
+// line stay; WithRefusalCode does not apply to the body.
+func WithRefusalBody(body func(r *http.Request, status int, perr *protocol.Error) any) FaceOption {
+	return func(o *faceOptions) { o.refusalBody = body }
+}
+
 func (s *Server) authenticated(methods []string, standing func(*http.Request) bool, face bool, h func(w http.ResponseWriter, r *http.Request, c protocol.Caller), o faceOptions) http.Handler {
 	allowed := strings.Join(methods, ", ")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := s.newRequest(r)
-		q.refusalCode = o.refusalCode
+		q.refusalCode, q.refusalBody = o.refusalCode, o.refusalBody
 		r, end := s.startSpan(r, q)
 		defer end()
 		if !slices.Contains(methods, r.Method) {
@@ -352,6 +365,10 @@ func (s *Server) ReadBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, q *request, status int, perr *protocol.Error) {
 	q.refused = perr
 	s.b.Audit(r.Context(), q.caller, auditMethod(r), perr, q.start)
+	if q.refusalBody != nil {
+		writeJSON(w, status, q.refusalBody(r, status, perr))
+		return
+	}
 	if q.refusalCode != 0 && perr.Code <= -32001 && perr.Code >= -32099 {
 		c := *perr
 		c.Code, perr = q.refusalCode, &c

@@ -38,6 +38,8 @@ func (f *Face) cardV1(base, edgeID string, acc *edge.Accepts) (map[string]any, e
 	ifaces := []any{
 		map[string]any{"url": base + Path, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
 		map[string]any{"url": base + Path, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+		map[string]any{"url": base + RESTPath, "protocolBinding": RESTBinding, "protocolVersion": "1.0"},
+		map[string]any{"url": base + RESTPath, "protocolBinding": RESTBinding, "protocolVersion": "0.3"},
 	}
 	for _, a := range libp2pAddrs(c) {
 		ifaces = append(ifaces, map[string]any{"url": a, "protocolBinding": LibP2PBinding, "protocolVersion": "1.0"})
@@ -62,7 +64,7 @@ func (f *Face) cardV03(base, edgeID string, acc *edge.Accepts) (map[string]any, 
 		"protocolVersion": "0.3.0",
 		"name":            nonEmpty(c.Name, "mcpv2 agent"), "description": nonEmpty(c.Description, "An mcpv2 agent."), "version": nonEmpty(c.Version, "dev"),
 		"url": base + Path, "preferredTransport": "JSONRPC",
-		"additionalInterfaces": []any{map[string]any{"url": base + Path, "transport": "JSONRPC"}},
+		"additionalInterfaces": []any{map[string]any{"url": base + Path, "transport": "JSONRPC"}, map[string]any{"url": base + RESTPath, "transport": RESTBinding}},
 		"capabilities":         f.capabilities(map[string]any{"streaming": true, "stateTransitionHistory": false}, base, edgeID),
 		"defaultInputModes":    inputModes, "defaultOutputModes": outputModes,
 		"skills": cardSkills(c),

@@ -3,7 +3,9 @@
 // canonical JSON without its empty members, as the A2A SDKs verify it,
 // EdDSA with the node's key, the kid its PeerID), and one JSON-RPC URL,
 // /a2a, that speaks A2A v1.0 and v0.3, the version chosen by the
-// A2A-Version header (none: 0.3).
+// A2A-Version header (none: 0.3); and the same operations over A2A's
+// HTTP+JSON binding at /a2a/rest (rest.go; v0.3 under /a2a/rest/v1), whose
+// v1.0 tenant is a mesh peer's PeerID.
 //
 // The card names what the serving edge accepts (edge.Server.Accepts) in
 // securitySchemes and its requirements (v1.0 securityRequirements, v0.3

@@ -80,8 +80,9 @@ const (
 	subBuffer = 64
 )
 
-// Face is the A2A face of a node: its signed card, and one JSON-RPC URL
-// for A2A v1.0 and v0.3 whose messages run the node's skills as tasks.
+// Face is the A2A face of a node: its signed card, one JSON-RPC URL and
+// the HTTP+JSON routes, for A2A v1.0 and v0.3, whose messages run the
+// node's skills as tasks.
 // New builds it; Mount serves it on an edge; Close stops its tasks.
 type Face struct {
 	b          Backend
@@ -106,6 +107,9 @@ type Face struct {
 	// PushStore); the node's face owns it, its peers' faces share it.
 	push      *pusher
 	pushOwned bool
+	// restPeer serves an HTTP+JSON request for the peer its "peer" path
+	// value names (a v1.0 tenant): edge.Server.PeerFace; set by Mount.
+	restPeer func(http.ResponseWriter, *http.Request, protocol.Caller)
 }
 
 // config is what the options set; New copies it into the Face.
@@ -262,9 +266,10 @@ func (f *Face) cardJSON(base, version, edgeID string, acc *edge.Accepts) (json.R
 }
 
 // Mount serves the face on e: the card at CardPath and CardAlias (open,
-// GET), and the JSON-RPC URL at Path behind the edge's session check, rate
-// limit and in-flight cap (an event stream holds a stream slot). Call
-// before the edge serves.
+// GET), the JSON-RPC URL at Path and the HTTP+JSON routes under RESTPath
+// behind the edge's session check, rate limit and in-flight cap (an event
+// stream holds a stream slot), and the same for each mesh peer under
+// PeerPath. Call before the edge serves.
 func (f *Face) Mount(e *edge.Server) {
 	f.e = e
 	card := e.Traced(http.HandlerFunc(f.serveCard))
@@ -288,6 +293,15 @@ func (f *Face) Mount(e *edge.Server) {
 		func(peer string) func(http.ResponseWriter, *http.Request, protocol.Caller) {
 			return f.peers.Serve(e, peer, (*Face).serveRPC)
 		}), edge.WithRefusalCode(codeEdgeRefusal)))
+	// The HTTP+JSON binding (rest.go): its routes under RESTPath, the
+	// edge's refusals of them as google.rpc.Status (v0.3: the legacy
+	// error); a peer's under PeerPath, or named by a v1.0 tenant.
+	restMethods := []string{http.MethodGet, http.MethodPost, http.MethodDelete}
+	f.restPeer = e.PeerFace(f.serveREST, func(peer string) func(http.ResponseWriter, *http.Request, protocol.Caller) {
+		return f.peers.Serve(e, peer, (*Face).serveREST)
+	})
+	e.Mux().Handle(RESTPath+"/", e.AuthenticatedFace(restMethods, restStanding, f.serveREST, edge.WithRefusalBody(restRefusal)))
+	e.Mux().Handle(PeerPath+RESTPath+"/", e.AuthenticatedFace(restMethods, restStanding, f.restPeer, edge.WithRefusalBody(restRefusal)))
 }
 
 // PeerPath prefixes the A2A face of a mesh peer on the edge: its card at

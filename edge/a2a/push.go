@@ -217,6 +217,9 @@ func (f *Face) setPush(q *req, c *pushConfig) *rpcError {
 		return e
 	}
 	c.Caller, c.CallerOwner = q.c.ID, q.owner
+	if rb, ok := q.out.(*restBinding); ok && rb.legacy { // a v0.3 client whose request runs as v1.0 (rest03.go)
+		c.Version = "0.3"
+	}
 	b, _ := json.Marshal(c)
 	if err := f.push.store.SavePushConfig(c.TaskID, c.ID, b, MaxPushConfigs); err != nil {
 		f.log.Debug("a2a: save push config", "task", c.TaskID, "err", err)

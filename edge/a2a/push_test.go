@@ -175,6 +175,16 @@ func TestPushConfigOperations(t *testing.T) {
 	var sent struct{ Task struct{ ID string } }
 	_ = json.Unmarshal(res, &sent)
 	id := sent.Task.ID
+	// The task is working (waiting in "slow") before any config is set:
+	// the configs hear only its artifact and its end.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if res, _ := r.rpc(t, tok, "1.0", "GetTask", map[string]any{"id": id}); strings.Contains(string(res), "TASK_STATE_WORKING") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the task did not start working")
+		}
+	}
 	// v1.0: create two, get, list; the credentials are not read back.
 	res, e = r.rpc(t, tok, "1.0", "CreateTaskPushNotificationConfig", map[string]any{"taskId": id, "id": "a", "url": rc.srv.URL + "/a",
 		"authentication": map[string]any{"scheme": "Bearer", "credentials": "s3cret"}})
@@ -322,12 +332,9 @@ func TestPushDeadReceiverDropped(t *testing.T) {
 	}
 	var sent struct{ Task struct{ ID string } }
 	_ = json.Unmarshal(res, &sent)
-	if _, e := r.rpc(t, tok, "1.0", "CreateTaskPushNotificationConfig", map[string]any{"taskId": sent.Task.ID, "url": "http://" + gone + "/hook"}); e != nil {
-		t.Fatal(e.Message)
-	}
 	// The task waits in "slow": its first two events (the task, working)
 	// went to the first webhook, each tried 3 times, then dropped with one
-	// audit line each. The second webhook was set after them.
+	// audit line each.
 	host := strings.TrimPrefix(down.URL, "http://")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -362,6 +369,9 @@ func TestPushDeadReceiverDropped(t *testing.T) {
 			t.Fatalf("%d audit lines of dropped notifications, want 2: %s", drops, lines)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	if _, e := r.rpc(t, tok, "1.0", "CreateTaskPushNotificationConfig", map[string]any{"taskId": sent.Task.ID, "url": "http://" + gone + "/hook"}); e != nil {
+		t.Fatal(e.Message)
 	}
 	// The task ends: its artifact and completed state go to both webhooks
 	// and are dropped by both (the port that is gone refuses each try).
