@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 
 	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/protocol"
@@ -105,6 +106,11 @@ type Face struct {
 	// restPeer serves an HTTP+JSON request for the peer its "peer" path
 	// value names (a v1.0 tenant): edge.Server.PeerFace; set by Mount.
 	restPeer func(http.ResponseWriter, *http.Request, protocol.Caller)
+	// grpc serves the gRPC binding (grpc.go), shared with the peers'
+	// faces; grpcHandler is its handler for a listener of its own. Set by
+	// Mount.
+	grpc        *grpc.Server
+	grpcHandler http.Handler
 }
 
 // config is what the options set; New copies it into the Face.
@@ -236,6 +242,7 @@ func (f *Face) Mount(e *edge.Server) {
 	// TaskNotFoundError): the edge's refusals carry the JSON-RPC server
 	// error -32000 here.
 	e.Mux().Handle(Path, e.AuthenticatedFace([]string{http.MethodPost}, standing, f.serveRPC, edge.WithRefusalCode(codeEdgeRefusal)))
+	f.mountGRPC(e)
 	f.peers = f.newPeerFaces()
 	peerCard := e.Traced(http.HandlerFunc(f.servePeerCard))
 	e.Mux().Handle(PeerPath+CardPath, peerCard)
