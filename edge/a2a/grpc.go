@@ -55,6 +55,48 @@ const (
 	LastEventMetadata = "last-event-id"
 )
 
+// grpcTarget is the gRPC target (host:port) of a card's base URL
+// (http(s)://host:port, or …/peers/PEERID on another node's edge), and the
+// tenant that names the peer there ("" for the node's own edge).
+func grpcTarget(base string) (target, tenant string) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return base, ""
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host += map[string]string{"https": ":443", "http": ":80"}[u.Scheme]
+	}
+	if p, ok := strings.CutPrefix(u.Path, "/peers/"); ok {
+		tenant = p
+	}
+	return host, tenant
+}
+
+// grpcInterfaces are the v1.0 card's supportedInterfaces of the gRPC
+// binding, both versions: url the edge's host:port, tenant the PeerID of a
+// peer behind it.
+func grpcInterfaces(base string) []any {
+	target, tenant := grpcTarget(base)
+	var out []any
+	for _, v := range []string{"1.0", "0.3"} {
+		i := map[string]any{"url": target, "protocolBinding": "GRPC", "protocolVersion": v}
+		if tenant != "" {
+			i["tenant"] = tenant
+		}
+		out = append(out, i)
+	}
+	return out
+}
+
+// grpcInterfaceV03 is the v0.3 card's additionalInterfaces entry of the
+// gRPC binding (a peer behind the edge is named by the a2a-tenant
+// metadata, which v0.3 cards cannot say).
+func grpcInterfaceV03(base string) any {
+	target, _ := grpcTarget(base)
+	return map[string]any{"url": target, "transport": "GRPC"}
+}
+
 // grpcCallKey is the context key of a gRPC call's grpcCall.
 type grpcCallKey struct{}
 
@@ -362,7 +404,9 @@ func runGRPC(ctx context.Context, method string, in proto.Message, out proto.Mes
 // --- A2A 1.0
 
 // grpcV1 serves lf.a2a.v1.A2AService.
-type grpcV1 struct{ pb.UnimplementedA2AServiceServer }
+type grpcV1 struct {
+	pb.UnimplementedA2AServiceServer
+}
 
 func (grpcV1) SendMessage(ctx context.Context, in *pb.SendMessageRequest) (*pb.SendMessageResponse, error) {
 	out := new(pb.SendMessageResponse)
@@ -420,7 +464,9 @@ func (grpcV1) GetExtendedAgentCard(ctx context.Context, in *pb.GetExtendedAgentC
 // --- A2A 0.3: each call converted to its v1.0 form and back
 
 // grpcV03 serves a2a.v1.A2AService.
-type grpcV03 struct{ pb03.UnimplementedA2AServiceServer }
+type grpcV03 struct {
+	pb03.UnimplementedA2AServiceServer
+}
 
 func invalidName(err error) error {
 	return grpcError(rpcErrf(protocol.CodeInvalidParams, "invalid params: %v", err))

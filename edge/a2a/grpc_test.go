@@ -166,6 +166,17 @@ func TestGRPCv1(t *testing.T) {
 	if code, _, _ := errInfo(t, err); code != codes.InvalidArgument {
 		t.Fatalf("a tenant that is no PeerID: %v", err)
 	}
+	// The card lists the binding: the edge's host:port, both versions.
+	host := strings.TrimPrefix(r.base, "http://")
+	for _, v := range []string{"1.0", "0.3"} {
+		want := `{"protocolBinding":"GRPC","protocolVersion":"` + v + `","url":"` + host + `"}`
+		if card := fetchCard(t, r.base+a2a.CardPath, "1.0"); !strings.Contains(string(card), want) {
+			t.Fatalf("the v1.0 card does not list %s: %s", want, card)
+		}
+	}
+	if card := fetchCard(t, r.base+a2a.CardPath, "0.3"); !strings.Contains(string(card), `{"transport":"GRPC","url":"`+host+`"}`) {
+		t.Fatalf("the v0.3 card does not list gRPC: %s", card)
+	}
 	// The node's own PeerID as tenant is the node's face.
 	if got, err := c.GetTask(ctx, &pb.GetTaskRequest{Tenant: r.n.ID().String(), Id: task.GetId()}); err != nil || got.GetId() != task.GetId() {
 		t.Fatalf("own PeerID as tenant: %v %v", got, err)
