@@ -6,12 +6,16 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -611,4 +615,65 @@ func (f *Face) grpcPublicCard() (*pb.AgentCard, error) {
 		return nil, status.Error(codes.Internal, "internal error: the card could not be encoded")
 	}
 	return out, nil
+}
+
+// GRPCListener serves the face's gRPC binding on an address of its own
+// (--a2a-grpc), in the clear over HTTP/2 (h2c), through the same edge
+// chain as the edge's port. ListenGRPC starts it; Close stops it.
+type GRPCListener struct {
+	srv    *http.Server
+	ln     net.Listener
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	closed bool
+}
+
+// ListenGRPC listens on addr (host:port) and serves the face's gRPC
+// binding there until Close. Call after Mount.
+func (f *Face) ListenGRPC(addr string) (*GRPCListener, error) {
+	if f.grpcHandler == nil {
+		return nil, errors.New("a2a: listen grpc: the face is not mounted on an edge")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("a2a: --a2a-grpc %s: %w", addr, err)
+	}
+	var p http.Protocols
+	p.SetHTTP2(true)
+	p.SetUnencryptedHTTP2(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &GRPCListener{ln: ln, cancel: cancel, srv: &http.Server{
+		Handler: f.grpcHandler, Protocols: &p, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		MaxHeaderBytes: 64 << 10, BaseContext: func(net.Listener) context.Context { return ctx },
+		ErrorLog: slog.NewLogLogger(f.log.Handler(), slog.LevelDebug),
+	}}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		if err := l.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			f.log.Error("a2a: gRPC listener stopped", "addr", ln.Addr().String(), "err", err)
+		}
+	}()
+	return l, nil
+}
+
+// Addr is the address the listener is bound to.
+func (l *GRPCListener) Addr() net.Addr { return l.ln.Addr() }
+
+// Close stops the listener: the calls in flight are canceled (their
+// streams end), and it waits for its goroutine. A second Close returns
+// net.ErrClosed.
+func (l *GRPCListener) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return net.ErrClosed
+	}
+	l.closed = true
+	l.mu.Unlock()
+	l.cancel()
+	err := l.srv.Close()
+	l.wg.Wait()
+	return err
 }

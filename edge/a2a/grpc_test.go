@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -291,5 +292,34 @@ func TestGRPCTenant(t *testing.T) {
 	c03 := pb03.NewA2AServiceClient(cc)
 	if got, err := c03.GetTask(withToken(t.Context(), r.token(), a2a.TenantMetadata, bob), &pb03.GetTaskRequest{Name: "tasks/" + id}); err != nil || got.GetId() != id {
 		t.Fatalf("v0.3 get through bob's face (a2a-tenant): %v %v", got, err)
+	}
+}
+
+// TestGRPCListener: --a2a-grpc serves the same binding, through the same
+// chain, on an address of its own.
+func TestGRPCListener(t *testing.T) {
+	r := newRig(t, "")
+	l, err := r.face.ListenGRPC("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	c := pb.NewA2AServiceClient(cc)
+	res, err := c.SendMessage(withToken(t.Context(), r.token()), &pb.SendMessageRequest{Message: skillMsg("ping", nil)})
+	if err != nil || res.GetTask().GetStatus().GetState() != pb.TaskState_TASK_STATE_COMPLETED {
+		t.Fatalf("send on the own listener: %v %v", res, err)
+	}
+	if _, err := c.GetTask(withToken(t.Context(), "not-a-token"), &pb.GetTaskRequest{Id: res.GetTask().GetId()}); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("a bad credential on the own listener: %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("second Close: %v", err)
 	}
 }
