@@ -197,7 +197,8 @@ var grpcRequests = map[string]func() proto.Message{
 }
 
 // grpcTenant is the tenant of a gRPC call: the tenant field of a v1.0
-// request message, else the a2a-tenant metadata. body is the whole
+// request message, else the a2a-tenant metadata; "" (the node) when it is
+// no PeerID. body is the whole
 // request stream: one length-prefixed message (every call of A2A sends
 // one).
 func grpcTenant(r *http.Request, body []byte) (string, *protocol.Error) {
@@ -221,6 +222,12 @@ func grpcTenant(r *http.Request, body []byte) (string, *protocol.Error) {
 	}
 	if tenant == "" {
 		tenant = strings.TrimSpace(r.Header.Get(TenantMetadata))
+	}
+	// A tenant that is no PeerID names no peer: the node serves it (the
+	// @a2a-js/sdk 1.3.0 gRPC client sends the string "undefined" for a
+	// card interface without a tenant).
+	if !protocol.LooksLikePeerID(tenant) {
+		tenant = ""
 	}
 	return tenant, nil
 }
