@@ -48,6 +48,10 @@ type request struct {
 	// refusalBody, when set, writes the body of the edge's refusals of
 	// this request (WithRefusalBody).
 	refusalBody func(r *http.Request, status int, perr *protocol.Error) any
+	// refusalWriter, when set, writes the edge's refusals of this request
+	// in the face's wire form in place of a JSON-RPC error
+	// (WithRefusalWriter).
+	refusalWriter RefusalWriter
 	// refused is the edge's refusal of the request, if it refused it, for
 	// its span.
 	refused *protocol.Error
@@ -153,8 +157,22 @@ func (s *Server) AuthenticatedFace(methods []string, standing func(*http.Request
 type FaceOption func(*faceOptions)
 
 type faceOptions struct {
-	refusalCode int
-	refusalBody func(r *http.Request, status int, perr *protocol.Error) any
+	refusalCode   int
+	refusalBody   func(r *http.Request, status int, perr *protocol.Error) any
+	refusalWriter RefusalWriter
+}
+
+// RefusalWriter writes a refusal by the edge (status, perr) in a face's
+// own wire form; the audit line is written already.
+type RefusalWriter func(w http.ResponseWriter, r *http.Request, status int, perr *protocol.Error)
+
+// WithRefusalWriter makes the edge's own refusals of the face's requests
+// (every one Authenticated lists, ReadBody's, Refuse's and a peer face's)
+// be written by write, for a face whose clients do not read a JSON-RPC
+// error: gRPC, whose status travels in trailers. WithRefusalCode still
+// applies to perr first.
+func WithRefusalWriter(write RefusalWriter) FaceOption {
+	return func(o *faceOptions) { o.refusalWriter = write }
 }
 
 // WithRefusalCode makes the edge's own refusals of the face's requests
@@ -180,7 +198,7 @@ func (s *Server) authenticated(methods []string, standing func(*http.Request) bo
 	allowed := strings.Join(methods, ", ")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := s.newRequest(r)
-		q.refusalCode, q.refusalBody = o.refusalCode, o.refusalBody
+		q.refusalCode, q.refusalBody, q.refusalWriter = o.refusalCode, o.refusalBody, o.refusalWriter
 		r, end := s.startSpan(r, q)
 		defer end()
 		if !slices.Contains(methods, r.Method) {
@@ -372,6 +390,10 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, q *request, stat
 	if q.refusalCode != 0 && perr.Code <= -32001 && perr.Code >= -32099 {
 		c := *perr
 		c.Code, perr = q.refusalCode, &c
+	}
+	if q.refusalWriter != nil {
+		q.refusalWriter(w, r, status, perr)
+		return
 	}
 	writeJSON(w, status, protocol.ErrorResponse(nil, perr))
 }

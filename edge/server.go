@@ -374,10 +374,22 @@ func New(b Backend, cfg Config) (*Server, error) {
 		BaseContext:       func(net.Listener) context.Context { return s.ctx },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 		TLSConfig:         tc, // the handshake is bounded by ReadHeaderTimeout
+		Protocols:         protocols(),
 	}
 	s.started = cfg.Now()
 	s.log.Debug("HTTP edge bound", "addr", s.ln.Addr().String(), "loopback", s.loopback != nil, "peer_address", s.PeerAddress(), "tls", s.TLS(), "mtls", s.MTLS())
 	return s, nil
+}
+
+// protocols are what the edge speaks: HTTP/1.1, and HTTP/2 over TLS and
+// in the clear (h2c, prior knowledge), which gRPC clients use (the A2A
+// face's gRPC binding, served on Mux).
+func protocols() *http.Protocols {
+	var p http.Protocols
+	p.SetHTTP1(true)
+	p.SetHTTP2(true)
+	p.SetUnencryptedHTTP2(true)
+	return &p
 }
 
 // setDefaults fills cfg's zero fields with the defaults and refuses the

@@ -77,6 +77,8 @@ func nodeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "skills", EnvVars: []string{"MCPV2_SKILLS"}, Usage: "custom skills file (default <data-dir>/custom_skills.json)"},
 		&cli.StringFlag{Name: "a2a-text", EnvVars: []string{"MCPV2_A2A_TEXT"}, Value: "ask",
 			Usage: "what a plain-text A2A task runs: ask (answers the text whole) or orchestrate (split into subtasks by the orchestrator, each run by the best agent)"},
+		&cli.StringFlag{Name: "a2a-grpc", EnvVars: []string{"MCPV2_A2A_GRPC"},
+			Usage: "also serve the A2A gRPC binding (which the edge's port serves too) on this host:port, h2c, through the edge's credential checks and limits; needs --port"},
 		&cli.StringFlag{Name: "resources", EnvVars: []string{"MCPV2_RESOURCES"}, Usage: "resources file: static resources served on MCP and REST (default: each file of <data-dir>/resources/)"},
 		&cli.IntFlag{Name: "max-command-runs", EnvVars: []string{"MCPV2_MAX_COMMAND_RUNS"}, Value: custom.DefaultMaxCommandRuns,
 			Usage: fmt.Sprintf("command-skill calls that run at once; more are refused with -32005 (0: %d)", custom.DefaultMaxCommandRuns)},
@@ -179,6 +181,8 @@ type runningNode struct {
 	srv  *edge.Server
 	face *mcp.Face
 	a2a  *a2a.Face
+	// grpc serves --a2a-grpc (nil without it).
+	grpc *a2a.GRPCListener
 	rest *rest.Face    // the seed's /api/v1 (nil without --port)
 	api  *localapi.API // the control socket (mcpv2 status, id, key)
 	log  *slog.Logger
@@ -206,6 +210,9 @@ func (r *runningNode) Close() error {
 	}
 	if r.rest != nil {
 		errs = append(errs, r.rest.Close())
+	}
+	if r.grpc != nil {
+		errs = append(errs, r.grpc.Close())
 	}
 	if r.a2a != nil {
 		errs = append(errs, r.a2a.Close())
@@ -395,6 +402,12 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 		}
 		r.face.Mount(r.srv, mcp.HTTPOptions{})
 		r.a2a.Mount(r.srv)
+		if addr := c.String("a2a-grpc"); addr != "" {
+			if r.grpc, err = r.a2a.ListenGRPC(addr); err != nil {
+				return nil, err
+			}
+			log.Info("A2A gRPC listener", "addr", r.grpc.Addr().String())
+		}
 		// The seed's REST API (/api/v1, /docs) beside the two faces, through
 		// them and the node's dispatch.
 		if r.rest, err = rest.New(n, rest.WithLogger(log), rest.WithMCP(r.face), rest.WithTasks(r.a2a), rest.WithAgents(n)); err != nil {
@@ -478,7 +491,7 @@ func nodeListen(c *cli.Context) ([]string, error) {
 }
 
 // edgeOnlyFlags configure the HTTP edge, which runs only with --port.
-var edgeOnlyFlags = []string{"public-ip", "bind-host", "port-fallback", "port-file", "allowed-hosts", "require-auth", "oidc-issuer", "oidc-audience"}
+var edgeOnlyFlags = []string{"public-ip", "bind-host", "port-fallback", "port-file", "allowed-hosts", "require-auth", "oidc-issuer", "oidc-audience", "a2a-grpc"}
 
 // nonNegativeFlags are the numeric flags of `mcpv2 node` where a negative
 // value means nothing (0 is "off" or "the default", as each usage says).

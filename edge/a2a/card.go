@@ -41,6 +41,7 @@ func (f *Face) cardV1(base, edgeID string, acc *edge.Accepts) (map[string]any, e
 		map[string]any{"url": base + RESTPath, "protocolBinding": RESTBinding, "protocolVersion": "1.0"},
 		map[string]any{"url": base + RESTPath, "protocolBinding": RESTBinding, "protocolVersion": "0.3"},
 	}
+	ifaces = append(ifaces, grpcInterfaces(base)...)
 	for _, a := range libp2pAddrs(c) {
 		ifaces = append(ifaces, map[string]any{"url": a, "protocolBinding": LibP2PBinding, "protocolVersion": "1.0"})
 	}
@@ -64,7 +65,7 @@ func (f *Face) cardV03(base, edgeID string, acc *edge.Accepts) (map[string]any, 
 		"protocolVersion": "0.3.0",
 		"name":            nonEmpty(c.Name, "mcpv2 agent"), "description": nonEmpty(c.Description, "An mcpv2 agent."), "version": nonEmpty(c.Version, "dev"),
 		"url": base + Path, "preferredTransport": "JSONRPC",
-		"additionalInterfaces": []any{map[string]any{"url": base + Path, "transport": "JSONRPC"}, map[string]any{"url": base + RESTPath, "transport": RESTBinding}},
+		"additionalInterfaces": []any{map[string]any{"url": base + Path, "transport": "JSONRPC"}, map[string]any{"url": base + RESTPath, "transport": RESTBinding}, grpcInterfaceV03(base)},
 		"capabilities":         f.capabilities(map[string]any{"streaming": true, "stateTransitionHistory": false}, base, edgeID),
 		"defaultInputModes":    inputModes, "defaultOutputModes": outputModes,
 		"skills": cardSkills(c),

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 
 	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/protocol"
@@ -110,6 +111,11 @@ type Face struct {
 	// restPeer serves an HTTP+JSON request for the peer its "peer" path
 	// value names (a v1.0 tenant): edge.Server.PeerFace; set by Mount.
 	restPeer func(http.ResponseWriter, *http.Request, protocol.Caller)
+	// grpc serves the gRPC binding (grpc.go), shared with the peers'
+	// faces; grpcHandler is its handler for a listener of its own. Set by
+	// Mount.
+	grpc        *grpc.Server
+	grpcHandler http.Handler
 }
 
 // config is what the options set; New copies it into the Face.
@@ -285,6 +291,7 @@ func (f *Face) Mount(e *edge.Server) {
 		e.Mux().Handle(JWKSPath, jwks)
 		e.Mux().Handle(PeerPath+JWKSPath, jwks) // the key of this node, which sends the peers' faces' notifications
 	}
+	f.mountGRPC(e)
 	f.peers = f.newPeerFaces()
 	peerCard := e.Traced(http.HandlerFunc(f.servePeerCard))
 	e.Mux().Handle(PeerPath+CardPath, peerCard)

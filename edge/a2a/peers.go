@@ -43,7 +43,7 @@ func (p peerBackend) Handle(ctx context.Context, c protocol.Caller, msg []byte) 
 func (f *Face) newPeerFaces() *edge.Cache[*Face] {
 	return &edge.Cache[*Face]{Max: maxPeerFaces, Reserved: reservedPeerFaces, New: func(peer string) *Face {
 		pf := &Face{b: peerBackend{Backend: f.b, peer: peer}, log: f.log.With(slog.String("peer", peer)), e: f.e,
-			maxRunning: f.maxRunning, runs: map[string]*run{}, ownerPrefix: "via " + peer + " ", metrics: f.metrics, push: f.push}
+			maxRunning: f.maxRunning, runs: map[string]*run{}, ownerPrefix: "via " + peer + " ", metrics: f.metrics, push: f.push, grpc: f.grpc}
 		pf.ctx, pf.cancel = context.WithCancel(f.ctx)
 		return pf
 	}}

@@ -1,0 +1,686 @@
+package a2a
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/mcpv2/mcpv2/edge"
+	pb "github.com/mcpv2/mcpv2/edge/a2a/a2apb"
+	pb03 "github.com/mcpv2/mcpv2/edge/a2a/a2apb03"
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// The gRPC binding: the services lf.a2a.v1.A2AService (A2A 1.0) and
+// a2a.v1.A2AService (A2A 0.3) on the edge's port, chosen by path as gRPC
+// names its calls, over HTTP/2 (h2c or TLS). Every call passes the edge's
+// chain first (credential from the authorization metadata, limits, an
+// in-flight or stream slot), as every caller of the face does; the edge's
+// refusals reach the client as gRPC statuses. A call then runs in its
+// v1.0 form on the face's one task engine: the request's ProtoJSON is the
+// v1.0 JSON-RPC params, the v1.0 result's JSON is the response's
+// ProtoJSON; a v0.3 call is converted to v1.0 and back (v03pb.go).
+const (
+	// GRPCServiceV1 and GRPCServiceV03 are the path prefixes of the two
+	// services.
+	GRPCServiceV1  = "/" + "lf.a2a.v1.A2AService" + "/"
+	GRPCServiceV03 = "/" + "a2a.v1.A2AService" + "/"
+	// TenantMetadata is the gRPC metadata that names the mesh peer a call
+	// goes to (its PeerID) when the request has no tenant field (v0.3 has
+	// none); the v1.0 tenant field wins.
+	TenantMetadata = "a2a-tenant"
+	// LastEventMetadata is the gRPC metadata of a resubscribe
+	// (SubscribeToTask, TaskSubscription): the sequence number of the last
+	// event the client saw ("mcpv2/seq" of the event's metadata), as SSE's
+	// Last-Event-ID.
+	LastEventMetadata = "last-event-id"
+)
+
+// grpcTarget is the gRPC target (host:port) of a card's base URL
+// (http(s)://host:port, or …/peers/PEERID on another node's edge), and the
+// tenant that names the peer there ("" for the node's own edge).
+func grpcTarget(base string) (target, tenant string) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return base, ""
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host += map[string]string{"https": ":443", "http": ":80"}[u.Scheme]
+	}
+	if p, ok := strings.CutPrefix(u.Path, "/peers/"); ok {
+		tenant = p
+	}
+	return host, tenant
+}
+
+// grpcInterfaces are the v1.0 card's supportedInterfaces of the gRPC
+// binding, both versions: url the edge's host:port, tenant the PeerID of a
+// peer behind it.
+func grpcInterfaces(base string) []any {
+	target, tenant := grpcTarget(base)
+	var out []any
+	for _, v := range []string{"1.0", "0.3"} {
+		i := map[string]any{"url": target, "protocolBinding": "GRPC", "protocolVersion": v}
+		if tenant != "" {
+			i["tenant"] = tenant
+		}
+		out = append(out, i)
+	}
+	return out
+}
+
+// grpcInterfaceV03 is the v0.3 card's additionalInterfaces entry of the
+// gRPC binding (a peer behind the edge is named by the a2a-tenant
+// metadata, which v0.3 cards cannot say).
+func grpcInterfaceV03(base string) any {
+	target, _ := grpcTarget(base)
+	return map[string]any{"url": target, "transport": "GRPC"}
+}
+
+// grpcCallKey is the context key of a gRPC call's grpcCall.
+type grpcCallKey struct{}
+
+// grpcCall is what the HTTP side decided of a gRPC call: the face it goes
+// to (the node's, or a mesh peer's) and its caller.
+type grpcCall struct {
+	f *Face
+	c protocol.Caller
+}
+
+// newGRPCServer is the gRPC server of the face's two services: messages
+// capped at the edge's body cap both ways.
+func newGRPCServer(maxMsg int64) *grpc.Server {
+	n := int(min(maxMsg, 1<<30))
+	s := grpc.NewServer(grpc.MaxRecvMsgSize(n), grpc.MaxSendMsgSize(n))
+	pb.RegisterA2AServiceServer(s, grpcV1{})
+	pb03.RegisterA2AServiceServer(s, grpcV03{})
+	return s
+}
+
+// mountGRPC serves the two services on e's Mux behind the edge's chain,
+// with refusals as gRPC statuses; a streaming call holds a stream slot.
+func (f *Face) mountGRPC(e *edge.Server) {
+	f.grpc = newGRPCServer(e.MaxBody())
+	standing := func(r *http.Request) bool {
+		m := r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
+		return m == "SendStreamingMessage" || m == "SubscribeToTask" || m == "TaskSubscription"
+	}
+	h := e.AuthenticatedFace([]string{http.MethodPost}, standing, f.serveGRPC,
+		edge.WithRefusalCode(codeEdgeRefusal), edge.WithRefusalWriter(writeGRPCRefusal))
+	mux := http.NewServeMux()
+	mux.Handle(GRPCServiceV1, h)
+	mux.Handle(GRPCServiceV03, h)
+	f.grpcHandler = mux
+	e.Mux().Handle(GRPCServiceV1, h)
+	e.Mux().Handle(GRPCServiceV03, h)
+}
+
+// GRPCHandler is the HTTP handler of the face's gRPC binding (set by
+// Mount; nil before): it serves the two service paths through the edge's
+// chain, for a listener of its own (--a2a-grpc), which must speak HTTP/2
+// (h2c or TLS).
+func (f *Face) GRPCHandler() http.Handler { return f.grpcHandler }
+
+// serveGRPC serves one gRPC call that the edge let through as c: it reads
+// the request message (capped by the edge) to find the tenant, and serves
+// the call on the node's face, or on the face of the mesh peer the tenant
+// names through the edge's peer machinery (gateway limit, face caps).
+func (f *Face) serveGRPC(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
+	if ct := r.Header.Get("Content-Type"); r.ProtoMajor != 2 || !strings.HasPrefix(ct, "application/grpc") {
+		f.e.Refuse(w, r, http.StatusUnsupportedMediaType, protocol.Errorf(protocol.CodeInvalidRequest,
+			"invalid request: %s is the A2A gRPC binding: send gRPC (HTTP/2, Content-Type application/grpc), not %q over HTTP/%d",
+			protocol.Clip(r.URL.Path, 80), protocol.Clip(ct, 60), r.ProtoMajor))
+		return
+	}
+	body, ok := f.e.ReadBody(w, r)
+	if !ok {
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	tenant, perr := grpcTenant(r, body)
+	if perr != nil {
+		f.e.Refuse(w, r, http.StatusBadRequest, perr)
+		return
+	}
+	if tenant == "" || tenant == f.b.PeerID() {
+		f.serveGRPCOn(w, r, c)
+		return
+	}
+	r.SetPathValue("peer", tenant)
+	f.e.PeerFace(f.serveGRPCOn, func(peer string) func(http.ResponseWriter, *http.Request, protocol.Caller) {
+		return f.peers.Serve(f.e, peer, (*Face).serveGRPCOn)
+	})(w, r, c)
+}
+
+// serveGRPCOn serves a gRPC call on face g.
+func (g *Face) serveGRPCOn(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
+	c.Via = "a2a"
+	ctx := context.WithValue(r.Context(), grpcCallKey{}, grpcCall{f: g, c: c})
+	g.grpc.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// grpcRequests are the request messages of the calls, by path, for the
+// tenant field.
+var grpcRequests = map[string]func() proto.Message{
+	"SendMessage": func() proto.Message { return new(pb.SendMessageRequest) }, "SendStreamingMessage": func() proto.Message { return new(pb.SendMessageRequest) },
+	"GetTask": func() proto.Message { return new(pb.GetTaskRequest) }, "ListTasks": func() proto.Message { return new(pb.ListTasksRequest) },
+	"CancelTask": func() proto.Message { return new(pb.CancelTaskRequest) }, "SubscribeToTask": func() proto.Message { return new(pb.SubscribeToTaskRequest) },
+	"CreateTaskPushNotificationConfig": func() proto.Message { return new(pb.TaskPushNotificationConfig) },
+	"GetTaskPushNotificationConfig":    func() proto.Message { return new(pb.GetTaskPushNotificationConfigRequest) },
+	"ListTaskPushNotificationConfigs":  func() proto.Message { return new(pb.ListTaskPushNotificationConfigsRequest) },
+	"DeleteTaskPushNotificationConfig": func() proto.Message { return new(pb.DeleteTaskPushNotificationConfigRequest) },
+	"GetExtendedAgentCard":             func() proto.Message { return new(pb.GetExtendedAgentCardRequest) },
+}
+
+// grpcTenant is the tenant of a gRPC call: the tenant field of a v1.0
+// request message, else the a2a-tenant metadata; "" (the node) when it is
+// no PeerID. body is the whole
+// request stream: one length-prefixed message (every call of A2A sends
+// one).
+func grpcTenant(r *http.Request, body []byte) (string, *protocol.Error) {
+	tenant := ""
+	if m, ok := strings.CutPrefix(r.URL.Path, GRPCServiceV1); ok && grpcRequests[m] != nil {
+		if len(body) >= 5 {
+			if body[0] != 0 {
+				return "", protocol.Errorf(protocol.CodeInvalidRequest, "invalid request: a compressed request message is not accepted here (send it uncompressed)")
+			}
+			n := binary.BigEndian.Uint32(body[1:5])
+			if uint64(n) <= uint64(len(body)-5) {
+				msg := grpcRequests[m]()
+				if err := proto.Unmarshal(body[5:5+n], msg); err != nil {
+					return "", protocol.Errorf(protocol.CodeInvalidParams, "invalid params: the %s request message does not decode: %s", m, protocol.Clip(err.Error(), 120))
+				}
+				if fd := msg.ProtoReflect().Descriptor().Fields().ByName("tenant"); fd != nil && fd.Kind() == protoreflect.StringKind {
+					tenant = msg.ProtoReflect().Get(fd).String()
+				}
+			}
+		}
+	}
+	if tenant == "" {
+		tenant = strings.TrimSpace(r.Header.Get(TenantMetadata))
+	}
+	// A tenant that is no PeerID names no peer: the node serves it (the
+	// @a2a-js/sdk 1.3.0 gRPC client sends the string "undefined" for a
+	// card interface without a tenant).
+	if !protocol.LooksLikePeerID(tenant) {
+		tenant = ""
+	}
+	return tenant, nil
+}
+
+// grpcCodes maps the HTTP status of an edge refusal to a gRPC code.
+func grpcCodeOfStatus(status int) codes.Code {
+	switch status {
+	case http.StatusUnauthorized:
+		return codes.Unauthenticated
+	case http.StatusForbidden:
+		return codes.PermissionDenied
+	case http.StatusTooManyRequests, http.StatusRequestEntityTooLarge:
+		return codes.ResourceExhausted
+	case http.StatusServiceUnavailable, http.StatusBadGateway:
+		return codes.Unavailable
+	case http.StatusGatewayTimeout:
+		return codes.DeadlineExceeded
+	case http.StatusBadRequest, http.StatusUnsupportedMediaType:
+		return codes.InvalidArgument
+	case http.StatusMethodNotAllowed, http.StatusNotFound:
+		return codes.Unimplemented
+	}
+	return codes.Internal
+}
+
+// writeGRPCRefusal writes a refusal of the edge as a gRPC trailers-only
+// response: grpc-status from the HTTP status, grpc-message the refusal's
+// message, and in grpc-status-details-bin a google.rpc.Status whose
+// ErrorInfo (domain mcpv2) names the mcpv2 reason and carries the
+// refusal's data (retry_after_ms, the credential check that failed …).
+func writeGRPCRefusal(w http.ResponseWriter, _ *http.Request, httpStatus int, perr *protocol.Error) {
+	code := grpcCodeOfStatus(httpStatus)
+	info := &errdetails.ErrorInfo{Reason: strings.ToUpper(strings.ReplaceAll(http.StatusText(httpStatus), " ", "_")), Domain: "mcpv2",
+		Metadata: map[string]string{"http_status": strconv.Itoa(httpStatus), "code": strconv.Itoa(perr.Code)}}
+	if d, ok := perr.Data.(map[string]string); ok {
+		for k, v := range d {
+			info.Metadata[k] = v
+		}
+	} else if d, ok := perr.Data.(map[string]int64); ok {
+		for k, v := range d {
+			info.Metadata[k] = strconv.FormatInt(v, 10)
+		}
+	}
+	st, err := status.New(code, perr.Message).WithDetails(info)
+	if err != nil {
+		st = status.New(code, perr.Message)
+	}
+	b, _ := proto.Marshal(st.Proto())
+	h := w.Header()
+	h.Set("Content-Type", "application/grpc")
+	h.Set("Grpc-Status", strconv.Itoa(int(code)))
+	h.Set("Grpc-Message", grpcEncodeMessage(perr.Message))
+	h.Set("Grpc-Status-Details-Bin", base64.RawStdEncoding.EncodeToString(b))
+	w.WriteHeader(http.StatusOK)
+}
+
+// grpcEncodeMessage percent-encodes a grpc-message as gRPC over HTTP/2
+// has it: bytes outside printable ASCII, and '%'.
+func grpcEncodeMessage(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < ' ' || c > '~' || c == '%' {
+			fmt.Fprintf(&b, "%%%02X", c)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// grpcError is the gRPC status of an A2A error: the code the A2A spec
+// maps it to, and its google.rpc.ErrorInfo (errorInfo) as a detail.
+func grpcError(e *rpcError) error {
+	info := errorInfo(e)
+	code := codes.Internal
+	switch e.Code {
+	case codeTaskNotFound:
+		code = codes.NotFound
+	case codeTaskNotCancelable, codePushNotSupported, codeUnsupportedOp, -32007, codeVersionNotSupported:
+		code = codes.FailedPrecondition
+	case codeContentType, protocol.CodeInvalidParams, protocol.CodeInvalidRequest, protocol.CodeParseError:
+		code = codes.InvalidArgument
+	case protocol.CodeMethodNotFound:
+		code = codes.Unimplemented
+	}
+	if info["reason"] == "QUOTA_EXCEEDED" {
+		code = codes.ResourceExhausted
+	}
+	d := &errdetails.ErrorInfo{Reason: info["reason"].(string), Domain: info["domain"].(string)}
+	if m, ok := info["metadata"].(map[string]string); ok {
+		d.Metadata = m
+	}
+	st, err := status.New(code, e.Message).WithDetails(d)
+	if err != nil {
+		return status.Error(code, e.Message)
+	}
+	return st.Err()
+}
+
+// grpcBinding answers one gRPC call: it keeps the result or the error for
+// the handler to return, and streams events through send.
+type grpcBinding struct {
+	result any
+	err    *rpcError
+	send   func(*pb.StreamResponse) error
+	ctx    context.Context
+}
+
+func (b *grpcBinding) reply(_ *req, result any) { b.result = result }
+func (b *grpcBinding) fail(_ *req, e *rpcError) { b.err = e }
+func (b *grpcBinding) stream(q *req) eventSink  { return grpcSink{b: b, q: q} }
+
+// grpcSink sends a stream's events as StreamResponse messages.
+type grpcSink struct {
+	b *grpcBinding
+	q *req
+}
+
+func (s grpcSink) send(e Event) error {
+	if s.b.send == nil {
+		return fmt.Errorf("a2a: grpc: %s is not a streaming call", s.q.method)
+	}
+	out := new(pb.StreamResponse)
+	if err := fromJSON(e.v1(), out); err != nil {
+		return err
+	}
+	return s.b.send(out)
+}
+
+// ping has nothing to write: HTTP/2 keeps an idle stream open; it reports
+// a client that went.
+func (s grpcSink) ping() error { return s.b.ctx.Err() }
+
+// fromJSON decodes v, a v1.0 result in JSON form, into the message out.
+func fromJSON(v any, out proto.Message) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("a2a: grpc: encode result: %w", err)
+	}
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(b, out); err != nil {
+		return fmt.Errorf("a2a: grpc: result as %s: %w", out.ProtoReflect().Descriptor().FullName(), err)
+	}
+	return nil
+}
+
+// runGRPC runs the v1.0 call method with request in on the call's face,
+// decoding its result into out (nil for a stream, whose events go to
+// send). It returns the call's gRPC status.
+func runGRPC(ctx context.Context, method string, in proto.Message, out proto.Message, send func(*pb.StreamResponse) error) error {
+	call, ok := ctx.Value(grpcCallKey{}).(grpcCall)
+	if !ok {
+		return status.Error(codes.Internal, "a2a: the call did not come through the edge")
+	}
+	f := call.f
+	params, err := protojson.Marshal(in)
+	if err != nil {
+		return status.Errorf(codes.InvalidArgument, "invalid params: %s", protocol.Clip(err.Error(), 200))
+	}
+	b := &grpcBinding{send: send, ctx: ctx}
+	q := &req{f: f, ctx: ctx, c: call.c, owner: f.ownerPrefix + call.c.Holder(), v: "1.0", id: json.RawMessage("null"),
+		method: method, started: time.Now(), out: b}
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if v := md.Get(LastEventMetadata); len(v) > 0 {
+			q.lastEventID = v[0]
+		}
+	}
+	f.dispatch(q, methods["1.0"][method], params)
+	if b.err != nil {
+		return grpcError(b.err)
+	}
+	if out == nil {
+		return nil
+	}
+	if b.result == nil {
+		return status.Errorf(codes.Internal, "a2a: %s answered nothing", method)
+	}
+	if err := fromJSON(b.result, out); err != nil {
+		f.log.Error("a2a: grpc result", "method", method, "err", err)
+		return status.Error(codes.Internal, "internal error: the result could not be encoded")
+	}
+	return nil
+}
+
+// --- A2A 1.0
+
+// grpcV1 serves lf.a2a.v1.A2AService.
+type grpcV1 struct {
+	pb.UnimplementedA2AServiceServer
+}
+
+func (grpcV1) SendMessage(ctx context.Context, in *pb.SendMessageRequest) (*pb.SendMessageResponse, error) {
+	out := new(pb.SendMessageResponse)
+	return out, runGRPC(ctx, "SendMessage", in, out, nil)
+}
+
+func (grpcV1) SendStreamingMessage(in *pb.SendMessageRequest, s grpc.ServerStreamingServer[pb.StreamResponse]) error {
+	return runGRPC(s.Context(), "SendStreamingMessage", in, nil, s.Send)
+}
+
+func (grpcV1) GetTask(ctx context.Context, in *pb.GetTaskRequest) (*pb.Task, error) {
+	out := new(pb.Task)
+	return out, runGRPC(ctx, "GetTask", in, out, nil)
+}
+
+func (grpcV1) ListTasks(ctx context.Context, in *pb.ListTasksRequest) (*pb.ListTasksResponse, error) {
+	out := new(pb.ListTasksResponse)
+	return out, runGRPC(ctx, "ListTasks", in, out, nil)
+}
+
+func (grpcV1) CancelTask(ctx context.Context, in *pb.CancelTaskRequest) (*pb.Task, error) {
+	out := new(pb.Task)
+	return out, runGRPC(ctx, "CancelTask", in, out, nil)
+}
+
+func (grpcV1) SubscribeToTask(in *pb.SubscribeToTaskRequest, s grpc.ServerStreamingServer[pb.StreamResponse]) error {
+	return runGRPC(s.Context(), "SubscribeToTask", in, nil, s.Send)
+}
+
+func (grpcV1) CreateTaskPushNotificationConfig(ctx context.Context, in *pb.TaskPushNotificationConfig) (*pb.TaskPushNotificationConfig, error) {
+	out := new(pb.TaskPushNotificationConfig)
+	return out, runGRPC(ctx, "CreateTaskPushNotificationConfig", in, out, nil)
+}
+
+func (grpcV1) GetTaskPushNotificationConfig(ctx context.Context, in *pb.GetTaskPushNotificationConfigRequest) (*pb.TaskPushNotificationConfig, error) {
+	out := new(pb.TaskPushNotificationConfig)
+	return out, runGRPC(ctx, "GetTaskPushNotificationConfig", in, out, nil)
+}
+
+func (grpcV1) ListTaskPushNotificationConfigs(ctx context.Context, in *pb.ListTaskPushNotificationConfigsRequest) (*pb.ListTaskPushNotificationConfigsResponse, error) {
+	out := new(pb.ListTaskPushNotificationConfigsResponse)
+	return out, runGRPC(ctx, "ListTaskPushNotificationConfigs", in, out, nil)
+}
+
+func (grpcV1) DeleteTaskPushNotificationConfig(ctx context.Context, in *pb.DeleteTaskPushNotificationConfigRequest) (*emptypb.Empty, error) {
+	out := new(emptypb.Empty)
+	return out, runGRPC(ctx, "DeleteTaskPushNotificationConfig", in, out, nil)
+}
+
+func (grpcV1) GetExtendedAgentCard(ctx context.Context, in *pb.GetExtendedAgentCardRequest) (*pb.AgentCard, error) {
+	out := new(pb.AgentCard)
+	return out, runGRPC(ctx, "GetExtendedAgentCard", in, out, nil)
+}
+
+// --- A2A 0.3: each call converted to its v1.0 form and back
+
+// grpcV03 serves a2a.v1.A2AService.
+type grpcV03 struct {
+	pb03.UnimplementedA2AServiceServer
+}
+
+func invalidName(err error) error {
+	return grpcError(rpcErrf(protocol.CodeInvalidParams, "invalid params: %v", err))
+}
+
+func (grpcV03) SendMessage(ctx context.Context, in *pb03.SendMessageRequest) (*pb03.SendMessageResponse, error) {
+	out := new(pb.SendMessageResponse)
+	if err := runGRPC(ctx, "SendMessage", SendRequestFromV03(in), out, nil); err != nil {
+		return nil, err
+	}
+	return SendResponseToV03(out), nil
+}
+
+func (grpcV03) SendStreamingMessage(in *pb03.SendMessageRequest, s grpc.ServerStreamingServer[pb03.StreamResponse]) error {
+	return runGRPC(s.Context(), "SendStreamingMessage", SendRequestFromV03(in), nil, func(r *pb.StreamResponse) error {
+		return s.Send(StreamResponseToV03(r))
+	})
+}
+
+func (grpcV03) GetTask(ctx context.Context, in *pb03.GetTaskRequest) (*pb03.Task, error) {
+	id, err := TaskIDFromName(in.GetName())
+	if err != nil {
+		return nil, invalidName(err)
+	}
+	r := &pb.GetTaskRequest{Id: id}
+	if n := in.GetHistoryLength(); n > 0 {
+		r.HistoryLength = &n
+	}
+	out := new(pb.Task)
+	if err := runGRPC(ctx, "GetTask", r, out, nil); err != nil {
+		return nil, err
+	}
+	return TaskToV03(out), nil
+}
+
+func (grpcV03) CancelTask(ctx context.Context, in *pb03.CancelTaskRequest) (*pb03.Task, error) {
+	id, err := TaskIDFromName(in.GetName())
+	if err != nil {
+		return nil, invalidName(err)
+	}
+	out := new(pb.Task)
+	if err := runGRPC(ctx, "CancelTask", &pb.CancelTaskRequest{Id: id}, out, nil); err != nil {
+		return nil, err
+	}
+	return TaskToV03(out), nil
+}
+
+func (grpcV03) TaskSubscription(in *pb03.TaskSubscriptionRequest, s grpc.ServerStreamingServer[pb03.StreamResponse]) error {
+	id, err := TaskIDFromName(in.GetName())
+	if err != nil {
+		return invalidName(err)
+	}
+	return runGRPC(s.Context(), "SubscribeToTask", &pb.SubscribeToTaskRequest{Id: id}, nil, func(r *pb.StreamResponse) error {
+		return s.Send(StreamResponseToV03(r))
+	})
+}
+
+func (grpcV03) CreateTaskPushNotificationConfig(ctx context.Context, in *pb03.CreateTaskPushNotificationConfigRequest) (*pb03.TaskPushNotificationConfig, error) {
+	r, err := PushConfigFromV03(in)
+	if err != nil {
+		return nil, invalidName(err)
+	}
+	out := new(pb.TaskPushNotificationConfig)
+	if err := runGRPC(ctx, "CreateTaskPushNotificationConfig", r, out, nil); err != nil {
+		return nil, err
+	}
+	return PushConfigToV03(out), nil
+}
+
+func (grpcV03) GetTaskPushNotificationConfig(ctx context.Context, in *pb03.GetTaskPushNotificationConfigRequest) (*pb03.TaskPushNotificationConfig, error) {
+	task, id, err := PushNameParts(in.GetName())
+	if err != nil {
+		return nil, invalidName(err)
+	}
+	out := new(pb.TaskPushNotificationConfig)
+	if err := runGRPC(ctx, "GetTaskPushNotificationConfig", &pb.GetTaskPushNotificationConfigRequest{TaskId: task, Id: id}, out, nil); err != nil {
+		return nil, err
+	}
+	return PushConfigToV03(out), nil
+}
+
+func (grpcV03) ListTaskPushNotificationConfig(ctx context.Context, in *pb03.ListTaskPushNotificationConfigRequest) (*pb03.ListTaskPushNotificationConfigResponse, error) {
+	task, err := TaskIDFromName(in.GetParent())
+	if err != nil {
+		return nil, invalidName(err)
+	}
+	out := new(pb.ListTaskPushNotificationConfigsResponse)
+	r := &pb.ListTaskPushNotificationConfigsRequest{TaskId: task, PageSize: in.GetPageSize(), PageToken: in.GetPageToken()}
+	if err := runGRPC(ctx, "ListTaskPushNotificationConfigs", r, out, nil); err != nil {
+		return nil, err
+	}
+	res := &pb03.ListTaskPushNotificationConfigResponse{NextPageToken: out.GetNextPageToken()}
+	for _, c := range out.GetConfigs() {
+		res.Configs = append(res.Configs, PushConfigToV03(c))
+	}
+	return res, nil
+}
+
+func (grpcV03) DeleteTaskPushNotificationConfig(ctx context.Context, in *pb03.DeleteTaskPushNotificationConfigRequest) (*emptypb.Empty, error) {
+	task, id, err := PushNameParts(in.GetName())
+	if err != nil {
+		return nil, invalidName(err)
+	}
+	out := new(emptypb.Empty)
+	return out, runGRPC(ctx, "DeleteTaskPushNotificationConfig", &pb.DeleteTaskPushNotificationConfigRequest{TaskId: task, Id: id}, out, nil)
+}
+
+// GetAgentCard answers the v0.3 card: the extended card when the face has
+// one for the caller, else the public card, in v0.3 form.
+func (grpcV03) GetAgentCard(ctx context.Context, _ *pb03.GetAgentCardRequest) (*pb03.AgentCard, error) {
+	out := new(pb.AgentCard)
+	err := runGRPC(ctx, "GetExtendedAgentCard", &pb.GetExtendedAgentCardRequest{}, out, nil)
+	if err == nil {
+		return CardToV03(out), nil
+	}
+	if st, _ := status.FromError(err); st.Code() != codes.FailedPrecondition {
+		return nil, err
+	}
+	call, _ := ctx.Value(grpcCallKey{}).(grpcCall)
+	card, cerr := call.f.grpcPublicCard()
+	if cerr != nil {
+		return nil, cerr
+	}
+	return CardToV03(card), nil
+}
+
+// grpcPublicCard is the face's public v1.0 card for a gRPC caller, its
+// URLs those the edge advertises.
+func (f *Face) grpcPublicCard() (*pb.AgentCard, error) {
+	base := f.e.URLs()[0]
+	if u, err := url.Parse(base); err == nil {
+		base = u.Scheme + "://" + u.Host
+	}
+	acc := f.e.Accepts()
+	card, err := f.cardV1(base, "", &acc)
+	if err != nil {
+		return nil, status.Error(codes.Internal, "internal error: the card could not be made")
+	}
+	out := new(pb.AgentCard)
+	if err := fromJSON(card, out); err != nil {
+		f.log.Error("a2a: grpc card", "err", err)
+		return nil, status.Error(codes.Internal, "internal error: the card could not be encoded")
+	}
+	return out, nil
+}
+
+// GRPCListener serves the face's gRPC binding on an address of its own
+// (--a2a-grpc), in the clear over HTTP/2 (h2c), through the same edge
+// chain as the edge's port. ListenGRPC starts it; Close stops it.
+type GRPCListener struct {
+	srv    *http.Server
+	ln     net.Listener
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	closed bool
+}
+
+// ListenGRPC listens on addr (host:port) and serves the face's gRPC
+// binding there until Close. Call after Mount.
+func (f *Face) ListenGRPC(addr string) (*GRPCListener, error) {
+	if f.grpcHandler == nil {
+		return nil, errors.New("a2a: listen grpc: the face is not mounted on an edge")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("a2a: --a2a-grpc %s: %w", addr, err)
+	}
+	var p http.Protocols
+	p.SetHTTP2(true)
+	p.SetUnencryptedHTTP2(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &GRPCListener{ln: ln, cancel: cancel, srv: &http.Server{
+		Handler: f.grpcHandler, Protocols: &p, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		MaxHeaderBytes: 64 << 10, BaseContext: func(net.Listener) context.Context { return ctx },
+		ErrorLog: slog.NewLogLogger(f.log.Handler(), slog.LevelDebug),
+	}}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		if err := l.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			f.log.Error("a2a: gRPC listener stopped", "addr", ln.Addr().String(), "err", err)
+		}
+	}()
+	return l, nil
+}
+
+// Addr is the address the listener is bound to.
+func (l *GRPCListener) Addr() net.Addr { return l.ln.Addr() }
+
+// Close stops the listener: the calls in flight are canceled (their
+// streams end), and it waits for its goroutine. A second Close returns
+// net.ErrClosed.
+func (l *GRPCListener) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return net.ErrClosed
+	}
+	l.closed = true
+	l.mu.Unlock()
+	l.cancel()
+	err := l.srv.Close()
+	l.wg.Wait()
+	return err
+}
