@@ -8,10 +8,13 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/edge/a2a"
+	"github.com/mcpv2/mcpv2/node"
 	"github.com/mcpv2/mcpv2/node/keys"
 )
 
@@ -124,4 +127,63 @@ func TestExtendedCard(t *testing.T) {
 			t.Errorf("A2A %s: the anonymous caller's extended card is not the public one:\n%s\n%s", v.version, anon, public)
 		}
 	}
+}
+
+// TestPeerFaceNoExtendedCard: the card a mesh peer signs for another
+// edge's /peers/{PeerID} face claims no extended card, and that face
+// answers -32007: what a caller may run on the peer is the peer's to say.
+func TestPeerFaceNoExtendedCard(t *testing.T) {
+	r := newRig(t, "")
+	b, err := node.New(node.Config{DataDir: t.TempDir(), ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, Name: "bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	fb, err := a2a.New(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fb.Close()
+	b.SetA2ACard(fb.CardFor)
+	r.n.Host().Peerstore().AddAddrs(b.ID(), b.Host().Addrs(), time.Hour)
+	peerBase := r.base + "/peers/" + b.ID().String()
+	card := fetchCard(t, peerBase+a2a.CardPath, "1.0")
+	if signer, err := a2a.VerifyCard(card); err != nil || signer != b.ID().String() || strings.Contains(string(card), "extendedAgentCard") {
+		t.Fatalf("B's card through A (signer %s, %v): %s", signer, err, card)
+	}
+	if own := fetchCard(t, r.base+a2a.CardPath, "1.0"); !strings.Contains(string(own), `"extendedAgentCard":true`) {
+		t.Fatalf("A's own card: %s", own)
+	}
+	if _, e := rpcAt(t, peerBase+a2a.Path, r.token(), "1.0", "GetExtendedAgentCard"); e == nil || e.Code != -32007 {
+		t.Fatalf("GetExtendedAgentCard through A's face of B: %+v", e)
+	}
+}
+
+// rpcAt posts one JSON-RPC request without params to url and returns its
+// result or its error.
+func rpcAt(t *testing.T, url, tok, v, method string) (json.RawMessage, *struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method})
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set(a2a.VersionHeader, v)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	return out.Result, out.Error
 }
