@@ -112,6 +112,21 @@ func TestExtendedCard(t *testing.T) {
 			}
 			cards[name] = skillIDs(t, card)
 		}
+		if v.version == "1.0" { // the HTTP+JSON binding reaches the same operation
+			req, _ := http.NewRequest(http.MethodGet, base+a2a.RESTPath+"/extendedAgentCard", nil)
+			req.Header.Set("Authorization", "Bearer "+alpha)
+			req.Header.Set(a2a.VersionHeader, "1.0")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			card, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if id, err := a2a.VerifyCard(card); resp.StatusCode != http.StatusOK || err != nil || id != n.ID().String() ||
+				!slices.Equal(skillIDs(t, card), []string{"list_files", "ping"}) {
+				t.Errorf("GET %s/extendedAgentCard as alpha: %d %v %s", a2a.RESTPath, resp.StatusCode, err, card)
+			}
+		}
 		if want := []string{"list_files", "ping"}; !slices.Equal(cards["alpha"], want) {
 			t.Errorf("A2A %s: alpha's extended card lists %v, want %v", v.version, cards["alpha"], want)
 		}
