@@ -237,6 +237,11 @@ type Node struct {
 // edge) from this node's host and identity. It is closed by Close.
 func (n *Node) Client() *Client { return n.client }
 
+// httpProtocolID is libp2p's HTTP/1.1 over a stream, on which the A2A
+// face serves A2A over libp2p (edge/a2a LibP2PProtocol): the resource
+// manager caps its streams.
+const httpProtocolID = libp2pproto.ID("/http/1.1")
+
 // New starts a node: it loads (or creates) the identity, opens the store,
 // registers the standard and custom skills, loads the policy and starts the
 // libp2p host serving /mcpv2/rpc/1.0.0. A failed New leaves nothing running.
@@ -364,6 +369,11 @@ func New(cfg Config) (_ *Node, err error) {
 		transport.WithProtocolPeerLimit(libp2pproto.ID(protocol.RPCProtocolID), 64, 64, int64(2*cfg.MaxMessage+streamReserve)),
 		transport.WithServiceLimit(rpcService, 256, 256, int64(4*cfg.MaxMessage)),
 		transport.WithServicePeerLimit(rpcService, 64, 64, int64(2*cfg.MaxMessage+streamReserve)),
+		// A2A over libp2p (edge/a2a LibP2P): one HTTP request per stream;
+		// a peer holds at most 8 in flight, and a few more that are still
+		// sending their headers.
+		transport.WithProtocolLimit(httpProtocolID, 256, 256, int64(4*cfg.MaxMessage)),
+		transport.WithProtocolPeerLimit(httpProtocolID, 16, 16, int64(2*cfg.MaxMessage)),
 		transport.WithServiceLimit(blobService, 64, 64, 64*blobReserve),
 		transport.WithServicePeerLimit(blobService, 8, 8, 8*blobReserve),
 		// A stream holds one request and its reply at a time.

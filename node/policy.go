@@ -390,3 +390,11 @@ func (n *Node) AccessSummary() string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// Permits reports whether c may run skill on this node: the one rule of
+// every face (grant), without a mesh session, so that a face can show a
+// caller what it may run (the A2A extended card) before it asks. It takes
+// nothing from the policy's rate limits. Safe for concurrent use.
+func (n *Node) Permits(c protocol.Caller, skill string) bool {
+	return n.grant(c, "", protocol.PurposeRPC, skill) == nil
+}

@@ -183,9 +183,12 @@ type runningNode struct {
 	a2a  *a2a.Face
 	// grpc serves --a2a-grpc (nil without it).
 	grpc *a2a.GRPCListener
-	rest *rest.Face    // the seed's /api/v1 (nil without --port)
-	api  *localapi.API // the control socket (mcpv2 status, id, key)
-	log  *slog.Logger
+	// a2aP2P serves A2A over libp2p on the node's host (every node, with
+	// an edge or not: docs/a2a.md "A2A over libp2p").
+	a2aP2P *a2a.LibP2P
+	rest   *rest.Face    // the seed's /api/v1 (nil without --port)
+	api    *localapi.API // the control socket (mcpv2 status, id, key)
+	log    *slog.Logger
 	// metrics serves --metrics (nil without it).
 	metrics *metricsServer
 	// tp exports the spans of --otlp-endpoint (nil without it): made by
@@ -213,6 +216,9 @@ func (r *runningNode) Close() error {
 	}
 	if r.grpc != nil {
 		errs = append(errs, r.grpc.Close())
+	}
+	if r.a2aP2P != nil {
+		errs = append(errs, r.a2aP2P.Close())
 	}
 	if r.a2a != nil {
 		errs = append(errs, r.a2a.Close())
@@ -419,6 +425,11 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 		}
 		n.SetHTTPEndpoint(r.srv.PeerAddress())
 		n.SetMTLS(r.srv.MTLS())
+	}
+	// A2A over libp2p, once the face has its edge (whose URL its cards
+	// name), or has none.
+	if r.a2aP2P, err = r.a2a.ServeLibP2P(n.Host()); err != nil {
+		return nil, err
 	}
 	// The local node API on <data-dir>/control.sock (mcpv2 status, id and
 	// key ask it), once the node and its edge are up.

@@ -18,11 +18,12 @@ import (
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
-// LibP2PBinding is the protocolBinding of the card's interface for the
-// mcpv2 slot protocol over libp2p (its url a multiaddr with /p2p/PeerID),
-// beside JSON-RPC over HTTP. The A2A spec allows a binding of one's own,
-// named by a URI.
-const LibP2PBinding = "https://github.com/mcpv2/mcpv2/blob/main/docs/spec.md#mcpv2-rpc-1.0.0"
+// LibP2PBinding is the protocolBinding of the card's interfaces for A2A
+// over libp2p (A2A spec §5.8: a binding of one's own is named by a URI):
+// the JSON-RPC binding over HTTP/1.1 on a libp2p stream of protocol
+// LibP2PProtocol, the caller its PeerID (libp2p.go; docs/a2a.md "A2A over
+// libp2p"). Its url is a multiaddr with /p2p/PeerID.
+const LibP2PBinding = "https://github.com/mcpv2/mcpv2/blob/main/docs/a2a.md#a2a-over-libp2p"
 
 // Card fields the face sets.
 var (
@@ -31,26 +32,42 @@ var (
 )
 
 // cardV1 is the node's A2A card in v1.0 form, for an A2A URL of base
-// (http://host:port), signed, naming the credentials acc of the edge that
-// serves it (nil: see securityOf).
+// (http://host:port; "" for a node without an edge: its libp2p interfaces
+// only), signed, naming the credentials acc of the edge that serves it
+// (nil: see securityOf).
 func (f *Face) cardV1(base, edgeID string, acc *edge.Accepts) (map[string]any, error) {
+	return f.cardV1With(base, edgeID, acc, nil)
+}
+
+// cardV1With is cardV1 listing only the skills keep keeps (nil: all).
+func (f *Face) cardV1With(base, edgeID string, acc *edge.Accepts, keep func(string) bool) (map[string]any, error) {
 	c := f.b.Card()
-	ifaces := []any{
-		map[string]any{"url": base + Path, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
-		map[string]any{"url": base + Path, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
-		map[string]any{"url": base + RESTPath, "protocolBinding": RESTBinding, "protocolVersion": "1.0"},
-		map[string]any{"url": base + RESTPath, "protocolBinding": RESTBinding, "protocolVersion": "0.3"},
+	var ifaces []any
+	if base != "" {
+		ifaces = append(ifaces,
+			map[string]any{"url": base + Path, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+			map[string]any{"url": base + Path, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+			map[string]any{"url": base + RESTPath, "protocolBinding": RESTBinding, "protocolVersion": "1.0"},
+			map[string]any{"url": base + RESTPath, "protocolBinding": RESTBinding, "protocolVersion": "0.3"})
 	}
-	ifaces = append(ifaces, grpcInterfaces(base)...)
+	if base != "" {
+		ifaces = append(ifaces, grpcInterfaces(base)...)
+	}
 	for _, a := range libp2pAddrs(c) {
-		ifaces = append(ifaces, map[string]any{"url": a, "protocolBinding": LibP2PBinding, "protocolVersion": "1.0"})
+		ifaces = append(ifaces,
+			map[string]any{"url": a, "protocolBinding": LibP2PBinding, "protocolVersion": "1.0"},
+			map[string]any{"url": a, "protocolBinding": LibP2PBinding, "protocolVersion": "0.3"})
+	}
+	caps := map[string]any{"streaming": true}
+	if f.servesExtendedCard(edgeID) {
+		caps["extendedAgentCard"] = true
 	}
 	card := map[string]any{
 		"name": nonEmpty(c.Name, "mcpv2 agent"), "description": nonEmpty(c.Description, "An mcpv2 agent."), "version": nonEmpty(c.Version, "dev"),
 		"supportedInterfaces": ifaces,
-		"capabilities":        f.capabilities(map[string]any{"streaming": true}, base, edgeID),
+		"capabilities":        f.capabilities(caps, base, edgeID),
 		"defaultInputModes":   inputModes, "defaultOutputModes": outputModes,
-		"skills": cardSkills(c),
+		"skills": cardSkills(c, keep),
 	}
 	sec := securityOf(acc)
 	card["securitySchemes"], card["securityRequirements"] = sec.v1()
@@ -60,21 +77,41 @@ func (f *Face) cardV1(base, edgeID string, acc *edge.Accepts) (map[string]any, e
 // cardV03 is the node's A2A card in v0.3 form, signed over its own JSON,
 // naming the credentials acc of the edge that serves it.
 func (f *Face) cardV03(base, edgeID string, acc *edge.Accepts) (map[string]any, error) {
+	return f.cardV03With(base, edgeID, acc, nil)
+}
+
+// cardV03With is cardV03 listing only the skills keep keeps (nil: all).
+// Without an edge (base "") its url is its first libp2p interface.
+func (f *Face) cardV03With(base, edgeID string, acc *edge.Accepts, keep func(string) bool) (map[string]any, error) {
 	c := f.b.Card()
+	url, transport := base+Path, "JSONRPC"
+	more := []any{}
+	if base != "" {
+		more = append(more, map[string]any{"url": base + Path, "transport": "JSONRPC"}, map[string]any{"url": base + RESTPath, "transport": RESTBinding}, grpcInterfaceV03(base))
+	}
+	for _, a := range libp2pAddrs(c) {
+		more = append(more, map[string]any{"url": a, "transport": LibP2PBinding})
+	}
+	if base == "" {
+		url, transport = "", LibP2PBinding
+		if len(more) > 0 {
+			url = more[0].(map[string]any)["url"].(string)
+		}
+	}
 	card := map[string]any{
 		"protocolVersion": "0.3.0",
 		"name":            nonEmpty(c.Name, "mcpv2 agent"), "description": nonEmpty(c.Description, "An mcpv2 agent."), "version": nonEmpty(c.Version, "dev"),
-		"url": base + Path, "preferredTransport": "JSONRPC",
-		"additionalInterfaces": []any{map[string]any{"url": base + Path, "transport": "JSONRPC"}, map[string]any{"url": base + RESTPath, "transport": RESTBinding}, grpcInterfaceV03(base)},
+		"url": url, "preferredTransport": transport,
+		"additionalInterfaces": more,
 		"capabilities":         f.capabilities(map[string]any{"streaming": true, "stateTransitionHistory": false}, base, edgeID),
 		"defaultInputModes":    inputModes, "defaultOutputModes": outputModes,
-		"skills": cardSkills(c),
+		"skills": cardSkills(c, keep),
+	}
+	if f.servesExtendedCard(edgeID) {
+		card["supportsAuthenticatedExtendedCard"] = true
 	}
 	sec := securityOf(acc)
 	card["securitySchemes"], card["security"] = sec.v03()
-	for _, a := range libp2pAddrs(c) {
-		card["additionalInterfaces"] = append(card["additionalInterfaces"].([]any), map[string]any{"url": a, "transport": LibP2PBinding})
-	}
 	return card, f.sign(card)
 }
 
@@ -206,9 +243,14 @@ func (f *Face) capabilities(caps map[string]any, base, edgeID string) map[string
 	return caps
 }
 
-func cardSkills(c protocol.AgentCard) []any {
+// cardSkills are the card's skills: those of c that keep keeps (nil:
+// all).
+func cardSkills(c protocol.AgentCard, keep func(string) bool) []any {
 	out := make([]any, 0, len(c.Skills))
 	for _, s := range c.Skills {
+		if keep != nil && !keep(s.Name) {
+			continue
+		}
 		tags := s.Tags
 		if len(tags) == 0 {
 			tags = []string{"mcpv2"}

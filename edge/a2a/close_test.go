@@ -24,6 +24,7 @@ func (closeBackend) Handle(context.Context, protocol.Caller, []byte) ([]byte, *p
 func (closeBackend) Forward(context.Context, protocol.Caller, string, []byte) ([]byte, error) {
 	return nil, nil
 }
+func (closeBackend) Permits(protocol.Caller, string) bool                                       { return false }
 func (closeBackend) Audit(context.Context, protocol.Caller, string, *protocol.Error, time.Time) {}
 func (closeBackend) PeerA2ACard(context.Context, string, string, string, *protocol.EdgeCredentials) (json.RawMessage, error) {
 	return nil, nil

@@ -24,6 +24,16 @@
 // subscriber that lost its stream resubscribes with Last-Event-ID and gets
 // what it missed.
 //
+// GetExtendedAgentCard (v0.3 agent/getAuthenticatedExtendedCard) answers
+// the card as its caller may see it: signed as the public one, its skills
+// those the node lets that caller run (Backend.Permits); a caller without
+// a credential gets the public card (extcard.go).
+//
+// Face.ServeLibP2P serves the same JSON-RPC URL and card over libp2p, on
+// every node whether it has an edge or not: HTTP/1.1 on streams of
+// LibP2PProtocol, the caller the stream's PeerID, named in the card by the
+// binding URI LibP2PBinding (libp2p.go; docs/a2a.md "A2A over libp2p").
+//
 // The a2a-go SDK (v0.3.3) speaks only v0.3, and its server keeps tasks and
 // events in a shape that does not replay them; this package writes both
 // wire forms itself over one model of its own.

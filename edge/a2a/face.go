@@ -37,6 +37,9 @@ type Backend interface {
 	// Forward sends a message from c to the mesh peer peerID with c's own
 	// grants (the gateway; see edge.Backend): the faces of mesh peers.
 	Forward(ctx context.Context, c protocol.Caller, peerID string, msg []byte) ([]byte, error)
+	// Permits reports whether c may run skill (the node's grant rule, with
+	// no mesh session): the extended card lists what its caller may run.
+	Permits(c protocol.Caller, skill string) bool
 	// Audit writes one audit line of a request that did not reach Handle.
 	Audit(ctx context.Context, c protocol.Caller, method string, perr *protocol.Error, start time.Time)
 	// PeerA2ACard asks the mesh peer peerID, as this node, for its signed

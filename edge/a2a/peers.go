@@ -35,6 +35,11 @@ func (p peerBackend) Handle(ctx context.Context, c protocol.Caller, msg []byte) 
 	return edge.HandleByForward(ctx, p.Backend.Forward, c, p.peer, msg)
 }
 
+// Permits is false: what a caller may run on the peer is the peer's to
+// say (its grants to this node's forwarded callers), not this node's. A
+// peer's face has no extended card (extcard.go).
+func (p peerBackend) Permits(protocol.Caller, string) bool { return false }
+
 // newPeerFaces is the cache of the faces of mesh peers that Mount serves:
 // at most maxPeerFaces, the idle one used longest ago closed first, each
 // made for a peer that answers. A peer's face has f's settings over a

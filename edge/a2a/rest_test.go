@@ -481,13 +481,16 @@ func TestRESTv03(t *testing.T) {
 		{"POST", "/message:send", `{"message":{"content":[{"text":1}]}}`, v03, 400, -32602, "not the ProtoJSON of an A2A 0.3 SendMessageRequest"},
 		{"POST", "/message:send", `{"message":`, v03, 400, -32602, "not the ProtoJSON"},
 		{"GET", "/tasks/x", nil, v1, 400, -32009, "A2A-Version 1.0 on a route of A2A 0.3"},
-		{"GET", "/card", nil, v03, 400, -32007, "no extended card"},
 		{"POST", "/card", nil, v03, 405, -32601, "takes GET"},
 	} {
 		a := rest(t, tok, c.method, u+c.path, c.body, c.hdr)
 		if le := a.legacy(t); a.status != c.status || le.Code != c.code || !strings.Contains(le.Message, c.want) {
 			t.Errorf("%s /v1%s: %d %s", c.method, c.path, a.status, a.body)
 		}
+	}
+	// The extended card (extcard.go): a secret holder's lists every skill.
+	if a := rest(t, tok, "GET", u+"/card", nil, v03); a.status != 200 || !strings.Contains(string(a.body), `"supportsAuthenticatedExtendedCard":true`) || !strings.Contains(string(a.body), `"id":"slow"`) {
+		t.Errorf("v0.3 GET /v1/card: %d %s", a.status, a.body)
 	}
 	// The edge's refusal: the JSON-RPC server error, not mcpv2's -32001
 	// (TaskNotFoundError in A2A).

@@ -74,9 +74,12 @@ type req struct {
 	// (SSE Last-Event-ID, or the binding's equivalent); "" for none.
 	lastEventID string
 	id          json.RawMessage // the JSON-RPC id; null in other bindings
-	method      string          // the operation's name in the audit line
-	started     time.Time
-	out         binding
+	// base is the http(s)://host:port that a card this request answers
+	// with names (baseURL); "" is the edge's advertised one, or none.
+	base    string
+	method  string // the operation's name in the audit line
+	started time.Time
+	out     binding
 }
 
 // binding writes the answers of one request in its binding's wire form:
@@ -104,18 +107,25 @@ type jsonrpcBinding struct {
 	w http.ResponseWriter
 }
 
-// serveRPC serves one JSON-RPC request of the face.
+// serveRPC serves one JSON-RPC request of the face on its edge.
 func (f *Face) serveRPC(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
-	c.Via = "a2a"
-	// A caller without a credential holds its tasks against its client
-	// IP's share of the task bytes, found by id only from that IP; it
-	// still lists nothing (ListTasks).
-	q := &req{f: f, ctx: r.Context(), c: c, owner: f.ownerPrefix + c.Holder(), id: json.RawMessage("null"), started: time.Now(),
-		lastEventID: r.Header.Get("Last-Event-ID"), out: jsonrpcBinding{w: w}}
+	started := time.Now()
 	body, ok := f.e.ReadBody(w, r)
 	if !ok {
 		return
 	}
+	f.serveRPCBody(w, r, c, body, f.baseURL(r), started)
+}
+
+// serveRPCBody serves the JSON-RPC request body of r, read already, for
+// c; a card in its answer names base.
+func (f *Face) serveRPCBody(w http.ResponseWriter, r *http.Request, c protocol.Caller, body []byte, base string, started time.Time) {
+	c.Via = "a2a"
+	// A caller without a credential holds its tasks against its client
+	// IP's share of the task bytes, found by id only from that IP; it
+	// still lists nothing (ListTasks).
+	q := &req{f: f, ctx: r.Context(), c: c, owner: f.ownerPrefix + c.Holder(), id: json.RawMessage("null"), started: started,
+		lastEventID: r.Header.Get("Last-Event-ID"), base: base, out: jsonrpcBinding{w: w}}
 	var rr rpcRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&rr); err != nil {
@@ -174,7 +184,7 @@ func (f *Face) dispatch(q *req, op string, params json.RawMessage) {
 	case "push.create", "push.get", "push.list", "push.delete":
 		f.dispatchPush(q, op, params)
 	case "extcard":
-		q.fail(&rpcError{Code: -32007, Message: "this agent has no extended card: its card at " + CardPath + " is all there is"})
+		f.extendedCard(q, params)
 	}
 }
 
