@@ -15,12 +15,15 @@ import (
 // extension, @modelcontextprotocol/ext-tasks 0.2.2 over the MCP
 // TypeScript SDK's Client 2.3.1 (both from the lock file; testdata/npm/
 // mcp-tasks.mjs), against a node with a slow skill (nap, 1.5 s), with an
-// API key as a user has it: the client calls nap as a task (the 2025-11-25
-// form its Client speaks by default), finds it in tasks/list, hands it off
-// and drops its connection while it runs; another key's caller does not
-// find the task; then a new client, on a new session, resumes it by its
-// reference and gets nap's result, which the node ran as an A2A task of
-// the same store.
+// API key as a user has it, in both forms ext-tasks speaks: the 2025-11-25
+// experimental tasks (its Client's default handshake) and the 2026-07-28
+// extension io.modelcontextprotocol/tasks (the Client pinned to that
+// revision, with the rawDispatch and v2RequestFraming adapter options
+// ext-tasks requires for it). In each, the client calls nap as a task
+// (and, in 2025-11-25, finds it in tasks/list), hands it off and drops its
+// connection while it runs; another key's caller does not find the task;
+// then a new client resumes it by its reference and gets nap's result,
+// which the node ran as an A2A task of the same store.
 func TestMCPTasksExtTasks(t *testing.T) {
 	needNPM(t, "mcp-inspector") // the lock file installs ext-tasks and the client with it
 	nodeBin, err := exec.LookPath("node")
@@ -31,21 +34,34 @@ func TestMCPTasksExtTasks(t *testing.T) {
 	key := a.addKey(t, "tasker", "--grant", "nap")
 	other := a.addKey(t, "stranger", "--grant", "nap")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, nodeBin, "mcp-tasks.mjs")
-	cmd.Dir = npmDir
-	cmd.Env = append(testenv.CleanEnv(), "MCP_URL="+a.mcpURL(), "MCP_TOKEN="+key, "MCP_OTHER_TOKEN="+other, "MCP_TOOL=nap")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("mcp-tasks.mjs: %v\n%s\n%s", err, out.String(), errb.String())
-	}
-	t.Logf("%s", out.String())
-	for _, want := range []string{`ok: capabilities {"inventory":"server-list","execution":true,"cancellation":true`, "ok: task started ", "ok: tasks/list has it",
-		"ok: dropped the connection", `ok: another caller: invalid params: task not found`, "ok: statuses working,", `ok: result {"slept":true}`} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("no %q in:\n%s\n%s", want, out.String(), errb.String())
-		}
+	for _, era := range []struct{ name, env, caps string }{
+		{"2025-11-25", "legacy", `ok: capabilities {"inventory":"server-list","execution":true,"cancellation":true`},
+		{"2026-07-28", "modern", `ok: capabilities {"inventory":"known-handles","execution":true,"cancellation":true`},
+	} {
+		t.Run(era.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, nodeBin, "mcp-tasks.mjs")
+			cmd.Dir = npmDir
+			cmd.Env = append(testenv.CleanEnv(), "MCP_URL="+a.mcpURL(), "MCP_TOKEN="+key, "MCP_OTHER_TOKEN="+other, "MCP_TOOL=nap", "MCP_ERA="+era.env)
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("mcp-tasks.mjs: %v\n%s\n%s", err, out.String(), errb.String())
+			}
+			t.Logf("%s", out.String())
+			want := []string{era.caps, "ok: task started ", "ok: dropped the connection", `ok: another caller: invalid params: task not found`,
+				"ok: statuses working,", `ok: result {"slept":true}`}
+			if era.env == "legacy" {
+				want = append(want, "ok: tasks/list has it")
+			} else {
+				want = append(want, `ok: listening {"taskIds":[`)
+			}
+			for _, w := range want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("no %q in:\n%s\n%s", w, out.String(), errb.String())
+				}
+			}
+		})
 	}
 }
