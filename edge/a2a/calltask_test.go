@@ -76,12 +76,12 @@ func TestSubmitCallProgress(t *testing.T) {
 	if err != nil || tt.Task.Status.State != a2a.StateCompleted || tt.Created.IsZero() || tt.Updated.Before(tt.Created) {
 		t.Fatalf("GetTimedTask: %+v %v", tt, err)
 	}
-	page, err := r.face.ListOwnTasks(ctx, c, "", 10)
+	page, err := r.face.ListOwnTasks(ctx, c, "", 10, true)
 	if err != nil || len(page.Tasks) != 1 || page.Tasks[0].Task.ID != task.ID {
 		t.Fatalf("ListOwnTasks: %+v %v", page, err)
 	}
 	stranger := protocol.Caller{ID: "key:other", Owner: "key:other", Via: "mcp", Kind: protocol.CallerKey}
-	if page, err := r.face.ListOwnTasks(ctx, stranger, "", 10); err != nil || len(page.Tasks) != 0 {
+	if page, err := r.face.ListOwnTasks(ctx, stranger, "", 10, false); err != nil || len(page.Tasks) != 0 {
 		t.Fatalf("another caller lists: %+v %v", page, err)
 	}
 	if _, err := r.face.GetTimedTask(ctx, stranger, task.ID); protocol.AsError(err).Code != a2a.CodeTaskNotFound {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -55,7 +56,12 @@ func TestMCPTasksExtTasks(t *testing.T) {
 			if era.env == "legacy" {
 				want = append(want, "ok: tasks/list has it")
 			} else {
-				want = append(want, `ok: listening {"taskIds":[`)
+				// The listen was opened on the task (running or ended): the
+				// acknowledgement, then at least its status as it is then.
+				want = append(want, "ok: listening ")
+				if regexp.MustCompile(`ok: status notifications 0 `).MatchString(out.String()) {
+					t.Errorf("no notifications/tasks on the listen stream:\n%s", out.String())
+				}
 			}
 			for _, w := range want {
 				if !strings.Contains(out.String(), w) {
