@@ -126,7 +126,7 @@ func (f *Face) SubmitCall(ctx context.Context, c protocol.Caller, skill string, 
 	if am == nil {
 		am = map[string]any{}
 	}
-	t := Task{ID: newID(), ContextID: newID()}
+	t := Task{ID: newID(), ContextID: newID(), Metadata: map[string]any{ToolCallMeta: true}}
 	m := Message{MessageID: newID(), ContextID: t.ContextID, TaskID: t.ID, Role: "user",
 		Parts: []Part{{Data: map[string]any{"skill": skill, "arguments": am}}}}
 	calls, e := callsOf(m, nil)
@@ -135,6 +135,11 @@ func (f *Face) SubmitCall(ctx context.Context, c protocol.Caller, skill string, 
 	}
 	return f.submit(ctx, c, t, m, calls)
 }
+
+// ToolCallMeta is the task metadata key (value true) that marks a task
+// SubmitCall started: a tool call run as a task (MCP tasks), which
+// ListOwnTasks can list apart from the tasks of A2A messages.
+const ToolCallMeta = "mcpv2/toolCall"
 
 // GetTimedTask is GetTask with when the task was made and last saved (the
 // store's clock).
@@ -161,25 +166,36 @@ type TimedTask struct {
 
 // ListOwnTasks lists c's tasks, size at most (1 to 100), from the one
 // after the task named by cursor ("" from the start), in the store's
-// order. A caller without a credential owns none. An unknown cursor is
-// -32602.
-func (f *Face) ListOwnTasks(_ context.Context, c protocol.Caller, cursor string, size int) (TaskPage, error) {
+// order; with toolCalls, only those SubmitCall started (ToolCallMeta). A
+// caller without a credential owns none. An unknown cursor is -32602.
+func (f *Face) ListOwnTasks(_ context.Context, c protocol.Caller, cursor string, size int, toolCalls bool) (TaskPage, error) {
 	if size < 1 || size > 100 {
 		return TaskPage{}, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: a page is 1 to 100 tasks, not %d", size)
 	}
-	var all []protocol.StoredTask
+	var stored []protocol.StoredTask
 	if c.Owner != "" {
 		var err error
-		if all, err = f.b.ListTasks(f.ownerPrefix+c.Holder(), protocol.TaskQuery{}); err != nil {
+		if stored, err = f.b.ListTasks(f.ownerPrefix+c.Holder(), protocol.TaskQuery{}); err != nil {
 			f.log.Error("a2a: list tasks", "err", err)
 			return TaskPage{}, protocol.Errorf(protocol.CodeInternal, "internal error: the tasks could not be listed")
 		}
 	}
+	var all []TimedTask
+	for _, st := range stored {
+		var t Task
+		if json.Unmarshal(st.Task, &t) != nil {
+			continue
+		}
+		if marked, _ := t.Metadata[ToolCallMeta].(bool); toolCalls && !marked {
+			continue
+		}
+		all = append(all, TimedTask{Task: t, Created: st.Created, Updated: st.Updated})
+	}
 	start := 0
 	if cursor != "" {
 		start = -1
-		for i, st := range all {
-			if st.ID == cursor {
+		for i, tt := range all {
+			if tt.Task.ID == cursor {
 				start = i + 1
 			}
 		}
@@ -188,15 +204,9 @@ func (f *Face) ListOwnTasks(_ context.Context, c protocol.Caller, cursor string,
 		}
 	}
 	page := all[start:min(start+size, len(all))]
-	out := TaskPage{Tasks: make([]TimedTask, 0, len(page))}
-	for _, st := range page {
-		var t Task
-		if json.Unmarshal(st.Task, &t) == nil {
-			out.Tasks = append(out.Tasks, TimedTask{Task: t, Created: st.Created, Updated: st.Updated})
-		}
-	}
+	out := TaskPage{Tasks: append([]TimedTask{}, page...)}
 	if start+size < len(all) {
-		out.Next = page[len(page)-1].ID
+		out.Next = page[len(page)-1].Task.ID
 	}
 	return out, nil
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/mcpv2/mcpv2/edge/a2a"
 	"github.com/mcpv2/mcpv2/protocol"
 )
@@ -17,7 +19,8 @@ import (
 // the task's event stream, before the result; the times and the owner's
 // listing are the store's; bad arguments are -32602.
 func TestSubmitCallProgress(t *testing.T) {
-	r := newRig(t, "")
+	reg := prometheus.NewRegistry()
+	r := newRigOpts(t, nil, nil, a2a.WithMetrics(reg))
 	step := make(chan struct{})
 	if err := r.n.Registry().AddRaw(protocol.SkillDescriptor{Name: "reporter", Description: "reports", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, _ json.RawMessage) (any, error) {
@@ -76,12 +79,29 @@ func TestSubmitCallProgress(t *testing.T) {
 	if err != nil || tt.Task.Status.State != a2a.StateCompleted || tt.Created.IsZero() || tt.Updated.Before(tt.Created) {
 		t.Fatalf("GetTimedTask: %+v %v", tt, err)
 	}
-	page, err := r.face.ListOwnTasks(ctx, c, "", 10)
+	// The two progress reports were working statuses, not the task
+	// entering working again.
+	if got, _ := stateCounts(t, reg); got["working"] != 1 || got["submitted"] != 1 || got["completed"] != 1 {
+		t.Errorf("tasks entering each state: %v, want working 1 (reports are not counted)", got)
+	}
+	// A task of an A2A message of the same caller: listed with the tool
+	// calls' only when asked for all.
+	text, err := r.face.SubmitText(ctx, c, "hello", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if marked, _ := tt.Task.Metadata[a2a.ToolCallMeta].(bool); !marked {
+		t.Errorf("the tool call's task is not marked: %v", tt.Task.Metadata)
+	}
+	page, err := r.face.ListOwnTasks(ctx, c, "", 10, true)
 	if err != nil || len(page.Tasks) != 1 || page.Tasks[0].Task.ID != task.ID {
-		t.Fatalf("ListOwnTasks: %+v %v", page, err)
+		t.Fatalf("ListOwnTasks of tool calls: %+v %v", page, err)
+	}
+	if page, err := r.face.ListOwnTasks(ctx, c, "", 10, false); err != nil || len(page.Tasks) != 2 || (page.Tasks[0].Task.ID != text.ID && page.Tasks[1].Task.ID != text.ID) {
+		t.Fatalf("ListOwnTasks of all: %+v %v", page, err)
 	}
 	stranger := protocol.Caller{ID: "key:other", Owner: "key:other", Via: "mcp", Kind: protocol.CallerKey}
-	if page, err := r.face.ListOwnTasks(ctx, stranger, "", 10); err != nil || len(page.Tasks) != 0 {
+	if page, err := r.face.ListOwnTasks(ctx, stranger, "", 10, false); err != nil || len(page.Tasks) != 0 {
 		t.Fatalf("another caller lists: %+v %v", page, err)
 	}
 	if _, err := r.face.GetTimedTask(ctx, stranger, task.ID); protocol.AsError(err).Code != a2a.CodeTaskNotFound {

@@ -113,6 +113,9 @@ type Event struct {
 	Status   *StatusEvent   `json:"status,omitempty"`
 	Artifact *ArtifactEvent `json:"artifact,omitempty"`
 	Seq      uint64         `json:"-"`
+	// progress marks a working status that reports a skill's progress:
+	// not a change of state (the metrics do not count it).
+	progress bool
 }
 
 // StatusEvent is a task's new status.

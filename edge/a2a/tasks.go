@@ -435,7 +435,7 @@ func (f *Face) save(t *Task, owner string, ev Event) (Event, *rpcError) {
 		f.log.Error("a2a: save task", "id", t.ID, "err", err)
 		return ev, rpcErrf(protocol.CodeInternal, "internal error: the task could not be saved")
 	}
-	if ev.Task != nil || ev.Status != nil { // a new task, or a change of state
+	if ev.Task != nil || (ev.Status != nil && !ev.progress) { // a new task, or a change of state
 		f.metrics.entered(t.Status.State)
 	}
 	ev.Seq = seq
@@ -533,7 +533,9 @@ func (f *Face) exec(ctx context.Context, r *run, t Task, owner string, c protoco
 		if late || ctx.Err() != nil {
 			return
 		}
-		_ = f.emit(r, &t, owner, status(StateWorking, protocol.Clip(text, maxProgressText), data))
+		ev := status(StateWorking, protocol.Clip(text, maxProgressText), data)
+		ev.progress = true
+		_ = f.emit(r, &t, owner, ev)
 	}
 	for i, cl := range calls {
 		res, perr := f.call(protocol.WithProgress(ctx, report), c, cl)

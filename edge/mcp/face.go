@@ -95,6 +95,7 @@ type Face struct {
 	metrics    *metrics           // nil without WithMetrics; shared with the peers' faces
 	tasks      TaskRunner         // nil without WithTasks (and on a peer's face)
 	taskKeep   time.Duration      // WithTasks' keep
+	notes      *taskNotes         // who is told of which task's changes; nil without tasks
 }
 
 // config is what the options set; New copies it into the Face.
@@ -194,6 +195,9 @@ func New(b Backend, opts ...Option) (*Face, error) {
 	}
 	f.srv = f.newServer()
 	f.ctx, f.cancel = context.WithCancel(context.Background())
+	if f.tasks != nil {
+		f.notes = newTaskNotes(f)
+	}
 	if w, ok := b.(FilesWatcher); ok {
 		f.wg.Add(1)
 		go f.watchFiles(w)
@@ -234,6 +238,7 @@ func (f *Face) Close() error {
 	for _, ss := range f.subs.close() { // dropWithSession waits for them
 		_ = ss.Close()
 	}
+	f.notes.close() // its followers end with f.ctx
 	f.wg.Wait()
 	f.metrics.unregister(f)
 	return err

@@ -68,3 +68,39 @@ func FuzzAsksTaskBody(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseTaskListen: any bytes are a subscriptions/listen for task
+// notifications, or not; one that is has that method, a request ID that
+// is not null, and notifications.taskIds an array, and declaresTasks
+// never panics on its _meta.
+func FuzzParseTaskListen(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":"l1","method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}},"notifications":{"taskIds":["a","b"]}}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"notifications":{"taskIds":[]}}}`,
+		`{"jsonrpc":"2.0","id":null,"method":"subscriptions/listen","params":{"notifications":{"taskIds":["a"]}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"taskIds":"a"}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"notifications":{"taskIds":["a"]}}}`, `"taskIds"`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		l := parseTaskListen(data)
+		if l == nil {
+			return
+		}
+		_ = declaresTasks(l.Params.Meta)
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Notifications struct {
+					TaskIDs []string `json:"taskIds"`
+				} `json:"notifications"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal(data, &m); err != nil || m.Method != "subscriptions/listen" || len(m.ID) == 0 || string(m.ID) == "null" {
+			t.Fatalf("parseTaskListen took %q", data)
+		}
+	})
+}

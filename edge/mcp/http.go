@@ -146,6 +146,10 @@ func (f *Face) serveHTTP(w http.ResponseWriter, r *http.Request, c protocol.Call
 	defer func() { f.auditTransport(r, c, sw.status, start) }()
 	w = sw
 	if v := r.Header.Get("Mcp-Protocol-Version"); v >= statelessEra {
+		if l := f.taskListen(r); l != nil {
+			f.serveTaskListen(w, r, c, l)
+			return
+		}
 		h.stateless.ServeHTTP(w, withHTTPCaller(r, c))
 		return
 	}

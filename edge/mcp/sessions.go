@@ -288,7 +288,13 @@ func (f *Face) serveStateful(w *statusWriter, r *http.Request, c protocol.Caller
 	id := r.Header.Get("Mcp-Session-Id")
 	if id != "" || r.Method != http.MethodPost {
 		defer h.book.begin(id, c)()
-		h.stateful.ServeHTTP(w, withHTTPCaller(r, c))
+		if r.Method == http.MethodGet && id != "" {
+			// The standing stream, where the face writes the status
+			// notifications of the session's tasks.
+			f.notes.stream(id, w, func(sw http.ResponseWriter) { h.stateful.ServeHTTP(sw, withHTTPCaller(r, c)) })
+		} else {
+			h.stateful.ServeHTTP(w, withHTTPCaller(r, c))
+		}
 		// A stream the go-sdk served (not one it refused: another
 		// caller's session 403, an unknown one 404, a second stream 409)
 		// that its client cut.

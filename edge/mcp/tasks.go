@@ -48,8 +48,9 @@ type TaskRunner interface {
 	GetTimedTask(ctx context.Context, c protocol.Caller, id string) (a2a.TimedTask, error)
 	// CancelTask cancels c's task.
 	CancelTask(ctx context.Context, c protocol.Caller, id string) (a2a.Task, error)
-	// ListOwnTasks lists c's tasks, a page of size from the one after cursor.
-	ListOwnTasks(ctx context.Context, c protocol.Caller, cursor string, size int) (a2a.TaskPage, error)
+	// ListOwnTasks lists c's tasks, a page of size from the one after
+	// cursor; with toolCalls, only those SubmitCall started.
+	ListOwnTasks(ctx context.Context, c protocol.Caller, cursor string, size int, toolCalls bool) (a2a.TaskPage, error)
 	// StreamTask follows c's task until it ends (used to wait for it).
 	StreamTask(ctx context.Context, c protocol.Caller, id string, after uint64, replay bool, emit func(a2a.StreamEvent) error) error
 }
@@ -247,6 +248,7 @@ func (f *Face) startTask(ctx context.Context, c protocol.Caller, req *sdk.CallTo
 		m["resultType"] = "task"
 		return &wireResult{m: m}, nil
 	}
+	f.notes.follow(req, c, t.ID)
 	return &wireResult{m: map[string]any{"task": v.head(false)}}, nil
 }
 
@@ -273,6 +275,20 @@ func (v taskView) head(isModern bool) map[string]any {
 		m["ttlMs"], m["pollIntervalMs"] = v.ttl, pollMillis
 	} else {
 		m["ttl"], m["pollInterval"] = v.ttl, pollMillis
+	}
+	return m
+}
+
+// detailed is the DetailedTask of v (2026-07-28): its head, with the
+// result or error of a task that ended.
+func (v taskView) detailed() map[string]any {
+	m := v.head(true)
+	switch {
+	case v.result != nil && terminal(v.status):
+		b, _ := json.Marshal(completed(v.result))
+		m["result"] = json.RawMessage(b)
+	case v.failure != nil:
+		m["error"] = map[string]any{"code": v.failure.Code, "message": v.failure.Message}
 	}
 	return m
 }
@@ -394,7 +410,7 @@ func (f *Face) serveTask(ctx context.Context, c protocol.Caller, method string, 
 		if isModern {
 			break // not in the 2026-07-28 form
 		}
-		page, err := f.tasks.ListOwnTasks(ctx, c, p.Cursor, taskListPage)
+		page, err := f.tasks.ListOwnTasks(ctx, c, p.Cursor, taskListPage, true)
 		if err != nil {
 			return nil, protocolToWire(protocol.AsError(err))
 		}
@@ -412,22 +428,18 @@ func (f *Face) serveTask(ctx context.Context, c protocol.Caller, method string, 
 		if err != nil {
 			return nil, err
 		}
-		m := v.head(isModern)
-		if isModern {
-			m["resultType"] = "complete"
-			switch {
-			case v.result != nil && terminal(v.status):
-				b, _ := json.Marshal(completed(v.result))
-				m["result"] = json.RawMessage(b)
-			case v.failure != nil:
-				m["error"] = map[string]any{"code": v.failure.Code, "message": v.failure.Message}
-			}
+		if !isModern {
+			f.notes.follow(req, c, p.TaskID)
+			return &wireResult{m: v.head(false)}, nil
 		}
+		m := v.detailed()
+		m["resultType"] = "complete"
 		return &wireResult{m: m}, nil
 	case "tasks/result":
 		if isModern {
 			break
 		}
+		f.notes.follow(req, c, p.TaskID)
 		return f.taskResult(ctx, c, p.TaskID)
 	case "tasks/cancel":
 		if _, err := f.tasks.CancelTask(ctx, c, p.TaskID); err != nil {

@@ -1,0 +1,394 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpv2/mcpv2/edge/a2a"
+	"github.com/mcpv2/mcpv2/protocol"
+)
+
+// Status notifications of MCP tasks: each change of a task's status (a
+// progress report of its skill, orchestrate's subtasks say, is one) is
+// pushed to the client, in each form's way:
+//
+//   - 2025-11-25: notifications/tasks/status (the Task) on the session's
+//     standing stream (the GET the client keeps open), for every session
+//     that started the task or asked about it (tasks/get, tasks/result).
+//     The go-sdk sends no method it does not know, so the face writes the
+//     event into that stream itself, between the go-sdk's events (each of
+//     which it writes whole, in one Write).
+//   - 2026-07-28: notifications/tasks (the DetailedTask) on a
+//     subscriptions/listen stream whose notifications name taskIds; the
+//     face serves such a listen itself (the go-sdk's drops the member):
+//     the acknowledgement names the caller's tasks among them, a
+//     notification follows each change, and the stream ends, with the
+//     listen's result, when they have all ended.
+//
+// Notifications are best effort, as both forms say: a client polls too.
+
+const (
+	// metaSubscriptionID names, in a notification's _meta, the
+	// subscriptions/listen request it belongs to.
+	metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
+	// maxListenTasks caps the tasks one subscriptions/listen follows.
+	maxListenTasks = 32
+	// codeMissingCapability is the 2026-07-28 error of a request that
+	// needs a client capability the client did not declare.
+	codeMissingCapability = -32003
+)
+
+// taskNotes is who is told of which task's changes: the 2025-11-25
+// sessions' standing streams, and the tasks followed for them.
+type taskNotes struct {
+	f       *Face
+	mu      sync.Mutex
+	streams map[string]*sseStream      // a stateful session's standing stream, by session ID
+	watched map[string]map[string]bool // task ID → the sessions told of it
+	closed  bool
+}
+
+func newTaskNotes(f *Face) *taskNotes {
+	return &taskNotes{f: f, streams: map[string]*sseStream{}, watched: map[string]map[string]bool{}}
+}
+
+// follow tells req's session (a 2025-11-25 one, over HTTP) of task id's
+// changes from now on, until the task ends: a follower for the task,
+// which runs as c, starts with the first session. A nil n, or a request
+// of no such session, does nothing.
+func (n *taskNotes) follow(req sdk.Request, c protocol.Caller, id string) {
+	if n == nil || req == nil {
+		return
+	}
+	ss, _ := req.GetSession().(*sdk.ServerSession)
+	if ss == nil || ss.ID() == "" {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return
+	}
+	if set, ok := n.watched[id]; ok {
+		set[ss.ID()] = true
+		return
+	}
+	n.watched[id] = map[string]bool{ss.ID(): true}
+	n.f.wg.Add(1)
+	go func() {
+		defer n.f.wg.Done()
+		n.f.followTask(n.f.ctx, c, id, false, func(v taskView) {
+			b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": v.head(false)})
+			if err != nil {
+				return
+			}
+			n.mu.Lock()
+			var to []*sseStream
+			for sid := range n.watched[id] {
+				if s := n.streams[sid]; s != nil {
+					to = append(to, s)
+				}
+			}
+			n.mu.Unlock()
+			for _, s := range to {
+				s.inject(b)
+			}
+		})
+		n.mu.Lock()
+		delete(n.watched, id)
+		n.mu.Unlock()
+	}()
+}
+
+// stream registers w as session id's standing stream while serve runs.
+func (n *taskNotes) stream(id string, w *statusWriter, serve func(http.ResponseWriter)) {
+	if n == nil || id == "" {
+		serve(w)
+		return
+	}
+	s := &sseStream{w: w}
+	n.mu.Lock()
+	prev := n.streams[id]
+	n.streams[id] = s
+	n.mu.Unlock()
+	defer func() {
+		n.mu.Lock()
+		if n.streams[id] == s {
+			if prev != nil && prev.open() {
+				n.streams[id] = prev
+			} else {
+				delete(n.streams, id)
+			}
+		}
+		n.mu.Unlock()
+		s.end()
+	}()
+	serve(s)
+}
+
+// close stops new followers (the face's Close waits for the running ones,
+// which end with the face's context).
+func (n *taskNotes) close() {
+	if n == nil {
+		return
+	}
+	n.mu.Lock()
+	n.closed = true
+	n.mu.Unlock()
+}
+
+// sseStream is a standing stream the go-sdk writes its events into, into
+// which the face writes events of its own between them: every write holds
+// mu, and the go-sdk writes each event in one Write.
+type sseStream struct {
+	w     *statusWriter
+	mu    sync.Mutex
+	ended bool
+}
+
+func (s *sseStream) Header() http.Header { return s.w.Header() }
+
+func (s *sseStream) WriteHeader(status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.w.WriteHeader(status)
+}
+
+func (s *sseStream) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func (s *sseStream) Flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.w.Flush()
+}
+
+func (s *sseStream) Unwrap() http.ResponseWriter { return s.w }
+
+// open says the go-sdk has begun the stream (200, server-sent events) and
+// it has not ended.
+func (s *sseStream) open() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.ended && s.w.status == http.StatusOK && strings.HasPrefix(s.w.Header().Get("Content-Type"), "text/event-stream")
+}
+
+// inject writes one JSON-RPC message as an event of the stream, if it is
+// open; a write that fails is dropped (the go-sdk's next one ends it).
+func (s *sseStream) inject(msg []byte) {
+	if !s.open() {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return
+	}
+	var b bytes.Buffer
+	b.WriteString("event: message\ndata: ")
+	b.Write(msg)
+	b.WriteString("\n\n")
+	if _, err := s.w.Write(b.Bytes()); err == nil {
+		s.w.Flush()
+	}
+}
+
+func (s *sseStream) end() {
+	s.mu.Lock()
+	s.ended = true
+	s.mu.Unlock()
+}
+
+// followTask calls send with c's task id as MCP shows it (isModern: the
+// 2026-07-28 form), now and at each change of its status or status
+// message, until it ends (or input-required), ctx ends, or it is not
+// found.
+func (f *Face) followTask(ctx context.Context, c protocol.Caller, id string, isModern bool, send func(taskView)) {
+	last := ""
+	err := f.tasks.StreamTask(ctx, c, id, 0, false, func(ev a2a.StreamEvent) error {
+		if ev.Kind == "ping" {
+			return nil
+		}
+		tt, err := f.tasks.GetTimedTask(ctx, c, id)
+		if err != nil {
+			return err
+		}
+		v := f.taskView(tt, isModern)
+		if key := v.status + "\x00" + v.message; key != last {
+			last = key
+			send(v)
+		}
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		f.log.Debug("mcp: follow task", "id", protocol.Clip(id, 80), "err", err)
+	}
+}
+
+// listenRequest is a 2026-07-28 subscriptions/listen request, the members
+// the face reads.
+type listenRequest struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  struct {
+		Meta          map[string]json.RawMessage `json:"_meta"`
+		Notifications struct {
+			TaskIDs []string `json:"taskIds"`
+		} `json:"notifications"`
+	} `json:"params"`
+}
+
+// taskListen reads the body of a 2026-07-28 POST (up to the edge's cap)
+// and returns it as a subscriptions/listen that asks for task
+// notifications, or nil (r's body is kept for the go-sdk either way).
+func (f *Face) taskListen(r *http.Request) *listenRequest {
+	if f.tasks == nil || r.Method != http.MethodPost || r.Body == nil || r.Header.Get("Mcp-Method") != "subscriptions/listen" {
+		return nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, f.http.e.MaxBody()+1))
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(b), r.Body), r.Body}
+	if err != nil || int64(len(b)) > f.http.e.MaxBody() {
+		return nil
+	}
+	return parseTaskListen(b)
+}
+
+// parseTaskListen is b as a subscriptions/listen whose notifications
+// name taskIds (a JSON array, possibly empty), or nil.
+func parseTaskListen(b []byte) *listenRequest {
+	if !bytes.Contains(b, []byte(`"taskIds"`)) {
+		return nil
+	}
+	var l listenRequest
+	var probe struct {
+		Params struct {
+			Notifications map[string]json.RawMessage `json:"notifications"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(b, &l) != nil || json.Unmarshal(b, &probe) != nil || l.Method != "subscriptions/listen" || len(l.ID) == 0 || l.ID[0] == 'n' {
+		return nil
+	}
+	if ids, ok := probe.Params.Notifications["taskIds"]; !ok || !bytes.HasPrefix(bytes.TrimSpace(ids), []byte("[")) {
+		return nil
+	}
+	return &l
+}
+
+// declaresTasks says whether the _meta of a 2026-07-28 request declares
+// the tasks extension among the client's capabilities.
+func declaresTasks(meta map[string]json.RawMessage) bool {
+	var caps struct {
+		Extensions map[string]json.RawMessage `json:"extensions"`
+	}
+	if json.Unmarshal(meta[metaClientCaps], &caps) != nil {
+		return false
+	}
+	_, ok := caps.Extensions[TasksExtension]
+	return ok
+}
+
+// serveTaskListen serves l, a subscriptions/listen for task
+// notifications, as c: an SSE stream of the acknowledgement (the
+// caller's tasks among those asked for, at most maxListenTasks; other
+// notifications asked for with them are not honored), then a
+// notifications/tasks at each change of those tasks, then the listen's
+// result once they have all ended; or the client leaves, or the face
+// closes. A client that did not declare the extension gets -32003.
+func (f *Face) serveTaskListen(w http.ResponseWriter, r *http.Request, c protocol.Caller, l *listenRequest) {
+	start := time.Now()
+	subID := json.RawMessage(l.ID)
+	write := func(msg map[string]any) error {
+		b, err := json.Marshal(msg)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "event: message\ndata: %s\n\n", b); err != nil {
+			return err
+		}
+		http.NewResponseController(w).Flush()
+		return nil
+	}
+	if !declaresTasks(l.Params.Meta) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": subID, "error": map[string]any{"code": codeMissingCapability,
+			"message": "missing required client capability: task notifications need the " + TasksExtension + " extension among the client's capabilities",
+			"data":    map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{TasksExtension: map[string]any{}}}}}})
+		_, _ = w.Write(b)
+		f.b.Audit(r.Context(), c, "mcp subscriptions/listen", protocol.Errorf(codeMissingCapability, "missing the tasks extension"), start)
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(f.ctx, cancel)
+	defer stop()
+	accepted := []string{}
+	seen := map[string]bool{}
+	for _, id := range l.Params.Notifications.TaskIDs {
+		if len(accepted) == maxListenTasks || seen[id] {
+			continue
+		}
+		seen[id] = true
+		if _, err := f.tasks.GetTimedTask(ctx, c, id); err == nil {
+			accepted = append(accepted, id)
+		}
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	meta := map[string]any{metaSubscriptionID: subID}
+	if write(map[string]any{"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+		"params": map[string]any{"_meta": meta, "notifications": map[string]any{"taskIds": accepted}}}) != nil {
+		return
+	}
+	f.b.Audit(ctx, c, "mcp subscriptions/listen", nil, start)
+	out := make(chan taskView)
+	var wg sync.WaitGroup
+	for _, id := range accepted {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f.followTask(ctx, c, id, true, func(v taskView) {
+				select {
+				case out <- v:
+				case <-ctx.Done():
+				}
+			})
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(out)
+	}()
+	defer func() {
+		cancel()
+		for range out { // let the followers end
+		}
+	}()
+	for v := range out {
+		m := v.detailed()
+		m["_meta"] = meta
+		if write(map[string]any{"jsonrpc": "2.0", "method": "notifications/tasks", "params": m}) != nil {
+			return
+		}
+	}
+	if ctx.Err() == nil {
+		_ = write(map[string]any{"jsonrpc": "2.0", "id": subID, "result": map[string]any{"resultType": "complete", "_meta": meta}})
+	}
+}
