@@ -52,19 +52,29 @@ const (
 type taskNotes struct {
 	f       *Face
 	mu      sync.Mutex
-	streams map[string]*sseStream      // a stateful session's standing stream, by session ID
-	watched map[string]map[string]bool // task ID → the sessions told of it
+	streams map[string]*sseStream // a stateful session's standing stream, by session ID
+	watched map[string]*watchers  // task ID → the sessions told of it
 	closed  bool
 }
 
+// watchers are the sessions told of one task's changes: all of them the
+// task owner's (holder, a Caller's Holder, as the go-sdk binds a session
+// to it).
+type watchers struct {
+	holder   string
+	sessions map[string]bool
+}
+
 func newTaskNotes(f *Face) *taskNotes {
-	return &taskNotes{f: f, streams: map[string]*sseStream{}, watched: map[string]map[string]bool{}}
+	return &taskNotes{f: f, streams: map[string]*sseStream{}, watched: map[string]*watchers{}}
 }
 
 // follow tells req's session (a 2025-11-25 one, over HTTP) of task id's
 // changes from now on, until the task ends: a follower for the task,
-// which runs as c, starts with the first session. A nil n, or a request
-// of no such session, does nothing.
+// which runs as c, starts with the first session. The caller must have
+// found id to be c's task first: follow does not look, it only keeps a
+// session of another holder than the follower's out. A nil n, or a
+// request of no such session, does nothing.
 func (n *taskNotes) follow(req sdk.Request, c protocol.Caller, id string) {
 	if n == nil || req == nil {
 		return
@@ -78,11 +88,13 @@ func (n *taskNotes) follow(req sdk.Request, c protocol.Caller, id string) {
 	if n.closed {
 		return
 	}
-	if set, ok := n.watched[id]; ok {
-		set[ss.ID()] = true
+	if w, ok := n.watched[id]; ok {
+		if w.holder == c.Holder() {
+			w.sessions[ss.ID()] = true
+		}
 		return
 	}
-	n.watched[id] = map[string]bool{ss.ID(): true}
+	n.watched[id] = &watchers{holder: c.Holder(), sessions: map[string]bool{ss.ID(): true}}
 	n.f.wg.Add(1)
 	go func() {
 		defer n.f.wg.Done()
@@ -93,7 +105,7 @@ func (n *taskNotes) follow(req sdk.Request, c protocol.Caller, id string) {
 			}
 			n.mu.Lock()
 			var to []*sseStream
-			for sid := range n.watched[id] {
+			for sid := range n.watched[id].sessions {
 				if s := n.streams[sid]; s != nil {
 					to = append(to, s)
 				}

@@ -439,8 +439,7 @@ func (f *Face) serveTask(ctx context.Context, c protocol.Caller, method string, 
 		if isModern {
 			break
 		}
-		f.notes.follow(req, c, p.TaskID)
-		return f.taskResult(ctx, c, p.TaskID)
+		return f.taskResult(ctx, req, c, p.TaskID)
 	case "tasks/cancel":
 		if _, err := f.tasks.CancelTask(ctx, c, p.TaskID); err != nil {
 			perr := protocol.AsError(err)
@@ -485,12 +484,14 @@ func (f *Face) getTask(ctx context.Context, c protocol.Caller, id string, isMode
 
 // taskResult answers tasks/result (2025-11-25): it waits, bounded by ctx,
 // until the task ends, then answers with the tool's result, which names
-// the task in its _meta.
-func (f *Face) taskResult(ctx context.Context, c protocol.Caller, id string) (sdk.Result, error) {
+// the task in its _meta. req's session hears of the task's changes from
+// then on, once the task is known to be c's (as with tasks/get).
+func (f *Face) taskResult(ctx context.Context, req sdk.Request, c protocol.Caller, id string) (sdk.Result, error) {
 	v, err := f.getTask(ctx, c, id, false)
 	if err != nil {
 		return nil, err
 	}
+	f.notes.follow(req, c, id)
 	if !terminal(v.status) {
 		if err := f.tasks.StreamTask(ctx, c, id, 0, false, func(a2a.StreamEvent) error { return nil }); err != nil {
 			return nil, protocolToWire(protocol.AsError(err))

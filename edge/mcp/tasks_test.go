@@ -17,7 +17,7 @@ import (
 
 // taskRig is a real node with its edge, the A2A face (the task engine)
 // and the MCP face with tasks on it; the node has a slow skill, nap (it
-// sleeps 30 s unless canceled).
+// sleeps 30 s unless canceled), which anonymous callers may call too.
 type taskRig struct {
 	url  string
 	edge *edge.Server
@@ -29,7 +29,11 @@ func newTaskRig(t *testing.T) *taskRig {
 	if err := os.WriteFile(skills, []byte(`{"skills":[{"name":"nap","description":"sleeps","handler":{"type":"command","command":["sleep","30"]}}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	n, err := node.New(node.Config{DataDir: t.TempDir(), ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, Secret: []byte(secret), SkillsFile: skills})
+	dataDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dataDir, "policy.json"), []byte(`{"grants":{"http":["nap"]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n, err := node.New(node.Config{DataDir: dataDir, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, Secret: []byte(secret), SkillsFile: skills})
 	if err != nil {
 		t.Fatal(err)
 	}
