@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -52,8 +51,8 @@ const (
 type taskNotes struct {
 	f       *Face
 	mu      sync.Mutex
-	streams map[string]*sseStream // a stateful session's standing stream, by session ID
-	watched map[string]*watchers  // task ID → the sessions told of it
+	streams map[string]*standingStream // a stateful session's standing stream, by session ID
+	watched map[string]*watchers       // task ID → the sessions told of it
 	closed  bool
 }
 
@@ -66,7 +65,7 @@ type watchers struct {
 }
 
 func newTaskNotes(f *Face) *taskNotes {
-	return &taskNotes{f: f, streams: map[string]*sseStream{}, watched: map[string]*watchers{}}
+	return &taskNotes{f: f, streams: map[string]*standingStream{}, watched: map[string]*watchers{}}
 }
 
 // follow tells req's session (a 2025-11-25 one, over HTTP) of task id's
@@ -104,7 +103,7 @@ func (n *taskNotes) follow(req sdk.Request, c protocol.Caller, id string) {
 				return
 			}
 			n.mu.Lock()
-			var to []*sseStream
+			var to []*standingStream
 			for sid := range n.watched[id].sessions {
 				if s := n.streams[sid]; s != nil {
 					to = append(to, s)
@@ -121,19 +120,30 @@ func (n *taskNotes) follow(req sdk.Request, c protocol.Caller, id string) {
 	}()
 }
 
-// stream registers w as session id's standing stream while serve runs.
+// stream serves a GET of session id (serve: the go-sdk's handler) and
+// makes it the session's standing stream once the go-sdk has begun it
+// (200, server-sent events), which the go-sdk does only for the session's
+// holder and one stream at a time: a GET it refuses (another caller's
+// session 403, a second stream 409, an unknown session 404) never takes
+// the session's notifications. When it ends, the stream it stood in for,
+// if one is still open, is the standing one again.
 func (n *taskNotes) stream(id string, w *statusWriter, serve func(http.ResponseWriter)) {
 	if n == nil || id == "" {
 		serve(w)
 		return
 	}
-	s := &sseStream{w: w}
-	n.mu.Lock()
-	prev := n.streams[id]
-	n.streams[id] = s
-	n.mu.Unlock()
-	defer func() {
+	var prev *standingStream
+	s := &standingStream{w: w}
+	s.begun = func() {
 		n.mu.Lock()
+		defer n.mu.Unlock()
+		prev = n.streams[id]
+		n.streams[id] = s
+	}
+	defer func() {
+		s.end()
+		n.mu.Lock()
+		defer n.mu.Unlock()
 		if n.streams[id] == s {
 			if prev != nil && prev.open() {
 				n.streams[id] = prev
@@ -141,8 +151,6 @@ func (n *taskNotes) stream(id string, w *statusWriter, serve func(http.ResponseW
 				delete(n.streams, id)
 			}
 		}
-		n.mu.Unlock()
-		s.end()
 	}()
 	serve(s)
 }
@@ -158,69 +166,92 @@ func (n *taskNotes) close() {
 	n.mu.Unlock()
 }
 
-// sseStream is a standing stream the go-sdk writes its events into, into
-// which the face writes events of its own between them: every write holds
-// mu, and the go-sdk writes each event in one Write.
-type sseStream struct {
+// standingStream is a session's standing stream as the go-sdk writes its
+// events into it; the face writes events of its own between them
+// (inject): every write holds mu, and the go-sdk writes each event in one
+// Write. begun runs once, without mu, when the go-sdk has begun the
+// stream (200, server-sent events). Lock order: taskNotes.mu, then mu;
+// nothing takes taskNotes.mu while holding mu.
+type standingStream struct {
 	w     *statusWriter
+	begun func()
 	mu    sync.Mutex
+	live  bool // the go-sdk has begun it
 	ended bool
 }
 
-func (s *sseStream) Header() http.Header { return s.w.Header() }
+func (s *standingStream) Header() http.Header { return s.w.Header() }
 
-func (s *sseStream) WriteHeader(status int) {
+func (s *standingStream) WriteHeader(status int) {
+	defer s.noteBegun()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.w.WriteHeader(status)
 }
 
-func (s *sseStream) Write(p []byte) (int, error) {
+func (s *standingStream) Write(p []byte) (int, error) {
+	defer s.noteBegun()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
 }
 
-func (s *sseStream) Flush() {
+func (s *standingStream) Flush() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.w.Flush()
 }
 
-func (s *sseStream) Unwrap() http.ResponseWriter { return s.w }
+func (s *standingStream) Unwrap() http.ResponseWriter { return s.w }
 
-// open says the go-sdk has begun the stream (200, server-sent events) and
-// it has not ended.
-func (s *sseStream) open() bool {
+// noteBegun runs begun if the go-sdk has just begun the stream: answered
+// 200 with server-sent events. Only the go-sdk's goroutine calls it.
+func (s *standingStream) noteBegun() {
+	s.mu.Lock()
+	now := !s.live && !s.ended && s.w.status == http.StatusOK && strings.HasPrefix(s.w.Header().Get("Content-Type"), "text/event-stream")
+	s.live = s.live || now
+	s.mu.Unlock()
+	if now && s.begun != nil {
+		s.begun()
+	}
+}
+
+// open says the go-sdk has begun the stream and it has not ended.
+func (s *standingStream) open() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !s.ended && s.w.status == http.StatusOK && strings.HasPrefix(s.w.Header().Get("Content-Type"), "text/event-stream")
+	return s.live && !s.ended
 }
 
 // inject writes one JSON-RPC message as an event of the stream, if it is
 // open; a write that fails is dropped (the go-sdk's next one ends it).
-func (s *sseStream) inject(msg []byte) {
-	if !s.open() {
-		return
-	}
+func (s *standingStream) inject(msg []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended {
-		return
-	}
-	var b bytes.Buffer
-	b.WriteString("event: message\ndata: ")
-	b.Write(msg)
-	b.WriteString("\n\n")
-	if _, err := s.w.Write(b.Bytes()); err == nil {
-		s.w.Flush()
+	if s.live && !s.ended {
+		_ = writeEvent(s.w, msg)
 	}
 }
 
-func (s *sseStream) end() {
+func (s *standingStream) end() {
 	s.mu.Lock()
 	s.ended = true
 	s.mu.Unlock()
+}
+
+// writeEvent writes msg, one JSON-RPC message (JSON has no raw newline),
+// to w as one server-sent event, in one Write, and flushes it: the one
+// way the face writes an event of its own, on a standing stream between
+// the go-sdk's events or on a subscriptions/listen stream.
+func writeEvent(w http.ResponseWriter, msg []byte) error {
+	const head, tail = "event: message\ndata: ", "\n\n"
+	b := make([]byte, 0, len(head)+len(msg)+len(tail))
+	b = append(append(append(b, head...), msg...), tail...)
+	if _, err := w.Write(b); err != nil {
+		return err
+	}
+	_ = http.NewResponseController(w).Flush()
+	return nil
 }
 
 // followTask calls send with c's task id as MCP shows it (isModern: the
@@ -330,11 +361,7 @@ func (f *Face) serveTaskListen(w http.ResponseWriter, r *http.Request, c protoco
 		if err != nil {
 			return err
 		}
-		if _, err := fmt.Fprintf(w, "event: message\ndata: %s\n\n", b); err != nil {
-			return err
-		}
-		http.NewResponseController(w).Flush()
-		return nil
+		return writeEvent(w, b)
 	}
 	if !declaresTasks(l.Params.Meta) {
 		w.Header().Set("Content-Type", "application/json")
