@@ -22,7 +22,8 @@ import (
 //
 //   - 2025-11-25: notifications/tasks/status (the Task) on the session's
 //     standing stream (the GET the client keeps open), for every session
-//     that started the task or asked about it (tasks/get, tasks/result).
+//     of the task's owner that started it or asked about it (tasks/get,
+//     tasks/result; another caller's ask is refused and hears nothing).
 //     The go-sdk sends no method it does not know, so the face writes the
 //     event into that stream itself, between the go-sdk's events (each of
 //     which it writes whole, in one Write).
