@@ -216,6 +216,13 @@ func TestPushConfigOperations(t *testing.T) {
 	if _, e := r.rpc(t, other, "1.0", "CreateTaskPushNotificationConfig", map[string]any{"taskId": id, "url": rc.srv.URL}); e == nil || e.Code != -32001 {
 		t.Fatalf("another caller's task: %+v", e)
 	}
+	// Each field within its cap, but the config over the store's as JSON
+	// (& is escaped as six bytes): the client's error, naming the field.
+	if _, e := r.rpc(t, tok, "1.0", "CreateTaskPushNotificationConfig", map[string]any{"taskId": id, "url": rc.srv.URL,
+		"authentication": map[string]any{"scheme": "Basic", "credentials": strings.Repeat("&", 4096)}}); e == nil || e.Code != protocol.CodeInvalidParams ||
+		!strings.Contains(e.Message, "authentication.credentials takes") {
+		t.Fatalf("a config that escapes past the store's cap: %+v", e)
+	}
 	// v0.3 forms of the same configs.
 	res, e = r.rpc(t, tok, "0.3", "tasks/pushNotificationConfig/get", map[string]any{"id": id, "pushNotificationConfigId": "a"})
 	if e != nil || !strings.Contains(string(res), `"pushNotificationConfig":{`) || !strings.Contains(string(res), `"schemes":["Bearer"]`) {
