@@ -358,7 +358,7 @@ func TestPushDeadReceiverDropped(t *testing.T) {
 		for _, l := range lines {
 			var rec struct {
 				Method, Outcome, Remote, Auth, Error string
-				Code                             int
+				Code                                 int
 			}
 			_ = json.Unmarshal(l, &rec)
 			if rec.Method == a2a.PushAuditMethod {
