@@ -100,7 +100,7 @@ func FuzzPushConfig(f *testing.F) {
 				}
 				continue
 			}
-			if c.ID == "" || len(c.URL) > maxPushURL {
+			if kept, _ := json.Marshal(c); c.ID == "" || len(c.URL) > maxPushURL || len(kept) > maxPushJSON {
 				t.Fatalf("a config read without an id, or too long: %+v", c)
 			}
 			b1, _ := json.Marshal(c.v1())

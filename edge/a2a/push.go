@@ -38,6 +38,11 @@ const (
 	maxPushCred    = 4096
 	maxPushID      = 128
 	maxPushScheme  = 64
+	// maxPushJSON is the store's cap on one config as it is kept, JSON
+	// with json.Marshal's escapes (node/store.MaxPushConfigBytes):
+	// checkPush holds a config to it, so that an oversized field is the
+	// client's error, never the store's.
+	maxPushJSON = 8 << 10
 	// pushResolveTimeout bounds the DNS lookup of a webhook's host when
 	// its config is set.
 	pushResolveTimeout = 5 * time.Second
@@ -58,10 +63,17 @@ type pushConfig struct {
 	// Version is the A2A version the config was set in: the form of the
 	// notifications ("1.0": a StreamResponse; "0.3": the task).
 	Version string `json:"version"`
-	// Caller and CallerOwner name who set it, for the audit line of a
-	// notification that was dropped.
-	Caller      string `json:"caller,omitempty"`
-	CallerOwner string `json:"callerOwner,omitempty"`
+	// Caller, CallerOwner and CallerKind name who set it, for the audit
+	// line of a notification that was dropped.
+	Caller      string              `json:"caller,omitempty"`
+	CallerOwner string              `json:"callerOwner,omitempty"`
+	CallerKind  protocol.CallerKind `json:"callerKind,omitempty"`
+}
+
+// setBy names the caller of q as the config's (setPush sets the same
+// ID and owner; checkPush then measures the config as it is kept).
+func (c *pushConfig) setBy(q *req) {
+	c.Caller, c.CallerOwner, c.CallerKind = q.c.ID, q.owner, q.c.Kind
 }
 
 // pushAuthV1 is AuthenticationInfo of v1.0; pushAuthV03 is
@@ -182,6 +194,17 @@ func (f *Face) checkPush(ctx context.Context, c *pushConfig) *rpcError {
 	if c.ID == "" {
 		c.ID = newID()
 	}
+	// As kept: json.Marshal escapes <, >, & and control characters (six
+	// bytes each), so a field within its cap may still not fit.
+	if b, _ := json.Marshal(c); len(b) > maxPushJSON {
+		name, most := "url", 0
+		for _, f := range []struct{ name, v string }{{"url", c.URL}, {"token", c.Token}, {"authentication.credentials", c.Credentials}, {"id", c.ID}} {
+			if fb, _ := json.Marshal(f.v); len(fb) > most {
+				name, most = f.name, len(fb)
+			}
+		}
+		return bad("it is %d bytes as JSON, more than the %d a config may; %s takes %d of them (JSON escapes <, > and & as six bytes each)", len(b), maxPushJSON, name, most)
+	}
 	host := strings.Trim(u.Hostname(), "[]")
 	var addrs []netip.Addr
 	if a, err := netip.ParseAddr(host); err == nil {
@@ -257,6 +280,7 @@ func (f *Face) pushCreate(q *req, params json.RawMessage) {
 		}
 		c = fromV03(p.TaskID, *p.PushNotificationConfig)
 	}
+	c.setBy(q)
 	if e := q.loadTask(c.TaskID); e != nil {
 		q.fail(e)
 		return
@@ -459,5 +483,6 @@ func (q *req) sendPush(v1, v03 json.RawMessage, taskID string) (*pushConfig, *rp
 		return nil, rpcErrf(protocol.CodeInvalidParams, "invalid params: the push notification config names task %q, not the message's", protocol.Clip(c.TaskID, 80))
 	}
 	c.TaskID = taskID
+	c.setBy(q)
 	return &c, nil
 }

@@ -216,6 +216,13 @@ func TestPushConfigOperations(t *testing.T) {
 	if _, e := r.rpc(t, other, "1.0", "CreateTaskPushNotificationConfig", map[string]any{"taskId": id, "url": rc.srv.URL}); e == nil || e.Code != -32001 {
 		t.Fatalf("another caller's task: %+v", e)
 	}
+	// Each field within its cap, but the config over the store's as JSON
+	// (& is escaped as six bytes): the client's error, naming the field.
+	if _, e := r.rpc(t, tok, "1.0", "CreateTaskPushNotificationConfig", map[string]any{"taskId": id, "url": rc.srv.URL,
+		"authentication": map[string]any{"scheme": "Basic", "credentials": strings.Repeat("&", 4096)}}); e == nil || e.Code != protocol.CodeInvalidParams ||
+		!strings.Contains(e.Message, "authentication.credentials takes") {
+		t.Fatalf("a config that escapes past the store's cap: %+v", e)
+	}
 	// v0.3 forms of the same configs.
 	res, e = r.rpc(t, tok, "0.3", "tasks/pushNotificationConfig/get", map[string]any{"id": id, "pushNotificationConfigId": "a"})
 	if e != nil || !strings.Contains(string(res), `"pushNotificationConfig":{`) || !strings.Contains(string(res), `"schemes":["Bearer"]`) {
@@ -305,6 +312,10 @@ func TestPushRefusesPrivateTargets(t *testing.T) {
 	}
 }
 
+// A webhook that fails is tried, then its notification dropped with one
+// audit line, and its circuit opens: its next notifications are dropped
+// unsent, with no line of their own, and the other webhooks of the task
+// hear every one.
 func TestPushDeadReceiverDropped(t *testing.T) {
 	r := newRigOpts(t, nil, nil, a2a.WithOutboundAllow(loopback), a2a.WithPushRetry(3, 5*time.Millisecond))
 	// A receiver that is down: 503 to every try.
@@ -324,76 +335,121 @@ func TestPushDeadReceiverDropped(t *testing.T) {
 	}
 	gone := l.Addr().String()
 	l.Close()
+	rc := newReceiver(t)
 	tok := r.token()
+	// The configs' ids order them: a task's configs hear each event in
+	// the order of their ids, so that when "c" hears the last event, "a"
+	// and "b" have had it.
 	res, e := r.rpc(t, tok, "1.0", "SendMessage", map[string]any{"message": msg(map[string]any{"data": map[string]any{"skill": "slow"}}),
-		"configuration": map[string]any{"returnImmediately": true, "taskPushNotificationConfig": map[string]any{"url": down.URL + "/hook"}}})
+		"configuration": map[string]any{"returnImmediately": true, "taskPushNotificationConfig": map[string]any{"id": "a", "url": down.URL + "/hook"}}})
 	if e != nil {
 		t.Fatal(e.Message)
 	}
 	var sent struct{ Task struct{ ID string } }
 	_ = json.Unmarshal(res, &sent)
-	// The task waits in "slow": its first two events (the task, working)
-	// went to the first webhook, each tried 3 times, then dropped with one
-	// audit line each.
 	host := strings.TrimPrefix(down.URL, "http://")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	drops := func() (map[string]int, []json.RawMessage) {
+		t.Helper()
 		lines, err := r.n.AuditLog(context.Background(), protocol.AuditQuery{Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
-		drops := 0
+		n := map[string]int{}
 		for _, l := range lines {
 			var rec struct {
-				Method, Outcome, Remote string
-				Code                    int
+				Method, Outcome, Remote, Auth, Error string
+				Code                                 int
 			}
 			_ = json.Unmarshal(l, &rec)
 			if rec.Method == a2a.PushAuditMethod {
-				if rec.Outcome != "error" || rec.Code != protocol.CodeInternal || rec.Remote != host {
+				if rec.Outcome != "error" || rec.Code != protocol.CodeInternal || rec.Auth != "secret" {
 					t.Fatalf("audit line: %s", l)
 				}
-				drops++
+				n[rec.Remote]++
 			}
 		}
-		if drops == 2 {
-			mu.Lock()
-			n := hits
-			mu.Unlock()
-			if n != 6 {
-				t.Fatalf("the webhook that is down was tried %d times, want 3 for each of 2 notifications", n)
-			}
+		return n, lines
+	}
+	// The task waits in "slow": its first event (the task) went to "a",
+	// tried 3 times, then dropped with one audit line.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if n, _ := drops(); n[host] > 0 {
 			break
 		}
-		if drops > 2 || time.Now().After(deadline) {
-			t.Fatalf("%d audit lines of dropped notifications, want 2: %s", drops, lines)
+		if time.Now().After(deadline) {
+			_, lines := drops()
+			t.Fatalf("no audit line of a dropped notification: %s", lines)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	if _, e := r.rpc(t, tok, "1.0", "CreateTaskPushNotificationConfig", map[string]any{"taskId": sent.Task.ID, "url": "http://" + gone + "/hook"}); e != nil {
-		t.Fatal(e.Message)
+	for _, id := range []string{"b", "c"} {
+		u := rc.srv.URL + "/c"
+		if id == "b" {
+			u = "http://" + gone + "/hook"
+		}
+		if _, e := r.rpc(t, tok, "1.0", "CreateTaskPushNotificationConfig", map[string]any{"taskId": sent.Task.ID, "id": id, "url": u}); e != nil {
+			t.Fatal(e.Message)
+		}
 	}
-	// The task ends: its artifact and completed state go to both webhooks
-	// and are dropped by both (the port that is gone refuses each try).
+	// The task ends: its artifact and completed state reach "c"; "b"
+	// (the port that is gone refuses each try) drops the artifact after
+	// 3 tries, with one line, and then the completed state unsent; "a"
+	// sends neither.
 	close(r.release)
 	r.waitCompletedAs(t, tok, sent.Task.ID)
-	for {
-		lines, _ := r.n.AuditLog(context.Background(), protocol.AuditQuery{Limit: 100})
-		drops := map[string]int{}
-		for _, l := range lines {
-			var rec struct{ Method, Remote string }
-			_ = json.Unmarshal(l, &rec)
-			if rec.Method == a2a.PushAuditMethod {
-				drops[rec.Remote]++
-			}
+	rc.waitFor(t, 2)
+	n, lines := drops()
+	mu.Lock()
+	tried := hits
+	mu.Unlock()
+	if n[host] != 1 || n[gone] != 1 || len(n) != 2 || tried != 3 {
+		t.Fatalf("audit lines by webhook: %v, want %s 1, %s 1; the webhook that is down was tried %d times, want 3: %s", n, host, gone, tried, lines)
+	}
+}
+
+// One caller's webhooks that never answer hold at most pushPerOwner of
+// the senders: another caller's notification is sent while they hang.
+func TestPushHangDoesNotStarve(t *testing.T) {
+	r := newRigOpts(t, nil, nil, a2a.WithOutboundAllow(loopback), a2a.WithPushRetry(1, 0))
+	block := make(chan struct{})
+	var mu sync.Mutex
+	hanging, most := 0, 0
+	arrived := make(chan struct{}, 64)
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		hanging++
+		most = max(most, hanging)
+		mu.Unlock()
+		arrived <- struct{}{}
+		select {
+		case <-block:
+		case <-req.Context().Done():
 		}
-		if drops[host] == 4 && drops[gone] == 2 {
-			return
+		mu.Lock()
+		hanging--
+		mu.Unlock()
+	}))
+	defer hang.Close()
+	defer close(block)
+	fast := newReceiver(t)
+	attacker := r.anon(t) // an edge session anyone may have
+	for range 8 {
+		if _, e := r.rpc(t, attacker, "1.0", "SendMessage", map[string]any{
+			"message":       msg(map[string]any{"data": map[string]any{"skill": "ping"}}),
+			"configuration": map[string]any{"taskPushNotificationConfig": map[string]any{"url": hang.URL}}}); e != nil {
+			t.Fatal(e.Message)
 		}
-		if time.Now().After(deadline.Add(10 * time.Second)) {
-			t.Fatalf("audit lines by webhook: %v, want %s 4, %s 2", drops, host, gone)
-		}
-		time.Sleep(20 * time.Millisecond)
+	}
+	<-arrived // the attacker's webhooks hold senders now
+	if _, e := r.rpc(t, r.token(), "1.0", "SendMessage", map[string]any{
+		"message":       msg(map[string]any{"data": map[string]any{"skill": "ping"}}),
+		"configuration": map[string]any{"taskPushNotificationConfig": map[string]any{"url": fast.srv.URL}}}); e != nil {
+		t.Fatal(e.Message)
+	}
+	fast.waitFor(t, 1) // while the attacker's webhooks hang
+	mu.Lock()
+	defer mu.Unlock()
+	if most > 2 {
+		t.Fatalf("one caller's hanging webhooks held %d senders at once, want at most 2", most)
 	}
 }
 
@@ -410,3 +466,60 @@ func TestPushOffWithoutStore(t *testing.T) {
 
 // noPush is a Backend that is no PushStore.
 type noPush struct{ a2a.Backend }
+
+// countReads is the node as a Backend that counts its PushConfigs reads.
+type countReads struct {
+	*node.Node
+	mu    sync.Mutex
+	reads map[string]int
+}
+
+func (c *countReads) PushConfigs(taskID string) ([]json.RawMessage, error) {
+	c.mu.Lock()
+	c.reads[taskID]++
+	c.mu.Unlock()
+	return c.Node.PushConfigs(taskID)
+}
+
+// The events of a task without configs read its configs once, not for
+// each event; a config set on the running task is heard from then on.
+func TestPushConfigsReadOnce(t *testing.T) {
+	cr := &countReads{reads: map[string]int{}}
+	r := newRigOpts(t, nil, func(n *node.Node) a2a.Backend { cr.Node = n; return cr }, a2a.WithOutboundAllow(loopback))
+	tok := r.token()
+	res, e := r.rpc(t, tok, "1.0", "SendMessage", map[string]any{"message": msg(map[string]any{"data": map[string]any{"skill": "slow"}}),
+		"configuration": map[string]any{"returnImmediately": true}})
+	if e != nil {
+		t.Fatal(e.Message)
+	}
+	var sent struct{ Task struct{ ID string } }
+	_ = json.Unmarshal(res, &sent)
+	id := sent.Task.ID
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if res, _ := r.rpc(t, tok, "1.0", "GetTask", map[string]any{"id": id}); strings.Contains(string(res), "TASK_STATE_WORKING") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the task did not start working")
+		}
+	}
+	cr.mu.Lock()
+	n := cr.reads[id]
+	cr.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("two events (the task, working) of a task without configs read its configs %d times, want 1", n)
+	}
+	rc := newReceiver(t)
+	if _, e := r.rpc(t, tok, "1.0", "CreateTaskPushNotificationConfig", map[string]any{"taskId": id, "url": rc.srv.URL}); e != nil {
+		t.Fatal(e.Message)
+	}
+	close(r.release)
+	r.waitCompletedAs(t, tok, id)
+	rc.waitFor(t, 2) // the artifact and the completed state
+	cr.mu.Lock()
+	n = cr.reads[id]
+	cr.mu.Unlock()
+	if n != 2 {
+		t.Fatalf("the configs were read %d times, want 2 (the first event, and once after the config was set)", n)
+	}
+}

@@ -11,8 +11,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -46,37 +48,65 @@ const (
 	// for each next one, up to maxPushBackoff.
 	DefaultPushBackoff = 250 * time.Millisecond
 	maxPushBackoff     = 10 * time.Second
-	// pushTimeout bounds one POST to a webhook.
-	pushTimeout = 10 * time.Second
+	// pushTimeout bounds one try (a POST) to a webhook: a webhook answers
+	// in a few seconds, or the try has failed. A try that times out is not
+	// tried again: the config's circuit opens (pushBreak).
+	pushTimeout = 5 * time.Second
+	// pushBreak is how long a config's circuit stays open once a
+	// notification to it was dropped after its tries (or a timeout): its
+	// next notifications are dropped unsent, with no audit line of their
+	// own (the one of the drop that opened it says so); the first one
+	// after it is tried again.
+	pushBreak = time.Minute
 	// pushJWTLife is how long a notification's JWT is valid.
 	pushJWTLife = 5 * time.Minute
-	// pushWorkers is how many webhooks are called at once (each task's
-	// notifications in order, one at a time).
+	// pushWorkers is how many notifications are sent at once (each
+	// task's in order, one at a time).
 	pushWorkers = 8
-	// pushQueue caps the notifications of one task waiting to be sent;
-	// past it a notification is dropped (with an audit line).
-	pushQueue = 64
+	// pushPerOwner caps the workers the notifications of one owner's
+	// tasks hold at once, and pushPerHost those of one webhook host
+	// (host:port): slow webhooks of one caller, or of one host, hold up
+	// only their own, never every caller's.
+	pushPerOwner = 2
+	pushPerHost  = 2
+	// pushQueue caps the notifications of one task waiting to be sent,
+	// and pushQueueBytes their bodies (a v0.3 body is the whole task); past
+	// either a notification is dropped (with an audit line), but one always
+	// waits, whatever its size.
+	pushQueue      = 64
+	pushQueueBytes = 4 << 20
+	// pushIndexMax caps the tasks whose configs the pusher remembers (of
+	// tasks that have not ended); past it, it forgets them all and reads
+	// them again as their events come.
+	pushIndexMax = 4096
 )
 
 // pushJob is one event of a task to notify its webhooks of.
 type pushJob struct {
-	taskID  string
 	seq     uint64
 	configs []pushConfig
 	body    map[string][]byte // by config version: "1.0", "0.3"
+	size    int               // the bytes of body
+	hosts   []string          // of the configs' URLs (host:port), each once
 }
 
 // pushQueueT is the notifications of one task waiting to be sent, in order.
 type pushQueueT struct {
-	jobs      []pushJob
-	scheduled bool // in ready, or a worker drains it
+	taskID string
+	owner  string // who set the configs: the task's owner
+	jobs   []pushJob
+	bytes  int  // of the jobs' bodies
+	queued bool // in ready, or a worker sends its first job
 }
 
 // pusher sends the notifications of the faces of a node (the node's own
-// and its mesh peers'): a pool of workers, each task's notifications in
-// order; a slow or dead webhook holds up only its own task's.
+// and its mesh peers'): a pool of workers that take one notification of
+// a task at a time, the tasks in turn, each task's in order; an owner's
+// tasks hold at most pushPerOwner workers at once, a webhook host at most
+// pushPerHost, and a webhook that failed is not waited on again for
+// pushBreak.
 type pusher struct {
-	store    PushStore
+	store    *pushIndex
 	scope    *netscope.Scope
 	hc       *http.Client
 	sign     func([]byte) ([]byte, error)
@@ -93,7 +123,10 @@ type pusher struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
 	queues map[string]*pushQueueT
-	ready  []string
+	ready  []*pushQueueT
+	owners map[string]int       // workers busy with each owner's notifications
+	hosts  map[string]int       // workers busy with each webhook host
+	broken map[string]time.Time // config (task id, NUL, config id) → its circuit is open until
 	closed bool
 }
 
@@ -103,8 +136,9 @@ func newPusher(b Backend, store PushStore, cfg config, log *slog.Logger) *pusher
 	scope := netscope.New(cfg.outboundAllow)
 	hc := scope.Client(0)
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	p := &pusher{store: store, scope: scope, hc: hc, sign: b.Sign, peerID: b.PeerID(), audit: b.Audit, log: log,
-		attempts: cfg.pushAttempts, backoff: cfg.pushBackoff, queues: map[string]*pushQueueT{}}
+	p := &pusher{store: &pushIndex{PushStore: store, byTask: map[string][]pushConfig{}}, scope: scope, hc: hc, sign: b.Sign, peerID: b.PeerID(), audit: b.Audit, log: log,
+		attempts: cfg.pushAttempts, backoff: cfg.pushBackoff, queues: map[string]*pushQueueT{},
+		owners: map[string]int{}, hosts: map[string]int{}, broken: map[string]time.Time{}}
 	p.cond = sync.NewCond(&p.mu)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	for range pushWorkers {
@@ -126,23 +160,89 @@ func (p *pusher) close() {
 	p.hc.CloseIdleConnections()
 }
 
+// pushIndex is the PushStore the faces use: it remembers the configs of
+// each task that has events, so that an event of a task without configs
+// reads nothing; a config set or deleted through it is read again.
+type pushIndex struct {
+	PushStore
+	mu     sync.Mutex
+	ver    uint64 // counts the changes, so that a read that raced one is not kept
+	byTask map[string][]pushConfig
+}
+
+// SavePushConfig keeps the config, and forgets what the index held of the
+// task.
+func (x *pushIndex) SavePushConfig(taskID, id string, config json.RawMessage, max int) error {
+	defer x.forget(taskID, true)
+	return x.PushStore.SavePushConfig(taskID, id, config, max)
+}
+
+// DeletePushConfig deletes the config, and forgets what the index held of
+// the task.
+func (x *pushIndex) DeletePushConfig(taskID, id string) (bool, error) {
+	defer x.forget(taskID, true)
+	return x.PushStore.DeletePushConfig(taskID, id)
+}
+
+// forget drops task id's entry; changed says its configs changed.
+func (x *pushIndex) forget(id string, changed bool) {
+	x.mu.Lock()
+	delete(x.byTask, id)
+	if changed {
+		x.ver++
+	}
+	x.mu.Unlock()
+}
+
+// configs returns task id's configs: remembered, or read (once per task,
+// and again after a change).
+func (x *pushIndex) configs(id string) ([]pushConfig, error) {
+	x.mu.Lock()
+	cs, ok := x.byTask[id]
+	ver := x.ver
+	x.mu.Unlock()
+	if ok {
+		return cs, nil
+	}
+	raws, err := x.PushStore.PushConfigs(id)
+	if err != nil {
+		return nil, err
+	}
+	cs = nil
+	for _, r := range raws {
+		var c pushConfig
+		if json.Unmarshal(r, &c) == nil {
+			cs = append(cs, c)
+		}
+	}
+	x.mu.Lock()
+	if x.ver == ver { // no config changed while it was read
+		if len(x.byTask) >= pushIndexMax {
+			clear(x.byTask)
+		}
+		x.byTask[id] = cs
+	}
+	x.mu.Unlock()
+	return cs, nil
+}
+
 // notify queues event ev of task t (saved, with its seq) for the task's
-// webhooks, if it has any. It does not block on the network.
+// webhooks, if it has any. It does not block on the network, and reads
+// the task's configs once (pushIndex), not for each event.
 func (p *pusher) notify(t *Task, ev Event) {
-	raws, err := p.store.PushConfigs(t.ID)
+	cs, err := p.store.configs(t.ID)
+	if t.Status.State.Terminal() { // its last event: nothing more to remember
+		defer p.store.forget(t.ID, false)
+	}
 	if err != nil {
 		p.log.Error("a2a: push configs", "task", t.ID, "err", err)
 		return
 	}
-	if len(raws) == 0 {
+	if len(cs) == 0 {
 		return
 	}
-	job := pushJob{taskID: t.ID, seq: ev.Seq, body: map[string][]byte{}}
-	for _, r := range raws {
-		var c pushConfig
-		if json.Unmarshal(r, &c) != nil {
-			continue
-		}
+	job := pushJob{seq: ev.Seq, body: map[string][]byte{}}
+	for _, c := range cs {
 		if _, ok := job.body[c.Version]; !ok {
 			var v any
 			if c.Version == "0.3" { // v0.3: the task as it is now
@@ -155,8 +255,12 @@ func (p *pusher) notify(t *Task, ev Event) {
 				continue
 			}
 			job.body[c.Version] = b
+			job.size += len(b)
 		}
 		job.configs = append(job.configs, c)
+		if h := webhookHost(c.URL); !slices.Contains(job.hosts, h) {
+			job.hosts = append(job.hosts, h)
+		}
 	}
 	p.mu.Lock()
 	if p.closed {
@@ -165,82 +269,139 @@ func (p *pusher) notify(t *Task, ev Event) {
 	}
 	q := p.queues[t.ID]
 	if q == nil {
-		q = &pushQueueT{}
+		q = &pushQueueT{taskID: t.ID, owner: nonEmpty(cs[0].CallerOwner, "task:"+t.ID)}
 		p.queues[t.ID] = q
 	}
-	if len(q.jobs) >= pushQueue {
+	if len(q.jobs) >= pushQueue || (len(q.jobs) > 0 && q.bytes+job.size > pushQueueBytes) {
 		p.mu.Unlock()
 		for _, c := range job.configs {
-			p.dropped(job, c, 0, fmt.Errorf("%d notifications of the task wait already", pushQueue))
+			p.dropped(t.ID, job, c, 0, fmt.Errorf("%d notifications of the task (%d bytes) wait already", len(q.jobs), q.bytes), false)
 		}
 		return
 	}
 	q.jobs = append(q.jobs, job)
-	if !q.scheduled {
-		q.scheduled = true
-		p.ready = append(p.ready, t.ID)
+	q.bytes += job.size
+	if !q.queued {
+		q.queued = true
+		p.ready = append(p.ready, q)
 		p.cond.Signal()
 	}
 	p.mu.Unlock()
 }
 
-// work drains the queues of the tasks that are ready, one task at a time.
+// webhookHost is the host:port of a webhook's URL, what pushPerHost
+// counts.
+func webhookHost(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return u.Host
+}
+
+// pick takes the first ready task whose owner and webhook hosts have
+// workers to spare, or nil.
+func (p *pusher) pick() *pushQueueT {
+	for i, q := range p.ready {
+		if p.owners[q.owner] >= pushPerOwner {
+			continue
+		}
+		if slices.ContainsFunc(q.jobs[0].hosts, func(h string) bool { return p.hosts[h] >= pushPerHost }) {
+			continue
+		}
+		p.ready = slices.Delete(p.ready, i, i+1)
+		return q
+	}
+	return nil
+}
+
+// work sends one notification of a ready task at a time, then puts the
+// task back in turn if more of its notifications wait.
 func (p *pusher) work() {
 	defer p.wg.Done()
 	for {
 		p.mu.Lock()
-		for len(p.ready) == 0 && !p.closed {
+		var q *pushQueueT
+		for !p.closed {
+			if q = p.pick(); q != nil {
+				break
+			}
 			p.cond.Wait()
 		}
 		if p.closed {
 			p.mu.Unlock()
 			return
 		}
-		id := p.ready[0]
-		p.ready = p.ready[1:]
+		job := q.jobs[0]
+		q.jobs = q.jobs[1:]
+		q.bytes -= job.size
+		p.owners[q.owner]++
+		for _, h := range job.hosts {
+			p.hosts[h]++
+		}
 		p.mu.Unlock()
-		p.drain(id)
+		for _, c := range job.configs {
+			p.deliver(q.taskID, job, c)
+		}
+		p.mu.Lock()
+		release(p.owners, q.owner)
+		for _, h := range job.hosts {
+			release(p.hosts, h)
+		}
+		if len(q.jobs) > 0 {
+			p.ready = append(p.ready, q)
+		} else {
+			q.queued = false
+			delete(p.queues, q.taskID)
+		}
+		p.cond.Broadcast() // a worker's owner and hosts are free again
+		p.mu.Unlock()
 	}
 }
 
-// drain sends task id's notifications in order until its queue is empty.
-func (p *pusher) drain(id string) {
-	for {
-		p.mu.Lock()
-		q := p.queues[id]
-		if q == nil || len(q.jobs) == 0 || p.closed {
-			delete(p.queues, id)
-			p.mu.Unlock()
-			return
-		}
-		job := q.jobs[0]
-		q.jobs = q.jobs[1:]
-		p.mu.Unlock()
-		for _, c := range job.configs {
-			p.deliver(job, c)
-		}
+// release counts one worker less for key k of m.
+func release(m map[string]int, k string) {
+	if m[k]--; m[k] <= 0 {
+		delete(m, k)
 	}
 }
 
 // errPermanent marks a failure that a retry would not mend.
 var errPermanent = errors.New("not retried")
 
+// errTimeout marks a try that the webhook did not answer in pushTimeout.
+var errTimeout = errors.New("no answer in time")
+
 // deliver posts job to webhook c: tried up to p.attempts times, with a
-// backoff that doubles; then dropped, with one audit line.
-func (p *pusher) deliver(job pushJob, c pushConfig) {
+// backoff that doubles, but not again after a timeout; then dropped, with
+// one audit line, and the config's circuit opens for pushBreak. A
+// notification to a config whose circuit is open is dropped unsent.
+func (p *pusher) deliver(taskID string, job pushJob, c pushConfig) {
+	key := taskID + "\x00" + c.ID
+	p.mu.Lock()
+	until, open := p.broken[key]
+	if open && time.Now().After(until) {
+		delete(p.broken, key)
+		open = false
+	}
+	p.mu.Unlock()
+	if open {
+		p.log.Debug("a2a: push notification dropped unsent: the webhook failed lately", "task", taskID, "event", job.seq, "url", protocol.Clip(c.URL, 200), "until", until)
+		return
+	}
 	body := job.body[c.Version]
 	wait := p.backoff
 	var err error
 	n := 0
 	for n < p.attempts {
 		n++
-		if err = p.post(job, c, body); err == nil {
+		if err = p.post(taskID, c, body); err == nil {
 			return
 		}
-		if errors.Is(err, errPermanent) || n == p.attempts {
+		if errors.Is(err, errPermanent) || errors.Is(err, errTimeout) || n == p.attempts {
 			break
 		}
-		p.log.Debug("a2a: push notification failed; retrying", "task", job.taskID, "url", c.URL, "attempt", n, "err", err)
+		p.log.Debug("a2a: push notification failed; retrying", "task", taskID, "url", c.URL, "attempt", n, "err", err)
 		select {
 		case <-p.ctx.Done():
 			return // stopping: the notification is abandoned
@@ -251,23 +412,33 @@ func (p *pusher) deliver(job pushJob, c pushConfig) {
 	if p.ctx.Err() != nil {
 		return
 	}
-	p.dropped(job, c, n, err)
+	p.mu.Lock()
+	now := time.Now()
+	if len(p.broken) >= pushIndexMax {
+		maps.DeleteFunc(p.broken, func(_ string, t time.Time) bool { return now.After(t) })
+	}
+	p.broken[key] = now.Add(pushBreak)
+	p.mu.Unlock()
+	p.dropped(taskID, job, c, n, err, true)
 }
 
 // dropped writes the one audit line of a notification that was not
-// delivered.
-func (p *pusher) dropped(job pushJob, c pushConfig, attempts int, err error) {
-	msg := fmt.Sprintf("push notification dropped: task %s event %d to %s: ", job.taskID, job.seq, protocol.Clip(c.URL, 200))
+// delivered; broke says the config's circuit opened with it.
+func (p *pusher) dropped(taskID string, job pushJob, c pushConfig, attempts int, err error, broke bool) {
+	msg := fmt.Sprintf("push notification dropped: task %s event %d to %s: ", taskID, job.seq, protocol.Clip(c.URL, 200))
 	if attempts > 0 {
 		msg += fmt.Sprintf("%d attempts failed, the last: %v", attempts, err)
 	} else {
 		msg += err.Error()
 	}
-	p.log.Warn("a2a: "+msg, "task", job.taskID)
+	if broke {
+		msg += fmt.Sprintf("; the config's notifications of the next %s are dropped unsent", pushBreak)
+	}
+	p.log.Warn("a2a: "+msg, "task", taskID)
 	// The line is the caller's who set the config; its remote is the
 	// webhook's host (the log line says the rest: the task, the event,
 	// the last error).
-	caller := protocol.Caller{ID: nonEmpty(c.Caller, "a2a-push"), Via: "a2a", Owner: c.CallerOwner}
+	caller := protocol.Caller{ID: nonEmpty(c.Caller, "a2a-push"), Via: "a2a", Owner: c.CallerOwner, Kind: c.CallerKind}
 	if u, err := url.Parse(c.URL); err == nil {
 		caller.Remote = u.Host
 	}
@@ -277,7 +448,7 @@ func (p *pusher) dropped(job pushJob, c pushConfig, attempts int, err error) {
 // post makes one try: POST body to c.URL with the config's
 // authentication. A 2xx answer delivers; a refusal by the outbound scope
 // or a 4xx other than 408 and 429 is permanent.
-func (p *pusher) post(job pushJob, c pushConfig, body []byte) error {
+func (p *pusher) post(taskID string, c pushConfig, body []byte) error {
 	ctx, cancel := context.WithTimeout(p.ctx, pushTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
@@ -293,7 +464,7 @@ func (p *pusher) post(job pushJob, c pushConfig, body []byte) error {
 	if c.Credentials != "" {
 		req.Header.Set("Authorization", c.Scheme+" "+c.Credentials)
 	} else {
-		jwt, err := p.jwt(c.URL, job.taskID, body)
+		jwt, err := p.jwt(c.URL, taskID, body)
 		if err != nil {
 			return fmt.Errorf("%w: %v", errPermanent, err)
 		}
@@ -306,6 +477,9 @@ func (p *pusher) post(job pushJob, c pushConfig, body []byte) error {
 	if err != nil {
 		if errors.Is(err, netscope.ErrRefused) {
 			return fmt.Errorf("%w: %v", errPermanent, err)
+		}
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("%w (%s): %v", errTimeout, pushTimeout, err)
 		}
 		return err
 	}

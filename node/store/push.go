@@ -2,18 +2,26 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/mcpv2/mcpv2/protocol"
 )
 
 // The push-notification configs of the tasks (A2A), kept across restarts:
 //
 //	task-push  task id → a bucket of config id → the config's JSON
 //
-// A task's configs are deleted with it (deleteTask).
+// A task's configs are deleted with it (deleteTask). Their bytes count
+// in the task's (tasks-size), and so against its owner's share of
+// WithMaxTasksBytes: from the save of the config when the task is stored
+// already, else from the task's first save (the face sets a message's
+// webhook before it saves the new task). A store made before the configs
+// were counted undercounts the configs it held then, until their tasks go.
 var taskPush = []byte("task-push")
 
 // MaxPushConfigBytes caps the JSON of one push-notification config.
@@ -38,12 +46,35 @@ func (s *Store) SavePushConfig(taskID, id string, config json.RawMessage, max in
 		return fmt.Errorf("store: %s: the config is %d bytes, more than %d: %w", op, len(config), MaxPushConfigBytes, ErrTooLarge)
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
+		var was []byte
+		if b := tx.Bucket(taskPush).Bucket([]byte(taskID)); b != nil {
+			was = b.Get([]byte(id))
+			if was == nil && max > 0 && b.Stats().KeyN >= max {
+				return fmt.Errorf("task %q has %d push-notification configs, the most a task may (delete one first): %w", taskID, max, ErrTooLarge)
+			}
+		}
+		if raw := tx.Bucket(taskBucket).Get([]byte(taskID)); raw != nil { // stored: count it now
+			var t protocol.StoredTask
+			if err := json.Unmarshal(raw, &t); err != nil {
+				return err
+			}
+			delta := int64(recordBytes(len(config)))
+			if was != nil {
+				delta -= int64(recordBytes(len(was)))
+			}
+			if err := s.fitTaskBytes(tx, t.Owner, t.Trusted, delta); err != nil {
+				return err
+			}
+			if tx.Bucket(taskBucket).Get([]byte(taskID)) == nil { // finished, and dropped to make room
+				return fmt.Errorf("%q: %w", taskID, ErrTaskNotFound)
+			}
+			if err := addTaskBytes(tx, t.Owner, t.ID, delta); err != nil {
+				return err
+			}
+		}
 		b, err := tx.Bucket(taskPush).CreateBucketIfNotExists([]byte(taskID))
 		if err != nil {
 			return err
-		}
-		if b.Get([]byte(id)) == nil && max > 0 && b.Stats().KeyN >= max {
-			return fmt.Errorf("task %q has %d push-notification configs, the most a task may (delete one first): %w", taskID, max, ErrTooLarge)
 		}
 		return b.Put([]byte(id), config)
 	})
@@ -93,13 +124,16 @@ func (s *Store) DeletePushConfig(taskID, id string) (bool, error) {
 		}
 		if id == "" {
 			found = true
-			return all.DeleteBucket([]byte(taskID))
+			n := 0
+			_ = b.ForEach(func(_, v []byte) error { n += int(recordBytes(len(v))); return nil })
+			return errors.Join(uncountPush(tx, taskID, n), all.DeleteBucket([]byte(taskID)))
 		}
-		if b.Get([]byte(id)) == nil {
+		v := b.Get([]byte(id))
+		if v == nil {
 			return nil
 		}
 		found = true
-		if err := b.Delete([]byte(id)); err != nil {
+		if err := errors.Join(uncountPush(tx, taskID, int(recordBytes(len(v)))), b.Delete([]byte(id))); err != nil {
 			return err
 		}
 		if b.Stats().KeyN == 0 {
@@ -113,7 +147,34 @@ func (s *Store) DeletePushConfig(taskID, id string) (bool, error) {
 	return found, nil
 }
 
-// deletePushConfigs deletes task id's configs with the task.
+// uncountPush takes n bytes of deleted configs off task taskID's count,
+// if the task is stored (else they were never counted).
+func uncountPush(tx *bolt.Tx, taskID string, n int) error {
+	raw := tx.Bucket(taskBucket).Get([]byte(taskID))
+	if raw == nil {
+		return nil
+	}
+	var t protocol.StoredTask
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return err
+	}
+	return addTaskBytes(tx, t.Owner, t.ID, -int64(n))
+}
+
+// pushBytes is what task id's configs count: the bytes of a new task's
+// configs set before its first save.
+func pushBytes(tx *bolt.Tx, id []byte) int64 {
+	b := tx.Bucket(taskPush).Bucket(id)
+	if b == nil {
+		return 0
+	}
+	var n int64
+	_ = b.ForEach(func(_, v []byte) error { n += int64(recordBytes(len(v))); return nil })
+	return n
+}
+
+// deletePushConfigs deletes task id's configs with the task (their bytes
+// are in the task's, which its deletion takes off).
 func deletePushConfigs(tx *bolt.Tx, id []byte) error {
 	all := tx.Bucket(taskPush)
 	if all.Bucket(id) == nil {

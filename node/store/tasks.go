@@ -246,6 +246,9 @@ func (s *Store) SaveTask(t protocol.StoredTask, event json.RawMessage) (uint64, 
 			return err
 		}
 		delta := int64(recordBytes(len(b))+recordBytes(len(event))) - was
+		if old == nil { // a new task: the push configs set before it count from now (push.go)
+			delta += pushBytes(tx, []byte(t.ID))
+		}
 		if old == nil || !t.Final { // a save that ends a task always lands
 			if err := s.fitTaskBytes(tx, t.Owner, t.Trusted, delta); err != nil {
 				return err
