@@ -22,6 +22,8 @@ import { createHash } from 'node:crypto';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { Role, StreamResponse, taskStateToJSON } from '@a2a-js/sdk';
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import { V1PushNotificationSerializer } from '@a2a-js/sdk/server';
+import { isDeepStrictEqual } from 'node:util';
 
 const base = process.env.A2A_BASE_URL;
 const token = process.env.A2A_TOKEN ?? '';
@@ -69,6 +71,11 @@ const server = createServer(async (req, res) => {
     if (!legacy) {
       check(req.headers['content-type'] === 'application/a2a+json', `content type ${req.headers['content-type']}`);
       const sr = StreamResponse.fromJSON(json);
+      // What the SDK's own sender (DefaultPushNotificationSender, its v1.0
+      // serializer) would POST for this event: the same JSON and type.
+      const own = new V1PushNotificationSerializer().serialize(sr);
+      check(own.contentType === req.headers['content-type'], `the SDK's sender would send ${own.contentType}`);
+      check(isDeepStrictEqual(JSON.parse(own.body), json), `the SDK's sender would send ${own.body}, not ${body}`);
       kind = sr.payload?.$case;
       const v = sr.payload?.value;
       state = kind === 'task' || kind === 'statusUpdate' ? taskStateToJSON(v.status.state) : '';
