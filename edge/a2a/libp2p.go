@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -138,10 +139,11 @@ func (f *Face) ServeLibP2P(h host.Host, opts ...LibP2POption) (*LibP2P, error) {
 			return nil, err
 		}
 	}
-	l, err := gostream.Listen(h, LibP2PProtocol, gostream.IgnoreEOF())
+	gl, err := gostream.Listen(h, LibP2PProtocol)
 	if err != nil {
 		return nil, fmt.Errorf("a2a: ServeLibP2P: listen on %s: %w", LibP2PProtocol, err)
 	}
+	l := halfCloseListener{gl}
 	s := &LibP2P{f: f, h: h, l: l, done: make(chan struct{}), rate: edge.NewKeyedLimiter(cfg.rate), rps: cfg.rate,
 		perPeer: map[peer.ID]int{}, perIP: map[string]int{}}
 	mux := http.NewServeMux()
@@ -171,15 +173,16 @@ func (f *Face) ServeLibP2P(h host.Host, opts ...LibP2POption) (*LibP2P, error) {
 		IdleTimeout:    2 * time.Minute,
 		MaxHeaderBytes: 16 << 10,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			if a := c.RemoteAddr(); a != nil && a.Network() == gostream.Network {
-				if id, err := peer.Decode(a.String()); err == nil {
-					st := stream{id: id, ip: "unknown"}
-					if sc, ok := c.(interface{ Conn() network.Conn }); ok {
-						m := sc.Conn().RemoteMultiaddr()
-						st.remote, st.ip = m.String(), ipShare(m)
-					}
-					return context.WithValue(ctx, streamKey{}, st)
+			hc, ok := c.(*halfClose)
+			if !ok {
+				return ctx
+			}
+			if id, err := peer.Decode(hc.RemoteAddr().String()); err == nil {
+				st := stream{id: id, ip: "non-ip"}
+				if hc.remote != nil {
+					st.remote, st.ip = hc.remote.String(), ipShare(hc.remote)
 				}
+				return context.WithValue(ctx, streamKey{}, st)
 			}
 			return ctx
 		},
@@ -191,6 +194,78 @@ func (f *Face) ServeLibP2P(h host.Host, opts ...LibP2POption) (*LibP2P, error) {
 		}
 	}()
 	return s, nil
+}
+
+// halfCloseListener accepts the streams of A2A over libp2p as halfClose
+// connections.
+type halfCloseListener struct{ net.Listener }
+
+func (l halfCloseListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	hc := &halfClose{Conn: c, closed: make(chan struct{})}
+	if sc, ok := c.(interface{ Conn() network.Conn }); ok {
+		hc.remote = sc.Conn().RemoteMultiaddr()
+	}
+	return hc, nil
+}
+
+// halfClose is a stream as the HTTP server's connection. A client may
+// close its side of the stream once its request is sent (libp2p's HTTP
+// does), and Go's server would take that EOF, seen by its read in the
+// background while the answer is written, for a client gone and end an
+// event stream. So an EOF while no read deadline is set (the background
+// read: the request has been read) waits for Close instead; an EOF while
+// one is set (a request's headers or body being read) is the EOF it is,
+// so a body cut short is answered at once, never read again and again.
+type halfClose struct {
+	net.Conn
+	remote ma.Multiaddr // the remote multiaddr of the stream's connection
+
+	mu       sync.Mutex
+	deadline bool // a read deadline is set
+
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (c *halfClose) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if !errors.Is(err, io.EOF) {
+		return n, err
+	}
+	c.mu.Lock()
+	reading := c.deadline
+	c.mu.Unlock()
+	if reading {
+		return n, err
+	}
+	if n > 0 {
+		return n, nil
+	}
+	<-c.closed
+	return 0, net.ErrClosed
+}
+
+func (c *halfClose) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = !t.IsZero()
+	c.mu.Unlock()
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *halfClose) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = !t.IsZero()
+	c.mu.Unlock()
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *halfClose) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return c.Conn.Close()
 }
 
 // ipShare is the key of the IP share of a connection from m: its IP (for a
