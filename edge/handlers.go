@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -335,37 +334,7 @@ func (s *Server) ReadBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 			"invalid request: the body is larger than this edge's cap of %s", sizeText(s.cfg.MaxBody)))
 		return nil, false
 	}
-	if r.ContentLength > s.cfg.MaxBody {
-		return tooBig()
-	}
-	mr := http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
-	var err error
-	if r.ContentLength >= 0 {
-		// A known length within the cap: one allocation of exactly that
-		// size, where io.ReadAll would grow by doubling.
-		body = make([]byte, r.ContentLength)
-		_, err = io.ReadFull(mr, body)
-	} else {
-		// An unknown length: chunks growing to 64 KiB, joined once, so the
-		// body costs at most about twice its size, never a doubled cap.
-		var chunks [][]byte
-		n, c := 0, make([]byte, 0, 512)
-		for err == nil {
-			var m int
-			m, err = mr.Read(c[len(c):cap(c)])
-			c, n = c[:len(c)+m], n+m
-			if len(c) == cap(c) {
-				chunks, c = append(chunks, c), make([]byte, 0, min(2*cap(c), 64<<10))
-			}
-		}
-		if err == io.EOF { // joined only when the body is taken, not refused
-			err = nil
-			body = make([]byte, 0, n)
-			for _, c := range append(chunks, c) {
-				body = append(body, c...)
-			}
-		}
-	}
+	body, err := ReadLimited(w, r, s.cfg.MaxBody)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

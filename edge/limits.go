@@ -87,3 +87,27 @@ func retryAfterSeconds(d time.Duration) int {
 	}
 	return s
 }
+
+// KeyedLimiter is the edge's token buckets per key (the ones it keeps per
+// session and per client IP), for a face that authenticates its callers
+// itself: A2A over libp2p keeps one per PeerID. Safe for concurrent use;
+// it starts no goroutine.
+type KeyedLimiter struct{ ls *limiterSet }
+
+// NewKeyedLimiter returns buckets of perSecond tokens per second and a
+// burst of the same size (at least 1), as Config.RateLimit's; a negative
+// perSecond turns the limit off.
+func NewKeyedLimiter(perSecond float64) *KeyedLimiter {
+	return &KeyedLimiter{ls: newLimiterSet(perSecond)}
+}
+
+// Allow takes one token from key's bucket at now. When there is none it
+// takes nothing and returns false and the whole seconds (at least 1) until
+// one is there, a Retry-After value.
+func (k *KeyedLimiter) Allow(key string, now time.Time) (ok bool, retryAfter int) {
+	ok, wait := k.ls.allow(key, now)
+	if ok {
+		return true, 0
+	}
+	return false, retryAfterSeconds(wait)
+}

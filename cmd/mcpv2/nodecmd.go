@@ -198,7 +198,8 @@ type runningNode struct {
 }
 
 // Close stops the metrics server first (no scrape reads a closed part),
-// then the control socket, then the REST and A2A faces — which end their
+// then the control socket, then the REST and A2A faces (A2A over libp2p
+// before the face it calls: its Close waits for its handlers) — which end their
 // open task streams, so that the edge's shutdown does not wait its grace
 // for them (a face's route answers 503 once it is closed) — then the edge
 // (no new requests; the requests in flight finish), then the MCP face,

@@ -53,7 +53,7 @@ func (f *Face) cardV1With(base, edgeID string, acc *edge.Accepts, keep func(stri
 	if base != "" {
 		ifaces = append(ifaces, grpcInterfaces(base)...)
 	}
-	for _, a := range libp2pAddrs(c) {
+	for _, a := range f.p2pAddrs(c, base) {
 		ifaces = append(ifaces,
 			map[string]any{"url": a, "protocolBinding": LibP2PBinding, "protocolVersion": "1.0"},
 			map[string]any{"url": a, "protocolBinding": LibP2PBinding, "protocolVersion": "0.3"})
@@ -70,6 +70,7 @@ func (f *Face) cardV1With(base, edgeID string, acc *edge.Accepts, keep func(stri
 		"skills": cardSkills(c, keep),
 	}
 	sec := securityOf(acc)
+	sec.p2pOnly = base == ""
 	card["securitySchemes"], card["securityRequirements"] = sec.v1()
 	return card, f.sign(card)
 }
@@ -81,7 +82,8 @@ func (f *Face) cardV03(base, edgeID string, acc *edge.Accepts) (map[string]any, 
 }
 
 // cardV03With is cardV03 listing only the skills keep keeps (nil: all).
-// Without an edge (base "") its url is its first libp2p interface.
+// Without an edge (base "") its url is its first libp2p interface, which
+// is never empty (p2pAddrs): a v0.3 card must name one.
 func (f *Face) cardV03With(base, edgeID string, acc *edge.Accepts, keep func(string) bool) (map[string]any, error) {
 	c := f.b.Card()
 	url, transport := base+Path, "JSONRPC"
@@ -89,14 +91,11 @@ func (f *Face) cardV03With(base, edgeID string, acc *edge.Accepts, keep func(str
 	if base != "" {
 		more = append(more, map[string]any{"url": base + Path, "transport": "JSONRPC"}, map[string]any{"url": base + RESTPath, "transport": RESTBinding}, grpcInterfaceV03(base))
 	}
-	for _, a := range libp2pAddrs(c) {
+	for _, a := range f.p2pAddrs(c, base) {
 		more = append(more, map[string]any{"url": a, "transport": LibP2PBinding})
 	}
 	if base == "" {
-		url, transport = "", LibP2PBinding
-		if len(more) > 0 {
-			url = more[0].(map[string]any)["url"].(string)
-		}
+		url, transport = more[0].(map[string]any)["url"].(string), LibP2PBinding
 	}
 	card := map[string]any{
 		"protocolVersion": "0.3.0",
@@ -111,6 +110,7 @@ func (f *Face) cardV03With(base, edgeID string, acc *edge.Accepts, keep func(str
 		card["supportsAuthenticatedExtendedCard"] = true
 	}
 	sec := securityOf(acc)
+	sec.p2pOnly = base == ""
 	card["securitySchemes"], card["security"] = sec.v03()
 	return card, f.sign(card)
 }
@@ -122,6 +122,12 @@ func (f *Face) cardV03With(base, edgeID string, acc *edge.Accepts, keep func(str
 const (
 	SessionScheme = "mcpv2Session"
 	KeyScheme     = "apiKey"
+	// PeerScheme is the only scheme of a card without an edge (its
+	// interfaces are A2A over libp2p only): the caller is the PeerID that
+	// the libp2p connection's handshake proved, as a client certificate
+	// of mutual TLS would, so the card names it a mutual TLS scheme; no
+	// header carries a credential.
+	PeerScheme = "libp2pPeer"
 )
 
 // OIDCScheme is the name of the security scheme of the i-th (from 0)
@@ -146,6 +152,9 @@ type security struct {
 	keys      bool
 	issuers   []string
 	anonymous bool
+	// p2pOnly: the card lists A2A over libp2p only (no edge), where no
+	// edge session, key or token is taken: its one scheme is PeerScheme.
+	p2pOnly bool
 }
 
 // securityOf is the card's security for an edge that accepts acc. nil
@@ -164,6 +173,7 @@ const (
 	sessionDesc = "an mcpv2 edge session as Authorization: Bearer: a secret holder's, or one GET /mcpv2/session on this host issues"
 	keyDesc     = "an API key of this node (mcpv2 key add) as Authorization: Bearer"
 	oidcDesc    = "an access token of the OpenID Connect issuer %s as Authorization: Bearer"
+	peerDesc    = "A2A over libp2p: the caller is the PeerID its libp2p connection proved (Noise or TLS handshake); the node grants it what its policy grants that PeerID or \"*\""
 )
 
 // v1 is s in v1.0 form: securitySchemes and securityRequirements. A
@@ -172,6 +182,10 @@ const (
 // come with no credential. No member is at its default value (@a2a-js/sdk
 // writes none).
 func (s security) v1() (map[string]any, []any) {
+	if s.p2pOnly {
+		return map[string]any{PeerScheme: map[string]any{"mtlsSecurityScheme": map[string]any{"description": peerDesc}}},
+			[]any{map[string]any{"schemes": map[string]any{PeerScheme: map[string]any{}}}}
+	}
 	schemes := map[string]any{SessionScheme: map[string]any{"httpAuthSecurityScheme": map[string]any{
 		"scheme": "Bearer", "bearerFormat": "mcpv2 edge session", "description": sessionDesc}}}
 	reqs := []any{map[string]any{"schemes": map[string]any{SessionScheme: map[string]any{}}}}
@@ -195,6 +209,9 @@ func (s security) v1() (map[string]any, []any) {
 // requirement a scheme with its (empty) list of scopes, and {} for no
 // credential.
 func (s security) v03() (map[string]any, []any) {
+	if s.p2pOnly {
+		return map[string]any{PeerScheme: map[string]any{"type": "mutualTLS", "description": peerDesc}}, []any{map[string]any{PeerScheme: []any{}}}
+	}
 	schemes := map[string]any{SessionScheme: map[string]any{"type": "http", "scheme": "bearer", "bearerFormat": "mcpv2 edge session", "description": sessionDesc}}
 	reqs := []any{map[string]any{SessionScheme: []any{}}}
 	if s.keys {
@@ -219,7 +236,9 @@ const EdgeExtension = "urn:mcpv2:a2a:edge:v1"
 
 // capabilities is caps with pushNotifications, the PushExtension naming
 // the JWKS at base and the issuer of the notifications' JWTs (the edge that
-// serves the card sends them: edgeID, or this node), and the EdgeExtension
+// serves the card sends them: edgeID, or this node) — without an edge
+// (base "") nothing serves a JWKS URL, so the issuer's JWK Set is inline in
+// the params ("jwks", the key its PeerID holds) — and the EdgeExtension
 // naming edge, when edge is set. It writes no member at its default value
 // ("required": false): a verifier that canonicalizes the card through the
 // v1.0 schema (@a2a-js/sdk) drops those, and the signature would no longer
@@ -228,9 +247,15 @@ func (f *Face) capabilities(caps map[string]any, base, edgeID string) map[string
 	caps["pushNotifications"] = f.push != nil
 	var exts []any
 	if f.push != nil {
-		exts = append(exts, map[string]any{"uri": PushExtension,
+		issuer := nonEmpty(edgeID, f.b.PeerID())
+		ext := map[string]any{"uri": PushExtension,
 			"description": "push notifications carry Authorization: Bearer, a JWT (EdDSA) of this issuer, its key at jwksUrl, unless the config gave its own credentials",
-			"params":      map[string]any{"jwksUrl": base + JWKSPath, "issuer": nonEmpty(edgeID, f.b.PeerID())}})
+			"params":      map[string]any{"jwksUrl": base + JWKSPath, "issuer": issuer}}
+		if base == "" {
+			ext["description"] = "push notifications carry Authorization: Bearer, a JWT (EdDSA) of this issuer, its key in jwks (the key its PeerID holds), unless the config gave its own credentials"
+			ext["params"] = map[string]any{"jwks": inlineJWKS(issuer), "issuer": issuer}
+		}
+		exts = append(exts, ext)
 	}
 	if edgeID != "" {
 		exts = append(exts, map[string]any{"uri": EdgeExtension,
@@ -258,6 +283,33 @@ func cardSkills(c protocol.AgentCard, keep func(string) bool) []any {
 		out = append(out, map[string]any{"id": s.Name, "name": s.Name, "description": nonEmpty(s.Description, s.Name), "tags": tags})
 	}
 	return out
+}
+
+// inlineJWKS is the JWK Set of the PeerID id as a JSON object for a card
+// (JWKS), nil when id holds no Ed25519 key (never for a node's own).
+func inlineJWKS(id string) map[string]any {
+	b, err := JWKS(id)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// p2pAddrs are the card's A2A-over-libp2p URLs: libp2pAddrs, or, for a
+// card without an edge (base "") when the node has no address but
+// loopback, the bare /p2p/PeerID, a multiaddr a libp2p client dials by
+// peer routing (the DHT, or the connection it already has), so that the
+// card names at least one interface.
+func (f *Face) p2pAddrs(c protocol.AgentCard, base string) []string {
+	addrs := libp2pAddrs(c)
+	if len(addrs) == 0 && base == "" {
+		addrs = []string{"/p2p/" + f.b.PeerID()}
+	}
+	return addrs
 }
 
 // libp2pAddrs are the card's multiaddrs with their /p2p/PeerID, loopback
