@@ -232,6 +232,9 @@ func (f *Face) Close() error {
 	f.closed = true
 	f.mu.Unlock()
 	var err error
+	if f.peers != nil && f.grpc != nil { // the mounted face made it (mountGRPC); its peers' faces share it
+		f.grpc.Stop() // cancels the gRPC calls (the peers' faces' too) and waits for them
+	}
 	if f.peers != nil {
 		err = f.peers.Close()
 	}

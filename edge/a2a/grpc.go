@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -112,10 +111,11 @@ type grpcCall struct {
 }
 
 // newGRPCServer is the gRPC server of the face's two services: messages
-// capped at the edge's body cap both ways.
+// capped at the edge's body cap both ways; its Stop (Face.Close) waits for
+// the calls it cancels.
 func newGRPCServer(maxMsg int64) *grpc.Server {
 	n := int(min(maxMsg, 1<<30))
-	s := grpc.NewServer(grpc.MaxRecvMsgSize(n), grpc.MaxSendMsgSize(n))
+	s := grpc.NewServer(grpc.MaxRecvMsgSize(n), grpc.MaxSendMsgSize(n), grpc.WaitForHandlers(true))
 	pb.RegisterA2AServiceServer(s, grpcV1{})
 	pb03.RegisterA2AServiceServer(s, grpcV03{})
 	return s
@@ -626,12 +626,15 @@ func (f *Face) grpcPublicCard() (*pb.AgentCard, error) {
 
 // GRPCListener serves the face's gRPC binding on an address of its own
 // (--a2a-grpc), in the clear over HTTP/2 (h2c), through the same edge
-// chain as the edge's port. ListenGRPC starts it; Close stops it.
+// chain and the same HTTP server configuration (edge.Server.HTTPServer:
+// timeouts, streams per connection) as the edge's port. ListenGRPC starts
+// it; Close stops it.
 type GRPCListener struct {
 	srv    *http.Server
 	ln     net.Listener
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // the Serve goroutine
+	calls  sync.WaitGroup // the handlers running
 	mu     sync.Mutex
 	closed bool
 }
@@ -646,15 +649,18 @@ func (f *Face) ListenGRPC(addr string) (*GRPCListener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("a2a: --a2a-grpc %s: %w", addr, err)
 	}
-	var p http.Protocols
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &GRPCListener{ln: ln, cancel: cancel}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.calls.Add(1)
+		defer l.calls.Done()
+		f.grpcHandler.ServeHTTP(w, r)
+	})
+	l.srv = f.e.HTTPServer(ctx, h)
+	var p http.Protocols // gRPC is HTTP/2 only
 	p.SetHTTP2(true)
 	p.SetUnencryptedHTTP2(true)
-	ctx, cancel := context.WithCancel(context.Background())
-	l := &GRPCListener{ln: ln, cancel: cancel, srv: &http.Server{
-		Handler: f.grpcHandler, Protocols: &p, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		MaxHeaderBytes: 64 << 10, BaseContext: func(net.Listener) context.Context { return ctx },
-		ErrorLog: slog.NewLogLogger(f.log.Handler(), slog.LevelDebug),
-	}}
+	l.srv.Protocols = &p
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
@@ -669,8 +675,9 @@ func (f *Face) ListenGRPC(addr string) (*GRPCListener, error) {
 func (l *GRPCListener) Addr() net.Addr { return l.ln.Addr() }
 
 // Close stops the listener: the calls in flight are canceled (their
-// streams end), and it waits for its goroutine. A second Close returns
-// net.ErrClosed.
+// streams end, their connections close), and it waits for them and for
+// its goroutine, so that the face may be closed after it. A second Close
+// returns net.ErrClosed.
 func (l *GRPCListener) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -682,5 +689,6 @@ func (l *GRPCListener) Close() error {
 	l.cancel()
 	err := l.srv.Close()
 	l.wg.Wait()
+	l.calls.Wait()
 	return err
 }

@@ -1,0 +1,151 @@
+package a2a_test
+
+import (
+	"bufio"
+	"encoding/binary"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mcpv2/mcpv2/edge"
+	pb "github.com/mcpv2/mcpv2/edge/a2a/a2apb"
+)
+
+// h2MaxStreams is the SETTINGS_MAX_CONCURRENT_STREAMS an HTTP/2 server at
+// addr announces to an h2c client (prior knowledge): the first frame a
+// server sends is its SETTINGS.
+func h2MaxStreams(t *testing.T, addr string) uint32 {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	// The client preface, then an empty SETTINGS frame.
+	if _, err := io.WriteString(conn, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	var hdr [9]byte
+	if _, err := io.ReadFull(br, hdr[:]); err != nil {
+		t.Fatalf("%s: no HTTP/2 SETTINGS frame: %v", addr, err)
+	}
+	n := int(hdr[0])<<16 | int(hdr[1])<<8 | int(hdr[2])
+	if hdr[3] != 0x4 || n%6 != 0 {
+		t.Fatalf("%s: the first frame is of type %d, %d bytes; want SETTINGS", addr, hdr[3], n)
+	}
+	payload := make([]byte, n)
+	if _, err := io.ReadFull(br, payload); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i += 6 {
+		if binary.BigEndian.Uint16(payload[i:]) == 0x3 {
+			return binary.BigEndian.Uint32(payload[i+2:])
+		}
+	}
+	t.Fatalf("%s: SETTINGS without MAX_CONCURRENT_STREAMS (unlimited)", addr)
+	return 0
+}
+
+// TestGRPCSlowBodies: one HTTP/2 connection holds at most half of the
+// edge's in-flight slots, on the edge's port and on --a2a-grpc (one server
+// configuration for both): a client that opens streams whose bodies never
+// end does not make every other caller busy.
+func TestGRPCSlowBodies(t *testing.T) {
+	const maxInFlight = 8
+	reg := prometheus.NewRegistry()
+	r := newRigEdge(t, nil, func(c *edge.Config) { c.MaxInFlight, c.Metrics = maxInFlight, reg }, nil)
+	l, err := r.face.ListenGRPC("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for _, addr := range []string{l.Addr().String(), r.base[len("http://"):]} {
+		if got := h2MaxStreams(t, addr); got == 0 || got > maxInFlight/2 {
+			t.Errorf("%s announces %d concurrent streams per connection; want 1…%d (half the edge's %d in-flight slots)", addr, got, maxInFlight/2, maxInFlight)
+		}
+	}
+	inFlight := func() float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "mcpv2_edge_requests_in_flight" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("no mcpv2_edge_requests_in_flight")
+		return 0
+	}
+
+	// One connection (the client keeps to the server's stream cap) opens
+	// as many GetTask streams as the edge has slots; each writes one byte
+	// of its message and stops. The first half are opened one by one, each
+	// once the last holds its slot; the rest at once: the server must keep
+	// them out (the client waits for a stream, or gives up on one the
+	// server refused).
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{Protocols: &p, HTTP2: &http.HTTP2Config{StrictMaxConcurrentRequests: true}}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	tok := r.token()
+	var pws []*io.PipeWriter
+	var wg sync.WaitGroup
+	defer func() {
+		for _, pw := range pws {
+			pw.Close()
+		}
+		wg.Wait()
+	}()
+	open := func() {
+		pr, pw := io.Pipe()
+		pws = append(pws, pw)
+		req, _ := http.NewRequest("POST", "http://"+l.Addr().String()+"/lf.a2a.v1.A2AService/GetTask", pr)
+		req.Header.Set("Content-Type", "application/grpc")
+		req.Header.Set("Authorization", "Bearer "+tok)
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if resp, err := hc.Do(req); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			pw.Write([]byte{0})
+		}()
+	}
+	for i := 1; i <= maxInFlight/2; i++ {
+		open()
+		deadline := time.Now().Add(10 * time.Second)
+		for inFlight() < float64(i) {
+			if time.Now().After(deadline) {
+				t.Fatalf("slow stream %d holds no in-flight slot after 10 s (%v held)", i, inFlight())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	for range maxInFlight - maxInFlight/2 {
+		open()
+	}
+	// Give the rest a moment to arrive, should the server let them.
+	for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end) && inFlight() < maxInFlight; {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := inFlight(); got > maxInFlight/2 {
+		t.Errorf("one connection holds %v of the edge's %d in-flight slots", got, maxInFlight)
+	}
+	_, err = pb.NewA2AServiceClient(r.grpcConn(t)).SendMessage(withToken(t.Context(), r.token()), &pb.SendMessageRequest{Message: skillMsg("ping", nil)})
+	if err != nil {
+		t.Fatalf("another caller on the edge's port, while one connection holds slow streams: %v", err)
+	}
+}
