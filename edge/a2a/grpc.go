@@ -388,7 +388,11 @@ func runGRPC(ctx context.Context, method string, in proto.Message, out proto.Mes
 		return status.Errorf(codes.InvalidArgument, "invalid params: %s", protocol.Clip(err.Error(), 200))
 	}
 	b := &grpcBinding{send: send, ctx: ctx}
-	q := &req{f: f, ctx: ctx, c: call.c, owner: f.ownerPrefix + call.c.Holder(), v: "1.0", id: json.RawMessage("null"),
+	wire := "1.0"
+	if full, _ := grpc.Method(ctx); strings.HasPrefix(full, GRPCServiceV03) { // a v0.3 call, converted to v1.0 (v03pb.go)
+		wire = "0.3"
+	}
+	q := &req{f: f, ctx: ctx, c: call.c, owner: f.ownerPrefix + call.c.Holder(), v: "1.0", wire: wire, id: json.RawMessage("null"),
 		method: method, started: time.Now(), out: b}
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
 		if v := md.Get(LastEventMetadata); len(v) > 0 {

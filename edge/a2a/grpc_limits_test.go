@@ -3,6 +3,7 @@ package a2a_test
 import (
 	"bufio"
 	"encoding/binary"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -11,9 +12,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/mcpv2/mcpv2/edge"
+	"github.com/mcpv2/mcpv2/edge/a2a"
 	pb "github.com/mcpv2/mcpv2/edge/a2a/a2apb"
+	pb03 "github.com/mcpv2/mcpv2/edge/a2a/a2apb03"
 )
 
 // h2MaxStreams is the SETTINGS_MAX_CONCURRENT_STREAMS an HTTP/2 server at
@@ -147,5 +151,33 @@ func TestGRPCSlowBodies(t *testing.T) {
 	_, err = pb.NewA2AServiceClient(r.grpcConn(t)).SendMessage(withToken(t.Context(), r.token()), &pb.SendMessageRequest{Message: skillMsg("ping", nil)})
 	if err != nil {
 		t.Fatalf("another caller on the edge's port, while one connection holds slow streams: %v", err)
+	}
+}
+
+// TestGRPCv03PushIsV03: a push config a v0.3 gRPC client sets (here in
+// its SendMessage) runs as v1.0 inside, but is kept as the client's: its
+// webhook gets the task in v0.3 form (application/json), not a v1.0
+// StreamResponse.
+func TestGRPCv03PushIsV03(t *testing.T) {
+	r := newRigOpts(t, nil, nil, a2a.WithOutboundAllow(loopback))
+	rc := newReceiver(t)
+	c := pb03.NewA2AServiceClient(r.grpcConn(t))
+	d, _ := structpb.NewStruct(map[string]any{"skill": "ping", "arguments": map[string]any{"payload": "x"}})
+	m := &pb03.Message{MessageId: "m-push03", Role: pb03.Role_ROLE_USER, Content: []*pb03.Part{{Part: &pb03.Part_Data{Data: &pb03.DataPart{Data: d}}}}}
+	res, err := c.SendMessage(withToken(t.Context(), r.token()), &pb03.SendMessageRequest{Request: m,
+		Configuration: &pb03.SendMessageConfiguration{PushNotification: &pb03.PushNotificationConfig{Url: rc.srv.URL + "/hook", Token: "t03"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rc.waitFor(t, 1)[0]
+	var task struct {
+		ID     string `json:"id"`
+		Kind   string `json:"kind"`
+		Status struct {
+			State string `json:"state"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(p.body, &task); err != nil || p.ctype != "application/json" || task.Kind != "task" || task.ID != res.GetTask().GetId() || task.Status.State == "" {
+		t.Fatalf("a v0.3 gRPC client's webhook got %s (Content-Type %s); want its task in v0.3 form", p.body, p.ctype)
 	}
 }

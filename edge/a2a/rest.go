@@ -321,7 +321,7 @@ func (f *Face) serveREST(w http.ResponseWriter, r *http.Request, c protocol.Call
 	q := &req{f: f, ctx: r.Context(), c: c, owner: f.ownerPrefix + c.Holder(), id: json.RawMessage("null"), started: time.Now(),
 		lastEventID: r.Header.Get("Last-Event-ID"), base: f.baseURL(r), out: b}
 	rt, e := parseRESTRoute(r.Method, restSubpath(r), r.URL.Query())
-	q.v, b.legacy, q.method, b.allow = rt.v, rt.v == "0.3", rt.name(), rt.allow
+	q.v, q.wire, b.legacy, q.method, b.allow = rt.v, rt.v, rt.v == "0.3", rt.name(), rt.allow
 	if e != nil {
 		q.fail(e)
 		return

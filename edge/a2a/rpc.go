@@ -70,6 +70,11 @@ type req struct {
 	c     protocol.Caller
 	owner string
 	v     string // "1.0" or "0.3": the JSON form of results and events
+	// wire is the A2A version the client speaks ("1.0" or "0.3"), set by
+	// every binding: a v0.3 client's request may run as v1.0 (q.v) and be
+	// converted back (HTTP+JSON, gRPC), and what outlives it (a push
+	// config) is kept in the client's version.
+	wire string
 	// lastEventID is what the client last saw of a resubscribed stream
 	// (SSE Last-Event-ID, or the binding's equivalent); "" for none.
 	lastEventID string
@@ -145,7 +150,7 @@ func (f *Face) serveRPCBody(w http.ResponseWriter, r *http.Request, c protocol.C
 		q.fail(verr)
 		return
 	}
-	q.v = v
+	q.v, q.wire = v, v
 	op, ok := methods[v][rr.Method]
 	if !ok {
 		other := "0.3"
