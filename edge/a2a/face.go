@@ -313,8 +313,8 @@ func (f *Face) Mount(e *edge.Server) {
 	f.restPeer = e.PeerFace(f.serveREST, func(peer string) func(http.ResponseWriter, *http.Request, protocol.Caller) {
 		return f.peers.Serve(e, peer, (*Face).serveREST)
 	})
-	e.Mux().Handle(RESTPath+"/", e.AuthenticatedFace(restMethods, restStanding, f.serveREST, edge.WithRefusalBody(restRefusal)))
-	e.Mux().Handle(PeerPath+RESTPath+"/", e.AuthenticatedFace(restMethods, restStanding, f.restPeer, edge.WithRefusalBody(restRefusal)))
+	e.Mux().Handle(RESTPath+"/", e.AuthenticatedFace(restMethods, restStanding, f.serveREST, edge.WithRefusalWriter(restRefusal)))
+	e.Mux().Handle(PeerPath+RESTPath+"/", e.AuthenticatedFace(restMethods, restStanding, f.restPeer, edge.WithRefusalWriter(restRefusal)))
 }
 
 // PeerPath prefixes the A2A face of a mesh peer on the edge: its card at

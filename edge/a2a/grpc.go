@@ -129,8 +129,7 @@ func (f *Face) mountGRPC(e *edge.Server) {
 		m := r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
 		return m == "SendStreamingMessage" || m == "SubscribeToTask" || m == "TaskSubscription"
 	}
-	h := e.AuthenticatedFace([]string{http.MethodPost}, standing, f.serveGRPC,
-		edge.WithRefusalCode(codeEdgeRefusal), edge.WithRefusalWriter(writeGRPCRefusal))
+	h := e.AuthenticatedFace([]string{http.MethodPost}, standing, f.serveGRPC, edge.WithRefusalWriter(writeGRPCRefusal))
 	mux := http.NewServeMux()
 	mux.Handle(GRPCServiceV1, h)
 	mux.Handle(GRPCServiceV03, h)
@@ -232,45 +231,21 @@ func grpcTenant(r *http.Request, body []byte) (string, *protocol.Error) {
 	return tenant, nil
 }
 
-// grpcCodes maps the HTTP status of an edge refusal to a gRPC code.
-func grpcCodeOfStatus(status int) codes.Code {
-	switch status {
-	case http.StatusUnauthorized:
-		return codes.Unauthenticated
-	case http.StatusForbidden:
-		return codes.PermissionDenied
-	case http.StatusTooManyRequests, http.StatusRequestEntityTooLarge:
-		return codes.ResourceExhausted
-	case http.StatusServiceUnavailable, http.StatusBadGateway:
-		return codes.Unavailable
-	case http.StatusGatewayTimeout:
-		return codes.DeadlineExceeded
-	case http.StatusBadRequest, http.StatusUnsupportedMediaType:
-		return codes.InvalidArgument
-	case http.StatusMethodNotAllowed, http.StatusNotFound:
-		return codes.Unimplemented
-	}
-	return codes.Internal
-}
-
 // writeGRPCRefusal writes a refusal of the edge as a gRPC trailers-only
-// response: grpc-status from the HTTP status, grpc-message the refusal's
-// message, and in grpc-status-details-bin a google.rpc.Status whose
-// ErrorInfo (domain mcpv2) names the mcpv2 reason and carries the
-// refusal's data (retry_after_ms, the credential check that failed …).
+// response: grpc-status from the HTTP status (statusCode), grpc-message the
+// refusal's message, and in grpc-status-details-bin a google.rpc.Status
+// whose ErrorInfo (domain mcpv2) names the edge's reason (edgeReason, as
+// over HTTP+JSON) and carries the refusal's data (retry_after_ms, the
+// credential check that failed …), its HTTP status and its code (mcpv2's
+// -32001… as -32000, as the other bindings carry it).
 func writeGRPCRefusal(w http.ResponseWriter, _ *http.Request, httpStatus int, perr *protocol.Error) {
-	code := grpcCodeOfStatus(httpStatus)
-	info := &errdetails.ErrorInfo{Reason: strings.ToUpper(strings.ReplaceAll(http.StatusText(httpStatus), " ", "_")), Domain: "mcpv2",
-		Metadata: map[string]string{"http_status": strconv.Itoa(httpStatus), "code": strconv.Itoa(perr.Code)}}
-	if d, ok := perr.Data.(map[string]string); ok {
-		for k, v := range d {
-			info.Metadata[k] = v
-		}
-	} else if d, ok := perr.Data.(map[string]int64); ok {
-		for k, v := range d {
-			info.Metadata[k] = strconv.FormatInt(v, 10)
-		}
+	code := statusCode(httpStatus)
+	rc := perr.Code
+	if rc <= -32001 && rc >= -32099 {
+		rc = codeEdgeRefusal
 	}
+	info := &errdetails.ErrorInfo{Reason: edgeReason(perr.Code), Domain: "mcpv2", Metadata: edgeMetadata(perr)}
+	info.Metadata["http_status"], info.Metadata["code"] = strconv.Itoa(httpStatus), strconv.Itoa(rc)
 	st, err := status.New(code, perr.Message).WithDetails(info)
 	if err != nil {
 		st = status.New(code, perr.Message)
@@ -299,24 +274,12 @@ func grpcEncodeMessage(s string) string {
 	return b.String()
 }
 
-// grpcError is the gRPC status of an A2A error: the code the A2A spec
-// maps it to, and its google.rpc.ErrorInfo (errorInfo) as a detail.
+// grpcError is the gRPC status of an A2A error: its code (wireOf, the
+// table every binding answers by), and its google.rpc.ErrorInfo
+// (errorInfo) as a detail.
 func grpcError(e *rpcError) error {
 	info := errorInfo(e)
-	code := codes.Internal
-	switch e.Code {
-	case codeTaskNotFound:
-		code = codes.NotFound
-	case codeTaskNotCancelable, codePushNotSupported, codeUnsupportedOp, -32007, codeVersionNotSupported:
-		code = codes.FailedPrecondition
-	case codeContentType, protocol.CodeInvalidParams, protocol.CodeInvalidRequest, protocol.CodeParseError:
-		code = codes.InvalidArgument
-	case protocol.CodeMethodNotFound:
-		code = codes.Unimplemented
-	}
-	if info["reason"] == "QUOTA_EXCEEDED" {
-		code = codes.ResourceExhausted
-	}
+	code := wireOf(e).grpc
 	d := &errdetails.ErrorInfo{Reason: info["reason"].(string), Domain: info["domain"].(string)}
 	if m, ok := info["metadata"].(map[string]string); ok {
 		d.Metadata = m

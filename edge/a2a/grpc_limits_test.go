@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/mcpv2/mcpv2/edge"
@@ -180,4 +181,30 @@ func TestGRPCv03PushIsV03(t *testing.T) {
 	if err := json.Unmarshal(p.body, &task); err != nil || p.ctype != "application/json" || task.Kind != "task" || task.ID != res.GetTask().GetId() || task.Status.State == "" {
 		t.Fatalf("a v0.3 gRPC client's webhook got %s (Content-Type %s); want its task in v0.3 form", p.body, p.ctype)
 	}
+}
+
+// TestBusyAlikeEverywhere: a face that runs its most tasks is busy in
+// every binding alike (one table): gRPC UNAVAILABLE and HTTP+JSON 503
+// UNAVAILABLE with Retry-After, both with the ErrorInfo reason BUSY; the
+// A2A code (-32603) alone would say INTERNAL.
+func TestBusyAlikeEverywhere(t *testing.T) {
+	r := newRigOpts(t, nil, nil, a2a.WithMaxRunning(1))
+	c := pb.NewA2AServiceClient(r.grpcConn(t))
+	ctx := withToken(t.Context(), r.token())
+	st, err := c.SendStreamingMessage(ctx, &pb.SendMessageRequest{Message: skillMsg("slow", nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(); err != nil { // the task runs
+		t.Fatal(err)
+	}
+	_, err = c.SendMessage(ctx, &pb.SendMessageRequest{Message: skillMsg("ping", nil)})
+	if code, reason, _ := errInfo(t, err); code != codes.Unavailable || reason != "BUSY" {
+		t.Errorf("gRPC, busy: %v %q: %v", code, reason, err)
+	}
+	a := rest(t, r.token(), "POST", r.base+a2a.RESTPath+"/message:send", map[string]any{"message": msg(map[string]any{"data": map[string]any{"skill": "ping"}})}, v1)
+	if s := a.rpcStatus(t); a.status != 503 || s.Status != "UNAVAILABLE" || s.Details[0].Reason != "BUSY" || a.header.Get("Retry-After") == "" {
+		t.Errorf("HTTP+JSON, busy: %d %.300s", a.status, a.body)
+	}
+	close(r.release)
 }

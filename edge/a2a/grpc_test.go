@@ -156,11 +156,11 @@ func TestGRPCv1(t *testing.T) {
 
 	// The edge's refusals are gRPC statuses too.
 	_, err = c.GetTask(withToken(t.Context(), "not-a-token"), &pb.GetTaskRequest{Id: task.GetId()})
-	if code, _, meta := errInfo(t, err); code != codes.Unauthenticated || meta["http_status"] != "401" {
+	if code, reason, meta := errInfo(t, err); code != codes.Unauthenticated || meta["http_status"] != "401" || reason != "INVALID_CREDENTIAL" || meta["code"] != "-32000" {
 		t.Fatalf("a bad credential: %v %v: %v", code, meta, err)
 	}
 	_, err = c.SendMessage(ctx, &pb.SendMessageRequest{Message: skillMsg("ping", map[string]any{"payload": strings.Repeat("x", int(r.e.MaxBody()))})})
-	if code, _, _ := errInfo(t, err); code != codes.ResourceExhausted {
+	if code, reason, _ := errInfo(t, err); code != codes.ResourceExhausted || reason != "INVALID_REQUEST" {
 		t.Fatalf("a message over the edge's cap: %v", err)
 	}
 	// A tenant that is no PeerID is the node (a2a-js sends "undefined").
