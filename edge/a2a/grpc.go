@@ -115,7 +115,8 @@ type grpcCall struct {
 // the calls it cancels.
 func newGRPCServer(maxMsg int64) *grpc.Server {
 	n := int(min(maxMsg, 1<<30))
-	s := grpc.NewServer(grpc.MaxRecvMsgSize(n), grpc.MaxSendMsgSize(n), grpc.WaitForHandlers(true))
+	s := grpc.NewServer(grpc.MaxRecvMsgSize(n), grpc.MaxSendMsgSize(n), grpc.WaitForHandlers(true),
+		grpc.UnknownServiceHandler(grpcUnknown))
 	pb.RegisterA2AServiceServer(s, grpcV1{})
 	pb03.RegisterA2AServiceServer(s, grpcV03{})
 	return s
@@ -348,7 +349,7 @@ func runGRPC(ctx context.Context, method string, in proto.Message, out proto.Mes
 	f := call.f
 	params, err := protojson.Marshal(in)
 	if err != nil {
-		return status.Errorf(codes.InvalidArgument, "invalid params: %s", protocol.Clip(err.Error(), 200))
+		return grpcRefused(ctx, rpcErrf(protocol.CodeInvalidParams, "invalid params: %s", protocol.Clip(err.Error(), 200)))
 	}
 	b := &grpcBinding{send: send, ctx: ctx}
 	wire := "1.0"
@@ -446,8 +447,32 @@ type grpcV03 struct {
 	pb03.UnimplementedA2AServiceServer
 }
 
-func invalidName(err error) error {
-	return grpcError(rpcErrf(protocol.CodeInvalidParams, "invalid params: %v", err))
+// invalidName refuses a v0.3 call whose resource name does not parse,
+// with its audit line.
+func invalidName(ctx context.Context, err error) error {
+	return grpcRefused(ctx, rpcErrf(protocol.CodeInvalidParams, "invalid params: %v", err))
+}
+
+// grpcRefused answers a gRPC call refused before it is dispatched with e,
+// and writes its audit line, as dispatch does for the calls it answers.
+func grpcRefused(ctx context.Context, e *rpcError) error {
+	if call, ok := ctx.Value(grpcCallKey{}).(grpcCall); ok {
+		name, _ := grpc.Method(ctx)
+		name = name[strings.LastIndexByte(name, '/')+1:]
+		call.f.b.Audit(ctx, call.c, "a2a "+nonEmpty(name, "?"), &protocol.Error{Code: e.Code, Message: e.Message}, time.Now())
+	}
+	return grpcError(e)
+}
+
+// grpcUnknown answers a call of a method the services do not have
+// (grpc.UnknownServiceHandler): UNIMPLEMENTED, with its audit line.
+func grpcUnknown(_ any, s grpc.ServerStream) error {
+	name, _ := grpc.MethodFromServerStream(s)
+	e := rpcErrf(protocol.CodeMethodNotFound, "method not found: %s is not a method of %s or %s", protocol.Clip(name, 120), strings.Trim(GRPCServiceV1, "/"), strings.Trim(GRPCServiceV03, "/"))
+	if call, ok := s.Context().Value(grpcCallKey{}).(grpcCall); ok {
+		call.f.b.Audit(s.Context(), call.c, "a2a ?", &protocol.Error{Code: e.Code, Message: e.Message}, time.Now())
+	}
+	return status.Error(codes.Unimplemented, e.Message)
 }
 
 func (grpcV03) SendMessage(ctx context.Context, in *pb03.SendMessageRequest) (*pb03.SendMessageResponse, error) {
@@ -467,7 +492,7 @@ func (grpcV03) SendStreamingMessage(in *pb03.SendMessageRequest, s grpc.ServerSt
 func (grpcV03) GetTask(ctx context.Context, in *pb03.GetTaskRequest) (*pb03.Task, error) {
 	id, err := TaskIDFromName(in.GetName())
 	if err != nil {
-		return nil, invalidName(err)
+		return nil, invalidName(ctx, err)
 	}
 	r := &pb.GetTaskRequest{Id: id}
 	if n := in.GetHistoryLength(); n > 0 {
@@ -483,7 +508,7 @@ func (grpcV03) GetTask(ctx context.Context, in *pb03.GetTaskRequest) (*pb03.Task
 func (grpcV03) CancelTask(ctx context.Context, in *pb03.CancelTaskRequest) (*pb03.Task, error) {
 	id, err := TaskIDFromName(in.GetName())
 	if err != nil {
-		return nil, invalidName(err)
+		return nil, invalidName(ctx, err)
 	}
 	out := new(pb.Task)
 	if err := runGRPC(ctx, "CancelTask", &pb.CancelTaskRequest{Id: id}, out, nil); err != nil {
@@ -495,7 +520,7 @@ func (grpcV03) CancelTask(ctx context.Context, in *pb03.CancelTaskRequest) (*pb0
 func (grpcV03) TaskSubscription(in *pb03.TaskSubscriptionRequest, s grpc.ServerStreamingServer[pb03.StreamResponse]) error {
 	id, err := TaskIDFromName(in.GetName())
 	if err != nil {
-		return invalidName(err)
+		return invalidName(s.Context(), err)
 	}
 	return runGRPC(s.Context(), "SubscribeToTask", &pb.SubscribeToTaskRequest{Id: id}, nil, func(r *pb.StreamResponse) error {
 		return s.Send(StreamResponseToV03(r))
@@ -505,7 +530,7 @@ func (grpcV03) TaskSubscription(in *pb03.TaskSubscriptionRequest, s grpc.ServerS
 func (grpcV03) CreateTaskPushNotificationConfig(ctx context.Context, in *pb03.CreateTaskPushNotificationConfigRequest) (*pb03.TaskPushNotificationConfig, error) {
 	r, err := PushConfigFromV03(in)
 	if err != nil {
-		return nil, invalidName(err)
+		return nil, invalidName(ctx, err)
 	}
 	out := new(pb.TaskPushNotificationConfig)
 	if err := runGRPC(ctx, "CreateTaskPushNotificationConfig", r, out, nil); err != nil {
@@ -517,7 +542,7 @@ func (grpcV03) CreateTaskPushNotificationConfig(ctx context.Context, in *pb03.Cr
 func (grpcV03) GetTaskPushNotificationConfig(ctx context.Context, in *pb03.GetTaskPushNotificationConfigRequest) (*pb03.TaskPushNotificationConfig, error) {
 	task, id, err := PushNameParts(in.GetName())
 	if err != nil {
-		return nil, invalidName(err)
+		return nil, invalidName(ctx, err)
 	}
 	out := new(pb.TaskPushNotificationConfig)
 	if err := runGRPC(ctx, "GetTaskPushNotificationConfig", &pb.GetTaskPushNotificationConfigRequest{TaskId: task, Id: id}, out, nil); err != nil {
@@ -529,7 +554,7 @@ func (grpcV03) GetTaskPushNotificationConfig(ctx context.Context, in *pb03.GetTa
 func (grpcV03) ListTaskPushNotificationConfig(ctx context.Context, in *pb03.ListTaskPushNotificationConfigRequest) (*pb03.ListTaskPushNotificationConfigResponse, error) {
 	task, err := TaskIDFromName(in.GetParent())
 	if err != nil {
-		return nil, invalidName(err)
+		return nil, invalidName(ctx, err)
 	}
 	out := new(pb.ListTaskPushNotificationConfigsResponse)
 	r := &pb.ListTaskPushNotificationConfigsRequest{TaskId: task, PageSize: in.GetPageSize(), PageToken: in.GetPageToken()}
@@ -546,7 +571,7 @@ func (grpcV03) ListTaskPushNotificationConfig(ctx context.Context, in *pb03.List
 func (grpcV03) DeleteTaskPushNotificationConfig(ctx context.Context, in *pb03.DeleteTaskPushNotificationConfigRequest) (*emptypb.Empty, error) {
 	task, id, err := PushNameParts(in.GetName())
 	if err != nil {
-		return nil, invalidName(err)
+		return nil, invalidName(ctx, err)
 	}
 	out := new(emptypb.Empty)
 	return out, runGRPC(ctx, "DeleteTaskPushNotificationConfig", &pb.DeleteTaskPushNotificationConfigRequest{TaskId: task, Id: id}, out, nil)

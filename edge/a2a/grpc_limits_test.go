@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/mcpv2/mcpv2/edge"
@@ -207,4 +208,32 @@ func TestBusyAlikeEverywhere(t *testing.T) {
 		t.Errorf("HTTP+JSON, busy: %d %.300s", a.status, a.body)
 	}
 	close(r.release)
+}
+
+// TestGRPCRefusedAudited: gRPC calls refused before they are dispatched (a
+// v0.3 resource name that does not parse, a method the services do not
+// have) write their audit line, as JSON-RPC's and HTTP+JSON's do.
+func TestGRPCRefusedAudited(t *testing.T) {
+	r := newRig(t, "")
+	cc := r.grpcConn(t)
+	ctx := withToken(t.Context(), r.token())
+	if _, err := pb03.NewA2AServiceClient(cc).GetTask(ctx, &pb03.GetTaskRequest{Name: "not/a/name"}); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("v0.3 GetTask of a bad name: %v", err)
+	}
+	err := cc.Invoke(ctx, "/lf.a2a.v1.A2AService/NoSuchMethod", &pb.GetTaskRequest{Id: "x"}, new(pb.Task))
+	if status.Code(err) != codes.Unimplemented {
+		t.Fatalf("an unknown method: %v", err)
+	}
+	var badName, unknown bool
+	for _, l := range auditLines(t, r) {
+		switch {
+		case l["method"] == "a2a GetTask" && l["code"] == float64(-32602):
+			badName = true
+		case l["method"] == "a2a ?" && l["code"] == float64(-32601):
+			unknown = true
+		}
+	}
+	if !badName || !unknown {
+		t.Errorf("audit lines: bad v0.3 name %v, unknown method %v; lines %v", badName, unknown, auditLines(t, r))
+	}
 }
