@@ -363,9 +363,20 @@ func (f *Face) servePeerCard(w http.ResponseWriter, r *http.Request) {
 		writeRaw(w, card)
 		return
 	}
-	// The card is asked for as this node (a mesh peer), not for c: the
-	// peer answers agent/a2a-card to mesh peers only. HandleByForward
-	// words a failure as every peer face does.
+	card, perr := f.peerCard(r.Context(), c, peer, base, v)
+	if perr != nil {
+		refuse(http.StatusBadGateway, perr)
+		return
+	}
+	f.b.Audit(r.Context(), c, "a2a peer card", nil, start)
+	writeRaw(w, card)
+}
+
+// peerCard is mesh peer peer's own signed card in version v, its URLs
+// under base, asked for as this node (a mesh peer), not for c: the peer
+// answers agent/a2a-card to mesh peers only. HandleByForward words a
+// failure as every peer face does.
+func (f *Face) peerCard(ctx context.Context, c protocol.Caller, peer, base, v string) (json.RawMessage, *protocol.Error) {
 	fetch := func(ctx context.Context, _ protocol.Caller, peer string, _ []byte) ([]byte, error) {
 		acc := f.e.Accepts()
 		card, err := f.b.PeerA2ACard(ctx, peer, base, v, &acc)
@@ -374,13 +385,7 @@ func (f *Face) servePeerCard(w http.ResponseWriter, r *http.Request) {
 		}
 		return protocol.EncodeResponses(false, []protocol.Response{{JSONRPC: "2.0", ID: json.RawMessage("1"), Result: card}})
 	}
-	card, perr := protocol.OneResult(edge.HandleByForward(protocol.Uncounted(r.Context()), fetch, c, peer, nil))
-	if perr != nil {
-		refuse(http.StatusBadGateway, perr)
-		return
-	}
-	f.b.Audit(r.Context(), c, "a2a peer card", nil, start)
-	writeRaw(w, card)
+	return protocol.OneResult(edge.HandleByForward(protocol.Uncounted(ctx), fetch, c, peer, nil))
 }
 
 func writeRaw(w http.ResponseWriter, b []byte) {

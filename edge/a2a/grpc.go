@@ -578,7 +578,10 @@ func (grpcV03) DeleteTaskPushNotificationConfig(ctx context.Context, in *pb03.De
 }
 
 // GetAgentCard answers the v0.3 card: the extended card when the face has
-// one for the caller, else the public card, in v0.3 form.
+// one for the caller, else the public card, in v0.3 form. A mesh peer's
+// face (a2a-tenant) answers that peer's own card, as its well-known URL
+// under /peers/{peer} does, or NOT_FOUND when the peer does not give it:
+// never this node's card.
 func (grpcV03) GetAgentCard(ctx context.Context, _ *pb03.GetAgentCardRequest) (*pb03.AgentCard, error) {
 	out := new(pb.AgentCard)
 	err := runGRPC(ctx, "GetExtendedAgentCard", &pb.GetExtendedAgentCardRequest{}, out, nil)
@@ -589,6 +592,9 @@ func (grpcV03) GetAgentCard(ctx context.Context, _ *pb03.GetAgentCardRequest) (*
 		return nil, err
 	}
 	call, _ := ctx.Value(grpcCallKey{}).(grpcCall)
+	if pf, ok := call.f.b.(peerBackend); ok {
+		return call.f.grpcPeerCard(ctx, call.c, pf.peer)
+	}
 	card, cerr := call.f.grpcPublicCard()
 	if cerr != nil {
 		return nil, cerr
@@ -596,13 +602,40 @@ func (grpcV03) GetAgentCard(ctx context.Context, _ *pb03.GetAgentCardRequest) (*
 	return CardToV03(card), nil
 }
 
-// grpcPublicCard is the face's public v1.0 card for a gRPC caller, its
-// URLs those the edge advertises.
-func (f *Face) grpcPublicCard() (*pb.AgentCard, error) {
+// grpcPeerCard is mesh peer peer's own signed card (Face.peerCard, as
+// servePeerCard fetches it), its URLs under the edge's advertised one, in
+// v0.3 form, with the call's audit line; NOT_FOUND when the peer does not
+// give it.
+func (f *Face) grpcPeerCard(ctx context.Context, c protocol.Caller, peer string) (*pb03.AgentCard, error) {
+	start := time.Now()
+	raw, perr := f.peerCard(ctx, c, peer, f.grpcBase()+"/peers/"+peer, "1.0")
+	if perr != nil {
+		f.b.Audit(ctx, c, "a2a peer card", perr, start)
+		return nil, status.Errorf(codes.NotFound, "the card of mesh peer %s could not be had: %s", peer, protocol.Clip(perr.Message, 200))
+	}
+	out := new(pb.AgentCard)
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(raw, out); err != nil {
+		perr := protocol.Errorf(protocol.CodeInternal, "the card of mesh peer %s is not an A2A 1.0 card: %s", peer, protocol.Clip(err.Error(), 200))
+		f.b.Audit(ctx, c, "a2a peer card", perr, start)
+		return nil, status.Error(codes.NotFound, perr.Message)
+	}
+	f.b.Audit(ctx, c, "a2a peer card", nil, start)
+	return CardToV03(out), nil
+}
+
+// grpcBase is the scheme://host:port the edge advertises first.
+func (f *Face) grpcBase() string {
 	base := f.e.URLs()[0]
 	if u, err := url.Parse(base); err == nil {
 		base = u.Scheme + "://" + u.Host
 	}
+	return base
+}
+
+// grpcPublicCard is the face's public v1.0 card for a gRPC caller, its
+// URLs those the edge advertises.
+func (f *Face) grpcPublicCard() (*pb.AgentCard, error) {
+	base := f.grpcBase()
 	acc := f.e.Accepts()
 	card, err := f.cardV1(base, "", &acc)
 	if err != nil {

@@ -293,6 +293,22 @@ func TestGRPCTenant(t *testing.T) {
 	if got, err := c03.GetTask(withToken(t.Context(), r.token(), a2a.TenantMetadata, bob), &pb03.GetTaskRequest{Name: "tasks/" + id}); err != nil || got.GetId() != id {
 		t.Fatalf("v0.3 get through bob's face (a2a-tenant): %v %v", got, err)
 	}
+	// bob's card through bob's face: not alice's. bob has no A2A face yet
+	// (it answers no card): NOT_FOUND; with one, bob's own card.
+	tctx := withToken(t.Context(), r.token(), a2a.TenantMetadata, bob)
+	if card, err := c03.GetAgentCard(tctx, &pb03.GetAgentCardRequest{}); status.Code(err) != codes.NotFound {
+		t.Fatalf("v0.3 card through bob's face, bob with no card: %v %v", card.GetName(), err)
+	}
+	fb, err := a2a.New(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fb.Close()
+	b.SetA2ACard(fb.CardFor)
+	card, err := c03.GetAgentCard(tctx, &pb03.GetAgentCardRequest{})
+	if err != nil || card.GetName() != "bob" || !strings.Contains(card.GetUrl(), "/peers/"+bob) {
+		t.Fatalf("v0.3 card through bob's face: %v %v", card, err)
+	}
 }
 
 // TestGRPCListener: --a2a-grpc serves the same binding, through the same
