@@ -44,9 +44,6 @@ type request struct {
 	// refusalCode, when set, replaces an mcpv2 code (-32001…-32099) in
 	// the edge's refusals of this request (WithRefusalCode).
 	refusalCode int
-	// refusalBody, when set, writes the body of the edge's refusals of
-	// this request (WithRefusalBody).
-	refusalBody func(r *http.Request, status int, perr *protocol.Error) any
 	// refusalWriter, when set, writes the edge's refusals of this request
 	// in the face's wire form in place of a JSON-RPC error
 	// (WithRefusalWriter).
@@ -157,7 +154,6 @@ type FaceOption func(*faceOptions)
 
 type faceOptions struct {
 	refusalCode   int
-	refusalBody   func(r *http.Request, status int, perr *protocol.Error) any
 	refusalWriter RefusalWriter
 }
 
@@ -168,8 +164,10 @@ type RefusalWriter func(w http.ResponseWriter, r *http.Request, status int, perr
 // WithRefusalWriter makes the edge's own refusals of the face's requests
 // (every one Authenticated lists, ReadBody's, Refuse's and a peer face's)
 // be written by write, for a face whose clients do not read a JSON-RPC
-// error: gRPC, whose status travels in trailers. WithRefusalCode still
-// applies to perr first.
+// error: A2A's HTTP+JSON (a google.rpc.Status body) and gRPC (a status in
+// trailers). The edge has set the refusal's headers (Retry-After) and
+// written its audit line; WithRefusalCode, if given too, applies to perr
+// first.
 func WithRefusalWriter(write RefusalWriter) FaceOption {
 	return func(o *faceOptions) { o.refusalWriter = write }
 }
@@ -184,20 +182,11 @@ func WithRefusalCode(code int) FaceOption {
 	return func(o *faceOptions) { o.refusalCode = code }
 }
 
-// WithRefusalBody makes the edge's own refusals of the face's requests
-// answer with body(r, status, perr) as their JSON body in place of a
-// JSON-RPC error response, for a face whose binding is not JSON-RPC (A2A's
-// HTTP+JSON answers a google.rpc.Status). The status, headers and audit
-// line stay; WithRefusalCode does not apply to the body.
-func WithRefusalBody(body func(r *http.Request, status int, perr *protocol.Error) any) FaceOption {
-	return func(o *faceOptions) { o.refusalBody = body }
-}
-
 func (s *Server) authenticated(methods []string, standing func(*http.Request) bool, face bool, h func(w http.ResponseWriter, r *http.Request, c protocol.Caller), o faceOptions) http.Handler {
 	allowed := strings.Join(methods, ", ")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := s.newRequest(r)
-		q.refusalCode, q.refusalBody, q.refusalWriter = o.refusalCode, o.refusalBody, o.refusalWriter
+		q.refusalCode, q.refusalWriter = o.refusalCode, o.refusalWriter
 		r, end := s.startSpan(r, q)
 		defer end()
 		if !slices.Contains(methods, r.Method) {
@@ -352,10 +341,6 @@ func (s *Server) ReadBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, q *request, status int, perr *protocol.Error) {
 	q.refused = perr
 	s.b.Audit(r.Context(), q.caller, auditMethod(r), perr, q.start)
-	if q.refusalBody != nil {
-		writeJSON(w, status, q.refusalBody(r, status, perr))
-		return
-	}
 	if q.refusalCode != 0 && perr.Code <= -32001 && perr.Code >= -32099 {
 		c := *perr
 		c.Code, perr = q.refusalCode, &c

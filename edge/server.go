@@ -364,21 +364,38 @@ func New(b Backend, cfg Config) (*Server, error) {
 		}
 		s.mux.ServeHTTP(w, r)
 	})
-	s.srv = &http.Server{
-		Handler:           s.handler,
+	s.srv = s.HTTPServer(s.ctx, s.handler)
+	s.srv.TLSConfig = tc // the handshake is bounded by ReadHeaderTimeout
+	s.started = cfg.Now()
+	s.log.Debug("HTTP edge bound", "addr", s.ln.Addr().String(), "loopback", s.loopback != nil, "peer_address", s.PeerAddress(), "tls", s.TLS(), "mtls", s.MTLS())
+	return s, nil
+}
+
+// HTTPServer is the edge's HTTP server configuration serving h, its
+// requests' contexts derived from ctx, for the edge's port and for a
+// listener of a face's own (--a2a-grpc), so that both bound a request
+// alike: ReadHeaderTimeout, ReadTimeout (a request's body, per stream
+// under HTTP/2: a body that never ends holds its in-flight slot at most
+// that long), WriteTimeout, IdleTimeout, MaxHeaderBytes, and HTTP/2 with
+// at most half the in-flight cap (MaxInFlight/2, at least 1) of
+// concurrent streams per connection, so that one connection never holds
+// every slot of the edge. Go's HTTP/2 server keeps its protections
+// against rapid resets (a reset stream's handler still counts against
+// that cap until it returns). It speaks HTTP/1.1, HTTP/2 over TLS and h2c
+// (prior knowledge); a caller may narrow Protocols, and sets TLSConfig.
+func (s *Server) HTTPServer(ctx context.Context, h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      10 * time.Minute, // an ask on a remote LLM can be slow
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
-		BaseContext:       func(net.Listener) context.Context { return s.ctx },
+		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-		TLSConfig:         tc, // the handshake is bounded by ReadHeaderTimeout
 		Protocols:         protocols(),
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: max(1, s.cfg.MaxInFlight/2)},
 	}
-	s.started = cfg.Now()
-	s.log.Debug("HTTP edge bound", "addr", s.ln.Addr().String(), "loopback", s.loopback != nil, "peer_address", s.PeerAddress(), "tls", s.TLS(), "mtls", s.MTLS())
-	return s, nil
 }
 
 // protocols are what the edge speaks: HTTP/1.1, and HTTP/2 over TLS and

@@ -232,6 +232,9 @@ func (f *Face) Close() error {
 	f.closed = true
 	f.mu.Unlock()
 	var err error
+	if f.peers != nil && f.grpc != nil { // the mounted face made it (mountGRPC); its peers' faces share it
+		f.grpc.Stop() // cancels the gRPC calls (the peers' faces' too) and waits for them
+	}
 	if f.peers != nil {
 		err = f.peers.Close()
 	}
@@ -310,8 +313,8 @@ func (f *Face) Mount(e *edge.Server) {
 	f.restPeer = e.PeerFace(f.serveREST, func(peer string) func(http.ResponseWriter, *http.Request, protocol.Caller) {
 		return f.peers.Serve(e, peer, (*Face).serveREST)
 	})
-	e.Mux().Handle(RESTPath+"/", e.AuthenticatedFace(restMethods, restStanding, f.serveREST, edge.WithRefusalBody(restRefusal)))
-	e.Mux().Handle(PeerPath+RESTPath+"/", e.AuthenticatedFace(restMethods, restStanding, f.restPeer, edge.WithRefusalBody(restRefusal)))
+	e.Mux().Handle(RESTPath+"/", e.AuthenticatedFace(restMethods, restStanding, f.serveREST, edge.WithRefusalWriter(restRefusal)))
+	e.Mux().Handle(PeerPath+RESTPath+"/", e.AuthenticatedFace(restMethods, restStanding, f.restPeer, edge.WithRefusalWriter(restRefusal)))
 }
 
 // PeerPath prefixes the A2A face of a mesh peer on the edge: its card at
@@ -360,9 +363,20 @@ func (f *Face) servePeerCard(w http.ResponseWriter, r *http.Request) {
 		writeRaw(w, card)
 		return
 	}
-	// The card is asked for as this node (a mesh peer), not for c: the
-	// peer answers agent/a2a-card to mesh peers only. HandleByForward
-	// words a failure as every peer face does.
+	card, perr := f.peerCard(r.Context(), c, peer, base, v)
+	if perr != nil {
+		refuse(http.StatusBadGateway, perr)
+		return
+	}
+	f.b.Audit(r.Context(), c, "a2a peer card", nil, start)
+	writeRaw(w, card)
+}
+
+// peerCard is mesh peer peer's own signed card in version v, its URLs
+// under base, asked for as this node (a mesh peer), not for c: the peer
+// answers agent/a2a-card to mesh peers only. HandleByForward words a
+// failure as every peer face does.
+func (f *Face) peerCard(ctx context.Context, c protocol.Caller, peer, base, v string) (json.RawMessage, *protocol.Error) {
 	fetch := func(ctx context.Context, _ protocol.Caller, peer string, _ []byte) ([]byte, error) {
 		acc := f.e.Accepts()
 		card, err := f.b.PeerA2ACard(ctx, peer, base, v, &acc)
@@ -371,13 +385,7 @@ func (f *Face) servePeerCard(w http.ResponseWriter, r *http.Request) {
 		}
 		return protocol.EncodeResponses(false, []protocol.Response{{JSONRPC: "2.0", ID: json.RawMessage("1"), Result: card}})
 	}
-	card, perr := protocol.OneResult(edge.HandleByForward(protocol.Uncounted(r.Context()), fetch, c, peer, nil))
-	if perr != nil {
-		refuse(http.StatusBadGateway, perr)
-		return
-	}
-	f.b.Audit(r.Context(), c, "a2a peer card", nil, start)
-	writeRaw(w, card)
+	return protocol.OneResult(edge.HandleByForward(protocol.Uncounted(ctx), fetch, c, peer, nil))
 }
 
 func writeRaw(w http.ResponseWriter, b []byte) {

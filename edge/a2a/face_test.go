@@ -62,6 +62,13 @@ func newRigWith(t *testing.T, mod func(*node.Config), b func(*node.Node) a2a.Bac
 // newRigOpts is newRigWith with options for a2a.New.
 func newRigOpts(t *testing.T, mod func(*node.Config), b func(*node.Node) a2a.Backend, opts ...a2a.Option) *rig {
 	t.Helper()
+	return newRigEdge(t, mod, nil, b, opts...)
+}
+
+// newRigEdge is newRigOpts with the edge's Config changed by emod (nil:
+// none).
+func newRigEdge(t *testing.T, mod func(*node.Config), emod func(*edge.Config), b func(*node.Node) a2a.Backend, opts ...a2a.Option) *rig {
+	t.Helper()
 	cfg := node.Config{DataDir: t.TempDir(), ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, Secret: []byte(secret), Name: "alice"}
 	if mod != nil {
 		mod(&cfg)
@@ -82,7 +89,11 @@ func newRigOpts(t *testing.T, mod func(*node.Config), b func(*node.Node) a2a.Bac
 		}); err != nil {
 		t.Fatal(err)
 	}
-	e, err := edge.New(n, edge.Config{BindHost: "127.0.0.1", Secret: []byte(secret)})
+	ecfg := edge.Config{BindHost: "127.0.0.1", Secret: []byte(secret)}
+	if emod != nil {
+		emod(&ecfg)
+	}
+	e, err := edge.New(n, ecfg)
 	if err != nil {
 		t.Fatal(err)
 	}

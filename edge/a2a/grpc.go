@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -112,10 +111,12 @@ type grpcCall struct {
 }
 
 // newGRPCServer is the gRPC server of the face's two services: messages
-// capped at the edge's body cap both ways.
+// capped at the edge's body cap both ways; its Stop (Face.Close) waits for
+// the calls it cancels.
 func newGRPCServer(maxMsg int64) *grpc.Server {
 	n := int(min(maxMsg, 1<<30))
-	s := grpc.NewServer(grpc.MaxRecvMsgSize(n), grpc.MaxSendMsgSize(n))
+	s := grpc.NewServer(grpc.MaxRecvMsgSize(n), grpc.MaxSendMsgSize(n), grpc.WaitForHandlers(true),
+		grpc.UnknownServiceHandler(grpcUnknown))
 	pb.RegisterA2AServiceServer(s, grpcV1{})
 	pb03.RegisterA2AServiceServer(s, grpcV03{})
 	return s
@@ -129,8 +130,7 @@ func (f *Face) mountGRPC(e *edge.Server) {
 		m := r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
 		return m == "SendStreamingMessage" || m == "SubscribeToTask" || m == "TaskSubscription"
 	}
-	h := e.AuthenticatedFace([]string{http.MethodPost}, standing, f.serveGRPC,
-		edge.WithRefusalCode(codeEdgeRefusal), edge.WithRefusalWriter(writeGRPCRefusal))
+	h := e.AuthenticatedFace([]string{http.MethodPost}, standing, f.serveGRPC, edge.WithRefusalWriter(writeGRPCRefusal))
 	mux := http.NewServeMux()
 	mux.Handle(GRPCServiceV1, h)
 	mux.Handle(GRPCServiceV03, h)
@@ -232,45 +232,21 @@ func grpcTenant(r *http.Request, body []byte) (string, *protocol.Error) {
 	return tenant, nil
 }
 
-// grpcCodes maps the HTTP status of an edge refusal to a gRPC code.
-func grpcCodeOfStatus(status int) codes.Code {
-	switch status {
-	case http.StatusUnauthorized:
-		return codes.Unauthenticated
-	case http.StatusForbidden:
-		return codes.PermissionDenied
-	case http.StatusTooManyRequests, http.StatusRequestEntityTooLarge:
-		return codes.ResourceExhausted
-	case http.StatusServiceUnavailable, http.StatusBadGateway:
-		return codes.Unavailable
-	case http.StatusGatewayTimeout:
-		return codes.DeadlineExceeded
-	case http.StatusBadRequest, http.StatusUnsupportedMediaType:
-		return codes.InvalidArgument
-	case http.StatusMethodNotAllowed, http.StatusNotFound:
-		return codes.Unimplemented
-	}
-	return codes.Internal
-}
-
 // writeGRPCRefusal writes a refusal of the edge as a gRPC trailers-only
-// response: grpc-status from the HTTP status, grpc-message the refusal's
-// message, and in grpc-status-details-bin a google.rpc.Status whose
-// ErrorInfo (domain mcpv2) names the mcpv2 reason and carries the
-// refusal's data (retry_after_ms, the credential check that failed …).
+// response: grpc-status from the HTTP status (statusCode), grpc-message the
+// refusal's message, and in grpc-status-details-bin a google.rpc.Status
+// whose ErrorInfo (domain mcpv2) names the edge's reason (edgeReason, as
+// over HTTP+JSON) and carries the refusal's data (retry_after_ms, the
+// credential check that failed …), its HTTP status and its code (mcpv2's
+// -32001… as -32000, as the other bindings carry it).
 func writeGRPCRefusal(w http.ResponseWriter, _ *http.Request, httpStatus int, perr *protocol.Error) {
-	code := grpcCodeOfStatus(httpStatus)
-	info := &errdetails.ErrorInfo{Reason: strings.ToUpper(strings.ReplaceAll(http.StatusText(httpStatus), " ", "_")), Domain: "mcpv2",
-		Metadata: map[string]string{"http_status": strconv.Itoa(httpStatus), "code": strconv.Itoa(perr.Code)}}
-	if d, ok := perr.Data.(map[string]string); ok {
-		for k, v := range d {
-			info.Metadata[k] = v
-		}
-	} else if d, ok := perr.Data.(map[string]int64); ok {
-		for k, v := range d {
-			info.Metadata[k] = strconv.FormatInt(v, 10)
-		}
+	code := statusCode(httpStatus)
+	rc := perr.Code
+	if rc <= -32001 && rc >= -32099 {
+		rc = codeEdgeRefusal
 	}
+	info := &errdetails.ErrorInfo{Reason: edgeReason(perr.Code), Domain: "mcpv2", Metadata: edgeMetadata(perr)}
+	info.Metadata["http_status"], info.Metadata["code"] = strconv.Itoa(httpStatus), strconv.Itoa(rc)
 	st, err := status.New(code, perr.Message).WithDetails(info)
 	if err != nil {
 		st = status.New(code, perr.Message)
@@ -299,24 +275,12 @@ func grpcEncodeMessage(s string) string {
 	return b.String()
 }
 
-// grpcError is the gRPC status of an A2A error: the code the A2A spec
-// maps it to, and its google.rpc.ErrorInfo (errorInfo) as a detail.
+// grpcError is the gRPC status of an A2A error: its code (wireOf, the
+// table every binding answers by), and its google.rpc.ErrorInfo
+// (errorInfo) as a detail.
 func grpcError(e *rpcError) error {
 	info := errorInfo(e)
-	code := codes.Internal
-	switch e.Code {
-	case codeTaskNotFound:
-		code = codes.NotFound
-	case codeTaskNotCancelable, codePushNotSupported, codeUnsupportedOp, -32007, codeVersionNotSupported:
-		code = codes.FailedPrecondition
-	case codeContentType, protocol.CodeInvalidParams, protocol.CodeInvalidRequest, protocol.CodeParseError:
-		code = codes.InvalidArgument
-	case protocol.CodeMethodNotFound:
-		code = codes.Unimplemented
-	}
-	if info["reason"] == "QUOTA_EXCEEDED" {
-		code = codes.ResourceExhausted
-	}
+	code := wireOf(e).grpc
 	d := &errdetails.ErrorInfo{Reason: info["reason"].(string), Domain: info["domain"].(string)}
 	if m, ok := info["metadata"].(map[string]string); ok {
 		d.Metadata = m
@@ -385,10 +349,14 @@ func runGRPC(ctx context.Context, method string, in proto.Message, out proto.Mes
 	f := call.f
 	params, err := protojson.Marshal(in)
 	if err != nil {
-		return status.Errorf(codes.InvalidArgument, "invalid params: %s", protocol.Clip(err.Error(), 200))
+		return grpcRefused(ctx, rpcErrf(protocol.CodeInvalidParams, "invalid params: %s", protocol.Clip(err.Error(), 200)))
 	}
 	b := &grpcBinding{send: send, ctx: ctx}
-	q := &req{f: f, ctx: ctx, c: call.c, owner: f.ownerPrefix + call.c.Holder(), v: "1.0", id: json.RawMessage("null"),
+	wire := "1.0"
+	if full, _ := grpc.Method(ctx); strings.HasPrefix(full, GRPCServiceV03) { // a v0.3 call, converted to v1.0 (v03pb.go)
+		wire = "0.3"
+	}
+	q := &req{f: f, ctx: ctx, c: call.c, owner: f.ownerPrefix + call.c.Holder(), v: "1.0", wire: wire, id: json.RawMessage("null"),
 		method: method, started: time.Now(), out: b}
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
 		if v := md.Get(LastEventMetadata); len(v) > 0 {
@@ -479,8 +447,32 @@ type grpcV03 struct {
 	pb03.UnimplementedA2AServiceServer
 }
 
-func invalidName(err error) error {
-	return grpcError(rpcErrf(protocol.CodeInvalidParams, "invalid params: %v", err))
+// invalidName refuses a v0.3 call whose resource name does not parse,
+// with its audit line.
+func invalidName(ctx context.Context, err error) error {
+	return grpcRefused(ctx, rpcErrf(protocol.CodeInvalidParams, "invalid params: %v", err))
+}
+
+// grpcRefused answers a gRPC call refused before it is dispatched with e,
+// and writes its audit line, as dispatch does for the calls it answers.
+func grpcRefused(ctx context.Context, e *rpcError) error {
+	if call, ok := ctx.Value(grpcCallKey{}).(grpcCall); ok {
+		name, _ := grpc.Method(ctx)
+		name = name[strings.LastIndexByte(name, '/')+1:]
+		call.f.b.Audit(ctx, call.c, "a2a "+nonEmpty(name, "?"), &protocol.Error{Code: e.Code, Message: e.Message}, time.Now())
+	}
+	return grpcError(e)
+}
+
+// grpcUnknown answers a call of a method the services do not have
+// (grpc.UnknownServiceHandler): UNIMPLEMENTED, with its audit line.
+func grpcUnknown(_ any, s grpc.ServerStream) error {
+	name, _ := grpc.MethodFromServerStream(s)
+	e := rpcErrf(protocol.CodeMethodNotFound, "method not found: %s is not a method of %s or %s", protocol.Clip(name, 120), strings.Trim(GRPCServiceV1, "/"), strings.Trim(GRPCServiceV03, "/"))
+	if call, ok := s.Context().Value(grpcCallKey{}).(grpcCall); ok {
+		call.f.b.Audit(s.Context(), call.c, "a2a ?", &protocol.Error{Code: e.Code, Message: e.Message}, time.Now())
+	}
+	return status.Error(codes.Unimplemented, e.Message)
 }
 
 func (grpcV03) SendMessage(ctx context.Context, in *pb03.SendMessageRequest) (*pb03.SendMessageResponse, error) {
@@ -500,7 +492,7 @@ func (grpcV03) SendStreamingMessage(in *pb03.SendMessageRequest, s grpc.ServerSt
 func (grpcV03) GetTask(ctx context.Context, in *pb03.GetTaskRequest) (*pb03.Task, error) {
 	id, err := TaskIDFromName(in.GetName())
 	if err != nil {
-		return nil, invalidName(err)
+		return nil, invalidName(ctx, err)
 	}
 	r := &pb.GetTaskRequest{Id: id}
 	if n := in.GetHistoryLength(); n > 0 {
@@ -516,7 +508,7 @@ func (grpcV03) GetTask(ctx context.Context, in *pb03.GetTaskRequest) (*pb03.Task
 func (grpcV03) CancelTask(ctx context.Context, in *pb03.CancelTaskRequest) (*pb03.Task, error) {
 	id, err := TaskIDFromName(in.GetName())
 	if err != nil {
-		return nil, invalidName(err)
+		return nil, invalidName(ctx, err)
 	}
 	out := new(pb.Task)
 	if err := runGRPC(ctx, "CancelTask", &pb.CancelTaskRequest{Id: id}, out, nil); err != nil {
@@ -528,7 +520,7 @@ func (grpcV03) CancelTask(ctx context.Context, in *pb03.CancelTaskRequest) (*pb0
 func (grpcV03) TaskSubscription(in *pb03.TaskSubscriptionRequest, s grpc.ServerStreamingServer[pb03.StreamResponse]) error {
 	id, err := TaskIDFromName(in.GetName())
 	if err != nil {
-		return invalidName(err)
+		return invalidName(s.Context(), err)
 	}
 	return runGRPC(s.Context(), "SubscribeToTask", &pb.SubscribeToTaskRequest{Id: id}, nil, func(r *pb.StreamResponse) error {
 		return s.Send(StreamResponseToV03(r))
@@ -538,7 +530,7 @@ func (grpcV03) TaskSubscription(in *pb03.TaskSubscriptionRequest, s grpc.ServerS
 func (grpcV03) CreateTaskPushNotificationConfig(ctx context.Context, in *pb03.CreateTaskPushNotificationConfigRequest) (*pb03.TaskPushNotificationConfig, error) {
 	r, err := PushConfigFromV03(in)
 	if err != nil {
-		return nil, invalidName(err)
+		return nil, invalidName(ctx, err)
 	}
 	out := new(pb.TaskPushNotificationConfig)
 	if err := runGRPC(ctx, "CreateTaskPushNotificationConfig", r, out, nil); err != nil {
@@ -550,7 +542,7 @@ func (grpcV03) CreateTaskPushNotificationConfig(ctx context.Context, in *pb03.Cr
 func (grpcV03) GetTaskPushNotificationConfig(ctx context.Context, in *pb03.GetTaskPushNotificationConfigRequest) (*pb03.TaskPushNotificationConfig, error) {
 	task, id, err := PushNameParts(in.GetName())
 	if err != nil {
-		return nil, invalidName(err)
+		return nil, invalidName(ctx, err)
 	}
 	out := new(pb.TaskPushNotificationConfig)
 	if err := runGRPC(ctx, "GetTaskPushNotificationConfig", &pb.GetTaskPushNotificationConfigRequest{TaskId: task, Id: id}, out, nil); err != nil {
@@ -562,7 +554,7 @@ func (grpcV03) GetTaskPushNotificationConfig(ctx context.Context, in *pb03.GetTa
 func (grpcV03) ListTaskPushNotificationConfig(ctx context.Context, in *pb03.ListTaskPushNotificationConfigRequest) (*pb03.ListTaskPushNotificationConfigResponse, error) {
 	task, err := TaskIDFromName(in.GetParent())
 	if err != nil {
-		return nil, invalidName(err)
+		return nil, invalidName(ctx, err)
 	}
 	out := new(pb.ListTaskPushNotificationConfigsResponse)
 	r := &pb.ListTaskPushNotificationConfigsRequest{TaskId: task, PageSize: in.GetPageSize(), PageToken: in.GetPageToken()}
@@ -579,14 +571,17 @@ func (grpcV03) ListTaskPushNotificationConfig(ctx context.Context, in *pb03.List
 func (grpcV03) DeleteTaskPushNotificationConfig(ctx context.Context, in *pb03.DeleteTaskPushNotificationConfigRequest) (*emptypb.Empty, error) {
 	task, id, err := PushNameParts(in.GetName())
 	if err != nil {
-		return nil, invalidName(err)
+		return nil, invalidName(ctx, err)
 	}
 	out := new(emptypb.Empty)
 	return out, runGRPC(ctx, "DeleteTaskPushNotificationConfig", &pb.DeleteTaskPushNotificationConfigRequest{TaskId: task, Id: id}, out, nil)
 }
 
 // GetAgentCard answers the v0.3 card: the extended card when the face has
-// one for the caller, else the public card, in v0.3 form.
+// one for the caller, else the public card, in v0.3 form. A mesh peer's
+// face (a2a-tenant) answers that peer's own card, as its well-known URL
+// under /peers/{peer} does, or NOT_FOUND when the peer does not give it:
+// never this node's card.
 func (grpcV03) GetAgentCard(ctx context.Context, _ *pb03.GetAgentCardRequest) (*pb03.AgentCard, error) {
 	out := new(pb.AgentCard)
 	err := runGRPC(ctx, "GetExtendedAgentCard", &pb.GetExtendedAgentCardRequest{}, out, nil)
@@ -597,6 +592,9 @@ func (grpcV03) GetAgentCard(ctx context.Context, _ *pb03.GetAgentCardRequest) (*
 		return nil, err
 	}
 	call, _ := ctx.Value(grpcCallKey{}).(grpcCall)
+	if pf, ok := call.f.b.(peerBackend); ok {
+		return call.f.grpcPeerCard(ctx, call.c, pf.peer)
+	}
 	card, cerr := call.f.grpcPublicCard()
 	if cerr != nil {
 		return nil, cerr
@@ -604,13 +602,40 @@ func (grpcV03) GetAgentCard(ctx context.Context, _ *pb03.GetAgentCardRequest) (*
 	return CardToV03(card), nil
 }
 
-// grpcPublicCard is the face's public v1.0 card for a gRPC caller, its
-// URLs those the edge advertises.
-func (f *Face) grpcPublicCard() (*pb.AgentCard, error) {
+// grpcPeerCard is mesh peer peer's own signed card (Face.peerCard, as
+// servePeerCard fetches it), its URLs under the edge's advertised one, in
+// v0.3 form, with the call's audit line; NOT_FOUND when the peer does not
+// give it.
+func (f *Face) grpcPeerCard(ctx context.Context, c protocol.Caller, peer string) (*pb03.AgentCard, error) {
+	start := time.Now()
+	raw, perr := f.peerCard(ctx, c, peer, f.grpcBase()+"/peers/"+peer, "1.0")
+	if perr != nil {
+		f.b.Audit(ctx, c, "a2a peer card", perr, start)
+		return nil, status.Errorf(codes.NotFound, "the card of mesh peer %s could not be had: %s", peer, protocol.Clip(perr.Message, 200))
+	}
+	out := new(pb.AgentCard)
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(raw, out); err != nil {
+		perr := protocol.Errorf(protocol.CodeInternal, "the card of mesh peer %s is not an A2A 1.0 card: %s", peer, protocol.Clip(err.Error(), 200))
+		f.b.Audit(ctx, c, "a2a peer card", perr, start)
+		return nil, status.Error(codes.NotFound, perr.Message)
+	}
+	f.b.Audit(ctx, c, "a2a peer card", nil, start)
+	return CardToV03(out), nil
+}
+
+// grpcBase is the scheme://host:port the edge advertises first.
+func (f *Face) grpcBase() string {
 	base := f.e.URLs()[0]
 	if u, err := url.Parse(base); err == nil {
 		base = u.Scheme + "://" + u.Host
 	}
+	return base
+}
+
+// grpcPublicCard is the face's public v1.0 card for a gRPC caller, its
+// URLs those the edge advertises.
+func (f *Face) grpcPublicCard() (*pb.AgentCard, error) {
+	base := f.grpcBase()
 	acc := f.e.Accepts()
 	card, err := f.cardV1(base, "", &acc)
 	if err != nil {
@@ -626,12 +651,15 @@ func (f *Face) grpcPublicCard() (*pb.AgentCard, error) {
 
 // GRPCListener serves the face's gRPC binding on an address of its own
 // (--a2a-grpc), in the clear over HTTP/2 (h2c), through the same edge
-// chain as the edge's port. ListenGRPC starts it; Close stops it.
+// chain and the same HTTP server configuration (edge.Server.HTTPServer:
+// timeouts, streams per connection) as the edge's port. ListenGRPC starts
+// it; Close stops it.
 type GRPCListener struct {
 	srv    *http.Server
 	ln     net.Listener
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // the Serve goroutine
+	calls  sync.WaitGroup // the handlers running
 	mu     sync.Mutex
 	closed bool
 }
@@ -646,15 +674,18 @@ func (f *Face) ListenGRPC(addr string) (*GRPCListener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("a2a: --a2a-grpc %s: %w", addr, err)
 	}
-	var p http.Protocols
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &GRPCListener{ln: ln, cancel: cancel}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.calls.Add(1)
+		defer l.calls.Done()
+		f.grpcHandler.ServeHTTP(w, r)
+	})
+	l.srv = f.e.HTTPServer(ctx, h)
+	var p http.Protocols // gRPC is HTTP/2 only
 	p.SetHTTP2(true)
 	p.SetUnencryptedHTTP2(true)
-	ctx, cancel := context.WithCancel(context.Background())
-	l := &GRPCListener{ln: ln, cancel: cancel, srv: &http.Server{
-		Handler: f.grpcHandler, Protocols: &p, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		MaxHeaderBytes: 64 << 10, BaseContext: func(net.Listener) context.Context { return ctx },
-		ErrorLog: slog.NewLogLogger(f.log.Handler(), slog.LevelDebug),
-	}}
+	l.srv.Protocols = &p
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
@@ -669,8 +700,9 @@ func (f *Face) ListenGRPC(addr string) (*GRPCListener, error) {
 func (l *GRPCListener) Addr() net.Addr { return l.ln.Addr() }
 
 // Close stops the listener: the calls in flight are canceled (their
-// streams end), and it waits for its goroutine. A second Close returns
-// net.ErrClosed.
+// streams end, their connections close), and it waits for them and for
+// its goroutine, so that the face may be closed after it. A second Close
+// returns net.ErrClosed.
 func (l *GRPCListener) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -682,5 +714,6 @@ func (l *GRPCListener) Close() error {
 	l.cancel()
 	err := l.srv.Close()
 	l.wg.Wait()
+	l.calls.Wait()
 	return err
 }

@@ -156,11 +156,11 @@ func TestGRPCv1(t *testing.T) {
 
 	// The edge's refusals are gRPC statuses too.
 	_, err = c.GetTask(withToken(t.Context(), "not-a-token"), &pb.GetTaskRequest{Id: task.GetId()})
-	if code, _, meta := errInfo(t, err); code != codes.Unauthenticated || meta["http_status"] != "401" {
+	if code, reason, meta := errInfo(t, err); code != codes.Unauthenticated || meta["http_status"] != "401" || reason != "INVALID_CREDENTIAL" || meta["code"] != "-32000" {
 		t.Fatalf("a bad credential: %v %v: %v", code, meta, err)
 	}
 	_, err = c.SendMessage(ctx, &pb.SendMessageRequest{Message: skillMsg("ping", map[string]any{"payload": strings.Repeat("x", int(r.e.MaxBody()))})})
-	if code, _, _ := errInfo(t, err); code != codes.ResourceExhausted {
+	if code, reason, _ := errInfo(t, err); code != codes.ResourceExhausted || reason != "INVALID_REQUEST" {
 		t.Fatalf("a message over the edge's cap: %v", err)
 	}
 	// A tenant that is no PeerID is the node (a2a-js sends "undefined").
@@ -292,6 +292,22 @@ func TestGRPCTenant(t *testing.T) {
 	c03 := pb03.NewA2AServiceClient(cc)
 	if got, err := c03.GetTask(withToken(t.Context(), r.token(), a2a.TenantMetadata, bob), &pb03.GetTaskRequest{Name: "tasks/" + id}); err != nil || got.GetId() != id {
 		t.Fatalf("v0.3 get through bob's face (a2a-tenant): %v %v", got, err)
+	}
+	// bob's card through bob's face: not alice's. bob has no A2A face yet
+	// (it answers no card): NOT_FOUND; with one, bob's own card.
+	tctx := withToken(t.Context(), r.token(), a2a.TenantMetadata, bob)
+	if card, err := c03.GetAgentCard(tctx, &pb03.GetAgentCardRequest{}); status.Code(err) != codes.NotFound {
+		t.Fatalf("v0.3 card through bob's face, bob with no card: %v %v", card.GetName(), err)
+	}
+	fb, err := a2a.New(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fb.Close()
+	b.SetA2ACard(fb.CardFor)
+	card, err := c03.GetAgentCard(tctx, &pb03.GetAgentCardRequest{})
+	if err != nil || card.GetName() != "bob" || !strings.Contains(card.GetUrl(), "/peers/"+bob) {
+		t.Fatalf("v0.3 card through bob's face: %v %v", card, err)
 	}
 }
 

@@ -240,7 +240,7 @@ func (f *Face) setPush(q *req, c *pushConfig) *rpcError {
 		return e
 	}
 	c.Caller, c.CallerOwner = q.c.ID, q.owner
-	if rb, ok := q.out.(*restBinding); ok && rb.legacy { // a v0.3 client whose request runs as v1.0 (rest03.go)
+	if q.wire == "0.3" { // a v0.3 client, whose request may run as v1.0 (rest03.go, v03pb.go)
 		c.Version = "0.3"
 	}
 	b, _ := json.Marshal(c)

@@ -3,7 +3,6 @@ package a2a
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -321,7 +320,7 @@ func (f *Face) serveREST(w http.ResponseWriter, r *http.Request, c protocol.Call
 	q := &req{f: f, ctx: r.Context(), c: c, owner: f.ownerPrefix + c.Holder(), id: json.RawMessage("null"), started: time.Now(),
 		lastEventID: r.Header.Get("Last-Event-ID"), base: f.baseURL(r), out: b}
 	rt, e := parseRESTRoute(r.Method, restSubpath(r), r.URL.Query())
-	q.v, b.legacy, q.method, b.allow = rt.v, rt.v == "0.3", rt.name(), rt.allow
+	q.v, q.wire, b.legacy, q.method, b.allow = rt.v, rt.v, rt.v == "0.3", rt.name(), rt.allow
 	if e != nil {
 		q.fail(e)
 		return
@@ -420,7 +419,8 @@ func (b *restBinding) reply(q *req, result any) {
 }
 
 func (b *restBinding) fail(q *req, e *rpcError) {
-	status, name := restStatus(e)
+	we := wireOf(e)
+	status, name := we.http, codeName(we.grpc)
 	if b.allow != "" {
 		b.w.Header().Set("Allow", b.allow)
 		status, name = http.StatusMethodNotAllowed, "UNIMPLEMENTED"
@@ -466,94 +466,24 @@ type legacyError struct {
 	Data    any    `json:"data,omitempty"`
 }
 
-// restStatus is the HTTP status and google.rpc.Code name of an A2A error,
-// as the A2A spec maps them for HTTP+JSON (and @a2a-js/sdk reads them): a
-// cap of the task store is 429, a busy face 503.
-func restStatus(e *rpcError) (int, string) {
-	if d, ok := e.Data.(map[string]any); ok && d["quota"] != nil {
-		return http.StatusTooManyRequests, "RESOURCE_EXHAUSTED"
-	}
-	switch e.Code {
-	case codeTaskNotFound, protocol.CodeMethodNotFound:
-		return http.StatusNotFound, "NOT_FOUND"
-	case codeTaskNotCancelable, codePushNotSupported, codeUnsupportedOp, -32007, -32008, codeVersionNotSupported:
-		return http.StatusBadRequest, "FAILED_PRECONDITION"
-	case codeContentType, protocol.CodeParseError, protocol.CodeInvalidRequest, protocol.CodeInvalidParams:
-		return http.StatusBadRequest, "INVALID_ARGUMENT"
-	case protocol.CodeInternal:
-		if strings.HasPrefix(e.Message, "busy:") {
-			return http.StatusServiceUnavailable, "UNAVAILABLE"
-		}
-	}
-	return http.StatusInternalServerError, "INTERNAL"
-}
-
-// httpStatusName is the google.rpc.Code name of an HTTP status of the
-// edge's refusals.
-func httpStatusName(status int) string {
-	switch status {
-	case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
-		return "INVALID_ARGUMENT"
-	case http.StatusUnauthorized:
-		return "UNAUTHENTICATED"
-	case http.StatusForbidden:
-		return "PERMISSION_DENIED"
-	case http.StatusNotFound:
-		return "NOT_FOUND"
-	case http.StatusMethodNotAllowed, http.StatusNotImplemented:
-		return "UNIMPLEMENTED"
-	case http.StatusTooManyRequests:
-		return "RESOURCE_EXHAUSTED"
-	case http.StatusBadGateway, http.StatusServiceUnavailable:
-		return "UNAVAILABLE"
-	case http.StatusGatewayTimeout:
-		return "DEADLINE_EXCEEDED"
-	}
-	return "INTERNAL"
-}
-
-// restRefusal is the body of the edge's own refusals of the binding's
-// requests (edge.WithRefusalBody): a google.rpc.Status whose ErrorInfo is
-// of domain mcpv2 (its reason the edge's error, its metadata the error's
-// data), or in v0.3 the legacy error with the JSON-RPC server error code
-// in place of mcpv2's, which mean other things in A2A.
-func restRefusal(r *http.Request, status int, perr *protocol.Error) any {
+// restRefusal writes a refusal by the edge itself of a request of the
+// binding (edge.WithRefusalWriter): its HTTP status with a
+// google.rpc.Status whose ErrorInfo is of domain mcpv2 (its reason the
+// edge's error, edgeReason, as over gRPC; its metadata the error's data),
+// or in v0.3 the legacy error with the JSON-RPC server error code in place
+// of mcpv2's, which mean other things in A2A.
+func restRefusal(w http.ResponseWriter, r *http.Request, status int, perr *protocol.Error) {
 	if strings.Contains(r.URL.EscapedPath(), RESTPath+"/v1/") {
 		code := perr.Code
 		if code <= -32001 && code >= -32099 {
 			code = codeEdgeRefusal
 		}
-		return legacyError{Code: code, Message: perr.Message, Data: perr.Data}
+		writeJSON(w, status, legacyError{Code: code, Message: perr.Message, Data: perr.Data})
+		return
 	}
 	info := map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": edgeReason(perr.Code), "domain": "mcpv2"}
-	if perr.Data != nil {
-		var m map[string]any
-		if b, err := json.Marshal(perr.Data); err == nil && json.Unmarshal(b, &m) == nil && len(m) > 0 {
-			meta := make(map[string]string, len(m))
-			for k, v := range m {
-				meta[k] = fmt.Sprint(v)
-			}
-			info["metadata"] = meta
-		}
+	if meta := edgeMetadata(perr); len(meta) > 0 {
+		info["metadata"] = meta
 	}
-	return map[string]any{"error": rpcStatus{Code: status, Status: httpStatusName(status), Message: perr.Message, Details: []any{info}}}
-}
-
-// edgeReason names an mcpv2 error code of the edge's refusals.
-func edgeReason(code int) string {
-	switch code {
-	case protocol.CodeParseError:
-		return "PARSE_ERROR"
-	case protocol.CodeInvalidRequest:
-		return "INVALID_REQUEST"
-	case protocol.CodeInvalidParams:
-		return "INVALID_PARAMS"
-	case protocol.CodeInvalidSession:
-		return "INVALID_CREDENTIAL"
-	case protocol.CodeRateLimited:
-		return "RATE_LIMITED"
-	case protocol.CodeNotPermitted:
-		return "NOT_PERMITTED"
-	}
-	return "EDGE_REFUSAL"
+	writeJSON(w, status, map[string]any{"error": rpcStatus{Code: status, Status: codeName(statusCode(status)), Message: perr.Message, Details: []any{info}}})
 }

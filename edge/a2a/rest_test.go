@@ -231,7 +231,7 @@ func TestRESTErrors(t *testing.T) {
 	}
 	// Over the edge's body cap: 413, by the edge, in the binding's form.
 	a = rest(t, tok, "POST", u+"/message:send", `{"message":"`+strings.Repeat("x", 9<<20)+`"}`, v1)
-	if st := a.rpcStatus(t); a.status != 413 || st.Status != "INVALID_ARGUMENT" || !strings.Contains(st.Message, "larger than this edge's cap") {
+	if st := a.rpcStatus(t); a.status != 413 || st.Status != "RESOURCE_EXHAUSTED" || st.Details[0].Reason != "INVALID_REQUEST" || !strings.Contains(st.Message, "larger than this edge's cap") {
 		t.Errorf("9 MiB: %d %.300s", a.status, a.body)
 	}
 	// No credential: an anonymous caller, who owns no task.

@@ -11,16 +11,21 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
-// A2A error codes (both versions; v1.0 adds the last three).
+// A2A error codes (both versions; v1.0 adds the last three:
+// codeExtendedCardNotConfigured of extcard.go, codeExtensionRequired and
+// codeVersionNotSupported).
 const (
 	codeTaskNotFound        = -32001
 	codeTaskNotCancelable   = -32002
 	codePushNotSupported    = -32003
 	codeUnsupportedOp       = -32004
 	codeContentType         = -32005
+	codeExtensionRequired   = -32008
 	codeVersionNotSupported = -32009
 	// codeEdgeRefusal is the JSON-RPC server error that the edge's own
 	// refusals (credential, rate, busy, body size) carry on this face,
@@ -33,6 +38,8 @@ type rpcError struct {
 	Code    int    `json:"code"`
 	Message string `json:"message"`
 	Data    any    `json:"data,omitempty"`
+	// kind tells a busy face and a cap apart (wireOf); not on the wire.
+	kind errKind
 }
 
 func (e *rpcError) Error() string { return fmt.Sprintf("a2a error %d: %s", e.Code, e.Message) }
@@ -70,6 +77,11 @@ type req struct {
 	c     protocol.Caller
 	owner string
 	v     string // "1.0" or "0.3": the JSON form of results and events
+	// wire is the A2A version the client speaks ("1.0" or "0.3"), set by
+	// every binding: a v0.3 client's request may run as v1.0 (q.v) and be
+	// converted back (HTTP+JSON, gRPC), and what outlives it (a push
+	// config) is kept in the client's version.
+	wire string
 	// lastEventID is what the client last saw of a resubscribed stream
 	// (SSE Last-Event-ID, or the binding's equivalent); "" for none.
 	lastEventID string
@@ -145,7 +157,7 @@ func (f *Face) serveRPCBody(w http.ResponseWriter, r *http.Request, c protocol.C
 		q.fail(verr)
 		return
 	}
-	q.v = v
+	q.v, q.wire = v, v
 	op, ok := methods[v][rr.Method]
 	if !ok {
 		other := "0.3"
@@ -237,44 +249,156 @@ func (b jsonrpcBinding) fail(q *req, e *rpcError) {
 }
 
 // errorInfo is the google.rpc.ErrorInfo of e, in ProtoJSON (with its
-// @type), as every v1.0 binding carries it: reason from the A2A code,
-// domain a2a-protocol.org; a cap (store.QuotaError, whose numbers are in
-// e.Data) is QUOTA_EXCEEDED of domain mcpv2 with those numbers as its
-// metadata.
+// @type), as every v1.0 binding carries it: reason from the A2A code
+// (wireOf), domain a2a-protocol.org; a busy face is BUSY and a cap
+// (store.QuotaError, whose numbers are in e.Data) QUOTA_EXCEEDED, both of
+// domain mcpv2, a cap with those numbers as its metadata.
 func errorInfo(e *rpcError) map[string]any {
-	info := map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason(e.Code), "domain": "a2a-protocol.org"}
-	if d, ok := e.Data.(map[string]any); ok && d["quota"] != nil { // a cap (store.QuotaError): its numbers
+	w := wireOf(e)
+	info := map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": w.reason, "domain": w.domain}
+	if d, ok := e.Data.(map[string]any); ok && e.kind == errQuota { // a cap: its numbers
 		meta := map[string]string{}
 		for k, v := range d {
 			meta[k] = fmt.Sprint(v)
 		}
-		info["reason"], info["domain"], info["metadata"] = "QUOTA_EXCEEDED", "mcpv2", meta
+		info["metadata"] = meta
 	}
 	return info
 }
 
-func reason(code int) string {
+// errKind marks the A2A errors that no A2A code tells apart: a busy face
+// (the JSON-RPC code is -32603) and a cap of the task store (the node's
+// code, its numbers in Data).
+type errKind uint8
+
+const (
+	errPlain errKind = iota
+	errBusy          // the face runs its most tasks: retry later
+	errQuota         // a cap of the task store (store.QuotaError)
+)
+
+// busyErrf is a busy face's error: internal (-32603) in JSON-RPC, 503
+// UNAVAILABLE with Retry-After over HTTP+JSON, UNAVAILABLE over gRPC.
+func busyErrf(format string, a ...any) *rpcError {
+	e := rpcErrf(protocol.CodeInternal, format, a...)
+	e.kind = errBusy
+	return e
+}
+
+// wireError is how the bindings answer an A2A error: its gRPC code, its
+// HTTP status over HTTP+JSON (the google.rpc.Code name is the gRPC
+// code's), and the reason and domain of its google.rpc.ErrorInfo.
+type wireError struct {
+	grpc   codes.Code
+	http   int
+	reason string
+	domain string
+}
+
+// wireErrors is the one table of the A2A codes, as the A2A spec maps them
+// (and @a2a-js/sdk reads them); a code not in it is INTERNAL.
+var wireErrors = map[int]wireError{
+	codeTaskNotFound:              {codes.NotFound, http.StatusNotFound, "TASK_NOT_FOUND", "a2a-protocol.org"},
+	codeTaskNotCancelable:         {codes.FailedPrecondition, http.StatusBadRequest, "TASK_NOT_CANCELABLE", "a2a-protocol.org"},
+	codePushNotSupported:          {codes.FailedPrecondition, http.StatusBadRequest, "PUSH_NOTIFICATION_NOT_SUPPORTED", "a2a-protocol.org"},
+	codeUnsupportedOp:             {codes.FailedPrecondition, http.StatusBadRequest, "UNSUPPORTED_OPERATION", "a2a-protocol.org"},
+	codeContentType:               {codes.InvalidArgument, http.StatusBadRequest, "CONTENT_TYPE_NOT_SUPPORTED", "a2a-protocol.org"},
+	codeExtendedCardNotConfigured: {codes.FailedPrecondition, http.StatusBadRequest, "EXTENDED_AGENT_CARD_NOT_CONFIGURED", "a2a-protocol.org"},
+	codeExtensionRequired:         {codes.FailedPrecondition, http.StatusBadRequest, "EXTENSION_SUPPORT_REQUIRED", "a2a-protocol.org"},
+	codeVersionNotSupported:       {codes.FailedPrecondition, http.StatusBadRequest, "VERSION_NOT_SUPPORTED", "a2a-protocol.org"},
+	protocol.CodeParseError:       {codes.InvalidArgument, http.StatusBadRequest, "PARSE_ERROR", "a2a-protocol.org"},
+	protocol.CodeInvalidRequest:   {codes.InvalidArgument, http.StatusBadRequest, "INVALID_REQUEST", "a2a-protocol.org"},
+	protocol.CodeInvalidParams:    {codes.InvalidArgument, http.StatusBadRequest, "INVALID_PARAMS", "a2a-protocol.org"},
+	// A method (JSON-RPC) or route (HTTP+JSON) that is not there; gRPC's
+	// own unknown methods are UNIMPLEMENTED (grpcUnknown).
+	protocol.CodeMethodNotFound: {codes.NotFound, http.StatusNotFound, "METHOD_NOT_FOUND", "a2a-protocol.org"},
+}
+
+// wireOf is how the bindings answer e: by its kind, else by its code.
+func wireOf(e *rpcError) wireError {
+	switch e.kind {
+	case errBusy:
+		return wireError{codes.Unavailable, http.StatusServiceUnavailable, "BUSY", "mcpv2"}
+	case errQuota:
+		return wireError{codes.ResourceExhausted, http.StatusTooManyRequests, "QUOTA_EXCEEDED", "mcpv2"}
+	}
+	if w, ok := wireErrors[e.Code]; ok {
+		return w
+	}
+	return wireError{codes.Internal, http.StatusInternalServerError, "INTERNAL", "a2a-protocol.org"}
+}
+
+// codeName is the google.rpc.Code name of c ("FAILED_PRECONDITION").
+func codeName(c codes.Code) string {
+	s := c.String()
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && r >= 'A' && r <= 'Z' {
+			b.WriteByte('_')
+		}
+		b.WriteRune(r)
+	}
+	return strings.ToUpper(b.String())
+}
+
+// statusCode is the gRPC code of an HTTP status of the edge's own
+// refusals, and so the google.rpc.Code of one over HTTP+JSON.
+func statusCode(status int) codes.Code {
+	switch status {
+	case http.StatusBadRequest, http.StatusUnsupportedMediaType:
+		return codes.InvalidArgument
+	case http.StatusUnauthorized:
+		return codes.Unauthenticated
+	case http.StatusForbidden:
+		return codes.PermissionDenied
+	case http.StatusNotFound:
+		return codes.NotFound
+	case http.StatusMethodNotAllowed, http.StatusNotImplemented:
+		return codes.Unimplemented
+	case http.StatusTooManyRequests, http.StatusRequestEntityTooLarge:
+		return codes.ResourceExhausted
+	case http.StatusBadGateway, http.StatusServiceUnavailable:
+		return codes.Unavailable
+	case http.StatusGatewayTimeout:
+		return codes.DeadlineExceeded
+	}
+	return codes.Internal
+}
+
+// edgeReason is the ErrorInfo reason (domain mcpv2) of a refusal by the
+// edge itself, from its mcpv2 code, in every binding.
+func edgeReason(code int) string {
 	switch code {
-	case codeTaskNotFound:
-		return "TASK_NOT_FOUND"
-	case codeTaskNotCancelable:
-		return "TASK_NOT_CANCELABLE"
-	case codePushNotSupported:
-		return "PUSH_NOTIFICATION_NOT_SUPPORTED"
-	case codeUnsupportedOp:
-		return "UNSUPPORTED_OPERATION"
-	case codeContentType:
-		return "CONTENT_TYPE_NOT_SUPPORTED"
-	case -32007:
-		return "EXTENDED_AGENT_CARD_NOT_CONFIGURED"
-	case codeVersionNotSupported:
-		return "VERSION_NOT_SUPPORTED"
+	case protocol.CodeParseError:
+		return "PARSE_ERROR"
+	case protocol.CodeInvalidRequest:
+		return "INVALID_REQUEST"
 	case protocol.CodeInvalidParams:
 		return "INVALID_PARAMS"
-	case protocol.CodeMethodNotFound:
-		return "METHOD_NOT_FOUND"
+	case protocol.CodeInvalidSession:
+		return "INVALID_CREDENTIAL"
+	case protocol.CodeRateLimited:
+		return "RATE_LIMITED"
+	case protocol.CodeNotPermitted:
+		return "NOT_PERMITTED"
 	}
-	return "INTERNAL"
+	return "EDGE_REFUSAL"
+}
+
+// edgeMetadata is the ErrorInfo metadata of a refusal by the edge: its
+// data's members as strings.
+func edgeMetadata(perr *protocol.Error) map[string]string {
+	meta := map[string]string{}
+	if perr.Data == nil {
+		return meta
+	}
+	var m map[string]any
+	if b, err := json.Marshal(perr.Data); err == nil && json.Unmarshal(b, &m) == nil {
+		for k, v := range m {
+			meta[k] = fmt.Sprint(v)
+		}
+	}
+	return meta
 }
 
 // decodeParams decodes params strictly into v.

@@ -385,7 +385,7 @@ func (f *Face) start(reqCtx context.Context, t Task, owner string, c protocol.Ca
 		return nil, Event{}, rpcErrf(protocol.CodeInternal, "internal error: the agent is stopping")
 	}
 	if len(f.runs) >= f.maxRunning {
-		return nil, Event{}, rpcErrf(protocol.CodeInternal, "busy: this agent runs %d tasks at once, its most; retry later", f.maxRunning)
+		return nil, Event{}, busyErrf("busy: this agent runs %d tasks at once, its most; retry later", f.maxRunning)
 	}
 	mine := 0
 	for _, r := range f.runs {
@@ -394,7 +394,7 @@ func (f *Face) start(reqCtx context.Context, t Task, owner string, c protocol.Ca
 		}
 	}
 	if mine >= maxRunningPerCaller {
-		return nil, Event{}, rpcErrf(protocol.CodeInternal, "busy: you run %d tasks here at once, the most one caller may; wait for one to end, or cancel one", maxRunningPerCaller)
+		return nil, Event{}, busyErrf("busy: you run %d tasks here at once, the most one caller may; wait for one to end, or cancel one", maxRunningPerCaller)
 	}
 	snap := t
 	first, err := f.save(&snap, owner, Event{Task: &snap})
@@ -428,7 +428,11 @@ func (f *Face) save(t *Task, owner string, ev Event) (Event, *rpcError) {
 		Final: t.Status.State.Terminal(), Task: tb, Trusted: owner == f.ownerPrefix+protocol.OwnerSecret}, eb)
 	if perr := (*protocol.Error)(nil); errors.As(err, &perr) { // a cap of the task store
 		f.log.Debug("a2a: save task", "id", t.ID, "err", err)
-		return ev, &rpcError{Code: perr.Code, Data: perr.Data, Message: perr.Message +
+		kind := errPlain
+		if d, ok := perr.Data.(map[string]any); ok && d["quota"] != nil { // store.QuotaError's data
+			kind = errQuota
+		}
+		return ev, &rpcError{Code: perr.Code, Data: perr.Data, kind: kind, Message: perr.Message +
 			"; a task keeps its messages and results until it expires, and one caller's finished tasks are dropped, oldest first, to make room for its new ones, but not its unfinished ones: cancel one, or send less"}
 	}
 	if err != nil {
