@@ -1,13 +1,28 @@
 package node
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/mcpv2/mcpv2/node/store"
+	"github.com/mcpv2/mcpv2/protocol"
+)
 
 // SavePushConfig, PushConfigs and DeletePushConfig keep the
 // push-notification configs of the A2A face's tasks in the node's store,
 // deleted with their task (store.SavePushConfig and the others); the face
-// checks that the caller owns the task.
+// checks that the caller owns the task. A refusal the caller can act on
+// is a *protocol.Error (errors.As): one config too many or too large is
+// -32602 saying which; a full share of the task store is the store's
+// quota error, its numbers in Data.
 func (n *Node) SavePushConfig(taskID, id string, config json.RawMessage, max int) error {
-	return n.store.SavePushConfig(taskID, id, config, max)
+	err := n.store.SavePushConfig(taskID, id, config, max)
+	if errors.Is(err, store.ErrTooLarge) {
+		msg := strings.TrimPrefix(err.Error(), "store: save push config: ")
+		return &protocol.Error{Code: protocol.CodeInvalidParams, Message: "invalid params: " + msg}
+	}
+	return err
 }
 
 // PushConfigs returns a task's push-notification configs; see

@@ -246,8 +246,8 @@ func (f *Face) setPush(q *req, c *pushConfig) *rpcError {
 	b, _ := json.Marshal(c)
 	if err := f.push.store.SavePushConfig(c.TaskID, c.ID, b, MaxPushConfigs); err != nil {
 		f.log.Debug("a2a: save push config", "task", c.TaskID, "err", err)
-		if strings.Contains(err.Error(), "push-notification configs, the most") {
-			return rpcErrf(protocol.CodeInvalidParams, "invalid params: task %q has %d push notification configs, the most a task may; delete one first", c.TaskID, MaxPushConfigs)
+		if e := storeRefusal(err, ""); e != nil { // a cap: one config too many, or the owner's share of the store
+			return e
 		}
 		return rpcErrf(protocol.CodeInternal, "internal error: the push notification config could not be saved")
 	}

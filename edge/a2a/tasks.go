@@ -376,6 +376,22 @@ func (f *Face) send(q *req, params json.RawMessage, stream bool) {
 	q.reply(t.v03(hl))
 }
 
+// storeRefusal is the A2A error of a refusal by the task store that the
+// caller can act on (a *protocol.Error: a cap, or the store's quota error,
+// whose numbers make it errQuota), its message followed by hint; nil for
+// any other error.
+func storeRefusal(err error, hint string) *rpcError {
+	var perr *protocol.Error
+	if !errors.As(err, &perr) {
+		return nil
+	}
+	kind := errPlain
+	if d, ok := perr.Data.(map[string]any); ok && d["quota"] != nil { // store.QuotaError's data
+		kind = errQuota
+	}
+	return &rpcError{Code: perr.Code, Data: perr.Data, kind: kind, Message: perr.Message + hint}
+}
+
 // start saves the task in its submitted state and starts running calls,
 // with a subscription that sees every event after that first one.
 func (f *Face) start(reqCtx context.Context, t Task, owner string, c protocol.Caller, calls []call) (chan Event, Event, *rpcError) {
@@ -426,14 +442,9 @@ func (f *Face) save(t *Task, owner string, ev Event) (Event, *rpcError) {
 	}
 	seq, err := f.b.SaveTask(protocol.StoredTask{ID: t.ID, ContextID: t.ContextID, Owner: owner, State: string(t.Status.State),
 		Final: t.Status.State.Terminal(), Task: tb, Trusted: owner == f.ownerPrefix+protocol.OwnerSecret}, eb)
-	if perr := (*protocol.Error)(nil); errors.As(err, &perr) { // a cap of the task store
+	if e := storeRefusal(err, "; a task keeps its messages and results until it expires, and one caller's finished tasks are dropped, oldest first, to make room for its new ones, but not its unfinished ones: cancel one, or send less"); e != nil {
 		f.log.Debug("a2a: save task", "id", t.ID, "err", err)
-		kind := errPlain
-		if d, ok := perr.Data.(map[string]any); ok && d["quota"] != nil { // store.QuotaError's data
-			kind = errQuota
-		}
-		return ev, &rpcError{Code: perr.Code, Data: perr.Data, kind: kind, Message: perr.Message +
-			"; a task keeps its messages and results until it expires, and one caller's finished tasks are dropped, oldest first, to make room for its new ones, but not its unfinished ones: cancel one, or send less"}
+		return ev, e
 	}
 	if err != nil {
 		f.log.Error("a2a: save task", "id", t.ID, "err", err)
