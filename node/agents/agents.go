@@ -599,6 +599,11 @@ func (r *Registry) Discover(ctx context.Context, urls []string) ([]protocol.Exte
 	}
 	defer end()
 	out := make([]protocol.ExternalAgent, len(urls))
+	// The cards are fetched in parallel but kept in the cache in the
+	// request's order, so that which ones a full cache drops (the least
+	// recently kept) does not depend on which fetch ended first.
+	fetched := make([]*a2aclient.Card, len(urls))
+	norm := make([]string, len(urls))
 	var g errgroup.Group
 	g.SetLimit(r.cfg.parallel)
 	for i, raw := range urls {
@@ -621,13 +626,18 @@ func (r *Registry) Discover(ctx context.Context, urls []string) ([]protocol.Exte
 				out[i] = failed(u, err)
 				return nil
 			}
-			out[i] = r.keep(u, card)
+			fetched[i], norm[i] = card, u
 			return nil
 		})
 	}
 	_ = g.Wait()
 	if err := r.closing(); err != nil {
 		return nil, err
+	}
+	for i, card := range fetched {
+		if card != nil {
+			out[i] = r.keep(norm[i], card)
+		}
 	}
 	return out, nil
 }
