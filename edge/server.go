@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -243,6 +244,7 @@ type Server struct {
 	advertise string       // the host of PeerAddress
 	port      int
 	mux       *http.ServeMux
+	grpc      http.Handler // HandleGRPC's; nil: gRPC goes to mux like the rest
 	tracer    trace.Tracer // of Config.TracerProvider (startSpan)
 	handler   http.Handler
 	srv       *http.Server
@@ -360,6 +362,10 @@ func New(b Backend, cfg Config) (*Server, error) {
 	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		if s.checkHost(w, r) {
+			return
+		}
+		if s.grpc != nil && r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
+			s.grpc.ServeHTTP(w, r) // gRPC, whatever the service it names
 			return
 		}
 		s.mux.ServeHTTP(w, r)
@@ -602,6 +608,13 @@ func (s *Server) Close() error {
 // edge's own patterns are listed in the package documentation, and "/" is its
 // JSON 404 answer.
 func (s *Server) Mux() *http.ServeMux { return s.mux }
+
+// HandleGRPC serves with h every request of the edge that is gRPC (HTTP/2
+// with Content-Type application/grpc…), whatever its path, so that a gRPC
+// client naming a service the edge lacks gets a gRPC status rather than
+// an HTTP 404 it cannot read; other requests go to Mux as before. h goes
+// through the edge's checks itself (AuthenticatedFace). Call before Start.
+func (s *Server) HandleGRPC(h http.Handler) { s.grpc = h }
 
 // MaxBody returns the cap on request bodies, in bytes (Config.MaxBody), for
 // faces that read bodies with a library of their own.

@@ -131,10 +131,12 @@ func (f *Face) mountGRPC(e *edge.Server) {
 		return m == "SendStreamingMessage" || m == "SubscribeToTask" || m == "TaskSubscription"
 	}
 	h := e.AuthenticatedFace([]string{http.MethodPost}, standing, f.serveGRPC, edge.WithRefusalWriter(writeGRPCRefusal))
-	mux := http.NewServeMux()
-	mux.Handle(GRPCServiceV1, h)
-	mux.Handle(GRPCServiceV03, h)
-	f.grpcHandler = mux
+	// gRPC is chosen by content type (HandleGRPC): any service path, an
+	// unknown one answered UNIMPLEMENTED by the server; the two service
+	// paths stay on the mux too, where a request that is not gRPC is told
+	// what to send.
+	f.grpcHandler = h
+	e.HandleGRPC(h)
 	e.Mux().Handle(GRPCServiceV1, h)
 	e.Mux().Handle(GRPCServiceV03, h)
 }
