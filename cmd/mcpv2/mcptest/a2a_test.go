@@ -164,20 +164,27 @@ func TestA2AClientKey(t *testing.T) {
 	base, id := strings.TrimSuffix(a.mcpURL(), "/mcp"), a.first("MCPV2_PEER_ID")
 	key := a.addKey(t, "agent", "--grant", "ask,nap")
 
-	for _, mode := range []string{"v1", "v03"} {
-		t.Run(mode, func(t *testing.T) {
-			w := append([]string{}, a2aWant...)
-			w = append(w, "a skill not granted (upload_file): rejected, -32009")
-			if mode == "v1" {
-				w = append(w, "listTasks: ")
-			}
-			runA2AClient(t, a2aRun{mode: mode, base: base, peer: id, token: key, denied: "upload_file"}, w...)
-		})
+	// The key as a user hands it to each of the SDK's bindings: the
+	// Authorization header (JSON-RPC, HTTP+JSON) or gRPC metadata.
+	for _, tr := range []string{"jsonrpc", "rest", "grpc"} {
+		for _, mode := range []string{"v1", "v03"} {
+			t.Run(tr+"-"+mode, func(t *testing.T) {
+				w := append([]string{}, a2aWant...)
+				w = append(w, "a skill not granted (upload_file): rejected, -32009")
+				if mode == "v1" {
+					w = append(w, "listTasks: ")
+				}
+				runA2AClient(t, a2aRun{mode: mode, transport: tr, base: base, peer: id, token: key, denied: "upload_file"}, w...)
+			})
+		}
 	}
 	t.Run("revoked", func(t *testing.T) {
 		a.revokeKey(t, "agent")
 		for _, mode := range []string{"v1", "v03"} {
 			t.Logf("%s: %s", mode, runA2AClient(t, a2aRun{mode: mode, base: base, peer: id, token: key, probe: true}, "refused: HTTP 401, JsonRpcTransportError -32000: invalid API key: key revoked"))
+		}
+		for tr, want := range map[string]string{"rest": "refused: HTTP 401", "grpc": "refused: gRPC status 16"} { // 16: UNAUTHENTICATED
+			t.Logf("%s: %s", tr, runA2AClient(t, a2aRun{mode: "v1", transport: tr, base: base, peer: id, token: key, probe: true}, want, "invalid API key: key revoked"))
 		}
 	})
 	t.Run("expired", func(t *testing.T) {
