@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -348,12 +347,8 @@ func (f *Face) taskListen(r *http.Request) *listenRequest {
 	if f.tasks == nil || r.Method != http.MethodPost || r.Body == nil || r.Header.Get("Mcp-Method") != "subscriptions/listen" {
 		return nil
 	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, f.http.e.MaxBody()+1))
-	r.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(bytes.NewReader(b), r.Body), r.Body}
-	if err != nil || int64(len(b)) > f.http.e.MaxBody() {
+	b := peekBody(r, f.http.e.MaxBody())
+	if b == nil {
 		return nil
 	}
 	return parseTaskListen(b)
