@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -258,18 +257,39 @@ func writeEvent(w http.ResponseWriter, msg []byte) error {
 // followTask calls send with c's task id as MCP shows it (isModern: the
 // 2026-07-28 form), now and at each change of its status or status
 // message, until it ends (or input-required), ctx ends, or it is not
-// found.
+// found. It reads the store at most twice: at the first event, for when
+// the task was made (that first view is the store's), and at the event
+// that ends the stream, for the result. The events between (a progress
+// report, a new status) are shown from the status they carry, its time
+// as lastUpdatedAt; an artifact event changes no status and sends
+// nothing.
 func (f *Face) followTask(ctx context.Context, c protocol.Caller, id string, isModern bool, send func(taskView)) {
 	last := ""
+	var created time.Time
+	read := false
 	err := f.tasks.StreamTask(ctx, c, id, 0, false, func(ev a2a.StreamEvent) error {
 		if ev.Kind == "ping" {
 			return nil
 		}
-		tt, err := f.tasks.GetTimedTask(ctx, c, id)
-		if err != nil {
-			return err
+		var v taskView
+		st, ok := eventStatus(ev)
+		switch {
+		case !read || ev.Final || (ev.Kind == "status" && !ok):
+			tt, err := f.tasks.GetTimedTask(ctx, c, id)
+			if err != nil {
+				return err
+			}
+			created, read = tt.Created, true
+			v = f.taskView(tt, isModern)
+		case ok:
+			updated := st.Timestamp
+			if updated.Before(created) { // clocks apart: not before it was made
+				updated = created
+			}
+			v = f.taskView(a2a.TimedTask{Task: a2a.Task{ID: id, Status: st}, Created: created, Updated: updated}, isModern)
+		default: // an artifact: the status is as it was
+			return nil
 		}
-		v := f.taskView(tt, isModern)
 		if key := v.status + "\x00" + v.message; key != last {
 			last = key
 			send(v)
@@ -279,6 +299,31 @@ func (f *Face) followTask(ctx context.Context, c protocol.Caller, id string, isM
 	if err != nil && ctx.Err() == nil {
 		f.log.Debug("mcp: follow task", "id", protocol.Clip(id, 80), "err", err)
 	}
+}
+
+// eventStatus is the status a status event carries (its Data, an A2A 1.0
+// statusUpdate) in the task model's form; false for any other event, or
+// one that does not decode.
+func eventStatus(ev a2a.StreamEvent) (a2a.Status, bool) {
+	if ev.Kind != "status" {
+		return a2a.Status{}, false
+	}
+	var e struct {
+		StatusUpdate *struct {
+			Status struct {
+				State     string       `json:"state"`
+				Message   *a2a.Message `json:"message"`
+				Timestamp time.Time    `json:"timestamp"`
+			} `json:"status"`
+		} `json:"statusUpdate"`
+	}
+	if json.Unmarshal(ev.Data, &e) != nil || e.StatusUpdate == nil {
+		return a2a.Status{}, false
+	}
+	s := e.StatusUpdate.Status
+	// TASK_STATE_INPUT_REQUIRED is input-required, as the model names it
+	state := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(s.State, "TASK_STATE_"), "_", "-"))
+	return a2a.Status{State: a2a.State(state), Message: s.Message, Timestamp: s.Timestamp}, true
 }
 
 // listenRequest is a 2026-07-28 subscriptions/listen request, the members
@@ -302,12 +347,8 @@ func (f *Face) taskListen(r *http.Request) *listenRequest {
 	if f.tasks == nil || r.Method != http.MethodPost || r.Body == nil || r.Header.Get("Mcp-Method") != "subscriptions/listen" {
 		return nil
 	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, f.http.e.MaxBody()+1))
-	r.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(bytes.NewReader(b), r.Body), r.Body}
-	if err != nil || int64(len(b)) > f.http.e.MaxBody() {
+	b := peekBody(r, f.http.e.MaxBody())
+	if b == nil {
 		return nil
 	}
 	return parseTaskListen(b)

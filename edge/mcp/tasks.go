@@ -13,6 +13,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/edge/a2a"
 	"github.com/mcpv2/mcpv2/protocol"
 )
@@ -525,16 +526,41 @@ func (f *Face) markTaskAsked(r *http.Request) *http.Request {
 	if f.tasks == nil || r.Method != http.MethodPost || r.Body == nil {
 		return r
 	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, f.http.e.MaxBody()+1))
-	r.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(bytes.NewReader(b), r.Body), r.Body}
-	if err != nil || !asksTaskBody(b) {
+	if !asksTaskBody(peekBody(r, f.http.e.MaxBody())) {
 		return r
 	}
 	return r.WithContext(context.WithValue(r.Context(), taskAskedKey{}, true))
 }
+
+// peekBody reads r's body, at most max bytes, with the edge's one body
+// reader (edge.ReadLimited: a known length is one allocation of its size,
+// never io.ReadAll's doubled cap), for a look before the go-sdk reads it,
+// and leaves r.Body to give the go-sdk what it would have read: the same
+// bytes, or the same failure (over max it is the *http.MaxBytesError the
+// go-sdk answers 413, of the same cap; else the read's error), in which
+// case peekBody returns nil. No ResponseWriter is given to ReadLimited:
+// the go-sdk's answer is the one the client gets.
+func peekBody(r *http.Request, max int64) []byte {
+	body := r.Body
+	b, err := edge.ReadLimited(nil, r, max)
+	if err != nil {
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{errReader{err}, body}
+		return nil
+	}
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(b), body), body}
+	return b
+}
+
+// errReader is a body whose read failed: each read returns err.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // asksTaskBody says whether b, a POST body of the 2025-11-25 era, is one
 // tools/call whose params.task is an object (a batch, or anything else,
