@@ -70,8 +70,8 @@ type pushConfig struct {
 	CallerKind  protocol.CallerKind `json:"callerKind,omitempty"`
 }
 
-// setBy names the caller of q as the config's (setPush sets the same
-// ID and owner; checkPush then measures the config as it is kept).
+// setBy names the caller of q as the config's, before setPush: checkPush
+// then measures the config as it is kept.
 func (c *pushConfig) setBy(q *req) {
 	c.Caller, c.CallerOwner, c.CallerKind = q.c.ID, q.owner, q.c.Kind
 }
@@ -234,12 +234,12 @@ func pushOff(q *req) {
 	q.fail(rpcErrf(codePushNotSupported, "push notifications are not supported by this agent; stream the task, or subscribe to it"))
 }
 
-// setPush checks config c of the caller's task and keeps it.
+// setPush checks config c of the caller's task and keeps it; c is set by
+// q already (setBy), as checkPush measures it.
 func (f *Face) setPush(q *req, c *pushConfig) *rpcError {
 	if e := f.checkPush(q.ctx, c); e != nil {
 		return e
 	}
-	c.Caller, c.CallerOwner = q.c.ID, q.owner
 	if q.wire == "0.3" { // a v0.3 client, whose request may run as v1.0 (rest03.go, v03pb.go)
 		c.Version = "0.3"
 	}
