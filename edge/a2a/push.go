@@ -325,24 +325,18 @@ func (q *req) loadTask(taskID string) *rpcError {
 	return e
 }
 
-// configs reads task id's configs (the caller's task: loaded first).
+// configs reads task id's configs (the caller's task: loaded first)
+// through the pusher's index, which a save or delete keeps current.
 func (f *Face) configs(q *req, taskID string) ([]pushConfig, *rpcError) {
 	if e := q.loadTask(taskID); e != nil {
 		return nil, e
 	}
-	raws, err := f.push.store.PushConfigs(taskID)
+	cs, err := f.push.store.configs(taskID)
 	if err != nil {
 		f.log.Error("a2a: push configs", "task", taskID, "err", err)
 		return nil, rpcErrf(protocol.CodeInternal, "internal error: the push notification configs could not be read")
 	}
-	out := make([]pushConfig, 0, len(raws))
-	for _, r := range raws {
-		var c pushConfig
-		if json.Unmarshal(r, &c) == nil {
-			out = append(out, c)
-		}
-	}
-	return out, nil
+	return cs, nil
 }
 
 // pushGet serves GetTaskPushNotificationConfig

@@ -161,8 +161,9 @@ func (p *pusher) close() {
 }
 
 // pushIndex is the PushStore the faces use: it remembers the configs of
-// each task that has events, so that an event of a task without configs
-// reads nothing; a config set or deleted through it is read again.
+// each task that has events or whose configs were read, so that an event
+// of a task without configs reads nothing; a config set or deleted
+// through it is read again. The slices it returns are shared: read-only.
 type pushIndex struct {
 	PushStore
 	mu     sync.Mutex
