@@ -31,8 +31,8 @@ func (n *Node) PushConfigs(taskID string) ([]json.RawMessage, error) {
 	return n.store.PushConfigs(taskID)
 }
 
-// DeletePushConfig deletes a task's push-notification config id ("" all
-// of them) and says whether there was one; see SavePushConfig.
+// DeletePushConfig deletes a task's push-notification config id and says
+// whether there was one; see SavePushConfig.
 func (n *Node) DeletePushConfig(taskID, id string) (bool, error) {
 	return n.store.DeletePushConfig(taskID, id)
 }

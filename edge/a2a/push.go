@@ -24,8 +24,8 @@ type PushStore interface {
 	SavePushConfig(taskID, id string, config json.RawMessage, max int) error
 	// PushConfigs returns the configs of task taskID.
 	PushConfigs(taskID string) ([]json.RawMessage, error)
-	// DeletePushConfig deletes config id of task taskID ("" all of them)
-	// and says whether there was one.
+	// DeletePushConfig deletes config id of task taskID and says whether
+	// there was one.
 	DeletePushConfig(taskID, id string) (bool, error)
 }
 
