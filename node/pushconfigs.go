@@ -3,7 +3,7 @@ package node
 import (
 	"encoding/json"
 	"errors"
-	"strings"
+	"fmt"
 
 	"github.com/mcpv2/mcpv2/node/store"
 	"github.com/mcpv2/mcpv2/protocol"
@@ -18,11 +18,14 @@ import (
 // quota error, its numbers in Data.
 func (n *Node) SavePushConfig(taskID, id string, config json.RawMessage, max int) error {
 	err := n.store.SavePushConfig(taskID, id, config, max)
-	if errors.Is(err, store.ErrTooLarge) {
-		msg := strings.TrimPrefix(err.Error(), "store: save push config: ")
-		return &protocol.Error{Code: protocol.CodeInvalidParams, Message: "invalid params: " + msg}
+	if !errors.Is(err, store.ErrTooLarge) {
+		return err
 	}
-	return err
+	msg := fmt.Sprintf("task %q has %d push-notification configs, the most a task may (delete one first)", taskID, max)
+	if len(config) > store.MaxPushConfigBytes {
+		msg = fmt.Sprintf("the config is %d bytes, more than %d", len(config), store.MaxPushConfigBytes)
+	}
+	return &protocol.Error{Code: protocol.CodeInvalidParams, Message: "invalid params: " + msg}
 }
 
 // PushConfigs returns a task's push-notification configs; see
@@ -31,8 +34,8 @@ func (n *Node) PushConfigs(taskID string) ([]json.RawMessage, error) {
 	return n.store.PushConfigs(taskID)
 }
 
-// DeletePushConfig deletes a task's push-notification config id ("" all
-// of them) and says whether there was one; see SavePushConfig.
+// DeletePushConfig deletes a task's push-notification config id and says
+// whether there was one; see SavePushConfig.
 func (n *Node) DeletePushConfig(taskID, id string) (bool, error) {
 	return n.store.DeletePushConfig(taskID, id)
 }

@@ -286,16 +286,9 @@ func cardSkills(c protocol.AgentCard, keep func(string) bool) []any {
 }
 
 // inlineJWKS is the JWK Set of the PeerID id as a JSON object for a card
-// (JWKS), nil when id holds no Ed25519 key (never for a node's own).
+// (jwks), nil when id holds no Ed25519 key (never for a node's own).
 func inlineJWKS(id string) map[string]any {
-	b, err := JWKS(id)
-	if err != nil {
-		return nil
-	}
-	var m map[string]any
-	if json.Unmarshal(b, &m) != nil {
-		return nil
-	}
+	m, _ := jwks(id)
 	return m
 }
 

@@ -24,8 +24,8 @@ type PushStore interface {
 	SavePushConfig(taskID, id string, config json.RawMessage, max int) error
 	// PushConfigs returns the configs of task taskID.
 	PushConfigs(taskID string) ([]json.RawMessage, error)
-	// DeletePushConfig deletes config id of task taskID ("" all of them)
-	// and says whether there was one.
+	// DeletePushConfig deletes config id of task taskID and says whether
+	// there was one.
 	DeletePushConfig(taskID, id string) (bool, error)
 }
 
@@ -70,8 +70,8 @@ type pushConfig struct {
 	CallerKind  protocol.CallerKind `json:"callerKind,omitempty"`
 }
 
-// setBy names the caller of q as the config's (setPush sets the same
-// ID and owner; checkPush then measures the config as it is kept).
+// setBy names the caller of q as the config's, before setPush: checkPush
+// then measures the config as it is kept.
 func (c *pushConfig) setBy(q *req) {
 	c.Caller, c.CallerOwner, c.CallerKind = q.c.ID, q.owner, q.c.Kind
 }
@@ -234,12 +234,12 @@ func pushOff(q *req) {
 	q.fail(rpcErrf(codePushNotSupported, "push notifications are not supported by this agent; stream the task, or subscribe to it"))
 }
 
-// setPush checks config c of the caller's task and keeps it.
+// setPush checks config c of the caller's task and keeps it; c is set by
+// q already (setBy), as checkPush measures it.
 func (f *Face) setPush(q *req, c *pushConfig) *rpcError {
 	if e := f.checkPush(q.ctx, c); e != nil {
 		return e
 	}
-	c.Caller, c.CallerOwner = q.c.ID, q.owner
 	if q.wire == "0.3" { // a v0.3 client, whose request may run as v1.0 (rest03.go, v03pb.go)
 		c.Version = "0.3"
 	}
@@ -325,24 +325,18 @@ func (q *req) loadTask(taskID string) *rpcError {
 	return e
 }
 
-// configs reads task id's configs (the caller's task: loaded first).
+// configs reads task id's configs (the caller's task: loaded first)
+// through the pusher's index, which a save or delete keeps current.
 func (f *Face) configs(q *req, taskID string) ([]pushConfig, *rpcError) {
 	if e := q.loadTask(taskID); e != nil {
 		return nil, e
 	}
-	raws, err := f.push.store.PushConfigs(taskID)
+	cs, err := f.push.store.configs(taskID)
 	if err != nil {
 		f.log.Error("a2a: push configs", "task", taskID, "err", err)
 		return nil, rpcErrf(protocol.CodeInternal, "internal error: the push notification configs could not be read")
 	}
-	out := make([]pushConfig, 0, len(raws))
-	for _, r := range raws {
-		var c pushConfig
-		if json.Unmarshal(r, &c) == nil {
-			out = append(out, c)
-		}
-	}
-	return out, nil
+	return cs, nil
 }
 
 // pushGet serves GetTaskPushNotificationConfig

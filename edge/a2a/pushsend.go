@@ -106,11 +106,15 @@ type pushQueueT struct {
 // pushPerHost, and a webhook that failed is not waited on again for
 // pushBreak.
 type pusher struct {
-	store    *pushIndex
-	scope    *netscope.Scope
-	hc       *http.Client
-	sign     func([]byte) ([]byte, error)
-	peerID   string
+	store  *pushIndex
+	scope  *netscope.Scope
+	hc     *http.Client
+	sign   func([]byte) ([]byte, error)
+	peerID string
+	// jwks is JWKS(peerID), what serveJWKS answers (jwksErr: why there
+	// is none), made once: the key never changes.
+	jwks     json.RawMessage
+	jwksErr  error
 	audit    func(ctx context.Context, c protocol.Caller, method string, perr *protocol.Error, start time.Time)
 	log      *slog.Logger
 	attempts int
@@ -139,6 +143,7 @@ func newPusher(b Backend, store PushStore, cfg config, log *slog.Logger) *pusher
 	p := &pusher{store: &pushIndex{PushStore: store, byTask: map[string][]pushConfig{}}, scope: scope, hc: hc, sign: b.Sign, peerID: b.PeerID(), audit: b.Audit, log: log,
 		attempts: cfg.pushAttempts, backoff: cfg.pushBackoff, queues: map[string]*pushQueueT{},
 		owners: map[string]int{}, hosts: map[string]int{}, broken: map[string]time.Time{}}
+	p.jwks, p.jwksErr = JWKS(p.peerID)
 	p.cond = sync.NewCond(&p.mu)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	for range pushWorkers {
@@ -161,8 +166,9 @@ func (p *pusher) close() {
 }
 
 // pushIndex is the PushStore the faces use: it remembers the configs of
-// each task that has events, so that an event of a task without configs
-// reads nothing; a config set or deleted through it is read again.
+// each task that has events or whose configs were read, so that an event
+// of a task without configs reads nothing; a config set or deleted
+// through it is read again. The slices it returns are shared: read-only.
 type pushIndex struct {
 	PushStore
 	mu     sync.Mutex
@@ -516,6 +522,15 @@ func (p *pusher) jwt(aud, taskID string, body []byte) (string, error) {
 // JWKS is the JWK Set of the node of PeerID id: its Ed25519 key (OKP,
 // RFC 8037), kid the PeerID, as JWKSPath serves it.
 func JWKS(id string) (json.RawMessage, error) {
+	m, err := jwks(id)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
+
+// jwks is JWKS as a JSON object, for a card to hold inline.
+func jwks(id string) (map[string]any, error) {
 	pid, err := peer.Decode(id)
 	if err != nil {
 		return nil, fmt.Errorf("a2a: jwks: %q is not a PeerID: %w", protocol.Clip(id, 80), err)
@@ -528,8 +543,8 @@ func JWKS(id string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("a2a: jwks: %w", err)
 	}
-	return json.Marshal(map[string]any{"keys": []any{map[string]any{"kty": "OKP", "crv": "Ed25519", "x": base64.RawURLEncoding.EncodeToString(raw),
-		"kid": id, "alg": "EdDSA", "use": "sig"}}})
+	return map[string]any{"keys": []any{map[string]any{"kty": "OKP", "crv": "Ed25519", "x": base64.RawURLEncoding.EncodeToString(raw),
+		"kid": id, "alg": "EdDSA", "use": "sig"}}}, nil
 }
 
 // serveJWKS answers GET of JWKSPath: the key of the node's push
@@ -540,7 +555,7 @@ func (f *Face) serveJWKS(w http.ResponseWriter, r *http.Request) {
 		f.e.Refuse(w, r, http.StatusMethodNotAllowed, protocol.Errorf(protocol.CodeInvalidRequest, "invalid request: method %s is not allowed on %s; use GET", protocol.Clip(r.Method, 20), r.URL.Path))
 		return
 	}
-	b, err := JWKS(f.b.PeerID())
+	b, err := f.push.jwks, f.push.jwksErr
 	if err != nil {
 		f.log.Error("a2a: jwks", "err", err)
 		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": rpcError{Code: protocol.CodeInternal, Message: "internal error: the key set could not be made"}})

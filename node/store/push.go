@@ -53,11 +53,11 @@ func (s *Store) SavePushConfig(taskID, id string, config json.RawMessage, max in
 				return fmt.Errorf("task %q has %d push-notification configs, the most a task may (delete one first): %w", taskID, max, ErrTooLarge)
 			}
 		}
-		if raw := tx.Bucket(taskBucket).Get([]byte(taskID)); raw != nil { // stored: count it now
-			var t protocol.StoredTask
-			if err := json.Unmarshal(raw, &t); err != nil {
-				return err
-			}
+		t, err := storedTask(tx, taskID)
+		if err != nil {
+			return err
+		}
+		if t != nil { // stored: count it now
 			delta := int64(recordBytes(len(config)))
 			if was != nil {
 				delta -= int64(recordBytes(len(was)))
@@ -109,7 +109,8 @@ func (s *Store) PushConfigs(taskID string) ([]json.RawMessage, error) {
 }
 
 // DeletePushConfig deletes the push-notification config id of task taskID
-// ("" deletes all of the task's) and says whether there was one.
+// and says whether there was one (a task's deletion takes all of its
+// configs: deletePushConfigs).
 func (s *Store) DeletePushConfig(taskID, id string) (bool, error) {
 	const op = "delete push config"
 	if s.closed.Load() {
@@ -121,12 +122,6 @@ func (s *Store) DeletePushConfig(taskID, id string) (bool, error) {
 		b := all.Bucket([]byte(taskID))
 		if b == nil {
 			return nil
-		}
-		if id == "" {
-			found = true
-			n := 0
-			_ = b.ForEach(func(_, v []byte) error { n += int(recordBytes(len(v))); return nil })
-			return errors.Join(uncountPush(tx, taskID, n), all.DeleteBucket([]byte(taskID)))
 		}
 		v := b.Get([]byte(id))
 		if v == nil {
@@ -150,15 +145,25 @@ func (s *Store) DeletePushConfig(taskID, id string) (bool, error) {
 // uncountPush takes n bytes of deleted configs off task taskID's count,
 // if the task is stored (else they were never counted).
 func uncountPush(tx *bolt.Tx, taskID string, n int) error {
-	raw := tx.Bucket(taskBucket).Get([]byte(taskID))
-	if raw == nil {
-		return nil
-	}
-	var t protocol.StoredTask
-	if err := json.Unmarshal(raw, &t); err != nil {
+	t, err := storedTask(tx, taskID)
+	if t == nil || err != nil {
 		return err
 	}
 	return addTaskBytes(tx, t.Owner, t.ID, -int64(n))
+}
+
+// storedTask is task taskID as stored, for its owner whose share its
+// configs count in; nil when it is not stored (yet, or any more).
+func storedTask(tx *bolt.Tx, taskID string) (*protocol.StoredTask, error) {
+	raw := tx.Bucket(taskBucket).Get([]byte(taskID))
+	if raw == nil {
+		return nil, nil
+	}
+	var t protocol.StoredTask
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return nil, fmt.Errorf("task %q: %w", taskID, err)
+	}
+	return &t, nil
 }
 
 // pushBytes is what task id's configs count: the bytes of a new task's

@@ -106,8 +106,10 @@ func TestPushConfigBytesCounted(t *testing.T) {
 	if ok, err := s.DeletePushConfig("t1", "c"); !ok || err != nil {
 		t.Fatalf("delete c: %v %v", ok, err)
 	}
-	if ok, err := s.DeletePushConfig("t1", ""); !ok || err != nil {
-		t.Fatalf("delete all: %v %v", ok, err)
+	for _, id := range []string{"a", "b"} { // the rest
+		if ok, err := s.DeletePushConfig("t1", id); !ok || err != nil {
+			t.Fatalf("delete %s: %v %v", id, ok, err)
+		}
 	}
 	if m := mine(); m >= base-900 {
 		t.Fatalf("after every config is deleted the task counts %d, with its first config it counted %d", m, base)
