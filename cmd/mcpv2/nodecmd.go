@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/urfave/cli/v2"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/mcpv2/mcpv2/discovery"
 	"github.com/mcpv2/mcpv2/edge"
@@ -195,9 +194,13 @@ type runningNode struct {
 	// launchNode, shut down (flushing) by Close after the node and the
 	// edge, which only use it.
 	tp *sdktrace.TracerProvider
+	// stopAgents stops registering --agents (registerKnownAgents; nil
+	// before launchNode's end).
+	stopAgents func()
 }
 
-// Close stops the metrics server first (no scrape reads a closed part),
+// Close stops registering --agents first (an add still reading a card is
+// cancelled), then the metrics server (no scrape reads a closed part),
 // then the control socket, then the REST and A2A faces (A2A over libp2p
 // before the face it calls: its Close waits for its handlers) — which end their
 // open task streams, so that the edge's shutdown does not wait its grace
@@ -205,6 +208,9 @@ type runningNode struct {
 // (no new requests; the requests in flight finish), then the MCP face,
 // then the node.
 func (r *runningNode) Close() error {
+	if r.stopAgents != nil {
+		r.stopAgents()
+	}
 	var errs []error
 	if r.metrics != nil {
 		errs = append(errs, r.metrics.Close())
@@ -467,12 +473,12 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 	if f, ok := banner.(*os.File); ok {
 		_ = f.Sync()
 	}
-	registerKnownAgents(c, n, log)
 	ready := []any{"peer_id", n.ID().String(), "listen", n.Status().Listen}
 	if srv != nil {
 		ready = append(ready, "edge", srv.URLs())
 	}
 	log.Info("ready", append(ready, "access", n.AccessSummary())...)
+	r.stopAgents = registerKnownAgents(c.Context, n, splitList(c.StringSlice("agents")), c.Int("max-agents"), log)
 	return r, nil
 }
 
@@ -626,47 +632,44 @@ func noneIfZero[T int | int64 | time.Duration](v T) T {
 
 // registerKnownAgents registers the agents of --agents (the seed's
 // MCP_A2A_KNOWN_AGENT_URLS) as the operator, at most --max-agents of them,
-// a few at a time, each card read within its own --agents-timeout; an
-// agent that cannot be read is logged and left out, so that a node starts
-// while an agent is down (mcpv2 agents add retries).
-func registerKnownAgents(c *cli.Context, n *node.Node, log *slog.Logger) {
-	op := node.Operator()
-	addKnownAgents(c.Context, splitList(c.StringSlice("agents")), c.Int("max-agents"), c.Duration("agents-timeout")+time.Second, log,
-		func(ctx context.Context, u string) (string, error) {
-			list, err := n.AddAgents(ctx, op, []string{u}, false)
-			if err == nil && len(list) == 1 {
-				return list[0].LastError, nil
-			}
-			return "", err
-		})
-}
-
-// addKnownAgents is registerKnownAgents over add (which answers the
-// agent's error, or fails): the first max URLs, agents.DefaultParallel at
-// a time, each within its own timeout, so that one slow agent does not
-// use up the time of the others.
-func addKnownAgents(ctx context.Context, urls []string, max int, timeout time.Duration, log *slog.Logger, add func(context.Context, string) (string, error)) {
+// in the background: start-up does not wait for them (the node is ready
+// while their cards are read), and an agent that cannot be read is logged
+// and left out (mcpv2 agents add retries). node.AddAgents bounds the work:
+// agents.DefaultParallel cards at a time, each within the registry's
+// --agents-timeout. The returned stop cancels what is left and waits for
+// it (runningNode.Close calls it before closing the node).
+func registerKnownAgents(ctx context.Context, n *node.Node, urls []string, max int, log *slog.Logger) (stop func()) {
 	if max > 0 && len(urls) > max {
 		log.Warn("--agents: more agents than --max-agents; the rest are not registered", "max", max, "left_out", len(urls)-max)
 		urls = urls[:max]
 	}
-	var g errgroup.Group
-	g.SetLimit(agents.DefaultParallel)
-	for _, u := range urls {
-		g.Go(func() error {
-			actx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			lastErr, err := add(actx, u)
-			switch {
-			case err != nil:
-				log.Warn("--agents: not registered", "url", u, "err", err)
-			case lastErr != "":
-				log.Warn("--agents: not registered", "url", u, "err", lastErr)
-			default:
-				log.Info("--agents: registered", "url", u)
-			}
-			return nil
-		})
+	if len(urls) == 0 {
+		return func() {}
 	}
-	_ = g.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for chunk := range slices.Chunk(urls, agents.MaxDiscover) {
+			list, err := n.AddAgents(ctx, node.Operator(), chunk, false)
+			if ctx.Err() != nil {
+				return // stopping: not the agents' fault
+			}
+			if err != nil {
+				log.Warn("--agents: not registered", "urls", chunk, "err", err)
+				continue
+			}
+			for _, a := range list {
+				if a.LastError != "" {
+					log.Warn("--agents: not registered", "url", a.URL, "err", a.LastError)
+				} else {
+					log.Info("--agents: registered", "url", a.URL)
+				}
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }

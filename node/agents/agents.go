@@ -498,22 +498,18 @@ func fill(a *protocol.ExternalAgent, card *a2aclient.Card) {
 	}
 }
 
-// NormalizeURL checks that raw is an http(s) URL of an agent and returns
-// it as the registry keys it: without a fragment or a trailing slash.
+// NormalizeURL checks that raw is an http(s) URL of an agent
+// (a2aclient.CheckURL: a host, no user info; its errors redact a password)
+// and returns it as the registry keys it: without a fragment or a trailing
+// slash.
 func NormalizeURL(raw string) (string, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" || len(raw) > MaxURL {
 		return "", fmt.Errorf("%w: %d bytes (want 1 to %d)", ErrBadURL, len(raw), MaxURL)
 	}
-	u, err := url.Parse(raw)
+	u, err := a2aclient.CheckURL(raw)
 	if err != nil {
-		return "", fmt.Errorf("%w: %q: %v", ErrBadURL, raw, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", fmt.Errorf("%w: %q: the scheme must be http or https", ErrBadURL, raw)
-	}
-	if u.Host == "" || u.User != nil {
-		return "", fmt.Errorf("%w: %q: want a host and no user info", ErrBadURL, raw)
+		return "", fmt.Errorf("%w: %w", ErrBadURL, err)
 	}
 	u.Fragment, u.RawFragment = "", ""
 	return strings.TrimRight(u.String(), "/"), nil

@@ -323,6 +323,13 @@ func TestCaps(t *testing.T) {
 			t.Errorf("NormalizeURL(%.20q): %v, want ErrBadURL", bad, err)
 		}
 	}
+	// The refusal of a URL with user info does not echo its password.
+	if _, err := NormalizeURL("https://u:hunter2@x.example/a"); err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("NormalizeURL with a password: %v, want a refusal that redacts it", err)
+	}
+	if u, err := NormalizeURL(" https://x.example/a/#top "); err != nil || u != "https://x.example/a" {
+		t.Errorf("NormalizeURL: %q, %v, want https://x.example/a (no fragment, no trailing slash)", u, err)
+	}
 }
 
 func TestScheduledChecks(t *testing.T) {
