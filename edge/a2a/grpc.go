@@ -168,14 +168,12 @@ func (f *Face) serveGRPC(w http.ResponseWriter, r *http.Request, c protocol.Call
 		f.e.Refuse(w, r, http.StatusBadRequest, perr)
 		return
 	}
-	if tenant == "" || tenant == f.b.PeerID() {
+	if tenant == "" {
 		f.serveGRPCOn(w, r, c)
 		return
 	}
-	r.SetPathValue("peer", tenant)
-	f.e.PeerFace(f.serveGRPCOn, func(peer string) func(http.ResponseWriter, *http.Request, protocol.Caller) {
-		return f.peers.Serve(f.e, peer, (*Face).serveGRPCOn)
-	})(w, r, c)
+	r.SetPathValue("peer", tenant) // the node's own PeerID is served on f
+	f.grpcPeer(w, r, c)
 }
 
 // serveGRPCOn serves a gRPC call on face g.
