@@ -191,24 +191,11 @@ func (f *Face) ListOwnTasks(_ context.Context, c protocol.Caller, cursor string,
 		}
 		all = append(all, TimedTask{Task: t, Created: st.Created, Updated: st.Updated})
 	}
-	start := 0
-	if cursor != "" {
-		start = -1
-		for i, tt := range all {
-			if tt.Task.ID == cursor {
-				start = i + 1
-			}
-		}
-		if start < 0 {
-			return TaskPage{}, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: cursor %q names no task of this listing", protocol.Clip(cursor, 80))
-		}
+	page, next, ok := pageAfter(all, func(tt TimedTask) string { return tt.Task.ID }, cursor, size)
+	if !ok {
+		return TaskPage{}, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: cursor %q names no task of this listing", protocol.Clip(cursor, 80))
 	}
-	page := all[start:min(start+size, len(all))]
-	out := TaskPage{Tasks: append([]TimedTask{}, page...)}
-	if start+size < len(all) {
-		out.Next = page[len(page)-1].Task.ID
-	}
-	return out, nil
+	return TaskPage{Tasks: append([]TimedTask{}, page...), Next: next}, nil
 }
 
 // GetTask returns c's task id as it is now: CodeTaskNotFound when it does

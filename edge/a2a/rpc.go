@@ -525,20 +525,11 @@ func (f *Face) list(q *req, params json.RawMessage) {
 		q.fail(rpcErrf(protocol.CodeInternal, "internal error: the tasks could not be listed"))
 		return
 	}
-	start := 0
-	if p.PageToken != "" {
-		start = -1
-		for i, st := range all {
-			if st.ID == p.PageToken {
-				start = i + 1
-			}
-		}
-		if start < 0 {
-			q.fail(rpcErrf(protocol.CodeInvalidParams, "invalid params: pageToken %q names no task of this listing", protocol.Clip(p.PageToken, 80)))
-			return
-		}
+	page, next, ok := pageAfter(all, func(st protocol.StoredTask) string { return st.ID }, p.PageToken, size)
+	if !ok {
+		q.fail(rpcErrf(protocol.CodeInvalidParams, "invalid params: pageToken %q names no task of this listing", protocol.Clip(p.PageToken, 80)))
+		return
 	}
-	page := all[start:min(start+size, len(all))]
 	hl := 0
 	if p.HistoryLength != nil {
 		hl = max(*p.HistoryLength, 0)
@@ -550,11 +541,32 @@ func (f *Face) list(q *req, params json.RawMessage) {
 			tasks = append(tasks, t.v1(hl, p.IncludeArtifacts))
 		}
 	}
-	next := ""
-	if start+size < len(all) {
-		next = page[len(page)-1].ID
-	}
 	q.reply(map[string]any{"tasks": tasks, "nextPageToken": next, "pageSize": size, "totalSize": len(all)})
+}
+
+// pageAfter is the one cursor paging of the task listings (ListTasks,
+// ListOwnTasks): the items of all after the one whose id is cursor ("":
+// from the start), at most size of them, and next, the id of the page's
+// last item when more follow ("" at the end). ok is false when cursor
+// names no item of all.
+func pageAfter[T any](all []T, id func(T) string, cursor string, size int) (page []T, next string, ok bool) {
+	start := 0
+	if cursor != "" {
+		start = -1
+		for i, v := range all {
+			if id(v) == cursor {
+				start = i + 1
+			}
+		}
+		if start < 0 {
+			return nil, "", false
+		}
+	}
+	page = all[start:min(start+size, len(all))]
+	if start+size < len(all) {
+		next = id(page[len(page)-1])
+	}
+	return page, next, true
 }
 
 func (f *Face) cancelTask(q *req, params json.RawMessage) {
