@@ -356,8 +356,8 @@ func runGRPC(ctx context.Context, method string, in proto.Message, out proto.Mes
 	if full, _ := grpc.Method(ctx); strings.HasPrefix(full, GRPCServiceV03) { // a v0.3 call, converted to v1.0 (v03pb.go)
 		wire = "0.3"
 	}
-	q := &req{f: f, ctx: ctx, c: call.c, owner: f.ownerPrefix + call.c.Holder(), v: "1.0", wire: wire, id: json.RawMessage("null"),
-		method: method, started: time.Now(), out: b}
+	q := f.newReq(ctx, call.c, b)
+	q.v, q.wire, q.method = "1.0", wire, method
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
 		if v := md.Get(LastEventMetadata); len(v) > 0 {
 			q.lastEventID = v[0]

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/mcpv2/mcpv2/protocol"
 )
@@ -317,8 +316,8 @@ func restStanding(r *http.Request) bool {
 func (f *Face) serveREST(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
 	c.Via = "a2a"
 	b := &restBinding{w: w}
-	q := &req{f: f, ctx: r.Context(), c: c, owner: f.ownerPrefix + c.Holder(), id: json.RawMessage("null"), started: time.Now(),
-		lastEventID: r.Header.Get("Last-Event-ID"), base: f.baseURL(r), out: b}
+	q := f.newReq(r.Context(), c, b)
+	q.lastEventID, q.base = r.Header.Get("Last-Event-ID"), f.baseURL(r)
 	rt, e := parseRESTRoute(r.Method, restSubpath(r), r.URL.Query())
 	q.v, q.wire, b.legacy, q.method, b.allow = rt.v, rt.v, rt.v == "0.3", rt.name(), rt.allow
 	if e != nil {

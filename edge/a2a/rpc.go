@@ -94,6 +94,18 @@ type req struct {
 	out     binding
 }
 
+// owner is the store's owner key of c's tasks on this face: the caller's
+// holder (credential, or client IP), set apart on a peer's face by its
+// ownerPrefix. Who owns a task is decided here only.
+func (f *Face) owner(c protocol.Caller) string { return f.ownerPrefix + c.Holder() }
+
+// newReq is a request of c on f with context ctx, answered through out:
+// its owner (owner), a null JSON-RPC id, started now. The binding sets
+// the rest (version, method, base …).
+func (f *Face) newReq(ctx context.Context, c protocol.Caller, out binding) *req {
+	return &req{f: f, ctx: ctx, c: c, owner: f.owner(c), id: json.RawMessage("null"), started: time.Now(), out: out}
+}
+
 // binding writes the answers of one request in its binding's wire form:
 // JSON-RPC over HTTP (jsonrpcBinding), HTTP+JSON, gRPC. reply gets an
 // operation's result and stream its events, both in the JSON form of
@@ -136,8 +148,8 @@ func (f *Face) serveRPCBody(w http.ResponseWriter, r *http.Request, c protocol.C
 	// A caller without a credential holds its tasks against its client
 	// IP's share of the task bytes, found by id only from that IP; it
 	// still lists nothing (ListTasks).
-	q := &req{f: f, ctx: r.Context(), c: c, owner: f.ownerPrefix + c.Holder(), id: json.RawMessage("null"), started: started,
-		lastEventID: r.Header.Get("Last-Event-ID"), base: base, out: jsonrpcBinding{w: w}}
+	q := f.newReq(r.Context(), c, jsonrpcBinding{w: w})
+	q.started, q.lastEventID, q.base = started, r.Header.Get("Last-Event-ID"), base
 	var rr rpcRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&rr); err != nil {
