@@ -141,12 +141,6 @@ func (f *Face) mountGRPC(e *edge.Server) {
 	e.Mux().Handle(GRPCServiceV03, h)
 }
 
-// GRPCHandler is the HTTP handler of the face's gRPC binding (set by
-// Mount; nil before): it serves the two service paths through the edge's
-// chain, for a listener of its own (--a2a-grpc), which must speak HTTP/2
-// (h2c or TLS).
-func (f *Face) GRPCHandler() http.Handler { return f.grpcHandler }
-
 // serveGRPC serves one gRPC call that the edge let through as c: it reads
 // the request message (capped by the edge) to find the tenant, and serves
 // the call on the node's face, or on the face of the mesh peer the tenant
@@ -577,11 +571,12 @@ func (grpcV03) DeleteTaskPushNotificationConfig(ctx context.Context, in *pb03.De
 	return out, runGRPC(ctx, "DeleteTaskPushNotificationConfig", &pb.DeleteTaskPushNotificationConfigRequest{TaskId: task, Id: id}, out, nil)
 }
 
-// GetAgentCard answers the v0.3 card: the extended card when the face has
-// one for the caller, else the public card, in v0.3 form. A mesh peer's
-// face (a2a-tenant) answers that peer's own card, as its well-known URL
-// under /peers/{peer} does, or NOT_FOUND when the peer does not give it:
-// never this node's card.
+// GetAgentCard answers the v0.3 card: the node's extended card for the
+// caller (the public card for an anonymous one), in v0.3 form. A mesh
+// peer's face (a2a-tenant), which has no extended card
+// (FAILED_PRECONDITION), answers that peer's own card, as its well-known
+// URL under /peers/{peer} does, or NOT_FOUND when the peer does not give
+// it: never this node's card.
 func (grpcV03) GetAgentCard(ctx context.Context, _ *pb03.GetAgentCardRequest) (*pb03.AgentCard, error) {
 	out := new(pb.AgentCard)
 	err := runGRPC(ctx, "GetExtendedAgentCard", &pb.GetExtendedAgentCardRequest{}, out, nil)
@@ -592,14 +587,11 @@ func (grpcV03) GetAgentCard(ctx context.Context, _ *pb03.GetAgentCardRequest) (*
 		return nil, err
 	}
 	call, _ := ctx.Value(grpcCallKey{}).(grpcCall)
-	if pf, ok := call.f.b.(peerBackend); ok {
-		return call.f.grpcPeerCard(ctx, call.c, pf.peer)
+	pf, ok := call.f.b.(peerBackend) // only a peer's face answers FAILED_PRECONDITION (extendedCard)
+	if !ok {
+		return nil, err
 	}
-	card, cerr := call.f.grpcPublicCard()
-	if cerr != nil {
-		return nil, cerr
-	}
-	return CardToV03(card), nil
+	return call.f.grpcPeerCard(ctx, call.c, pf.peer)
 }
 
 // grpcPeerCard is mesh peer peer's own signed card (Face.peerCard, as
@@ -630,23 +622,6 @@ func (f *Face) grpcBase() string {
 		base = u.Scheme + "://" + u.Host
 	}
 	return base
-}
-
-// grpcPublicCard is the face's public v1.0 card for a gRPC caller, its
-// URLs those the edge advertises.
-func (f *Face) grpcPublicCard() (*pb.AgentCard, error) {
-	base := f.grpcBase()
-	acc := f.e.Accepts()
-	card, err := f.cardV1(base, "", &acc)
-	if err != nil {
-		return nil, status.Error(codes.Internal, "internal error: the card could not be made")
-	}
-	out := new(pb.AgentCard)
-	if err := fromJSON(card, out); err != nil {
-		f.log.Error("a2a: grpc card", "err", err)
-		return nil, status.Error(codes.Internal, "internal error: the card could not be encoded")
-	}
-	return out, nil
 }
 
 // GRPCListener serves the face's gRPC binding on an address of its own
