@@ -600,7 +600,7 @@ func (grpcV03) GetAgentCard(ctx context.Context, _ *pb03.GetAgentCardRequest) (*
 // give it.
 func (f *Face) grpcPeerCard(ctx context.Context, c protocol.Caller, peer string) (*pb03.AgentCard, error) {
 	start := time.Now()
-	raw, perr := f.peerCard(ctx, c, peer, f.grpcBase()+"/peers/"+peer, "1.0")
+	raw, perr := f.peerCard(ctx, c, peer, f.advertisedBase()+"/peers/"+peer, "1.0")
 	if perr != nil {
 		f.b.Audit(ctx, c, "a2a peer card", perr, start)
 		return nil, status.Errorf(codes.NotFound, "the card of mesh peer %s could not be had: %s", peer, protocol.Clip(perr.Message, 200))
@@ -613,15 +613,6 @@ func (f *Face) grpcPeerCard(ctx context.Context, c protocol.Caller, peer string)
 	}
 	f.b.Audit(ctx, c, "a2a peer card", nil, start)
 	return CardToV03(out), nil
-}
-
-// grpcBase is the scheme://host:port the edge advertises first.
-func (f *Face) grpcBase() string {
-	base := f.e.URLs()[0]
-	if u, err := url.Parse(base); err == nil {
-		base = u.Scheme + "://" + u.Host
-	}
-	return base
 }
 
 // GRPCListener serves the face's gRPC binding on an address of its own
