@@ -235,13 +235,9 @@ func grpcTenant(r *http.Request, body []byte) (string, *protocol.Error) {
 // -32001… as -32000, as the other bindings carry it).
 func writeGRPCRefusal(w http.ResponseWriter, _ *http.Request, httpStatus int, perr *protocol.Error) {
 	code := statusCode(httpStatus)
-	rc := perr.Code
-	if rc <= -32001 && rc >= -32099 {
-		rc = codeEdgeRefusal
-	}
-	info := &errdetails.ErrorInfo{Reason: edgeReason(perr.Code), Domain: "mcpv2", Metadata: edgeMetadata(perr)}
-	info.Metadata["http_status"], info.Metadata["code"] = strconv.Itoa(httpStatus), strconv.Itoa(rc)
-	st, err := status.New(code, perr.Message).WithDetails(info)
+	info := edgeInfo(perr)
+	info.meta["http_status"], info.meta["code"] = strconv.Itoa(httpStatus), strconv.Itoa(edge.RefusalCode(perr.Code, codeEdgeRefusal))
+	st, err := status.New(code, perr.Message).WithDetails(info.proto())
 	if err != nil {
 		st = status.New(code, perr.Message)
 	}
@@ -269,17 +265,17 @@ func grpcEncodeMessage(s string) string {
 	return b.String()
 }
 
+// proto is i as the google.rpc.ErrorInfo message.
+func (i errInfo) proto() *errdetails.ErrorInfo {
+	return &errdetails.ErrorInfo{Reason: i.reason, Domain: i.domain, Metadata: i.meta}
+}
+
 // grpcError is the gRPC status of an A2A error: its code (wireOf, the
 // table every binding answers by), and its google.rpc.ErrorInfo
 // (errorInfo) as a detail.
 func grpcError(e *rpcError) error {
-	info := errorInfo(e)
 	code := wireOf(e).grpc
-	d := &errdetails.ErrorInfo{Reason: info["reason"].(string), Domain: info["domain"].(string)}
-	if m, ok := info["metadata"].(map[string]string); ok {
-		d.Metadata = m
-	}
-	st, err := status.New(code, e.Message).WithDetails(d)
+	st, err := status.New(code, e.Message).WithDetails(errorInfo(e).proto())
 	if err != nil {
 		return status.Error(code, e.Message)
 	}

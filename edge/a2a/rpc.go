@@ -255,27 +255,50 @@ func (b jsonrpcBinding) fail(q *req, e *rpcError) {
 		status = http.StatusBadRequest
 	}
 	if q.v == "1.0" {
-		e.Data = []any{errorInfo(e)}
+		e.Data = []any{errorInfo(e).json()}
 	}
 	writeJSON(b.w, status, map[string]any{"jsonrpc": "2.0", "id": q.id, "error": e})
 }
 
-// errorInfo is the google.rpc.ErrorInfo of e, in ProtoJSON (with its
-// @type), as every v1.0 binding carries it: reason from the A2A code
-// (wireOf), domain a2a-protocol.org; a busy face is BUSY and a cap
-// (store.QuotaError, whose numbers are in e.Data) QUOTA_EXCEEDED, both of
-// domain mcpv2, a cap with those numbers as its metadata.
-func errorInfo(e *rpcError) map[string]any {
+// errInfo is a google.rpc.ErrorInfo as every binding carries it: json is
+// its ProtoJSON (JSON-RPC v1.0, HTTP+JSON), proto (grpc.go) the message in
+// a gRPC status's details.
+type errInfo struct {
+	reason, domain string
+	meta           map[string]string // none when empty
+}
+
+// json is i in ProtoJSON, with its @type; metadata only when it has any.
+func (i errInfo) json() map[string]any {
+	m := map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": i.reason, "domain": i.domain}
+	if len(i.meta) > 0 {
+		m["metadata"] = i.meta
+	}
+	return m
+}
+
+// errorInfo is the ErrorInfo of e, as every v1.0 binding carries it:
+// reason from the A2A code (wireOf), domain a2a-protocol.org; a busy face
+// is BUSY and a cap (store.QuotaError, whose numbers are in e.Data)
+// QUOTA_EXCEEDED, both of domain mcpv2, a cap with those numbers as its
+// metadata.
+func errorInfo(e *rpcError) errInfo {
 	w := wireOf(e)
-	info := map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": w.reason, "domain": w.domain}
+	info := errInfo{reason: w.reason, domain: w.domain}
 	if d, ok := e.Data.(map[string]any); ok && e.kind == errQuota { // a cap: its numbers
-		meta := map[string]string{}
+		info.meta = map[string]string{}
 		for k, v := range d {
-			meta[k] = fmt.Sprint(v)
+			info.meta[k] = fmt.Sprint(v)
 		}
-		info["metadata"] = meta
 	}
 	return info
+}
+
+// edgeInfo is the ErrorInfo of a refusal by the edge itself, in every
+// binding: its reason (edgeReason), domain mcpv2, and its data's members
+// as metadata (edgeMetadata).
+func edgeInfo(perr *protocol.Error) errInfo {
+	return errInfo{reason: edgeReason(perr.Code), domain: "mcpv2", meta: edgeMetadata(perr)}
 }
 
 // errKind marks the A2A errors that no A2A code tells apart: a busy face
