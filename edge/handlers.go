@@ -182,6 +182,17 @@ func WithRefusalCode(code int) FaceOption {
 	return func(o *faceOptions) { o.refusalCode = code }
 }
 
+// RefusalCode is code as a face of WithRefusalCode(to) carries it: to in
+// place of an mcpv2 code (-32001 to -32099), any other code as it is; a
+// zero to keeps every code. A face that writes its own refusals
+// (WithRefusalWriter) remaps with it as the edge would.
+func RefusalCode(code, to int) int {
+	if to != 0 && code <= -32001 && code >= -32099 {
+		return to
+	}
+	return code
+}
+
 func (s *Server) authenticated(methods []string, standing func(*http.Request) bool, face bool, h func(w http.ResponseWriter, r *http.Request, c protocol.Caller), o faceOptions) http.Handler {
 	allowed := strings.Join(methods, ", ")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -341,9 +352,9 @@ func (s *Server) ReadBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, q *request, status int, perr *protocol.Error) {
 	q.refused = perr
 	s.b.Audit(r.Context(), q.caller, auditMethod(r), perr, q.start)
-	if q.refusalCode != 0 && perr.Code <= -32001 && perr.Code >= -32099 {
+	if rc := RefusalCode(perr.Code, q.refusalCode); rc != perr.Code {
 		c := *perr
-		c.Code, perr = q.refusalCode, &c
+		c.Code, perr = rc, &c
 	}
 	if q.refusalWriter != nil {
 		q.refusalWriter(w, r, status, perr)

@@ -51,7 +51,7 @@ func toProtocol(e *rpcError) *protocol.Error {
 
 // loadFor is req.load for a caller of the task API.
 func (f *Face) loadFor(c protocol.Caller, id string) (Task, protocol.StoredTask, *protocol.Error) {
-	q := &req{f: f, c: c, owner: f.ownerPrefix + c.Holder()}
+	q := &req{f: f, c: c, owner: f.owner(c)}
 	t, st, e := q.load(id)
 	return t, st, toProtocol(e)
 }
@@ -92,7 +92,7 @@ func (f *Face) submit(ctx context.Context, c protocol.Caller, t Task, m Message,
 	}
 	t.History = append(t.History, m)
 	t.Status = Status{State: StateSubmitted, Timestamp: time.Now().UTC()}
-	owner := f.ownerPrefix + c.Holder()
+	owner := f.owner(c)
 	ch, _, rerr := f.start(ctx, t, owner, c, calls)
 	if rerr != nil {
 		return Task{}, toProtocol(rerr)
@@ -175,7 +175,7 @@ func (f *Face) ListOwnTasks(_ context.Context, c protocol.Caller, cursor string,
 	var stored []protocol.StoredTask
 	if c.Owner != "" {
 		var err error
-		if stored, err = f.b.ListTasks(f.ownerPrefix+c.Holder(), protocol.TaskQuery{}); err != nil {
+		if stored, err = f.b.ListTasks(f.owner(c), protocol.TaskQuery{}); err != nil {
 			f.log.Error("a2a: list tasks", "err", err)
 			return TaskPage{}, protocol.Errorf(protocol.CodeInternal, "internal error: the tasks could not be listed")
 		}
@@ -191,24 +191,11 @@ func (f *Face) ListOwnTasks(_ context.Context, c protocol.Caller, cursor string,
 		}
 		all = append(all, TimedTask{Task: t, Created: st.Created, Updated: st.Updated})
 	}
-	start := 0
-	if cursor != "" {
-		start = -1
-		for i, tt := range all {
-			if tt.Task.ID == cursor {
-				start = i + 1
-			}
-		}
-		if start < 0 {
-			return TaskPage{}, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: cursor %q names no task of this listing", protocol.Clip(cursor, 80))
-		}
+	page, next, ok := pageAfter(all, func(tt TimedTask) string { return tt.Task.ID }, cursor, size)
+	if !ok {
+		return TaskPage{}, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: cursor %q names no task of this listing", protocol.Clip(cursor, 80))
 	}
-	page := all[start:min(start+size, len(all))]
-	out := TaskPage{Tasks: append([]TimedTask{}, page...)}
-	if start+size < len(all) {
-		out.Next = page[len(page)-1].Task.ID
-	}
-	return out, nil
+	return TaskPage{Tasks: append([]TimedTask{}, page...), Next: next}, nil
 }
 
 // GetTask returns c's task id as it is now: CodeTaskNotFound when it does
@@ -232,7 +219,7 @@ func (f *Face) CancelTask(ctx context.Context, c protocol.Caller, id string) (Ta
 	if t.Status.State.Terminal() {
 		return Task{}, protocol.Errorf(CodeTaskNotCancelable, "task not cancelable: %q is %s already", t.ID, t.Status.State)
 	}
-	if e := f.cancelRun(ctx, t, f.ownerPrefix+c.Holder()); e != nil {
+	if e := f.cancelRun(ctx, t, f.owner(c)); e != nil {
 		return Task{}, toProtocol(e)
 	}
 	return f.GetTask(ctx, c, id)

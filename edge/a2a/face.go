@@ -111,9 +111,10 @@ type Face struct {
 	// PushStore); the node's face owns it, its peers' faces share it.
 	push      *pusher
 	pushOwned bool
-	// restPeer serves an HTTP+JSON request for the peer its "peer" path
-	// value names (a v1.0 tenant): edge.Server.PeerFace; set by Mount.
-	restPeer func(http.ResponseWriter, *http.Request, protocol.Caller)
+	// restPeer and grpcPeer serve an HTTP+JSON request or a gRPC call for
+	// the peer its "peer" path value names (a tenant): peerRoute; set by
+	// Mount.
+	restPeer, grpcPeer func(http.ResponseWriter, *http.Request, protocol.Caller)
 	// grpc serves the gRPC binding (grpc.go), shared with the peers'
 	// faces; grpcHandler is its handler for a listener of its own. Set by
 	// Mount.
@@ -302,19 +303,26 @@ func (f *Face) Mount(e *edge.Server) {
 	peerCard := e.Traced(http.HandlerFunc(f.servePeerCard))
 	e.Mux().Handle(PeerPath+CardPath, peerCard)
 	e.Mux().Handle(PeerPath+CardAlias, peerCard)
-	e.Mux().Handle(PeerPath+Path, e.AuthenticatedFace([]string{http.MethodPost}, standing, e.PeerFace(f.serveRPC,
-		func(peer string) func(http.ResponseWriter, *http.Request, protocol.Caller) {
-			return f.peers.Serve(e, peer, (*Face).serveRPC)
-		}), edge.WithRefusalCode(codeEdgeRefusal)))
+	e.Mux().Handle(PeerPath+Path, e.AuthenticatedFace([]string{http.MethodPost}, standing, f.peerRoute(e, (*Face).serveRPC), edge.WithRefusalCode(codeEdgeRefusal)))
 	// The HTTP+JSON binding (rest.go): its routes under RESTPath, the
 	// edge's refusals of them as google.rpc.Status (v0.3: the legacy
 	// error); a peer's under PeerPath, or named by a v1.0 tenant.
 	restMethods := []string{http.MethodGet, http.MethodPost, http.MethodDelete}
-	f.restPeer = e.PeerFace(f.serveREST, func(peer string) func(http.ResponseWriter, *http.Request, protocol.Caller) {
-		return f.peers.Serve(e, peer, (*Face).serveREST)
-	})
+	f.restPeer = f.peerRoute(e, (*Face).serveREST)
+	f.grpcPeer = f.peerRoute(e, (*Face).serveGRPCOn) // a gRPC call's tenant (serveGRPC)
 	e.Mux().Handle(RESTPath+"/", e.AuthenticatedFace(restMethods, restStanding, f.serveREST, edge.WithRefusalWriter(restRefusal)))
 	e.Mux().Handle(PeerPath+RESTPath+"/", e.AuthenticatedFace(restMethods, restStanding, f.restPeer, edge.WithRefusalWriter(restRefusal)))
+}
+
+// peerRoute is the handler of serve for the mesh peer that r's "peer"
+// path value names (edge.Server.PeerFace: its checks, the gateway limit,
+// the face caps): serve on that peer's face, or on f when it names this
+// node. Each binding's is built once, in Mount.
+func (f *Face) peerRoute(e *edge.Server, serve func(*Face, http.ResponseWriter, *http.Request, protocol.Caller)) func(http.ResponseWriter, *http.Request, protocol.Caller) {
+	return e.PeerFace(func(w http.ResponseWriter, r *http.Request, c protocol.Caller) { serve(f, w, r, c) },
+		func(peer string) func(http.ResponseWriter, *http.Request, protocol.Caller) {
+			return f.peers.Serve(e, peer, serve)
+		})
 }
 
 // PeerPath prefixes the A2A face of a mesh peer on the edge: its card at

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -23,6 +24,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/emptypb"
@@ -141,12 +143,6 @@ func (f *Face) mountGRPC(e *edge.Server) {
 	e.Mux().Handle(GRPCServiceV03, h)
 }
 
-// GRPCHandler is the HTTP handler of the face's gRPC binding (set by
-// Mount; nil before): it serves the two service paths through the edge's
-// chain, for a listener of its own (--a2a-grpc), which must speak HTTP/2
-// (h2c or TLS).
-func (f *Face) GRPCHandler() http.Handler { return f.grpcHandler }
-
 // serveGRPC serves one gRPC call that the edge let through as c: it reads
 // the request message (capped by the edge) to find the tenant, and serves
 // the call on the node's face, or on the face of the mesh peer the tenant
@@ -168,14 +164,12 @@ func (f *Face) serveGRPC(w http.ResponseWriter, r *http.Request, c protocol.Call
 		f.e.Refuse(w, r, http.StatusBadRequest, perr)
 		return
 	}
-	if tenant == "" || tenant == f.b.PeerID() {
+	if tenant == "" {
 		f.serveGRPCOn(w, r, c)
 		return
 	}
-	r.SetPathValue("peer", tenant)
-	f.e.PeerFace(f.serveGRPCOn, func(peer string) func(http.ResponseWriter, *http.Request, protocol.Caller) {
-		return f.peers.Serve(f.e, peer, (*Face).serveGRPCOn)
-	})(w, r, c)
+	r.SetPathValue("peer", tenant) // the node's own PeerID is served on f
+	f.grpcPeer(w, r, c)
 }
 
 // serveGRPCOn serves a gRPC call on face g.
@@ -185,17 +179,59 @@ func (g *Face) serveGRPCOn(w http.ResponseWriter, r *http.Request, c protocol.Ca
 	g.grpc.ServeHTTP(w, r.WithContext(ctx))
 }
 
-// grpcRequests are the request messages of the calls, by path, for the
-// tenant field.
-var grpcRequests = map[string]func() proto.Message{
-	"SendMessage": func() proto.Message { return new(pb.SendMessageRequest) }, "SendStreamingMessage": func() proto.Message { return new(pb.SendMessageRequest) },
-	"GetTask": func() proto.Message { return new(pb.GetTaskRequest) }, "ListTasks": func() proto.Message { return new(pb.ListTasksRequest) },
-	"CancelTask": func() proto.Message { return new(pb.CancelTaskRequest) }, "SubscribeToTask": func() proto.Message { return new(pb.SubscribeToTaskRequest) },
-	"CreateTaskPushNotificationConfig": func() proto.Message { return new(pb.TaskPushNotificationConfig) },
-	"GetTaskPushNotificationConfig":    func() proto.Message { return new(pb.GetTaskPushNotificationConfigRequest) },
-	"ListTaskPushNotificationConfigs":  func() proto.Message { return new(pb.ListTaskPushNotificationConfigsRequest) },
-	"DeleteTaskPushNotificationConfig": func() proto.Message { return new(pb.DeleteTaskPushNotificationConfigRequest) },
-	"GetExtendedAgentCard":             func() proto.Message { return new(pb.GetExtendedAgentCardRequest) },
+// grpcTenantFields are the field numbers of the tenant field of the v1.0
+// calls' request messages, by method (0: the message has none), read
+// from their descriptors.
+var grpcTenantFields = func() map[string]protowire.Number {
+	out := map[string]protowire.Number{}
+	for m, msg := range map[string]proto.Message{
+		"SendMessage": new(pb.SendMessageRequest), "SendStreamingMessage": new(pb.SendMessageRequest),
+		"GetTask": new(pb.GetTaskRequest), "ListTasks": new(pb.ListTasksRequest),
+		"CancelTask": new(pb.CancelTaskRequest), "SubscribeToTask": new(pb.SubscribeToTaskRequest),
+		"CreateTaskPushNotificationConfig": new(pb.TaskPushNotificationConfig),
+		"GetTaskPushNotificationConfig":    new(pb.GetTaskPushNotificationConfigRequest),
+		"ListTaskPushNotificationConfigs":  new(pb.ListTaskPushNotificationConfigsRequest),
+		"DeleteTaskPushNotificationConfig": new(pb.DeleteTaskPushNotificationConfigRequest),
+		"GetExtendedAgentCard":             new(pb.GetExtendedAgentCardRequest),
+	} {
+		out[m] = 0
+		if fd := msg.ProtoReflect().Descriptor().Fields().ByName("tenant"); fd != nil && fd.Kind() == protoreflect.StringKind {
+			out[m] = fd.Number()
+		}
+	}
+	return out
+}()
+
+// wireString is the string field num of the protobuf message b, read
+// from its top-level fields alone (the last one wins, as in a decode; ""
+// when it is absent); an error when those fields do not parse or the
+// string is not UTF-8. Nothing of the message is decoded but the string:
+// the gRPC server decodes the whole message once, after.
+func wireString(b []byte, num protowire.Number) (string, error) {
+	var s []byte
+	for len(b) > 0 {
+		n, typ, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return "", protowire.ParseError(l)
+		}
+		b = b[l:]
+		if n == num && num != 0 && typ == protowire.BytesType {
+			v, l := protowire.ConsumeBytes(b)
+			if l < 0 {
+				return "", protowire.ParseError(l)
+			}
+			s, b = v, b[l:]
+			continue
+		}
+		if l = protowire.ConsumeFieldValue(n, typ, b); l < 0 {
+			return "", protowire.ParseError(l)
+		}
+		b = b[l:]
+	}
+	if !utf8.Valid(s) {
+		return "", errors.New("the tenant field is not UTF-8")
+	}
+	return string(s), nil
 }
 
 // grpcTenant is the tenant of a gRPC call: the tenant field of a v1.0
@@ -205,20 +241,16 @@ var grpcRequests = map[string]func() proto.Message{
 // one).
 func grpcTenant(r *http.Request, body []byte) (string, *protocol.Error) {
 	tenant := ""
-	if m, ok := strings.CutPrefix(r.URL.Path, GRPCServiceV1); ok && grpcRequests[m] != nil {
-		if len(body) >= 5 {
-			if body[0] != 0 {
-				return "", protocol.Errorf(protocol.CodeInvalidRequest, "invalid request: a compressed request message is not accepted here (send it uncompressed)")
-			}
-			n := binary.BigEndian.Uint32(body[1:5])
-			if uint64(n) <= uint64(len(body)-5) {
-				msg := grpcRequests[m]()
-				if err := proto.Unmarshal(body[5:5+n], msg); err != nil {
-					return "", protocol.Errorf(protocol.CodeInvalidParams, "invalid params: the %s request message does not decode: %s", m, protocol.Clip(err.Error(), 120))
-				}
-				if fd := msg.ProtoReflect().Descriptor().Fields().ByName("tenant"); fd != nil && fd.Kind() == protoreflect.StringKind {
-					tenant = msg.ProtoReflect().Get(fd).String()
-				}
+	m, v1 := strings.CutPrefix(r.URL.Path, GRPCServiceV1)
+	if field, ok := grpcTenantFields[m]; v1 && ok && len(body) >= 5 {
+		if body[0] != 0 {
+			return "", protocol.Errorf(protocol.CodeInvalidRequest, "invalid request: a compressed request message is not accepted here (send it uncompressed)")
+		}
+		n := binary.BigEndian.Uint32(body[1:5])
+		if uint64(n) <= uint64(len(body)-5) {
+			var err error
+			if tenant, err = wireString(body[5:5+n], field); err != nil {
+				return "", protocol.Errorf(protocol.CodeInvalidParams, "invalid params: the %s request message does not decode: %s", m, protocol.Clip(err.Error(), 120))
 			}
 		}
 	}
@@ -243,13 +275,9 @@ func grpcTenant(r *http.Request, body []byte) (string, *protocol.Error) {
 // -32001… as -32000, as the other bindings carry it).
 func writeGRPCRefusal(w http.ResponseWriter, _ *http.Request, httpStatus int, perr *protocol.Error) {
 	code := statusCode(httpStatus)
-	rc := perr.Code
-	if rc <= -32001 && rc >= -32099 {
-		rc = codeEdgeRefusal
-	}
-	info := &errdetails.ErrorInfo{Reason: edgeReason(perr.Code), Domain: "mcpv2", Metadata: edgeMetadata(perr)}
-	info.Metadata["http_status"], info.Metadata["code"] = strconv.Itoa(httpStatus), strconv.Itoa(rc)
-	st, err := status.New(code, perr.Message).WithDetails(info)
+	info := edgeInfo(perr)
+	info.meta["http_status"], info.meta["code"] = strconv.Itoa(httpStatus), strconv.Itoa(edge.RefusalCode(perr.Code, codeEdgeRefusal))
+	st, err := status.New(code, perr.Message).WithDetails(info.proto())
 	if err != nil {
 		st = status.New(code, perr.Message)
 	}
@@ -277,17 +305,17 @@ func grpcEncodeMessage(s string) string {
 	return b.String()
 }
 
+// proto is i as the google.rpc.ErrorInfo message.
+func (i errInfo) proto() *errdetails.ErrorInfo {
+	return &errdetails.ErrorInfo{Reason: i.reason, Domain: i.domain, Metadata: i.meta}
+}
+
 // grpcError is the gRPC status of an A2A error: its code (wireOf, the
 // table every binding answers by), and its google.rpc.ErrorInfo
 // (errorInfo) as a detail.
 func grpcError(e *rpcError) error {
-	info := errorInfo(e)
 	code := wireOf(e).grpc
-	d := &errdetails.ErrorInfo{Reason: info["reason"].(string), Domain: info["domain"].(string)}
-	if m, ok := info["metadata"].(map[string]string); ok {
-		d.Metadata = m
-	}
-	st, err := status.New(code, e.Message).WithDetails(d)
+	st, err := status.New(code, e.Message).WithDetails(errorInfo(e).proto())
 	if err != nil {
 		return status.Error(code, e.Message)
 	}
@@ -358,8 +386,8 @@ func runGRPC(ctx context.Context, method string, in proto.Message, out proto.Mes
 	if full, _ := grpc.Method(ctx); strings.HasPrefix(full, GRPCServiceV03) { // a v0.3 call, converted to v1.0 (v03pb.go)
 		wire = "0.3"
 	}
-	q := &req{f: f, ctx: ctx, c: call.c, owner: f.ownerPrefix + call.c.Holder(), v: "1.0", wire: wire, id: json.RawMessage("null"),
-		method: method, started: time.Now(), out: b}
+	q := f.newReq(ctx, call.c, b)
+	q.v, q.wire, q.method = "1.0", wire, method
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
 		if v := md.Get(LastEventMetadata); len(v) > 0 {
 			q.lastEventID = v[0]
@@ -579,11 +607,12 @@ func (grpcV03) DeleteTaskPushNotificationConfig(ctx context.Context, in *pb03.De
 	return out, runGRPC(ctx, "DeleteTaskPushNotificationConfig", &pb.DeleteTaskPushNotificationConfigRequest{TaskId: task, Id: id}, out, nil)
 }
 
-// GetAgentCard answers the v0.3 card: the extended card when the face has
-// one for the caller, else the public card, in v0.3 form. A mesh peer's
-// face (a2a-tenant) answers that peer's own card, as its well-known URL
-// under /peers/{peer} does, or NOT_FOUND when the peer does not give it:
-// never this node's card.
+// GetAgentCard answers the v0.3 card: the node's extended card for the
+// caller (the public card for an anonymous one), in v0.3 form. A mesh
+// peer's face (a2a-tenant), which has no extended card
+// (FAILED_PRECONDITION), answers that peer's own card, as its well-known
+// URL under /peers/{peer} does, or NOT_FOUND when the peer does not give
+// it: never this node's card.
 func (grpcV03) GetAgentCard(ctx context.Context, _ *pb03.GetAgentCardRequest) (*pb03.AgentCard, error) {
 	out := new(pb.AgentCard)
 	err := runGRPC(ctx, "GetExtendedAgentCard", &pb.GetExtendedAgentCardRequest{}, out, nil)
@@ -594,14 +623,11 @@ func (grpcV03) GetAgentCard(ctx context.Context, _ *pb03.GetAgentCardRequest) (*
 		return nil, err
 	}
 	call, _ := ctx.Value(grpcCallKey{}).(grpcCall)
-	if pf, ok := call.f.b.(peerBackend); ok {
-		return call.f.grpcPeerCard(ctx, call.c, pf.peer)
+	pf, ok := call.f.b.(peerBackend) // only a peer's face answers FAILED_PRECONDITION (extendedCard)
+	if !ok {
+		return nil, err
 	}
-	card, cerr := call.f.grpcPublicCard()
-	if cerr != nil {
-		return nil, cerr
-	}
-	return CardToV03(card), nil
+	return call.f.grpcPeerCard(ctx, call.c, pf.peer)
 }
 
 // grpcPeerCard is mesh peer peer's own signed card (Face.peerCard, as
@@ -610,7 +636,7 @@ func (grpcV03) GetAgentCard(ctx context.Context, _ *pb03.GetAgentCardRequest) (*
 // give it.
 func (f *Face) grpcPeerCard(ctx context.Context, c protocol.Caller, peer string) (*pb03.AgentCard, error) {
 	start := time.Now()
-	raw, perr := f.peerCard(ctx, c, peer, f.grpcBase()+"/peers/"+peer, "1.0")
+	raw, perr := f.peerCard(ctx, c, peer, f.advertisedBase()+"/peers/"+peer, "1.0")
 	if perr != nil {
 		f.b.Audit(ctx, c, "a2a peer card", perr, start)
 		return nil, status.Errorf(codes.NotFound, "the card of mesh peer %s could not be had: %s", peer, protocol.Clip(perr.Message, 200))
@@ -623,32 +649,6 @@ func (f *Face) grpcPeerCard(ctx context.Context, c protocol.Caller, peer string)
 	}
 	f.b.Audit(ctx, c, "a2a peer card", nil, start)
 	return CardToV03(out), nil
-}
-
-// grpcBase is the scheme://host:port the edge advertises first.
-func (f *Face) grpcBase() string {
-	base := f.e.URLs()[0]
-	if u, err := url.Parse(base); err == nil {
-		base = u.Scheme + "://" + u.Host
-	}
-	return base
-}
-
-// grpcPublicCard is the face's public v1.0 card for a gRPC caller, its
-// URLs those the edge advertises.
-func (f *Face) grpcPublicCard() (*pb.AgentCard, error) {
-	base := f.grpcBase()
-	acc := f.e.Accepts()
-	card, err := f.cardV1(base, "", &acc)
-	if err != nil {
-		return nil, status.Error(codes.Internal, "internal error: the card could not be made")
-	}
-	out := new(pb.AgentCard)
-	if err := fromJSON(card, out); err != nil {
-		f.log.Error("a2a: grpc card", "err", err)
-		return nil, status.Error(codes.Internal, "internal error: the card could not be encoded")
-	}
-	return out, nil
 }
 
 // GRPCListener serves the face's gRPC binding on an address of its own

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/mcpv2/mcpv2/edge"
 	"github.com/mcpv2/mcpv2/protocol"
 )
 
@@ -317,8 +317,8 @@ func restStanding(r *http.Request) bool {
 func (f *Face) serveREST(w http.ResponseWriter, r *http.Request, c protocol.Caller) {
 	c.Via = "a2a"
 	b := &restBinding{w: w}
-	q := &req{f: f, ctx: r.Context(), c: c, owner: f.ownerPrefix + c.Holder(), id: json.RawMessage("null"), started: time.Now(),
-		lastEventID: r.Header.Get("Last-Event-ID"), base: f.baseURL(r), out: b}
+	q := f.newReq(r.Context(), c, b)
+	q.lastEventID, q.base = r.Header.Get("Last-Event-ID"), f.baseURL(r)
 	rt, e := parseRESTRoute(r.Method, restSubpath(r), r.URL.Query())
 	q.v, q.wire, b.legacy, q.method, b.allow = rt.v, rt.v, rt.v == "0.3", rt.name(), rt.allow
 	if e != nil {
@@ -432,7 +432,7 @@ func (b *restBinding) fail(q *req, e *rpcError) {
 		writeJSON(b.w, status, legacyError{Code: e.Code, Message: e.Message, Data: e.Data})
 		return
 	}
-	writeJSON(b.w, status, map[string]any{"error": rpcStatus{Code: status, Status: name, Message: e.Message, Details: []any{errorInfo(e)}}})
+	writeJSON(b.w, status, map[string]any{"error": rpcStatus{Code: status, Status: name, Message: e.Message, Details: []any{errorInfo(e).json()}}})
 }
 
 func (b *restBinding) stream(q *req) eventSink {
@@ -474,16 +474,8 @@ type legacyError struct {
 // of mcpv2's, which mean other things in A2A.
 func restRefusal(w http.ResponseWriter, r *http.Request, status int, perr *protocol.Error) {
 	if strings.Contains(r.URL.EscapedPath(), RESTPath+"/v1/") {
-		code := perr.Code
-		if code <= -32001 && code >= -32099 {
-			code = codeEdgeRefusal
-		}
-		writeJSON(w, status, legacyError{Code: code, Message: perr.Message, Data: perr.Data})
+		writeJSON(w, status, legacyError{Code: edge.RefusalCode(perr.Code, codeEdgeRefusal), Message: perr.Message, Data: perr.Data})
 		return
 	}
-	info := map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": edgeReason(perr.Code), "domain": "mcpv2"}
-	if meta := edgeMetadata(perr); len(meta) > 0 {
-		info["metadata"] = meta
-	}
-	writeJSON(w, status, map[string]any{"error": rpcStatus{Code: status, Status: codeName(statusCode(status)), Message: perr.Message, Details: []any{info}}})
+	writeJSON(w, status, map[string]any{"error": rpcStatus{Code: status, Status: codeName(statusCode(status)), Message: perr.Message, Details: []any{edgeInfo(perr).json()}}})
 }

@@ -94,6 +94,18 @@ type req struct {
 	out     binding
 }
 
+// owner is the store's owner key of c's tasks on this face: the caller's
+// holder (credential, or client IP), set apart on a peer's face by its
+// ownerPrefix. Who owns a task is decided here only.
+func (f *Face) owner(c protocol.Caller) string { return f.ownerPrefix + c.Holder() }
+
+// newReq is a request of c on f with context ctx, answered through out:
+// its owner (owner), a null JSON-RPC id, started now. The binding sets
+// the rest (version, method, base …).
+func (f *Face) newReq(ctx context.Context, c protocol.Caller, out binding) *req {
+	return &req{f: f, ctx: ctx, c: c, owner: f.owner(c), id: json.RawMessage("null"), started: time.Now(), out: out}
+}
+
 // binding writes the answers of one request in its binding's wire form:
 // JSON-RPC over HTTP (jsonrpcBinding), HTTP+JSON, gRPC. reply gets an
 // operation's result and stream its events, both in the JSON form of
@@ -136,8 +148,8 @@ func (f *Face) serveRPCBody(w http.ResponseWriter, r *http.Request, c protocol.C
 	// A caller without a credential holds its tasks against its client
 	// IP's share of the task bytes, found by id only from that IP; it
 	// still lists nothing (ListTasks).
-	q := &req{f: f, ctx: r.Context(), c: c, owner: f.ownerPrefix + c.Holder(), id: json.RawMessage("null"), started: started,
-		lastEventID: r.Header.Get("Last-Event-ID"), base: base, out: jsonrpcBinding{w: w}}
+	q := f.newReq(r.Context(), c, jsonrpcBinding{w: w})
+	q.started, q.lastEventID, q.base = started, r.Header.Get("Last-Event-ID"), base
 	var rr rpcRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&rr); err != nil {
@@ -243,27 +255,50 @@ func (b jsonrpcBinding) fail(q *req, e *rpcError) {
 		status = http.StatusBadRequest
 	}
 	if q.v == "1.0" {
-		e.Data = []any{errorInfo(e)}
+		e.Data = []any{errorInfo(e).json()}
 	}
 	writeJSON(b.w, status, map[string]any{"jsonrpc": "2.0", "id": q.id, "error": e})
 }
 
-// errorInfo is the google.rpc.ErrorInfo of e, in ProtoJSON (with its
-// @type), as every v1.0 binding carries it: reason from the A2A code
-// (wireOf), domain a2a-protocol.org; a busy face is BUSY and a cap
-// (store.QuotaError, whose numbers are in e.Data) QUOTA_EXCEEDED, both of
-// domain mcpv2, a cap with those numbers as its metadata.
-func errorInfo(e *rpcError) map[string]any {
+// errInfo is a google.rpc.ErrorInfo as every binding carries it: json is
+// its ProtoJSON (JSON-RPC v1.0, HTTP+JSON), proto (grpc.go) the message in
+// a gRPC status's details.
+type errInfo struct {
+	reason, domain string
+	meta           map[string]string // none when empty
+}
+
+// json is i in ProtoJSON, with its @type; metadata only when it has any.
+func (i errInfo) json() map[string]any {
+	m := map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": i.reason, "domain": i.domain}
+	if len(i.meta) > 0 {
+		m["metadata"] = i.meta
+	}
+	return m
+}
+
+// errorInfo is the ErrorInfo of e, as every v1.0 binding carries it:
+// reason from the A2A code (wireOf), domain a2a-protocol.org; a busy face
+// is BUSY and a cap (store.QuotaError, whose numbers are in e.Data)
+// QUOTA_EXCEEDED, both of domain mcpv2, a cap with those numbers as its
+// metadata.
+func errorInfo(e *rpcError) errInfo {
 	w := wireOf(e)
-	info := map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": w.reason, "domain": w.domain}
+	info := errInfo{reason: w.reason, domain: w.domain}
 	if d, ok := e.Data.(map[string]any); ok && e.kind == errQuota { // a cap: its numbers
-		meta := map[string]string{}
+		info.meta = map[string]string{}
 		for k, v := range d {
-			meta[k] = fmt.Sprint(v)
+			info.meta[k] = fmt.Sprint(v)
 		}
-		info["metadata"] = meta
 	}
 	return info
+}
+
+// edgeInfo is the ErrorInfo of a refusal by the edge itself, in every
+// binding: its reason (edgeReason), domain mcpv2, and its data's members
+// as metadata (edgeMetadata).
+func edgeInfo(perr *protocol.Error) errInfo {
+	return errInfo{reason: edgeReason(perr.Code), domain: "mcpv2", meta: edgeMetadata(perr)}
 }
 
 // errKind marks the A2A errors that no A2A code tells apart: a busy face
@@ -525,20 +560,11 @@ func (f *Face) list(q *req, params json.RawMessage) {
 		q.fail(rpcErrf(protocol.CodeInternal, "internal error: the tasks could not be listed"))
 		return
 	}
-	start := 0
-	if p.PageToken != "" {
-		start = -1
-		for i, st := range all {
-			if st.ID == p.PageToken {
-				start = i + 1
-			}
-		}
-		if start < 0 {
-			q.fail(rpcErrf(protocol.CodeInvalidParams, "invalid params: pageToken %q names no task of this listing", protocol.Clip(p.PageToken, 80)))
-			return
-		}
+	page, next, ok := pageAfter(all, func(st protocol.StoredTask) string { return st.ID }, p.PageToken, size)
+	if !ok {
+		q.fail(rpcErrf(protocol.CodeInvalidParams, "invalid params: pageToken %q names no task of this listing", protocol.Clip(p.PageToken, 80)))
+		return
 	}
-	page := all[start:min(start+size, len(all))]
 	hl := 0
 	if p.HistoryLength != nil {
 		hl = max(*p.HistoryLength, 0)
@@ -550,11 +576,32 @@ func (f *Face) list(q *req, params json.RawMessage) {
 			tasks = append(tasks, t.v1(hl, p.IncludeArtifacts))
 		}
 	}
-	next := ""
-	if start+size < len(all) {
-		next = page[len(page)-1].ID
-	}
 	q.reply(map[string]any{"tasks": tasks, "nextPageToken": next, "pageSize": size, "totalSize": len(all)})
+}
+
+// pageAfter is the one cursor paging of the task listings (ListTasks,
+// ListOwnTasks): the items of all after the one whose id is cursor ("":
+// from the start), at most size of them, and next, the id of the page's
+// last item when more follow ("" at the end). ok is false when cursor
+// names no item of all.
+func pageAfter[T any](all []T, id func(T) string, cursor string, size int) (page []T, next string, ok bool) {
+	start := 0
+	if cursor != "" {
+		start = -1
+		for i, v := range all {
+			if id(v) == cursor {
+				start = i + 1
+			}
+		}
+		if start < 0 {
+			return nil, "", false
+		}
+	}
+	page = all[start:min(start+size, len(all))]
+	if start+size < len(all) {
+		next = id(page[len(page)-1])
+	}
+	return page, next, true
 }
 
 func (f *Face) cancelTask(q *req, params json.RawMessage) {
