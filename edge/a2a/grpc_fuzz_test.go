@@ -23,7 +23,7 @@ func FuzzWireTenant(f *testing.F) {
 		}
 		f.Add(b)
 	}
-	f.Add([]byte{0x0a, 0x02, 'a'})             // a tenant cut short
+	f.Add([]byte{0x0a, 0x02, 'a'})            // a tenant cut short
 	f.Add([]byte{0x0a, 0x01, 'a', 0x0a, 0x00}) // two tenants: the last wins
 	f.Add([]byte{0x0a, 0x01, 0xff})            // not UTF-8
 	num := grpcTenantFields["SendMessage"]
