@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -24,7 +23,6 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/emptypb"
@@ -179,59 +177,17 @@ func (g *Face) serveGRPCOn(w http.ResponseWriter, r *http.Request, c protocol.Ca
 	g.grpc.ServeHTTP(w, r.WithContext(ctx))
 }
 
-// grpcTenantFields are the field numbers of the tenant field of the v1.0
-// calls' request messages, by method (0: the message has none), read
-// from their descriptors.
-var grpcTenantFields = func() map[string]protowire.Number {
-	out := map[string]protowire.Number{}
-	for m, msg := range map[string]proto.Message{
-		"SendMessage": new(pb.SendMessageRequest), "SendStreamingMessage": new(pb.SendMessageRequest),
-		"GetTask": new(pb.GetTaskRequest), "ListTasks": new(pb.ListTasksRequest),
-		"CancelTask": new(pb.CancelTaskRequest), "SubscribeToTask": new(pb.SubscribeToTaskRequest),
-		"CreateTaskPushNotificationConfig": new(pb.TaskPushNotificationConfig),
-		"GetTaskPushNotificationConfig":    new(pb.GetTaskPushNotificationConfigRequest),
-		"ListTaskPushNotificationConfigs":  new(pb.ListTaskPushNotificationConfigsRequest),
-		"DeleteTaskPushNotificationConfig": new(pb.DeleteTaskPushNotificationConfigRequest),
-		"GetExtendedAgentCard":             new(pb.GetExtendedAgentCardRequest),
-	} {
-		out[m] = 0
-		if fd := msg.ProtoReflect().Descriptor().Fields().ByName("tenant"); fd != nil && fd.Kind() == protoreflect.StringKind {
-			out[m] = fd.Number()
-		}
-	}
-	return out
-}()
-
-// wireString is the string field num of the protobuf message b, read
-// from its top-level fields alone (the last one wins, as in a decode; ""
-// when it is absent); an error when those fields do not parse or the
-// string is not UTF-8. Nothing of the message is decoded but the string:
-// the gRPC server decodes the whole message once, after.
-func wireString(b []byte, num protowire.Number) (string, error) {
-	var s []byte
-	for len(b) > 0 {
-		n, typ, l := protowire.ConsumeTag(b)
-		if l < 0 {
-			return "", protowire.ParseError(l)
-		}
-		b = b[l:]
-		if n == num && num != 0 && typ == protowire.BytesType {
-			v, l := protowire.ConsumeBytes(b)
-			if l < 0 {
-				return "", protowire.ParseError(l)
-			}
-			s, b = v, b[l:]
-			continue
-		}
-		if l = protowire.ConsumeFieldValue(n, typ, b); l < 0 {
-			return "", protowire.ParseError(l)
-		}
-		b = b[l:]
-	}
-	if !utf8.Valid(s) {
-		return "", errors.New("the tenant field is not UTF-8")
-	}
-	return string(s), nil
+// grpcRequests are the request messages of the calls, by path, for the
+// tenant field.
+var grpcRequests = map[string]func() proto.Message{
+	"SendMessage": func() proto.Message { return new(pb.SendMessageRequest) }, "SendStreamingMessage": func() proto.Message { return new(pb.SendMessageRequest) },
+	"GetTask": func() proto.Message { return new(pb.GetTaskRequest) }, "ListTasks": func() proto.Message { return new(pb.ListTasksRequest) },
+	"CancelTask": func() proto.Message { return new(pb.CancelTaskRequest) }, "SubscribeToTask": func() proto.Message { return new(pb.SubscribeToTaskRequest) },
+	"CreateTaskPushNotificationConfig": func() proto.Message { return new(pb.TaskPushNotificationConfig) },
+	"GetTaskPushNotificationConfig":    func() proto.Message { return new(pb.GetTaskPushNotificationConfigRequest) },
+	"ListTaskPushNotificationConfigs":  func() proto.Message { return new(pb.ListTaskPushNotificationConfigsRequest) },
+	"DeleteTaskPushNotificationConfig": func() proto.Message { return new(pb.DeleteTaskPushNotificationConfigRequest) },
+	"GetExtendedAgentCard":             func() proto.Message { return new(pb.GetExtendedAgentCardRequest) },
 }
 
 // grpcTenant is the tenant of a gRPC call: the tenant field of a v1.0
@@ -241,16 +197,20 @@ func wireString(b []byte, num protowire.Number) (string, error) {
 // one).
 func grpcTenant(r *http.Request, body []byte) (string, *protocol.Error) {
 	tenant := ""
-	m, v1 := strings.CutPrefix(r.URL.Path, GRPCServiceV1)
-	if field, ok := grpcTenantFields[m]; v1 && ok && len(body) >= 5 {
-		if body[0] != 0 {
-			return "", protocol.Errorf(protocol.CodeInvalidRequest, "invalid request: a compressed request message is not accepted here (send it uncompressed)")
-		}
-		n := binary.BigEndian.Uint32(body[1:5])
-		if uint64(n) <= uint64(len(body)-5) {
-			var err error
-			if tenant, err = wireString(body[5:5+n], field); err != nil {
-				return "", protocol.Errorf(protocol.CodeInvalidParams, "invalid params: the %s request message does not decode: %s", m, protocol.Clip(err.Error(), 120))
+	if m, ok := strings.CutPrefix(r.URL.Path, GRPCServiceV1); ok && grpcRequests[m] != nil {
+		if len(body) >= 5 {
+			if body[0] != 0 {
+				return "", protocol.Errorf(protocol.CodeInvalidRequest, "invalid request: a compressed request message is not accepted here (send it uncompressed)")
+			}
+			n := binary.BigEndian.Uint32(body[1:5])
+			if uint64(n) <= uint64(len(body)-5) {
+				msg := grpcRequests[m]()
+				if err := proto.Unmarshal(body[5:5+n], msg); err != nil {
+					return "", protocol.Errorf(protocol.CodeInvalidParams, "invalid params: the %s request message does not decode: %s", m, protocol.Clip(err.Error(), 120))
+				}
+				if fd := msg.ProtoReflect().Descriptor().Fields().ByName("tenant"); fd != nil && fd.Kind() == protoreflect.StringKind {
+					tenant = msg.ProtoReflect().Get(fd).String()
+				}
 			}
 		}
 	}
