@@ -99,6 +99,11 @@ func TestDashboardLoginAndChecks(t *testing.T) {
 	if st, _, _ := get(t, anon, base+"/login?token=nope"); st != http.StatusUnauthorized {
 		t.Fatalf("a wrong token: %d", st)
 	}
+	// The icon a browser asks for on any document of this origin (a
+	// refusal's text too): nothing, never a 404 in its console.
+	if st, _, body := get(t, anon, base+"/favicon.ico"); st != http.StatusNoContent || body != "" {
+		t.Fatalf("/favicon.ico: %d %.100s", st, body)
+	}
 
 	b := browser(t)
 	login(t, b, link)
