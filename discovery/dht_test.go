@@ -180,6 +180,16 @@ func TestStaleSeqRefused(t *testing.T) {
 	// PutValue stores it locally and returns nil, because kad-dht ignores the
 	// servers' refusals; no server replaces its record, and every GetCard,
 	// the replaying node's included, returns seq 5.
+	// Every server holds seq 5 first: Publish returns once its replication
+	// is acked, which need not be by all four, and a server with no copy
+	// would rightly take the replayed 3.
+	for i, n := range nodes {
+		if storedSeq(t, n.d, key) != 5 && n != owner {
+			if err := rawPut(ctx, owner.h, n.h.ID(), key, mustSeal(t, card, ownerKey)); err != nil {
+				t.Fatalf("node %d refused the seq-5 record: %v", i, err)
+			}
+		}
+	}
 	replayer := newDisc(t, newHost(t), WithMode(ModeClient), WithBootstrap(nodes[0].addrInfo()))
 	if err := replayer.Bootstrap(ctx); err != nil {
 		t.Fatal(err)

@@ -120,6 +120,14 @@ func TestSkillNotFoundDidYouMeanEveryFace(t *testing.T) {
 func TestMeshFindTakesSkill(t *testing.T) {
 	a := startNode(t, "", "--no-mdns", "--no-nat", "--port", "0", "--bind-host", "127.0.0.1")
 	base := "http://127.0.0.1:" + a.First("MCPV2_BOUND_PORT")
+	// The node finds itself once its own card is in its store, which it
+	// says in its log a moment after "ready" (before that, with no DHT
+	// peer, a find has nobody to ask).
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(a.Log.String(), "card stored locally"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the node did not store its own card in 10 s:\n%s", a.Log.String())
+		}
+	}
 	for _, args := range []map[string]any{{"skill": "ping"}, {"skill_or_tag": "ping"}} {
 		got := mcpToolCall(t, base, "mesh_find", args)
 		if strings.Contains(got, `"isError":true`) || !strings.Contains(got, a.peerID) {
