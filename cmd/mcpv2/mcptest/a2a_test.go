@@ -3,6 +3,9 @@ package mcptest
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -124,9 +127,31 @@ func TestA2AClient(t *testing.T) {
 	skills := napSkills(t)
 	// B has no edge; A's edge serves it at /peers/{B}.
 	b := startNodeWithPolicy(t, grantHTTPAll, "--secret", secret, "--skills", skills)
-	a := startNodeWithPolicy(t, grantHTTPAll, "--port", "0", "--secret", secret, "--skills", skills, "--bootstrap", b.first("MCPV2_P2P_ADDRESS"))
+	// The runs share one client IP, and four of them go through the
+	// gateway to B at once: its per-IP rate (50/s by default, for one
+	// client) is raised so that they do not take each other's share.
+	a := startNodeWithPolicy(t, grantHTTPAll, "--port", "0", "--secret", secret, "--skills", skills, "--bootstrap", b.first("MCPV2_P2P_ADDRESS"),
+		"--gateway-rate-limit", "1000")
 	edgeBase := strings.TrimSuffix(a.mcpURL(), "/mcp")
 	aID, bID := a.first("MCPV2_PEER_ID"), b.first("MCPV2_PEER_ID")
+	// A reaches B (its bootstrap) before the runs begin: B's signed card
+	// through A's edge, once, before any client asks for it.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		req, _ := http.NewRequest(http.MethodGet, edgeBase+"/peers/"+bID+"/.well-known/agent-card.json", nil)
+		req.Header.Set("A2A-Version", "1.0")
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && strings.Contains(string(body), `"signatures"`) {
+				break
+			}
+			err = fmt.Errorf("HTTP %d: %.300s", resp.StatusCode, body)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("A's edge does not serve B's card in 30 s: %v", err)
+		}
+	}
 	type run struct {
 		name, mode, transport, binding, base, peer, tenant string
 	}

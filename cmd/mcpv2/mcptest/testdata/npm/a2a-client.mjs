@@ -102,7 +102,9 @@ const codeOf = (e) => e?.envelopeCode ?? e?.cause?.envelopeCode ??
   (e instanceof TaskNotCancelableError ? A2A_ERROR_CODE.TASK_NOT_CANCELABLE : e instanceof TaskNotFoundError ? A2A_ERROR_CODE.TASK_NOT_FOUND : e?.code);
 
 // 1. The card, and its signature by the node's key.
-const v1card = await (await fetch(new URL('.well-known/agent-card.json', base + '/'), { headers: { 'A2A-Version': '1.0' } })).json();
+const cardResp = await fetch(new URL('.well-known/agent-card.json', base + '/'), { headers: { 'A2A-Version': '1.0' } });
+check(cardResp.ok, `the v1.0 card: HTTP ${cardResp.status} ${await cardResp.clone().text()}`);
+const v1card = await cardResp.json();
 await verifyAgentCardSignature(async (kid) => { check(kid === peerID, `kid ${kid} is not the PeerID`); return keyFromPeerID(kid); })(v1card);
 ok('v1.0 card signature verified with the key of the PeerID');
 const forged = { ...v1card, name: v1card.name + ' (forged)' };
