@@ -334,3 +334,22 @@ func TestDashboardBoundLoopback(t *testing.T) {
 		t.Fatalf("startDashboard(0.0.0.0:0) without public: %v, want a refusal", err)
 	}
 }
+
+// TestTemplatesParse: the dashboard parses its templates on the first page
+// served, not at start, so a template broken by an edit shows here rather
+// than as the first visitor's 500.
+func TestTemplatesParse(t *testing.T) {
+	pages, err := parseTemplates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"message"}
+	for _, p := range pageNames {
+		names = append(names, p.name)
+	}
+	for _, n := range names {
+		if pages[n] == nil {
+			t.Errorf("no template for page %q", n)
+		}
+	}
+}

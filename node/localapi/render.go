@@ -121,7 +121,11 @@ func (a *API) renderMessage(w http.ResponseWriter, status int, title, heading, t
 // clean 500 and not half a page.
 func (a *API) render(w http.ResponseWriter, status int, set, name string, data any) {
 	var b bytes.Buffer
-	if err := a.pages[set].ExecuteTemplate(&b, name, data); err != nil {
+	pages, err := a.pages()
+	if err == nil {
+		err = pages[set].ExecuteTemplate(&b, name, data)
+	}
+	if err != nil {
 		a.cfg.log.Error("dashboard: render", "page", set, "err", err)
 		writeError(w, http.StatusInternalServerError, CodeInternal, "the page could not be made: "+err.Error())
 		return
