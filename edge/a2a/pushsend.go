@@ -132,10 +132,13 @@ type pusher struct {
 	hosts  map[string]int       // workers busy with each webhook host
 	broken map[string]time.Time // config (task id, NUL, config id) → its circuit is open until
 	closed bool
+	// started is set when the first notification starts the workers: a
+	// node whose callers never set a webhook runs none (issue 25).
+	started bool
 }
 
-// newPusher starts the pool over the face's Backend b, which implements
-// PushStore.
+// newPusher makes the pool over the face's Backend b, which implements
+// PushStore; its workers start with the first notification.
 func newPusher(b Backend, store PushStore, cfg config, log *slog.Logger) *pusher {
 	scope := netscope.New(cfg.outboundAllow)
 	hc := scope.Client(0)
@@ -146,10 +149,6 @@ func newPusher(b Backend, store PushStore, cfg config, log *slog.Logger) *pusher
 	p.jwks, p.jwksErr = JWKS(p.peerID)
 	p.cond = sync.NewCond(&p.mu)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
-	for range pushWorkers {
-		p.wg.Add(1)
-		go p.work()
-	}
 	return p
 }
 
@@ -287,6 +286,13 @@ func (p *pusher) notify(t *Task, ev Event) {
 	}
 	q.jobs = append(q.jobs, job)
 	q.bytes += job.size
+	if !p.started { // under p.mu, before close can see closed and wait
+		p.started = true
+		for range pushWorkers {
+			p.wg.Add(1)
+			go p.work()
+		}
+	}
 	if !q.queued {
 		q.queued = true
 		p.ready = append(p.ready, q)
