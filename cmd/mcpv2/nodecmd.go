@@ -147,8 +147,8 @@ func nodeFlags() []cli.Flag {
 			Usage: "accept OpenID Connect access tokens (JWTs) of this issuer URL as Authorization: Bearer (repeatable); the edge serves /.well-known/oauth-protected-resource naming it"},
 		&cli.StringFlag{Name: "oidc-audience", EnvVars: []string{"MCPV2_OIDC_AUDIENCE"},
 			Usage: "the audience an access token must name (default: the URL of the face it is sent to, e.g. https://host:port/mcp)"},
-		&cli.StringFlag{Name: "memory-profile", EnvVars: []string{"MCPV2_MEMORY_PROFILE"}, Value: "default",
-			Usage: "garbage collector setting: small (least memory: laptops, many nodes on one host), default, or large (least CPU per call: busy relays); GOGC and GOMEMLIMIT override it"},
+		&cli.StringFlag{Name: "memory-profile", EnvVars: []string{"MCPV2_MEMORY_PROFILE"}, Value: defaultMemoryProfile,
+			Usage: "garbage collector setting: small (GOGC 100, least memory: laptops, many nodes on one host), medium (200) or large (400, least CPU per request: edges and relays); the default is large with --port or --relay-service, small otherwise; GOGC and GOMEMLIMIT override it"},
 		&cli.StringFlag{Name: "otlp-endpoint", EnvVars: []string{"MCPV2_OTLP_ENDPOINT"}, Usage: otlpEndpointUsage},
 	}, slices.Concat(llmFlags, tlsFlags, metricsFlags, uiFlags())...)
 }
@@ -250,9 +250,11 @@ func launchNode(c *cli.Context, banner io.Writer, face bool) (_ *runningNode, er
 	if err != nil {
 		return nil, err
 	}
-	if err := tuneGC(c.String("memory-profile")); err != nil {
+	profile, err := tuneGC(c.String("memory-profile"), c.IsSet("port") || c.Bool("relay-service"))
+	if err != nil {
 		return nil, err
 	}
+	log.Debug("garbage collector", "memory profile", profile)
 	if err := applyRoutable(c); err != nil {
 		return nil, err
 	}
