@@ -33,6 +33,7 @@ type httpSide struct {
 	body   []byte
 	check  func(status int, body []byte) error
 	bufs   []bytes.Buffer // one per caller
+	pid    int            // the server's process
 }
 
 // newHTTPSide returns a side with its own keep-alive client.
@@ -115,7 +116,9 @@ func edgeSide(ctx context.Context, e *env, n int) (*httpSide, error) {
 		return nil, err
 	}
 	h := http.Header{"Content-Type": {"application/json"}, edge.SessionHeader: {tok}}
-	return newHTTPSide(base+"/mcpv2", h, edgeSlots(n), wantAnswer(`"pong":true`, n)), nil
+	s := newHTTPSide(base+"/mcpv2", h, edgeSlots(n), wantAnswer(`"pong":true`, n))
+	s.pid = node.pid()
+	return s, nil
 }
 
 // edgeSession gets a session token from the edge at base.
@@ -145,8 +148,10 @@ func httpEchoSide(ctx context.Context, e *env) (*httpSide, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newHTTPSide("http://"+r.info.Addr+"/", http.Header{"Content-Type": {"application/json"}},
-		edgeSlots(1), wantAnswer(`"result":{`, 1)), nil
+	s := newHTTPSide("http://"+r.info.Addr+"/", http.Header{"Content-Type": {"application/json"}},
+		edgeSlots(1), wantAnswer(`"result":{`, 1))
+	s.pid = r.pid()
+	return s, nil
 }
 
 // mcpSide is the MCP go-sdk server, called as a real MCP client calls a
@@ -159,6 +164,7 @@ func mcpSide(ctx context.Context, e *env) (*httpSide, error) {
 	h := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
 		"Mcp-Protocol-Version": {mcpProtocolVersion}}
 	s := newHTTPSide("http://"+r.info.Addr+"/", h, edgeSlots(1), checkMCPAnswer)
+	s.pid = r.pid()
 	return s, nil
 }
 
@@ -242,12 +248,33 @@ func runEdgeAgainst(ctx context.Context, e *env, p plan, row, slots int, name st
 		return nil, err
 	}
 	if slots == 1 {
-		return []line{rateLine(e, row, name, median(r[0]), median(r[1]), "calls", target)}, nil
+		l := rateLine(e, row, name, median(r[0]), median(r[1]), "calls", target)
+		mem, err := memAfter(row, a, b)
+		return []line{l, mem}, err
 	}
 	l := rateLine(e, row, name, float64(slots)*median(r[0]), median(r[1]), "slots", target)
 	l.payload = fmt.Sprintf("%d × 1 KiB", slots)
 	l.bMed = fmtRate(median(r[1]), "calls")
 	return []line{l}, nil
+}
+
+// memAfter is the info line of both servers' memory after a row: the
+// other side of the garbage collector's trade (an edge node runs the large
+// memory profile, the baseline Go's defaults). The node is the shared one,
+// so its reading is after every row run before too.
+func memAfter(row int, a, b *httpSide) (line, error) {
+	ma, err := procMem(a.pid)
+	if err != nil {
+		return line{}, err
+	}
+	mb, err := procMem(b.pid)
+	if err != nil {
+		return line{}, err
+	}
+	l := line{row: row, payload: "RSS after", baseline: "the baseline's server", aMed: memCell(ma) + ", the shared node",
+		bMed: memCell(mb), ratio: float64(ma.rss) / float64(mb.rss), target: "(info)"}
+	l.judge(false, true)
+	return l, nil
 }
 
 // rateLine is a judged throughput line at 1 KiB: mcpv2 a over baseline b
