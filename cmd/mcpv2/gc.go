@@ -23,8 +23,9 @@ import (
 // on one host, large for a busy relay or gateway with memory to spare,
 // medium between them. The default picks by what the node serves: large
 // when it serves others, an HTTP edge (--port: every request leaves about
-// 10 KiB of net/http's garbage, and at 100 or 200 the edge answered 5–8%
-// fewer requests than bare net/http) or a circuit relay (--relay-service);
+// 10 KiB of net/http's garbage, and at 200 the edge answered 5–12% fewer
+// requests than bare net/http, bench row 7) or a circuit relay
+// (--relay-service);
 // small otherwise, where a node's own calls are few and its memory is what
 // a laptop or a host of many agents pays. The soft memory limit keeps a
 // node with a large live heap from growing by the whole percent: past it
