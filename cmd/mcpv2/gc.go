@@ -25,11 +25,10 @@ import (
 // when it serves others, an HTTP edge (--port: every request leaves about
 // 10 KiB of net/http's garbage, and at 200 the edge answered 5–12% fewer
 // requests than bare net/http, bench row 7) or a circuit relay
-// (--relay-service);
-// small otherwise, where a node's own calls are few and its memory is what
-// a laptop or a host of many agents pays. The soft memory limit keeps a
-// node with a large live heap from growing by the whole percent: past it
-// the collector works harder instead.
+// (--relay-service); small otherwise, where a node's own calls are few and
+// its memory is what a laptop or a host of many agents pays. The soft
+// memory limit keeps a node with a large live heap from growing by the
+// whole percent: past it the collector works harder instead.
 var memoryProfiles = map[string]int{"small": 100, "medium": 200, "large": 400}
 
 // defaultMemoryProfile is the --memory-profile value that picks by role.
